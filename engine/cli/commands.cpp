@@ -1,0 +1,120 @@
+#include "commands.hpp"
+
+#include "plugins.hpp"
+
+#include "kevo/core/error.hpp"
+#include "kevo/core/strict_json.hpp"
+#include "kevo/core/task.hpp"
+#include "kevo/engine/config.hpp"
+#include "kevo/engine/progress.hpp"
+#include "kevo/engine/run.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace kevo::app {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_text(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in || fs::is_directory(path)) throw InputError(path, "", what);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string describe(const Verdict& v) {
+  std::string out = fmt::format("status:   {}\nstage:    {}\n", to_string(v.status), to_string(v.stage));
+  if (!v.message.empty()) out += fmt::format("message:  {}\n", v.message);
+  out += fmt::format("compile:  {:.3f} s{}\n", v.compile_seconds, v.compile_cached ? " (cached)" : "");
+  if (v.status == Status::wrong_answer || v.max_abs_error > 0.0)
+    out += fmt::format("error:    max abs {:.3g}, relative L2 {:.3g}\n", v.max_abs_error, v.rel_l2_error);
+  if (v.mismatch)
+    out += fmt::format("mismatch: {} {} at {} (flat {}) on {}: expected {:.6g}, got {:.6g}\n", v.mismatch->trial,
+                       v.mismatch->arg, v.mismatch->index, v.mismatch->flat_index, v.mismatch->shape,
+                       v.mismatch->expected, v.mismatch->got);
+  if (v.status == Status::correct)
+    out += fmt::format("timing:   candidate {:.1f} us (IQR {:.1f}), reference {:.1f} us (IQR {:.1f}), {} repeats\n"
+                       "speedup:  {:.3f}x\n",
+                       v.cand_median_ns / 1e3, v.cand_iqr_ns / 1e3, v.ref_median_ns / 1e3, v.ref_iqr_ns / 1e3,
+                       v.repeats, v.speedup);
+  out += fmt::format("worker:   {:.3f} s, exit {}, signal {}, max RSS {} KiB\n", v.worker_seconds, v.exit_code,
+                     v.signal, v.max_rss_kb);
+  if (!v.compile_log.empty() && v.status == Status::compile_error) out += "compiler output:\n" + v.compile_log + "\n";
+  if (!v.output_tail.empty()) out += "candidate output (tail):\n" + v.output_tail + "\n";
+  return out;
+}
+
+}  // namespace
+
+int cmd_run(const RunArgs& args, const std::atomic<int>& stop) {
+  const auto plugins = builtin_plugins();
+  engine::Config config = engine::load_config(args.config, args.overrides, plugins);
+  const auto outcome = engine::execute_run(config, args.out, stop);
+  fmt::print("\n{}", engine::format_table(outcome.rows));
+  fmt::print("run directory: {}\n", outcome.run_dir.string());
+  if (outcome.stopped) fmt::print("stopped by a signal; everything judged so far is in the lineage\n");
+  return 0;
+}
+
+int cmd_eval(const EvalArgs& args) {
+  auto task = std::make_shared<Task>(load_task(args.task_dir));
+  const std::string source = read_text(args.candidate, "a readable candidate source file");
+  const auto plugins = builtin_plugins();
+  if (std::find(plugins.backend_types.begin(), plugins.backend_types.end(), task->backend) ==
+      plugins.backend_types.end())
+    throw InputError(task->manifest_path.string(), "/backend",
+                     fmt::format("one of the backends this kevo has ({})", fmt::join(plugins.backend_types, ", ")));
+  nlohmann::json options = nlohmann::json::object();
+  for (const auto& o : args.overrides) engine::apply_override(options, o);
+  StrictObject obj(options, "--set", "");
+  auto built = plugins.make_backend(task->backend, obj);
+  if (!args.no_prepare) built.backend->prepare(*task);
+  const Verdict v = built.backend->evaluate(task, source, args.seed);
+  if (args.json) fmt::print("{}\n", to_json(v).dump(2));
+  else fmt::print("{}", describe(v));
+  return 0;
+}
+
+int cmd_tasks(const TasksArgs& args) {
+  if (!fs::is_directory(args.dir)) throw InputError(args.dir, "", "a task directory or a folder of task directories");
+  std::vector<fs::path> dirs;
+  if (fs::exists(fs::path(args.dir) / "task.json")) {
+    dirs.push_back(args.dir);
+  } else {
+    for (const auto& e : fs::recursive_directory_iterator(args.dir))
+      if (e.is_regular_file() && e.path().filename() == "task.json") dirs.push_back(e.path().parent_path());
+    std::sort(dirs.begin(), dirs.end());
+  }
+  if (dirs.empty()) throw InputError(args.dir, "", "at least one task directory (holding task.json)");
+  const auto plugins = builtin_plugins();
+  nlohmann::json out = nlohmann::json::array();
+  if (!args.json)
+    fmt::print("{:<14} {:<6} {:>7} {:>7} {:>9}  {}\n", "task", "backend", "visible", "hidden", "space", "directory");
+  for (const auto& d : dirs) {
+    const Task t = load_task(d);
+    std::uint64_t points = t.space.empty() ? 0 : t.space.enumerate().size();
+    if (args.prepare) {
+      nlohmann::json empty = nlohmann::json::object();
+      StrictObject obj(empty, "(defaults)", "");
+      plugins.make_backend(t.backend, obj).backend->prepare(t);
+    }
+    if (args.json) {
+      out.push_back({{"name", t.name}, {"backend", t.backend}, {"dir", d.string()}, {"visible", t.visible.size()},
+                     {"hidden", t.hidden.size()}, {"space_points", points}, {"signature", t.c_signature()}});
+    } else {
+      fmt::print("{:<14} {:<6} {:>7} {:>7} {:>9}  {}\n", t.name, t.backend, t.visible.size(), t.hidden.size(),
+                 points, d.string());
+    }
+  }
+  if (args.json) fmt::print("{}\n", out.dump(2));
+  else fmt::print("{} task(s) valid{}\n", dirs.size(), args.prepare ? " (references and null candidates checked)" : "");
+  return 0;
+}
+
+}  // namespace kevo::app

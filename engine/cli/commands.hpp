@@ -1,0 +1,44 @@
+// The subcommands of `kevo`.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kevo::app {
+
+struct RunArgs {
+  std::string config;
+  std::vector<std::string> overrides;
+  std::string out;
+};
+struct EvalArgs {
+  std::string task_dir, candidate;
+  bool json = false;
+  std::uint64_t seed = 1;
+  std::vector<std::string> overrides;
+  bool no_prepare = false;
+};
+struct ReportArgs {
+  std::string run_dir;
+  bool json = false;
+};
+struct LineageArgs {
+  std::string run_dir;
+  std::uint64_t id = 0;
+  bool json = false;
+};
+struct TasksArgs {
+  std::string dir = "configs/tasks";
+  bool prepare = false;
+  bool json = false;
+};
+
+int cmd_run(const RunArgs& args, const std::atomic<int>& stop);
+int cmd_eval(const EvalArgs& args);
+int cmd_report(const ReportArgs& args);
+int cmd_lineage(const LineageArgs& args);
+int cmd_tasks(const TasksArgs& args);
+
+}  // namespace kevo::app

@@ -1,0 +1,89 @@
+// kevo's command line. Exit codes: 0 ok, 2 usage or input error, 1 runtime failure.
+#include "commands.hpp"
+
+#include "kevo/core/error.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <csignal>
+#include <cstdio>
+
+namespace {
+
+std::atomic<int> g_stop{0};
+
+extern "C" void on_stop_signal(int) {
+  // First signal: stop proposing, let in-flight work finish, flush, exit 0.
+  // Second: stop at once (still flushing what is recorded).
+  g_stop.fetch_add(1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kevo: evolutionary search for fast kernels"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("kevo ") + KEVO_VERSION);
+
+  kevo::app::RunArgs run_args;
+  auto* run = app.add_subcommand("run", "Run a search described by a config file");
+  run->add_option("config", run_args.config, "Config file (JSON, docs/config.md)")->required();
+  run->add_option("--set", run_args.overrides, "Override a config key: --set budget.evaluations_per_task=50")
+      ->take_all();
+  run->add_option("--out", run_args.out, "Run directory (new or empty; default OUT_DIR/NAME-TIMESTAMP)");
+
+  kevo::app::EvalArgs eval_args;
+  auto* eval = app.add_subcommand("eval", "Judge one candidate file against a task and print the verdict");
+  eval->add_option("task_dir", eval_args.task_dir, "Task directory (holding task.json)")->required();
+  eval->add_option("candidate", eval_args.candidate, "Candidate source file")->required();
+  eval->add_flag("--json", eval_args.json, "Print the verdict as JSON (docs/verdicts.md)");
+  eval->add_option("--seed", eval_args.seed, "Seed of the random inputs");
+  eval->add_option("--set", eval_args.overrides, "Override a backend option: --set limits.wall_seconds=5")->take_all();
+  eval->add_flag("--no-prepare", eval_args.no_prepare, "Skip the task's reference and null-candidate checks");
+
+  kevo::app::ReportArgs report_args;
+  auto* report = app.add_subcommand("report", "Summarise a run: per task evaluations, verdicts, best speedup");
+  report->add_option("run_dir", report_args.run_dir, "Run directory")->required();
+  report->add_flag("--json", report_args.json, "Print JSON");
+
+  kevo::app::LineageArgs lineage_args;
+  auto* lineage = app.add_subcommand("lineage", "Print the ancestry of one candidate");
+  lineage->add_option("run_dir", lineage_args.run_dir, "Run directory")->required();
+  lineage->add_option("id", lineage_args.id, "Candidate id")->required();
+  lineage->add_flag("--json", lineage_args.json, "Print JSON");
+
+  kevo::app::TasksArgs tasks_args;
+  auto* tasks = app.add_subcommand("tasks", "List and validate tasks");
+  tasks->add_option("dir", tasks_args.dir, "A task directory or a folder of them (default: configs/tasks)");
+  tasks->add_flag("--prepare", tasks_args.prepare,
+                  "Also compile and check each reference and the null candidates with the task's backend");
+  tasks->add_flag("--json", tasks_args.json, "Print JSON");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+  std::signal(SIGUSR1, on_stop_signal);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  try {
+    if (*run) return kevo::app::cmd_run(run_args, g_stop);
+    if (*eval) return kevo::app::cmd_eval(eval_args);
+    if (*report) return kevo::app::cmd_report(report_args);
+    if (*lineage) return kevo::app::cmd_lineage(lineage_args);
+    if (*tasks) return kevo::app::cmd_tasks(tasks_args);
+  } catch (const kevo::InputError& e) {
+    fmt::print(stderr, "kevo: error: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "kevo: failure: {}\n", e.what());
+    return 1;
+  }
+  return 2;
+}

@@ -1,0 +1,92 @@
+// The interface through which the engine has candidates judged. A backend
+// never runs candidate code inside the calling process: it hands it to
+// sandboxed subprocesses (see backends/sandbox) or, for the null backend used
+// by benchmarks, does not run it at all.
+//
+// Non-virtual interface: the public methods check what goes in and out and
+// name the backend in every error; implementations override the do_* hooks.
+#pragma once
+
+#include "kevo/core/task.hpp"
+#include "kevo/core/verdict.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace kevo {
+
+struct EvalRequest {
+  std::uint64_t id = 0;
+  std::shared_ptr<const Task> task;   // must have been prepare()d
+  std::string source;
+  std::uint64_t seed = 0;             // seeds the random inputs of every trial
+};
+
+struct EvalResult {
+  std::uint64_t id = 0;
+  Verdict verdict;
+};
+
+// What a backend needs from the machine; the scheduler reads it.
+struct BackendNeeds {
+  bool accelerator = false;
+  int compile_slots = 1;
+  int eval_slots = 1;
+};
+
+class Backend {
+ public:
+  explicit Backend(std::string name) : name_(std::move(name)) {}
+  virtual ~Backend() = default;
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+
+  const std::string& name() const { return name_; }
+  BackendNeeds needs() const { return do_needs(); }
+
+  // Checks that the task suits this backend: compiles and self-checks the
+  // reference and judges the null candidates (zeros, input copy, other-seed
+  // output). Throws InputError naming the task manifest when the task is
+  // unusable. Blocking; call before the search starts.
+  void prepare(const Task& task);
+
+  // How many more requests the backend wants queued now to keep its compile
+  // and evaluation slots busy.
+  std::size_t wanted() const { return do_wanted(); }
+
+  // Queues one candidate. Throws Failure when the id is in flight already or
+  // the task was not prepared.
+  void submit(EvalRequest request);
+
+  // Makes progress, waiting at most max_wait for something to finish, and
+  // returns the finished verdicts (never pending ones).
+  std::vector<EvalResult> poll(std::chrono::milliseconds max_wait);
+
+  std::size_t in_flight() const { return in_flight_.size(); }
+
+  // Stops everything in flight (kills worker process groups). Returns the ids
+  // that were dropped.
+  std::vector<std::uint64_t> cancel_all();
+
+  // Judges one candidate synchronously (for `kevo eval` and tests).
+  Verdict evaluate(std::shared_ptr<const Task> task, std::string source, std::uint64_t seed);
+
+ protected:
+  virtual BackendNeeds do_needs() const = 0;
+  virtual void do_prepare(const Task& task) = 0;
+  virtual std::size_t do_wanted() const = 0;
+  virtual void do_submit(EvalRequest request) = 0;
+  virtual std::vector<EvalResult> do_poll(std::chrono::milliseconds max_wait) = 0;
+  virtual void do_cancel_all() = 0;
+
+ private:
+  std::string name_;
+  std::set<std::uint64_t> in_flight_;
+  std::set<std::string> prepared_;   // task manifest paths
+};
+
+}  // namespace kevo

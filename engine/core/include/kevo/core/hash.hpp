@@ -1,0 +1,22 @@
+// Content hashes used for dedup, caches and lineage. 64-bit FNV-1a, printed as
+// 16 lowercase hex digits. Not cryptographic: keys, not signatures.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace kevo {
+
+std::uint64_t fnv1a64(std::string_view data, std::uint64_t basis = 0xcbf29ce484222325ULL);
+std::uint64_t fnv1a64(const void* data, std::size_t size,
+                      std::uint64_t basis = 0xcbf29ce484222325ULL);
+std::string hex64(std::uint64_t v);
+
+// Source normalised for dedup: comments removed, runs of whitespace collapsed
+// to one space (none where neither side is an identifier character), so that
+// reformatting or re-commenting a kernel does not make it a new candidate.
+std::string normalise_source(std::string_view source);
+std::uint64_t source_hash(std::string_view source);  // fnv1a64(normalise_source(...))
+
+}  // namespace kevo

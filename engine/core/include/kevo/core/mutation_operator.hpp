@@ -1,0 +1,71 @@
+// The interface through which the engine has children made. An operator takes
+// parents, the task and feedback, and returns a proposal (a full source) or a
+// failure value. Synchronous operators (parameter mutation) answer at once;
+// asynchronous ones (LLM calls) return nothing from begin() and deliver
+// through poll(). The engine handles both the same way.
+#pragma once
+
+#include "kevo/core/candidate.hpp"
+#include "kevo/core/rng.hpp"
+#include "kevo/core/task.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kevo {
+
+struct OperatorRequest {
+  std::uint64_t id = 0;                      // the child's id
+  const Task* task = nullptr;
+  std::vector<const Candidate*> parents;     // arity() of them, best first
+  std::vector<const Candidate*> inspirations;  // other good members (may be empty)
+  std::string feedback;                      // parent verdict feedback
+  Rng* rng = nullptr;                        // this child's own stream
+};
+
+struct Proposal {
+  std::string source;
+  std::optional<Point> point;
+  std::string note;
+};
+
+struct OperatorOutcome {
+  std::uint64_t id = 0;
+  std::optional<Proposal> proposal;   // set on success
+  std::string failure;                // reason when there is no proposal
+
+  static OperatorOutcome ok(std::uint64_t id, Proposal p) { return {id, std::move(p), {}}; }
+  static OperatorOutcome failed(std::uint64_t id, std::string why) { return {id, std::nullopt, std::move(why)}; }
+};
+
+class MutationOperator {
+ public:
+  MutationOperator(std::string name, int arity) : name_(std::move(name)), arity_(arity) {}
+  virtual ~MutationOperator() = default;
+  MutationOperator(const MutationOperator&) = delete;
+  MutationOperator& operator=(const MutationOperator&) = delete;
+
+  const std::string& name() const { return name_; }
+  int arity() const { return arity_; }
+  virtual bool applicable(const Task& task) const = 0;
+  virtual bool deterministic() const { return true; }
+
+  // Checks the request (parent count, task) and returns the outcome when the
+  // operator is synchronous, nullopt when it will arrive through poll().
+  std::optional<OperatorOutcome> begin(const OperatorRequest& request);
+  std::vector<OperatorOutcome> poll(std::chrono::milliseconds max_wait) { return do_poll(max_wait); }
+  virtual std::size_t in_flight() const { return 0; }
+
+ protected:
+  virtual std::optional<OperatorOutcome> do_begin(const OperatorRequest& request) = 0;
+  virtual std::vector<OperatorOutcome> do_poll(std::chrono::milliseconds) { return {}; }
+
+ private:
+  std::string name_;
+  int arity_;
+};
+
+}  // namespace kevo

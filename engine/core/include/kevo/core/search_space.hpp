@@ -1,0 +1,87 @@
+// A task's search space: named parameters, each with a list of values, and
+// restriction expressions over them (Kernel Tuner style). A point is one
+// value index per parameter. A candidate made from a point gets a parameter
+// block at the top of its source:
+//
+//   // kevo:params begin
+//   #define TILE_M 32
+//   #define LOOP_ORDER_ikj 1      (string values: NAME_value defined as 1,
+//   #define LOOP_ORDER "ikj"       and NAME as a string literal)
+//   // kevo:params end
+//
+// and the rest of the source (the template body) refers to the macros.
+#pragma once
+
+#include "kevo/core/expr.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kevo {
+
+class Rng;
+
+struct Param {
+  std::string name;
+  std::vector<Value> values;   // integers, reals or strings; at least one
+};
+
+using Point = std::vector<std::uint32_t>;  // value index per parameter, in Param order
+
+class SearchSpace {
+ public:
+  SearchSpace() = default;
+  SearchSpace(std::vector<Param> params, std::vector<Expr> restrictions);
+
+  const std::vector<Param>& params() const { return params_; }
+  const std::vector<Expr>& restrictions() const { return restrictions_; }
+  bool empty() const { return params_.empty(); }
+
+  // Number of points before restrictions (saturates at UINT64_MAX).
+  std::uint64_t cardinality() const;
+  bool valid(const Point& p) const;          // in range and all restrictions hold
+  Value value(const Point& p, std::size_t param) const { return params_[param].values[p[param]]; }
+  Env env(const Point& p) const;             // parameter name -> value
+
+  // Every valid point, in lexicographic index order (for exhaustive search).
+  std::vector<Point> enumerate(std::uint64_t limit = 10'000'000) const;
+  // A uniformly random valid point (rejection sampling, then enumeration
+  // fallback); nullopt when no point is valid.
+  std::optional<Point> random_point(Rng& rng) const;
+  // The point whose values match `assignment` (name -> value text); nullopt if
+  // any name or value is unknown.
+  std::optional<Point> find(const std::vector<std::pair<std::string, std::string>>& assignment) const;
+
+  // {"TILE_M": 32, "ORDER": "ikj"} as a compact JSON object text.
+  std::string to_json(const Point& p) const;
+  std::string key(const Point& p) const;     // "TILE_M=32,ORDER=ikj"
+
+  // The '// kevo:params' block for a point.
+  std::string render_block(const Point& p) const;
+
+ private:
+  std::vector<Param> params_;
+  std::vector<Expr> restrictions_;
+};
+
+// Splits a candidate source into (params block, body). When the source has no
+// block, the block is empty and the body is the whole source.
+struct SplitSource {
+  std::string block;
+  std::string body;
+};
+SplitSource split_params_block(std::string_view source);
+// body with a fresh block for `p` at the top.
+std::string apply_point(const SearchSpace& space, const Point& p, std::string_view source);
+
+// The "#define NAME value" lines of a source's params block, in order, with
+// string literals unquoted (implemented in params_block.cpp).
+std::vector<std::pair<std::string, std::string>> block_assignment(std::string_view source);
+// The point a source's params block names; nullopt when the source has no
+// block or the block names a value outside the space.
+std::optional<Point> point_from_source(const SearchSpace& space, std::string_view source);
+
+}  // namespace kevo

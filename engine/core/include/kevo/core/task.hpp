@@ -1,0 +1,96 @@
+// A task: one kernel to optimise. On disk a task is a directory holding
+// task.json (the manifest, documented in docs/tasks.md) and the source files
+// it names. load_task() validates strictly: every error is an InputError that
+// names the manifest file, the JSON pointer of the key and what was expected.
+#pragma once
+
+#include "kevo/core/expr.hpp"
+#include "kevo/core/search_space.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kevo {
+
+enum class DType { f32, f64, i32, i64 };
+enum class Role { in, out, inout, scalar };
+
+std::string_view to_string(DType);
+std::string_view to_string(Role);
+std::string_view c_type(DType);       // "float", "double", "int32_t", "int64_t"
+std::size_t dtype_size(DType);
+bool is_floating(DType);
+
+struct Distribution {
+  enum class Kind { uniform, normal, constant, integers };
+  Kind kind = Kind::uniform;
+  double a = -1.0;   // uniform: low;  normal: mean;  constant: value;  integers: low
+  double b = 1.0;    // uniform: high; normal: stddev;                  integers: high (inclusive)
+};
+
+struct Arg {
+  std::string name;
+  DType dtype = DType::f32;
+  Role role = Role::in;
+  std::vector<Expr> shape;     // buffers: one expression per axis, over dimension names
+  Expr value;                  // scalars: expression over dimension names (e.g. "M", "1e-5")
+  Distribution dist;           // inputs (in / inout)
+
+  bool is_buffer() const { return role != Role::scalar; }
+  bool is_input() const { return role == Role::in || role == Role::inout; }
+  bool is_output() const { return role == Role::out || role == Role::inout; }
+};
+
+struct Shape {
+  std::string label;                         // "M=256,N=256,K=256"
+  std::map<std::string, std::int64_t> dims;  // dimension name -> size
+  Env env() const;
+};
+
+struct Tolerance {
+  double atol = 1e-5;
+  double rtol = 1e-5;
+  double rel_l2 = 1e-5;   // ||got - want||_2 / max(||want||_2, tiny)
+};
+
+struct Task {
+  std::filesystem::path dir;            // absolute
+  std::filesystem::path manifest_path;  // dir / "task.json"
+  std::string name;
+  std::string description;              // what an LLM will see
+  std::string backend;                  // "cpu", later "cuda"
+  std::string function;                 // the C symbol both sources define
+  std::vector<Arg> args;                // in call order
+  std::vector<std::string> dims;        // dimension names, in first-use order
+  std::vector<Shape> visible;           // shown in prompts, used for correctness and timing
+  std::vector<Shape> hidden;            // correctness only; never shown in prompts
+  Tolerance tolerance;
+  std::filesystem::path reference_path, seed_path;
+  std::string reference_source, seed_source;
+  SearchSpace space;                    // may be empty
+  std::optional<Point> seed_point;      // the seed's point when the space is not empty
+  Expr flops, bytes;                    // optional (empty Expr)
+  nlohmann::json manifest;              // as read, for lineage attributes
+
+  // "extern \"C\" void sgemm(const float* A, ..., int32_t M)" — what sources must define.
+  std::string c_signature() const;
+  // Number of elements of buffer argument `arg` at `shape`.
+  std::int64_t elements(const Arg& arg, const Shape& shape) const;
+  std::vector<std::int64_t> extents(const Arg& arg, const Shape& shape) const;
+  Value scalar_value(const Arg& arg, const Shape& shape) const;
+};
+
+// Loads and validates DIR/task.json. Throws InputError.
+Task load_task(const std::filesystem::path& dir);
+
+// A directory is either a task (has task.json) or holds task directories
+// (one level down). Returns the task directories, sorted by name.
+std::vector<std::filesystem::path> find_task_dirs(const std::filesystem::path& dir);
+
+}  // namespace kevo

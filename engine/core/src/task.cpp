@@ -1,0 +1,633 @@
+#include "kevo/core/task.hpp"
+
+#include "kevo/core/error.hpp"
+#include "kevo/core/strict_json.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+namespace kevo {
+
+namespace fs = std::filesystem;
+
+std::string_view to_string(DType t) {
+  switch (t) {
+    case DType::f32: return "float32";
+    case DType::f64: return "float64";
+    case DType::i32: return "int32";
+    case DType::i64: return "int64";
+  }
+  return "?";
+}
+
+std::string_view to_string(Role r) {
+  switch (r) {
+    case Role::in: return "in";
+    case Role::out: return "out";
+    case Role::inout: return "inout";
+    case Role::scalar: return "scalar";
+  }
+  return "?";
+}
+
+std::string_view c_type(DType t) {
+  switch (t) {
+    case DType::f32: return "float";
+    case DType::f64: return "double";
+    case DType::i32: return "int32_t";
+    case DType::i64: return "int64_t";
+  }
+  return "?";
+}
+
+std::size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::f32: return 4;
+    case DType::f64: return 8;
+    case DType::i32: return 4;
+    case DType::i64: return 8;
+  }
+  return 0;
+}
+
+bool is_floating(DType t) { return t == DType::f32 || t == DType::f64; }
+
+Env Shape::env() const {
+  std::map<std::string, Value> vars;
+  for (const auto& [name, size] : dims) vars[name] = Value::integer(size);
+  return env_from_map(vars);
+}
+
+std::string Task::c_signature() const {
+  std::string out = "extern \"C\" void " + function + "(";
+  for (std::size_t k = 0; k < args.size(); ++k) {
+    const Arg& a = args[k];
+    if (k) out += ", ";
+    if (a.role == Role::in) out += "const ";
+    out += std::string(c_type(a.dtype));
+    if (a.is_buffer()) out += "*";
+    out += " " + a.name;
+  }
+  return out + ")";
+}
+
+std::vector<std::int64_t> Task::extents(const Arg& arg, const Shape& shape) const {
+  std::vector<std::int64_t> out;
+  const Env env = shape.env();
+  for (const Expr& e : arg.shape) {
+    try {
+      out.push_back(e.eval(env).as_int());
+    } catch (const std::invalid_argument& err) {
+      throw Failure("task '" + name + "': extent '" + e.text() + "' of argument '" + arg.name +
+                    "' at " + shape.label + ": " + err.what());
+    }
+  }
+  return out;
+}
+
+std::int64_t Task::elements(const Arg& arg, const Shape& shape) const {
+  std::int64_t n = 1;
+  for (std::int64_t e : extents(arg, shape)) {
+    if (e < 0 || (e > 0 && n > std::numeric_limits<std::int64_t>::max() / e))
+      throw Failure("task '" + name + "': argument '" + arg.name + "' at " + shape.label +
+                    " has a negative or overflowing element count");
+    n *= e;
+  }
+  return n;
+}
+
+Value Task::scalar_value(const Arg& arg, const Shape& shape) const {
+  try {
+    const Value v = arg.value.eval(shape.env());
+    if (is_floating(arg.dtype)) return Value::real(v.as_double());
+    return Value::integer(v.as_int());
+  } catch (const std::invalid_argument& err) {
+    throw Failure("task '" + name + "': value '" + arg.value.text() + "' of argument '" + arg.name +
+                  "' at " + shape.label + ": " + err.what());
+  }
+}
+
+namespace {
+
+bool is_c_identifier(const std::string& s) {
+  static const std::set<std::string> keywords = {
+      "auto", "bool", "break", "case", "catch", "char", "class", "const", "constexpr", "continue",
+      "default", "delete", "do", "double", "else", "enum", "explicit", "extern", "false", "float",
+      "for", "friend", "goto", "if", "inline", "int", "long", "namespace", "new", "nullptr",
+      "operator", "private", "protected", "public", "register", "restrict", "return", "short",
+      "signed", "sizeof", "static", "struct", "switch", "template", "this", "throw", "true", "try",
+      "typedef", "typename", "union", "unsigned", "using", "virtual", "void", "volatile", "while",
+      "main", "int32_t", "int64_t", "size_t"};
+  if (s.empty() || keywords.count(s)) return false;
+  if (!(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) {
+    if (!out.empty()) out += ", ";
+    out += s;
+  }
+  return out;
+}
+
+std::string shown(const nlohmann::json& j) {
+  std::string text = j.dump();
+  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  return text;
+}
+
+std::string idx(std::size_t i) { return std::to_string(i); }
+
+// Reads an expression given as a string ("M*2") or a number (512).
+Expr read_expr(const nlohmann::json& j, const std::string& file, const std::string& pointer,
+               const std::string& what) {
+  std::string text;
+  if (j.is_string()) text = j.get<std::string>();
+  else if (j.is_number()) text = j.dump();
+  else throw InputError(file, pointer, what + " (a string or a number), got " + shown(j));
+  try {
+    return Expr::parse(text);
+  } catch (const std::invalid_argument& e) {
+    throw InputError(file, pointer, what + "; '" + text + "': " + e.what());
+  }
+}
+
+Distribution read_distribution(StrictObject d, DType dtype) {
+  Distribution out;
+  const std::string kind = d.choice("kind", {"uniform", "normal", "constant", "integers"}, "uniform");
+  const bool integral = !is_floating(dtype);
+  // The largest magnitude every value of the type can hold exactly.
+  const double exact = dtype == DType::f32 ? 16777216.0
+                       : dtype == DType::i32 ? 2147483647.0
+                                             : 9007199254740992.0;
+  if (integral && (kind == "uniform" || kind == "normal"))
+    d.fail("kind", "\"integers\" or \"constant\" for an " + std::string(to_string(dtype)) +
+                       " argument, got \"" + kind + "\"");
+  if (kind == "uniform") {
+    out.kind = Distribution::Kind::uniform;
+    out.a = d.number("low", -1.0);
+    out.b = d.number("high", 1.0);
+    if (!(out.a <= out.b)) d.fail("high", "a number >= low (" + Value::real(out.a).to_string() + ")");
+  } else if (kind == "normal") {
+    out.kind = Distribution::Kind::normal;
+    out.a = d.number("mean", 0.0);
+    out.b = d.number("stddev", 1.0, 0.0);
+  } else if (kind == "constant") {
+    out.kind = Distribution::Kind::constant;
+    out.a = d.number("value");
+    out.b = 0.0;
+    if (integral && (out.a != std::floor(out.a) || std::fabs(out.a) > exact))
+      d.fail("value", "an integer that fits " + std::string(to_string(dtype)));
+  } else {
+    out.kind = Distribution::Kind::integers;
+    const auto lim = static_cast<std::int64_t>(exact);
+    const std::int64_t lo = d.integer("low", std::nullopt, -lim, lim);
+    const std::int64_t hi = d.integer("high", std::nullopt, lo, lim);
+    out.a = static_cast<double>(lo);
+    out.b = static_cast<double>(hi);
+  }
+  d.finish();
+  return out;
+}
+
+std::string read_source_file(StrictObject& root, const std::string& key, const fs::path& dir,
+                             const std::string& function, fs::path& path_out) {
+  const std::string rel = root.string(key);
+  if (rel.empty()) root.fail(key, "a source file name");
+  const fs::path p = (dir / rel).lexically_normal();
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec))
+    root.fail(key, "a source file relative to the task directory (" + p.string() + " is not a file)");
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  if (!in || in.bad()) root.fail(key, "a readable source file (cannot read " + p.string() + ")");
+  std::string text = buf.str();
+  // A cheap sanity check that catches the wrong file; compiling is the real one.
+  bool mentions = false;
+  for (std::size_t at = text.find(function); at != std::string::npos; at = text.find(function, at + 1)) {
+    const bool left_ok = at == 0 || !(std::isalnum(static_cast<unsigned char>(text[at - 1])) || text[at - 1] == '_');
+    const std::size_t end = at + function.size();
+    const bool right_ok = end >= text.size() || !(std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_');
+    if (left_ok && right_ok) {
+      mentions = true;
+      break;
+    }
+  }
+  if (!mentions)
+    root.fail(key, "a source defining extern \"C\" void " + function + "(...) (" + p.filename().string() +
+                       " never mentions '" + function + "')");
+  path_out = p;
+  return text;
+}
+
+// `#define NAME VALUE` lines of a params block, in order.
+std::vector<std::pair<std::string, std::string>> block_defines(const std::string& block) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::istringstream in(block);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string hash, name;
+    if (!(words >> hash)) continue;
+    if (hash == "#") words >> hash, hash = "#" + hash;   // "# define"
+    if (hash != "#define" || !(words >> name)) continue;
+    std::string value;
+    std::getline(words, value);
+    const auto first = value.find_first_not_of(" \t");
+    const auto last = value.find_last_not_of(" \t\r");
+    value = first == std::string::npos ? "" : value.substr(first, last - first + 1);
+    out.emplace_back(name, value);
+  }
+  return out;
+}
+
+// The point a seed's params block spells, or a reason why there is none.
+std::optional<Point> point_from_block(const SearchSpace& space, const std::string& block, std::string& why) {
+  const auto defines = block_defines(block);
+  std::vector<std::pair<std::string, std::string>> assignment;
+  for (const Param& p : space.params()) {
+    const auto it = std::find_if(defines.begin(), defines.end(), [&](const auto& d) { return d.first == p.name; });
+    if (it == defines.end()) {
+      why = "no #define for parameter " + p.name;
+      return std::nullopt;
+    }
+    assignment.emplace_back(p.name, it->second);
+    if (!space.find({}).has_value()) {
+      // (find() needs every parameter; checked below on the whole assignment)
+    }
+  }
+  auto point = space.find(assignment);
+  if (!point) {
+    for (const auto& [name, text] : assignment) {
+      const Param& p = *std::find_if(space.params().begin(), space.params().end(),
+                                     [&](const Param& q) { return q.name == name; });
+      std::vector<std::string> values;
+      for (const Value& v : p.values) values.push_back(v.kind == Value::Kind::string ? "\"" + v.s + "\"" : v.to_string());
+      bool known = false;
+      for (const Value& v : p.values) {
+        SearchSpace one({Param{p.name, {v}}}, {});
+        if (one.find({{name, text}})) known = true;
+      }
+      if (!known) {
+        why = "#define " + name + " " + text + " is not one of: " + join(values);
+        break;
+      }
+    }
+    if (why.empty()) why = "the block does not match the parameter list";
+  }
+  return point;
+}
+
+}  // namespace
+
+Task load_task(const fs::path& dir_in) {
+  Task t;
+  std::error_code ec;
+  fs::path dir = fs::absolute(dir_in, ec);
+  if (ec) dir = dir_in;
+  t.dir = dir.lexically_normal();
+  t.manifest_path = t.dir / "task.json";
+  const std::string file = t.manifest_path.string();
+  if (!fs::is_regular_file(t.manifest_path, ec))
+    throw InputError(file, "", "a task manifest (the directory " + t.dir.string() + " has no task.json)");
+  t.manifest = read_json_file(file);
+
+  StrictObject root(t.manifest, file, "");
+  // Unknown top-level keys first: a typo ("refrence") reads better as itself
+  // than as the missing key it was meant to be.
+  for (const char* k : {"name", "description", "backend", "function", "args", "shapes", "tolerance",
+                        "reference", "seed", "search_space", "flops", "bytes"})
+    root.allow(k);
+  root.finish();
+
+  t.name = root.string("name");
+  if (t.name.empty() || !std::all_of(t.name.begin(), t.name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+      }))
+    root.fail("name", "a non-empty name of letters, digits, '_' and '-', got \"" + t.name + "\"");
+  t.description = root.string("description", "");
+  t.backend = root.string("backend", "cpu");
+  if (t.backend.empty() || !std::all_of(t.backend.begin(), t.backend.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+      }))
+    root.fail("backend", "a backend name such as \"cpu\", got \"" + t.backend + "\"");
+  t.function = root.string("function");
+  if (!is_c_identifier(t.function))
+    root.fail("function", "a C identifier (not a keyword), got \"" + t.function + "\"");
+
+  // --- args
+  const nlohmann::json& args = root.at("args");
+  if (!args.is_array() || args.empty())
+    root.fail("args", "a non-empty array of arguments, got " + shown(args));
+  bool has_output = false;
+  std::map<std::string, std::size_t> arg_index;
+  auto use_dims = [&](const Expr& e) {
+    for (const auto& n : e.names())
+      if (std::find(t.dims.begin(), t.dims.end(), n) == t.dims.end()) t.dims.push_back(n);
+  };
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string ap = "/args/" + idx(i);
+    StrictObject a(args[i], file, ap);
+    Arg arg;
+    arg.name = a.string("name");
+    if (!is_c_identifier(arg.name)) a.fail("name", "a C identifier (not a keyword), got \"" + arg.name + "\"");
+    if (arg.name == t.function) a.fail("name", "a name other than the function's, got \"" + arg.name + "\"");
+    if (auto it = arg_index.find(arg.name); it != arg_index.end())
+      a.fail("name", "a unique argument name (\"" + arg.name + "\" is /args/" + idx(it->second) + "/name too)");
+    arg_index[arg.name] = i;
+    const std::string dtype = a.choice("dtype", {"float32", "float64", "int32", "int64"});
+    arg.dtype = dtype == "float32" ? DType::f32 : dtype == "float64" ? DType::f64 : dtype == "int32" ? DType::i32 : DType::i64;
+    const std::string role = a.choice("role", {"in", "out", "inout", "scalar"});
+    arg.role = role == "in" ? Role::in : role == "out" ? Role::out : role == "inout" ? Role::inout : Role::scalar;
+    if (arg.is_buffer()) {
+      const nlohmann::json& shape = a.at("shape");
+      if (!shape.is_array() || shape.empty())
+        a.fail("shape", "a non-empty array of extent expressions such as [\"M\", \"K\"], got " + shown(shape));
+      for (std::size_t k = 0; k < shape.size(); ++k) {
+        arg.shape.push_back(read_expr(shape[k], file, ap + "/shape/" + idx(k), "an extent expression over dimension names"));
+        use_dims(arg.shape.back());
+      }
+      if (arg.is_output()) has_output = true;
+    } else {
+      arg.value = read_expr(a.at("value"), file, ap + "/value", "a value expression over dimension names");
+      use_dims(arg.value);
+    }
+    if (arg.is_input()) {
+      if (auto d = a.optional_object("distribution")) {
+        arg.dist = read_distribution(*d, arg.dtype);
+      } else if (!is_floating(arg.dtype)) {
+        arg.dist = Distribution{Distribution::Kind::integers, -100.0, 100.0};
+      }
+    }
+    a.finish();
+    t.args.push_back(std::move(arg));
+  }
+  if (!has_output) root.fail("args", "at least one argument with role \"out\" or \"inout\"");
+
+  // --- shapes
+  StrictObject shapes = root.object("shapes");
+  auto read_shapes = [&](const std::string& key, bool required, std::vector<Shape>& out) {
+    const nlohmann::json* list = shapes.find(key);
+    if (!list) {
+      if (required) shapes.fail(key, "a non-empty array of shapes such as [{\"M\": 512}] (the key is required)");
+      return;
+    }
+    if (!list->is_array() || (required && list->empty()))
+      shapes.fail(key, std::string(required ? "a non-empty" : "an") + " array of shapes, got " + shown(*list));
+    for (std::size_t j = 0; j < list->size(); ++j) {
+      const std::string sp = shapes.pointer(key) + "/" + idx(j);
+      StrictObject s((*list)[j], file, sp);
+      for (auto it = (*list)[j].begin(); it != (*list)[j].end(); ++it)
+        if (std::find(t.dims.begin(), t.dims.end(), it.key()) == t.dims.end())
+          throw InputError(file, sp + "/" + it.key(),
+                           "unknown key; expected one of the dimensions the arguments use: " +
+                               (t.dims.empty() ? std::string("(none)") : join(t.dims)));
+      Shape shape;
+      for (const auto& dim : t.dims) {
+        shape.dims[dim] = s.integer(dim, std::nullopt, 0);
+        if (!shape.label.empty()) shape.label += ",";
+        shape.label += dim + "=" + std::to_string(shape.dims[dim]);
+      }
+      s.finish();
+      const Env env = shape.env();
+      for (std::size_t i = 0; i < t.args.size(); ++i) {
+        const Arg& arg = t.args[i];
+        const std::string ap = "/args/" + idx(i);
+        if (arg.is_buffer()) {
+          std::int64_t count = 1;
+          for (std::size_t k = 0; k < arg.shape.size(); ++k) {
+            std::int64_t n = 0;
+            try {
+              n = arg.shape[k].eval(env).as_int();
+            } catch (const std::invalid_argument& e) {
+              throw InputError(file, ap + "/shape/" + idx(k),
+                               "an integer extent (at " + sp + " " + shape.label + ": " + e.what() + ")");
+            }
+            if (n < 1)
+              throw InputError(file, ap + "/shape/" + idx(k),
+                               "a positive extent (at " + sp + " " + shape.label + " '" +
+                                   arg.shape[k].text() + "' is " + std::to_string(n) + ")");
+            const auto limit = std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(dtype_size(arg.dtype));
+            if (count > limit / n)
+              throw InputError(file, ap + "/shape", "a buffer size that fits 64 bits (at " + sp + " " + shape.label + ")");
+            count *= n;
+          }
+        } else {
+          Value v;
+          try {
+            v = arg.value.eval(env);
+            if (!v.is_number()) throw std::invalid_argument("got string \"" + v.s + "\"");
+            if (!is_floating(arg.dtype)) {
+              const std::int64_t x = v.as_int();
+              if (arg.dtype == DType::i32 && (x < INT32_MIN || x > INT32_MAX))
+                throw std::invalid_argument(std::to_string(x) + " does not fit int32");
+            }
+          } catch (const std::invalid_argument& e) {
+            throw InputError(file, ap + "/value",
+                             "a value of type " + std::string(to_string(arg.dtype)) + " (at " + sp + " " +
+                                 shape.label + ": " + e.what() + ")");
+          }
+        }
+      }
+      out.push_back(std::move(shape));
+    }
+  };
+  read_shapes("visible", true, t.visible);
+  read_shapes("hidden", false, t.hidden);
+  shapes.finish();
+
+  // --- tolerance
+  if (auto tol = root.optional_object("tolerance")) {
+    t.tolerance.atol = tol->number("atol", t.tolerance.atol, 0.0);
+    t.tolerance.rtol = tol->number("rtol", t.tolerance.rtol, 0.0);
+    t.tolerance.rel_l2 = tol->number("rel_l2", t.tolerance.rel_l2, 0.0);
+    tol->finish();
+  }
+
+  // --- sources
+  t.reference_source = read_source_file(root, "reference", t.dir, t.function, t.reference_path);
+  t.seed_source = read_source_file(root, "seed", t.dir, t.function, t.seed_path);
+
+  // --- search space
+  if (auto ss = root.optional_object("search_space")) {
+    const std::string base = ss->pointer();
+    const nlohmann::json& params = ss->at("params");
+    if (!params.is_array() || params.empty())
+      ss->fail("params", "a non-empty array of parameters, got " + shown(params));
+    std::vector<Param> list;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const std::string pp = base + "/params/" + idx(i);
+      StrictObject p(params[i], file, pp);
+      Param param;
+      param.name = p.string("name");
+      if (!is_c_identifier(param.name))
+        p.fail("name", "a C identifier (it becomes a macro), got \"" + param.name + "\"");
+      for (std::size_t k = 0; k < list.size(); ++k)
+        if (list[k].name == param.name)
+          p.fail("name", "a unique parameter name (\"" + param.name + "\" is " + base + "/params/" + idx(k) + "/name too)");
+      if (arg_index.count(param.name) || param.name == t.function)
+        p.fail("name", "a name that is not an argument or the function (the macro would rename it), got \"" +
+                           param.name + "\"");
+      const nlohmann::json& values = p.at("values");
+      if (!values.is_array() || values.empty())
+        p.fail("values", "a non-empty array of numbers or strings, got " + shown(values));
+      for (std::size_t k = 0; k < values.size(); ++k) {
+        const nlohmann::json& v = values[k];
+        const std::string vp = pp + "/values/" + idx(k);
+        Value value;
+        if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+          throw InputError(file, vp, "an integer that fits 64 bits, got " + shown(v));
+        if (v.is_number_integer()) value = Value::integer(v.get<std::int64_t>());
+        else if (v.is_number_float()) value = Value::real(v.get<double>());
+        else if (v.is_string()) {
+          value = Value::string(v.get<std::string>());
+          // NAME_value must be a valid macro name.
+          if (value.s.empty() || !std::all_of(value.s.begin(), value.s.end(), [](char c) {
+                return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+              }))
+            throw InputError(file, vp, "a non-empty string of letters, digits and '_' (it becomes the macro " +
+                                           param.name + "_<value>), got " + shown(v));
+        } else {
+          throw InputError(file, vp, "a number or a string, got " + shown(v));
+        }
+        if (!param.values.empty() && (param.values.front().kind == Value::Kind::string) != (value.kind == Value::Kind::string))
+          throw InputError(file, vp, "values of one kind (all numbers or all strings), got " + shown(v));
+        for (std::size_t q = 0; q < param.values.size(); ++q)
+          if (param.values[q] == value)
+            throw InputError(file, vp, "unique values (" + shown(v) + " equals values/" + idx(q) + ")");
+        param.values.push_back(std::move(value));
+      }
+      p.finish();
+      list.push_back(std::move(param));
+    }
+    std::vector<std::string> param_names;
+    for (const auto& p : list) param_names.push_back(p.name);
+    const std::vector<std::string> texts = ss->strings("restrictions", std::vector<std::string>{});
+    std::vector<Expr> restrictions;
+    for (std::size_t r = 0; r < texts.size(); ++r) {
+      const std::string rp = base + "/restrictions/" + idx(r);
+      restrictions.push_back(read_expr(nlohmann::json(texts[r]), file, rp, "a restriction expression"));
+      for (const auto& n : restrictions.back().names())
+        if (std::find(param_names.begin(), param_names.end(), n) == param_names.end())
+          throw InputError(file, rp, "an expression over the parameters " + join(param_names) +
+                                         " (unknown name '" + n + "')");
+    }
+    t.space = SearchSpace(std::move(list), std::move(restrictions));
+
+    const SplitSource seed_split = split_params_block(t.seed_source);
+    if (auto sp = ss->optional_object("seed_point")) {
+      Point point(t.space.params().size());
+      for (std::size_t k = 0; k < t.space.params().size(); ++k) {
+        const Param& p = t.space.params()[k];
+        std::vector<std::string> shown_values;
+        for (const Value& v : p.values) shown_values.push_back(v.kind == Value::Kind::string ? "\"" + v.s + "\"" : v.to_string());
+        const nlohmann::json* v = sp->find(p.name);
+        if (!v) sp->fail(p.name, "a value for parameter " + p.name + ", one of: " + join(shown_values) + " (the key is required)");
+        std::optional<std::size_t> found;
+        for (std::size_t q = 0; q < p.values.size() && !found; ++q) {
+          const Value& pv = p.values[q];
+          if (pv.kind == Value::Kind::string ? (v->is_string() && v->get<std::string>() == pv.s)
+                                             : (v->is_number() && v->get<double>() == pv.as_double()))
+            found = q;
+        }
+        if (!found) sp->fail(p.name, "one of: " + join(shown_values) + ", got " + shown(*v));
+        point[k] = static_cast<std::uint32_t>(*found);
+      }
+      sp->finish();
+      t.seed_point = point;
+      if (!seed_split.block.empty()) {
+        std::string why;
+        const auto block_point = point_from_block(t.space, seed_split.block, why);
+        if (!block_point || *block_point != point)
+          throw InputError(file, sp->pointer(),
+                           "the point of the params block in " + t.seed_path.filename().string() + " (" +
+                               (block_point ? t.space.key(*block_point) : why) + "), got " + t.space.key(point));
+      }
+    } else {
+      if (seed_split.block.empty())
+        ss->fail("seed_point", "a seed point, or a '// kevo:params begin' ... '// kevo:params end' block in " +
+                                   t.seed_path.filename().string() + " (the seed has neither)");
+      std::string why;
+      t.seed_point = point_from_block(t.space, seed_split.block, why);
+      if (!t.seed_point)
+        ss->fail("seed_point", "a seed point, or a params block in " + t.seed_path.filename().string() +
+                                   " that sets every parameter to one of its values (" + why + ")");
+    }
+    // The seed point must satisfy every restriction (which also proves the
+    // space has a valid point); evaluate them one by one to name the culprit.
+    const Env env = t.space.env(*t.seed_point);
+    for (std::size_t r = 0; r < t.space.restrictions().size(); ++r) {
+      const Expr& e = t.space.restrictions()[r];
+      bool ok = false;
+      try {
+        ok = e.eval(env).truthy();
+      } catch (const std::invalid_argument& err) {
+        throw InputError(file, base + "/restrictions/" + idx(r),
+                         "an expression that evaluates at the seed point " + t.space.key(*t.seed_point) + " (" +
+                             err.what() + ")");
+      }
+      if (!ok)
+        throw InputError(file, base + "/seed_point",
+                         "a seed point that satisfies every restriction (" + t.space.key(*t.seed_point) +
+                             " violates '" + e.text() + "')");
+    }
+    ss->finish();
+  }
+
+  // --- flops / bytes
+  auto read_count = [&](const std::string& key, Expr& out) {
+    const nlohmann::json* j = root.find(key);
+    if (!j) return;
+    out = read_expr(*j, file, "/" + key, "an expression over the dimensions");
+    for (const auto& n : out.names())
+      if (std::find(t.dims.begin(), t.dims.end(), n) == t.dims.end())
+        root.fail(key, "an expression over the dimensions " + (t.dims.empty() ? std::string("(none)") : join(t.dims)) +
+                           " (unknown name '" + n + "')");
+    for (const auto* list : {&t.visible, &t.hidden}) {
+      for (const Shape& s : *list) {
+        double v = 0;
+        try {
+          v = out.eval(s.env()).as_double();
+        } catch (const std::invalid_argument& e) {
+          root.fail(key, "a number at every shape (at " + s.label + ": " + e.what() + ")");
+        }
+        if (!(v >= 0.0) || !std::isfinite(v))
+          root.fail(key, "a finite count >= 0 at every shape (at " + s.label + ": " + Value::real(v).to_string() + ")");
+      }
+    }
+  };
+  read_count("flops", t.flops);
+  read_count("bytes", t.bytes);
+
+  root.finish();
+  return t;
+}
+
+std::vector<fs::path> find_task_dirs(const fs::path& dir) {
+  std::error_code ec;
+  const std::string expected =
+      "a task directory (holding task.json) or a directory of task directories";
+  if (!fs::is_directory(dir, ec)) throw InputError(dir.string(), "", expected);
+  if (fs::is_regular_file(dir / "task.json", ec)) return {dir};
+  std::vector<fs::path> out;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code e2;
+    if (it->is_directory(e2) && fs::is_regular_file(it->path() / "task.json", e2)) out.push_back(it->path());
+  }
+  if (ec) throw InputError(dir.string(), "", expected + " (cannot list it: " + ec.message() + ")");
+  if (out.empty()) throw InputError(dir.string(), "", expected + " (no task.json in it or one level down)");
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace kevo

@@ -1,0 +1,99 @@
+// The run configuration (docs/config.md). JSON, strict: unknown keys are
+// rejected with their JSON pointer and the allowed names; `--set a.b=c`
+// overrides apply before validation; the effective config (defaults filled
+// in) is saved in the run directory and the lineage.
+#pragma once
+
+#include "kevo/core/backend.hpp"
+#include "kevo/core/mutation_operator.hpp"
+#include "kevo/core/strict_json.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kevo::engine {
+
+// Plugins are built by the application (which links the backends and
+// operators); the engine sees them only through their interfaces.
+struct BuiltBackend {
+  std::unique_ptr<Backend> backend;
+  nlohmann::json effective;
+};
+using BackendFactory = std::function<BuiltBackend(const std::string& type, StrictObject& options)>;
+
+struct BuiltOperator {
+  std::string type;
+  double weight = 1.0;
+  bool enabled = true;
+  std::unique_ptr<MutationOperator> op;
+  nlohmann::json effective;
+};
+using OperatorFactory = std::function<BuiltOperator(StrictObject& spec)>;
+
+struct Plugins {
+  std::vector<std::string> backend_types;
+  BackendFactory make_backend;
+  OperatorFactory make_operator;
+};
+
+enum class Selection { tournament, proportional };
+enum class Ordering { deterministic, arrival };
+enum class ProgressMode { auto_detect, bar, lines, off };
+
+struct Config {
+  std::string source_file;                       // the config file ("" = built-in)
+  std::string name = "run";
+  std::uint64_t seed = 1;
+  std::vector<std::filesystem::path> task_dirs;  // resolved against the config file's folder
+  std::string out_dir = "runs";                  // parent of run directories (relative to cwd)
+
+  struct Budget {
+    std::int64_t evaluations_per_task = 100;     // judged candidates (duplicates and operator failures excluded)
+    double wall_seconds = 0.0;                   // 0 = unlimited
+    std::int64_t max_candidates_per_task = 0;    // all records incl. duplicates; 0 = 20 x evaluations
+    std::int64_t stagnation = 500;               // consecutive non-judged proposals that end a task
+  } budget;
+
+  struct Island {
+    int population = 16;
+    int elites = 2;
+    Selection selection = Selection::tournament;
+    int tournament_size = 3;
+    int in_flight = 0;                           // 0 = derive from the backend's slots
+    Ordering ordering = Ordering::deterministic;
+    int inspirations = 0;                        // members offered to operators besides parents
+  } island;
+
+  struct Lineage {
+    int flush_records = 256;
+    double flush_seconds = 2.0;
+  } lineage;
+
+  struct Progress {
+    ProgressMode mode = ProgressMode::auto_detect;
+    double interval_seconds = 5.0;
+  } progress;
+
+  std::string backend_type = "cpu";
+  std::unique_ptr<Backend> backend;
+  std::vector<BuiltOperator> operators;
+
+  nlohmann::json effective;                      // the whole config, defaults filled in
+};
+
+// Applies "a.b.c=value" to a JSON document: the value is parsed as JSON when
+// it is valid JSON, else taken as a string. Array elements are addressed by
+// index ("operators.0.weight"). Throws InputError("--set", ...) on bad syntax.
+void apply_override(nlohmann::json& doc, const std::string& assignment);
+
+// Parses and validates a config. `file` names it in errors and anchors
+// relative task paths. Throws InputError.
+Config parse_config(const nlohmann::json& doc, const std::string& file, const Plugins& plugins);
+Config load_config(const std::string& path, const std::vector<std::string>& overrides, const Plugins& plugins);
+
+}  // namespace kevo::engine

@@ -1,0 +1,136 @@
+// One island: a steady-state evolutionary search over one or more tasks on
+// one rank. There is no generation barrier: children are proposed while
+// others are being judged, enough of them to keep the backend's slots busy.
+//
+// Determinism. Every candidate has a run-wide id and its own random stream
+// (Rng::derive(seed, id)). In "deterministic" ordering, verdicts are
+// committed to the populations strictly in id order, and child k is proposed
+// right after the commit that leaves k - in_flight ids outstanding, so the
+// population a child is drawn from depends only on the seed and the verdicts
+// before it — not on how fast the backend happened to be. With operators
+// that are deterministic and a backend whose verdicts are (the null backend,
+// or replayed timings) the sequence of candidates is identical run to run.
+// "arrival" ordering commits verdicts as they come, for throughput.
+#pragma once
+
+#include "kevo/core/backend.hpp"
+#include "kevo/core/candidate.hpp"
+#include "kevo/engine/config.hpp"
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace kevo::engine {
+
+// Where committed candidates go (the HDF5 lineage in a run; a vector in tests).
+class LineageSink {
+ public:
+  virtual ~LineageSink() = default;
+  virtual void record(const Candidate& c) = 0;
+  virtual void tick() {}     // called often; flushes on its own policy
+  virtual void flush() {}
+};
+
+struct TaskProgress {
+  std::string name;
+  std::int64_t candidates = 0;    // records committed (all statuses)
+  std::int64_t evaluations = 0;   // judged and committed
+  std::array<std::int64_t, kStatusCount> status{};
+  std::int64_t best_id = -1;
+  double best_speedup = 0.0;
+  std::string best_params;
+  bool done = false;
+  std::string done_reason;
+};
+
+struct IslandSnapshot {
+  double elapsed_seconds = 0.0;
+  std::int64_t committed = 0;
+  std::int64_t evaluations = 0;
+  std::int64_t in_flight = 0;
+  std::array<std::int64_t, kStatusCount> status{};
+  std::vector<TaskProgress> tasks;
+};
+
+struct IslandOptions {
+  std::uint64_t seed = 1;
+  Config::Budget budget;
+  Config::Island island;
+  std::uint64_t first_id = 0;      // ids start here (resume never reuses ids)
+  double drain_seconds = 30.0;     // after a stop, how long in-flight work may finish
+};
+
+class Island {
+ public:
+  Island(IslandOptions options, std::vector<std::shared_ptr<const Task>> tasks, Backend& backend,
+         std::vector<BuiltOperator>& operators, LineageSink& sink);
+
+  // Runs until every task's budget is used, the wall budget passes, or
+  // `stop` becomes true (then in-flight work drains for drain_seconds and
+  // what is left is recorded as lost). `on_progress` is called after commits,
+  // at most every few milliseconds.
+  void run(const std::atomic<int>& stop, const std::function<void(const IslandSnapshot&)>& on_progress);
+
+  IslandSnapshot snapshot() const;
+  // The best correct candidate of each task (nullopt when none).
+  std::optional<Candidate> best(std::size_t task) const;
+  std::uint64_t next_id() const { return next_id_; }
+
+ private:
+  struct TaskState {
+    std::shared_ptr<const Task> task;
+    std::vector<Candidate> population;              // fitness descending, then id ascending
+    std::unordered_map<std::uint64_t, std::uint64_t> seen;   // source hash -> first id
+    std::int64_t proposed = 0;                      // ids created for this task
+    std::int64_t judged_submitted = 0;              // sent to the backend
+    std::int64_t unjudged_streak = 0;               // consecutive duplicates / operator failures
+    std::int64_t pending = 0;                       // created, not yet committed
+    std::int64_t op_pending = 0;                    // waiting on an asynchronous operator
+    std::optional<Candidate> best;
+    TaskProgress progress;
+  };
+  enum class Where { operator_pending, backend, finished };
+  struct Slot {
+    Candidate c;
+    Where where = Where::operator_pending;
+    MutationOperator* op = nullptr;
+    bool async = false;                 // outcome will arrive through poll()
+  };
+
+  double now() const;
+  bool can_propose(const TaskState& t) const;
+  std::optional<std::size_t> pick_task() const;
+  bool propose();                                    // creates the next id; false when nothing eligible
+  void create_seed(std::size_t task);
+  void handle_outcome(OperatorOutcome outcome);
+  void accept_source(Slot& slot, std::string source, std::optional<Point> point);
+  void commit_ready();
+  void commit(Candidate c);
+  void insert_member(TaskState& t, const Candidate& c);
+  std::vector<const Candidate*> select_parents(const TaskState& t, int count, Rng& rng) const;
+  void refresh_done(TaskState& t);
+  bool all_done() const;
+
+  IslandOptions options_;
+  std::vector<TaskState> tasks_;
+  Backend& backend_;
+  std::vector<BuiltOperator>& operators_;
+  LineageSink& sink_;
+  std::map<std::uint64_t, Slot> slots_;              // created, not committed
+  std::uint64_t next_id_ = 0;
+  std::uint64_t next_commit_ = 0;                    // deterministic ordering: next id to commit
+  std::int64_t window_ = 8;
+  double t_start_ = 0.0;
+  bool stopping_ = false;
+  std::int64_t committed_ = 0, evaluations_ = 0;
+  std::array<std::int64_t, kStatusCount> status_{};
+};
+
+}  // namespace kevo::engine

@@ -1,0 +1,29 @@
+// The island's lineage sink backed by the HDF5 lineage writer.
+#pragma once
+
+#include "kevo/engine/island.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kevo::engine {
+
+struct RunAttributes {
+  nlohmann::json config;                 // effective config
+  nlohmann::json tasks;                  // array of task manifests (as read)
+  std::vector<std::string> task_names;   // index -> name
+  std::uint64_t seed = 0;
+  std::string host;
+  double start_time = 0.0;
+  int rank = 0;
+  int ranks = 1;
+};
+
+std::unique_ptr<LineageSink> open_hdf5_sink(const std::filesystem::path& file, const RunAttributes& attrs,
+                                            int flush_records, double flush_seconds);
+
+}  // namespace kevo::engine

@@ -1,0 +1,41 @@
+// `kevo run`: validate everything, then create the run directory, search,
+// and leave behind the lineage, the effective config, the best kernel of each
+// task and a report. Nothing is created before the inputs are validated.
+//
+// Run directory layout (docs/architecture.md):
+//   config.json            effective config (defaults filled in)
+//   lineage/rank-0000.h5   the lineage (docs/lineage.md)
+//   best/<task>.cpp        best correct kernel of each task
+//   report.json            per-task summary (as `kevo report --json`)
+#pragma once
+
+#include "kevo/core/task.hpp"
+#include "kevo/engine/config.hpp"
+#include "kevo/engine/island.hpp"
+#include "kevo/engine/progress.hpp"
+
+#include <atomic>
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+namespace kevo::engine {
+
+// Loads every task under the configured directories, checks each suits the
+// backend, and prepares it (reference self-check, null candidates). Throws
+// InputError naming the manifest.
+std::vector<std::shared_ptr<const Task>> load_tasks(const Config& config);
+
+struct RunOutcome {
+  std::filesystem::path run_dir;
+  std::vector<TaskRow> rows;
+  bool stopped = false;
+};
+
+// `out` overrides the run directory (must be new or empty).
+RunOutcome execute_run(Config& config, const std::filesystem::path& out, const std::atomic<int>& stop);
+
+// The host name, for run attributes.
+std::string host_name();
+
+}  // namespace kevo::engine

@@ -1,0 +1,187 @@
+#include "kevo/engine/config.hpp"
+
+#include "kevo/core/error.hpp"
+
+#include <fmt/format.h>
+
+namespace kevo::engine {
+namespace fs = std::filesystem;
+
+void apply_override(nlohmann::json& doc, const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw InputError("--set", assignment, "KEY=VALUE with a dotted key, e.g. budget.evaluations_per_task=50");
+  const std::string key = assignment.substr(0, eq);
+  const std::string text = assignment.substr(eq + 1);
+  nlohmann::json value;
+  try {
+    value = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error&) {
+    value = text;   // a bare word is a string
+  }
+  nlohmann::json* node = &doc;
+  std::size_t start = 0;
+  while (true) {
+    const auto dot = key.find('.', start);
+    const std::string part = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (part.empty()) throw InputError("--set", key, "a dotted key without empty parts");
+    nlohmann::json* next;
+    if (node->is_array()) {
+      std::size_t index = 0;
+      try {
+        std::size_t used = 0;
+        index = std::stoul(part, &used);
+        if (used != part.size()) throw std::invalid_argument(part);
+      } catch (const std::exception&) {
+        throw InputError("--set", key, fmt::format("an array index at '{}'", part));
+      }
+      if (index >= node->size())
+        throw InputError("--set", key, fmt::format("an index below {} at '{}'", node->size(), part));
+      next = &(*node)[index];
+    } else {
+      if (node->is_null()) *node = nlohmann::json::object();
+      if (!node->is_object()) throw InputError("--set", key, fmt::format("an object at '{}'", part));
+      next = &(*node)[part];
+    }
+    if (dot == std::string::npos) {
+      *next = value;
+      return;
+    }
+    node = next;
+    start = dot + 1;
+  }
+}
+
+Config parse_config(const nlohmann::json& doc, const std::string& file, const Plugins& plugins) {
+  Config c;
+  c.source_file = file;
+  StrictObject root(doc, file, "");
+  c.name = root.string("name", c.name);
+  if (c.name.empty() || c.name.find_first_of("/\\ ") != std::string::npos)
+    root.fail("name", "a run name without spaces or slashes");
+  c.seed = static_cast<std::uint64_t>(root.integer("seed", 1, 0));
+  c.out_dir = root.string("out_dir", c.out_dir);
+
+  const fs::path base = file.empty() ? fs::current_path() : fs::absolute(fs::path(file)).parent_path();
+  const auto tasks = root.strings("tasks");
+  if (tasks.empty()) root.fail("tasks", "a non-empty list of task directories");
+  for (const auto& t : tasks) {
+    fs::path p(t);
+    if (p.is_relative()) p = base / p;
+    if (!fs::is_directory(p))
+      throw InputError(file, "/tasks", fmt::format("an existing task directory, not '{}'", t));
+    c.task_dirs.push_back(fs::weakly_canonical(p));
+  }
+
+  if (auto b = root.optional_object("budget")) {
+    c.budget.evaluations_per_task = b->integer("evaluations_per_task", c.budget.evaluations_per_task, 1);
+    c.budget.wall_seconds = b->number("wall_seconds", c.budget.wall_seconds, 0.0);
+    c.budget.max_candidates_per_task = b->integer("max_candidates_per_task", c.budget.max_candidates_per_task, 0);
+    c.budget.stagnation = b->integer("stagnation", c.budget.stagnation, 1);
+    b->finish();
+  }
+  if (c.budget.max_candidates_per_task == 0) c.budget.max_candidates_per_task = 20 * c.budget.evaluations_per_task;
+  if (c.budget.max_candidates_per_task < c.budget.evaluations_per_task)
+    throw InputError(file, "/budget/max_candidates_per_task", "a value >= /budget/evaluations_per_task");
+
+  if (auto i = root.optional_object("island")) {
+    c.island.population = static_cast<int>(i->integer("population", c.island.population, 1, 1 << 20));
+    c.island.elites = static_cast<int>(i->integer("elites", c.island.elites, 0, 1 << 20));
+    const auto sel = i->choice("selection", {"tournament", "proportional"}, "tournament");
+    c.island.selection = sel == "tournament" ? Selection::tournament : Selection::proportional;
+    c.island.tournament_size = static_cast<int>(i->integer("tournament_size", c.island.tournament_size, 1, 1024));
+    c.island.in_flight = static_cast<int>(i->integer("in_flight", c.island.in_flight, 0, 1 << 20));
+    const auto ord = i->choice("ordering", {"deterministic", "arrival"}, "deterministic");
+    c.island.ordering = ord == "deterministic" ? Ordering::deterministic : Ordering::arrival;
+    c.island.inspirations = static_cast<int>(i->integer("inspirations", c.island.inspirations, 0, 64));
+    i->finish();
+    if (c.island.elites > c.island.population)
+      throw InputError(file, "/island/elites", fmt::format("at most /island/population ({})", c.island.population));
+  }
+
+  if (auto l = root.optional_object("lineage")) {
+    c.lineage.flush_records = static_cast<int>(l->integer("flush_records", c.lineage.flush_records, 1, 1 << 24));
+    c.lineage.flush_seconds = l->number("flush_seconds", c.lineage.flush_seconds, 0.01, 3600);
+    l->finish();
+  }
+
+  if (auto p = root.optional_object("progress")) {
+    const auto mode = p->choice("mode", {"auto", "bar", "lines", "off"}, "auto");
+    c.progress.mode = mode == "auto" ? ProgressMode::auto_detect
+                      : mode == "bar" ? ProgressMode::bar
+                      : mode == "lines" ? ProgressMode::lines : ProgressMode::off;
+    c.progress.interval_seconds = p->number("interval_seconds", c.progress.interval_seconds, 0.05, 3600);
+    p->finish();
+  }
+
+  nlohmann::json backend_eff;
+  {
+    StrictObject b = root.object("backend");
+    c.backend_type = b.choice("type", plugins.backend_types);
+    nlohmann::json empty = nlohmann::json::object();
+    const nlohmann::json* inner = b.find(c.backend_type);
+    StrictObject opts(inner ? *inner : empty, file, b.pointer(c.backend_type));
+    BuiltBackend built = plugins.make_backend(c.backend_type, opts);
+    c.backend = std::move(built.backend);
+    // Option blocks of the other backend types may stay in the file so that
+    // `--set backend.type=...` switches between them; they are not validated.
+    for (const auto& t : plugins.backend_types) (void)b.find(t);
+    b.finish();
+    backend_eff = {{"type", c.backend_type}, {c.backend_type, built.effective}};
+  }
+
+  nlohmann::json ops_eff = nlohmann::json::array();
+  {
+    const auto& ops = root.at("operators");
+    if (!ops.is_array() || ops.empty()) root.fail("operators", "a non-empty list of operator objects");
+    double total = 0.0;
+    for (std::size_t k = 0; k < ops.size(); ++k) {
+      StrictObject o(ops[k], file, fmt::format("/operators/{}", k));
+      BuiltOperator built = plugins.make_operator(o);
+      if (built.enabled) total += built.weight;
+      ops_eff.push_back(built.effective);
+      c.operators.push_back(std::move(built));
+    }
+    if (total <= 0.0) root.fail("operators", "at least one enabled operator with a positive weight");
+  }
+  root.finish();
+
+  c.effective = {
+      {"name", c.name},
+      {"seed", c.seed},
+      {"tasks", nlohmann::json::array()},
+      {"out_dir", c.out_dir},
+      {"budget",
+       {{"evaluations_per_task", c.budget.evaluations_per_task},
+        {"wall_seconds", c.budget.wall_seconds},
+        {"max_candidates_per_task", c.budget.max_candidates_per_task},
+        {"stagnation", c.budget.stagnation}}},
+      {"island",
+       {{"population", c.island.population},
+        {"elites", c.island.elites},
+        {"selection", c.island.selection == Selection::tournament ? "tournament" : "proportional"},
+        {"tournament_size", c.island.tournament_size},
+        {"in_flight", c.island.in_flight},
+        {"ordering", c.island.ordering == Ordering::deterministic ? "deterministic" : "arrival"},
+        {"inspirations", c.island.inspirations}}},
+      {"lineage", {{"flush_records", c.lineage.flush_records}, {"flush_seconds", c.lineage.flush_seconds}}},
+      {"progress",
+       {{"mode", c.progress.mode == ProgressMode::auto_detect ? "auto"
+                 : c.progress.mode == ProgressMode::bar       ? "bar"
+                 : c.progress.mode == ProgressMode::lines     ? "lines"
+                                                              : "off"},
+        {"interval_seconds", c.progress.interval_seconds}}},
+      {"backend", backend_eff},
+      {"operators", ops_eff},
+  };
+  for (const auto& d : c.task_dirs) c.effective["tasks"].push_back(d.string());
+  return c;
+}
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides, const Plugins& plugins) {
+  nlohmann::json doc = read_json_file(path);
+  for (const auto& o : overrides) apply_override(doc, o);
+  return parse_config(doc, path, plugins);
+}
+
+}  // namespace kevo::engine

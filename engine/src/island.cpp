@@ -1,0 +1,415 @@
+#include "kevo/engine/island.hpp"
+
+#include "kevo/core/error.hpp"
+#include "kevo/core/hash.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace kevo::engine {
+namespace {
+
+double unix_now() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+// Streams derived from the run seed: one per candidate id for proposals, a
+// different family for replacement decisions at commit time.
+constexpr std::uint64_t kCommitStream = 0x9e3779b97f4a7c15ULL;
+
+bool fitter(const Candidate& a, const Candidate& b) {
+  if (a.fitness() != b.fitness()) return a.fitness() > b.fitness();
+  return a.id < b.id;
+}
+
+}  // namespace
+
+Island::Island(IslandOptions options, std::vector<std::shared_ptr<const Task>> tasks, Backend& backend,
+               std::vector<BuiltOperator>& operators, LineageSink& sink)
+    : options_(std::move(options)), backend_(backend), operators_(operators), sink_(sink) {
+  if (tasks.empty()) throw Failure("island needs at least one task");
+  for (auto& t : tasks) {
+    TaskState s;
+    s.progress.name = t->name;
+    s.task = std::move(t);
+    tasks_.push_back(std::move(s));
+  }
+  next_id_ = next_commit_ = options_.first_id;
+  if (options_.island.in_flight > 0) {
+    window_ = options_.island.in_flight;
+  } else {
+    const auto needs = backend_.needs();
+    window_ = std::max(4, 2 * needs.compile_slots + 2 * needs.eval_slots + 2);
+  }
+}
+
+double Island::now() const { return unix_now(); }
+
+bool Island::can_propose(const TaskState& t) const {
+  if (t.population.empty()) return false;   // nothing to breed from (yet)
+  if (t.judged_submitted + t.op_pending >= options_.budget.evaluations_per_task) return false;
+  if (t.proposed >= options_.budget.max_candidates_per_task) return false;
+  if (t.unjudged_streak >= options_.budget.stagnation) return false;
+  return true;
+}
+
+std::optional<std::size_t> Island::pick_task() const {
+  // The eligible task with the fewest proposals (ties: lowest index): tasks
+  // share the rank evenly, and the choice depends only on committed state.
+  std::optional<std::size_t> pick;
+  for (std::size_t i = 0; i < tasks_.size(); ++i) {
+    if (!can_propose(tasks_[i])) continue;
+    if (!pick || tasks_[i].proposed < tasks_[*pick].proposed) pick = i;
+  }
+  return pick;
+}
+
+std::vector<const Candidate*> Island::select_parents(const TaskState& t, int count, Rng& rng) const {
+  std::vector<const Candidate*> out;
+  const auto& pop = t.population;
+  std::vector<bool> taken(pop.size(), false);
+  for (int k = 0; k < count; ++k) {
+    std::size_t free = std::count(taken.begin(), taken.end(), false);
+    if (free == 0) break;
+    std::size_t chosen = pop.size();
+    if (options_.island.selection == Selection::tournament) {
+      for (int r = 0; r < options_.island.tournament_size; ++r) {
+        std::size_t i;
+        do i = rng.below(pop.size()); while (taken[i]);
+        if (chosen == pop.size() || i < chosen) chosen = i;   // population is sorted: lower index is fitter
+      }
+    } else {
+      double total = 0.0;
+      for (std::size_t i = 0; i < pop.size(); ++i)
+        if (!taken[i]) total += std::max(pop[i].fitness(), 1e-12);
+      double x = rng.uniform() * total;
+      for (std::size_t i = 0; i < pop.size(); ++i) {
+        if (taken[i]) continue;
+        chosen = i;
+        x -= std::max(pop[i].fitness(), 1e-12);
+        if (x < 0) break;
+      }
+    }
+    taken[chosen] = true;
+    out.push_back(&pop[chosen]);
+  }
+  // Best first: operators that keep one parent's body keep the fitter one's.
+  std::sort(out.begin(), out.end(), [](const Candidate* a, const Candidate* b) { return fitter(*a, *b); });
+  return out;
+}
+
+void Island::create_seed(std::size_t task) {
+  TaskState& t = tasks_[task];
+  Slot slot;
+  Candidate& c = slot.c;
+  c.id = next_id_++;
+  c.task = static_cast<std::uint32_t>(task);
+  c.op = "seed";
+  c.t_created = now();
+  ++t.proposed;
+  ++t.pending;
+  accept_source(slot, t.task->seed_source, t.task->seed_point);
+  const auto id = c.id;
+  slots_.emplace(id, std::move(slot));
+}
+
+bool Island::propose() {
+  const auto pick = pick_task();
+  if (!pick) return false;
+  TaskState& t = tasks_[*pick];
+  const std::uint64_t id = next_id_;
+  Rng rng = Rng::derive(options_.seed, id);
+
+  // Operators that apply to this task and have enough parents available.
+  double total = 0.0;
+  std::vector<BuiltOperator*> usable;
+  for (auto& o : operators_) {
+    if (!o.enabled || o.weight <= 0.0 || !o.op->applicable(*t.task)) continue;
+    if (static_cast<std::size_t>(o.op->arity()) > t.population.size()) continue;
+    usable.push_back(&o);
+    total += o.weight;
+  }
+
+  Slot slot;
+  Candidate& c = slot.c;
+  c.id = id;
+  c.task = static_cast<std::uint32_t>(*pick);
+  c.t_created = now();
+  ++next_id_;
+  ++t.proposed;
+  ++t.pending;
+
+  if (usable.empty()) {
+    c.op = "none";
+    c.verdict.status = Status::invalid;
+    c.verdict.message = "no enabled operator applies to this task with the current population";
+    c.op_note = c.verdict.message;
+    slot.where = Where::finished;
+    ++t.unjudged_streak;
+    slots_.emplace(id, std::move(slot));
+    return true;
+  }
+  double x = rng.uniform() * total;
+  BuiltOperator* chosen = usable.back();
+  for (auto* o : usable) {
+    x -= o->weight;
+    if (x < 0) {
+      chosen = o;
+      break;
+    }
+  }
+  c.op = chosen->op->name();
+  OperatorRequest req;
+  req.id = id;
+  req.task = t.task.get();
+  req.parents = select_parents(t, chosen->op->arity(), rng);
+  if (options_.island.inspirations > 0)
+    for (const auto& m : t.population)
+      if (static_cast<int>(req.inspirations.size()) < options_.island.inspirations &&
+          std::find(req.parents.begin(), req.parents.end(), &m) == req.parents.end())
+        req.inspirations.push_back(&m);
+  req.feedback = req.parents.front()->verdict.feedback;
+  req.rng = &rng;
+  if (!req.parents.empty()) c.parent0 = static_cast<std::int64_t>(req.parents[0]->id);
+  if (req.parents.size() > 1) c.parent1 = static_cast<std::int64_t>(req.parents[1]->id);
+  slot.op = chosen->op.get();
+  auto outcome = chosen->op->begin(req);
+  slots_.emplace(id, std::move(slot));
+  if (outcome) {
+    handle_outcome(std::move(*outcome));
+  } else {
+    slots_.at(id).async = true;
+    ++t.op_pending;
+  }
+  return true;
+}
+
+void Island::handle_outcome(OperatorOutcome outcome) {
+  auto it = slots_.find(outcome.id);
+  if (it == slots_.end() || it->second.where != Where::operator_pending)
+    throw Failure(fmt::format("operator returned an outcome for unknown candidate {}", outcome.id));
+  Slot& slot = it->second;
+  if (slot.async) {
+    slot.async = false;
+    --tasks_[slot.c.task].op_pending;
+  }
+  if (!outcome.proposal) {
+    slot.c.verdict.status = Status::invalid;
+    slot.c.verdict.message = "operator failed: " + outcome.failure;
+    slot.c.op_note = outcome.failure;
+    slot.where = Where::finished;
+    ++tasks_[slot.c.task].unjudged_streak;
+    return;
+  }
+  slot.c.op_note = outcome.proposal->note;
+  accept_source(slot, std::move(outcome.proposal->source), std::move(outcome.proposal->point));
+}
+
+void Island::accept_source(Slot& slot, std::string source, std::optional<Point> point) {
+  Candidate& c = slot.c;
+  TaskState& t = tasks_[c.task];
+  c.source = std::move(source);
+  c.hash = source_hash(c.source);
+  c.point = std::move(point);
+  if (!c.point) c.point = point_from_source(t.task->space, c.source);
+  c.params_json = c.point ? t.task->space.to_json(*c.point) : std::string();
+  c.eval_seed = Rng::derive(options_.seed, c.id ^ 0x5eedULL).next();
+  const auto [seen, fresh] = t.seen.emplace(c.hash, c.id);
+  if (!fresh) {
+    c.duplicate_of = static_cast<std::int64_t>(seen->second);
+    c.verdict.status = Status::duplicate;
+    c.verdict.message = fmt::format("same normalised source as candidate {}", seen->second);
+    c.t_finished = now();
+    slot.where = Where::finished;
+    ++t.unjudged_streak;
+    return;
+  }
+  t.unjudged_streak = 0;
+  ++t.judged_submitted;
+  c.t_submitted = now();
+  slot.where = Where::backend;
+  backend_.submit(EvalRequest{c.id, t.task, c.source, c.eval_seed});
+}
+
+void Island::insert_member(TaskState& t, const Candidate& c) {
+  auto& pop = t.population;
+  pop.insert(std::upper_bound(pop.begin(), pop.end(), c, fitter), c);
+  const auto cap = static_cast<std::size_t>(options_.island.population);
+  if (pop.size() <= cap) return;
+  // Over capacity: drop the loser of an inverse tournament among the
+  // non-elite members, so elites always survive while weaker members keep
+  // some diversity.
+  const std::size_t elites = std::min<std::size_t>(options_.island.elites, cap);
+  Rng rng = Rng::derive(options_.seed ^ kCommitStream, c.id);
+  std::size_t loser = elites;
+  for (int r = 0; r < options_.island.tournament_size; ++r) {
+    const std::size_t i = elites + rng.below(pop.size() - elites);
+    loser = std::max(loser, i);   // sorted: higher index is weaker
+  }
+  pop.erase(pop.begin() + static_cast<std::ptrdiff_t>(loser));
+}
+
+void Island::commit(Candidate c) {
+  TaskState& t = tasks_[c.task];
+  --t.pending;
+  if (c.t_finished == 0.0) c.t_finished = now();
+  auto& p = t.progress;
+  ++p.candidates;
+  ++p.status[static_cast<int>(c.verdict.status)];
+  ++status_[static_cast<int>(c.verdict.status)];
+  ++committed_;
+  const bool judged = c.verdict.status != Status::duplicate && c.verdict.status != Status::invalid &&
+                      c.verdict.status != Status::lost;
+  if (judged) {
+    ++p.evaluations;
+    ++evaluations_;
+  }
+  if (c.verdict.is_correct()) {
+    if (!t.best || c.fitness() > t.best->fitness()) {
+      t.best = c;
+      p.best_id = static_cast<std::int64_t>(c.id);
+      p.best_speedup = c.verdict.speedup;
+      p.best_params = c.params_json;
+    }
+    insert_member(t, c);
+  }
+  sink_.record(c);
+}
+
+void Island::commit_ready() {
+  if (options_.island.ordering == Ordering::deterministic) {
+    while (true) {
+      auto it = slots_.find(next_commit_);
+      if (it == slots_.end() || it->second.where != Where::finished) break;
+      Candidate c = std::move(it->second.c);
+      slots_.erase(it);
+      ++next_commit_;
+      commit(std::move(c));
+      // Propose exactly up to the window, right after this commit: what the
+      // child sees is fixed by the ids committed so far.
+      while (!stopping_ && static_cast<std::int64_t>(next_id_ - next_commit_) < window_ && propose()) {
+      }
+    }
+  } else {
+    for (auto it = slots_.begin(); it != slots_.end();) {
+      if (it->second.where == Where::finished) {
+        Candidate c = std::move(it->second.c);
+        it = slots_.erase(it);
+        commit(std::move(c));
+      } else {
+        ++it;
+      }
+    }
+    while (!stopping_ && static_cast<std::int64_t>(slots_.size()) < window_ && backend_.wanted() > 0 && propose()) {
+    }
+  }
+}
+
+void Island::refresh_done(TaskState& t) {
+  if (t.progress.done || t.pending > 0 || can_propose(t)) return;
+  t.progress.done = true;
+  if (t.population.empty()) t.progress.done_reason = "no correct candidate to breed from";
+  else if (t.judged_submitted >= options_.budget.evaluations_per_task) t.progress.done_reason = "evaluation budget used";
+  else if (t.proposed >= options_.budget.max_candidates_per_task) t.progress.done_reason = "candidate budget used";
+  else t.progress.done_reason = "stagnation: only duplicates or operator failures";
+}
+
+bool Island::all_done() const {
+  return std::all_of(tasks_.begin(), tasks_.end(), [](const TaskState& t) { return t.progress.done; });
+}
+
+IslandSnapshot Island::snapshot() const {
+  IslandSnapshot s;
+  s.elapsed_seconds = now() - t_start_;
+  s.committed = committed_;
+  s.evaluations = evaluations_;
+  s.in_flight = static_cast<std::int64_t>(slots_.size());
+  s.status = status_;
+  for (const auto& t : tasks_) s.tasks.push_back(t.progress);
+  return s;
+}
+
+std::optional<Candidate> Island::best(std::size_t task) const { return tasks_.at(task).best; }
+
+void Island::run(const std::atomic<int>& stop, const std::function<void(const IslandSnapshot&)>& on_progress) {
+  t_start_ = now();
+  const double wall = options_.budget.wall_seconds;
+  double drain_deadline = 0.0;
+  double last_progress = 0.0;
+
+  for (std::size_t i = 0; i < tasks_.size(); ++i) create_seed(i);
+  commit_ready();
+
+  while (true) {
+    const double t = now();
+    if (!stopping_ && (stop.load() > 0 || (wall > 0.0 && t - t_start_ >= wall))) {
+      stopping_ = true;
+      drain_deadline = t + options_.drain_seconds;
+    }
+    if (stopping_ && (stop.load() > 1 || t >= drain_deadline)) break;
+
+    // Asynchronous operators deliver here.
+    for (auto& o : operators_)
+      if (o.op->in_flight() > 0)
+        for (auto& outcome : o.op->poll(std::chrono::milliseconds(0))) handle_outcome(std::move(outcome));
+
+    bool waiting_on_backend = backend_.in_flight() > 0;
+    if (waiting_on_backend) {
+      auto results = backend_.poll(std::chrono::milliseconds(20));
+      const double done_at = now();
+      for (auto& r : results) {
+        auto it = slots_.find(r.id);
+        if (it == slots_.end()) throw Failure(fmt::format("backend returned unknown candidate {}", r.id));
+        it->second.c.verdict = std::move(r.verdict);
+        it->second.c.t_finished = done_at;
+        it->second.where = Where::finished;
+      }
+    }
+    commit_ready();
+    for (auto& ts : tasks_) refresh_done(ts);
+    sink_.tick();
+
+    if (on_progress && (now() - last_progress > 0.1)) {
+      last_progress = now();
+      on_progress(snapshot());
+    }
+    if (slots_.empty() && (stopping_ || all_done())) break;
+    if (!waiting_on_backend && slots_.empty()) {
+      // Nothing in flight and nothing could be proposed: every task is done.
+      for (auto& ts : tasks_) refresh_done(ts);
+      if (all_done()) break;
+    }
+  }
+
+  // What is still in flight after a stop is recorded, not dropped.
+  if (!slots_.empty()) {
+    backend_.cancel_all();
+    std::vector<std::uint64_t> ids;
+    for (const auto& [id, s] : slots_) ids.push_back(id);
+    for (auto id : ids) {
+      Slot& s = slots_.at(id);
+      if (s.where != Where::finished) {
+        s.c.verdict = Verdict{};
+        s.c.verdict.status = Status::lost;
+        s.c.verdict.message = "in flight when the run stopped";
+      }
+      Candidate c = std::move(s.c);
+      slots_.erase(id);
+      commit(std::move(c));
+    }
+  }
+  for (auto& ts : tasks_) {
+    if (!ts.progress.done) {
+      ts.progress.done = true;
+      ts.progress.done_reason = stopping_ ? "stopped" : ts.progress.done_reason;
+    }
+  }
+  sink_.flush();
+  if (on_progress) on_progress(snapshot());
+}
+
+}  // namespace kevo::engine

@@ -1,0 +1,133 @@
+#include "kevo/engine/run.hpp"
+
+#include "kevo/core/error.hpp"
+#include "kevo/engine/lineage_sink.hpp"
+
+#include <fmt/format.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <set>
+
+namespace kevo::engine {
+namespace fs = std::filesystem;
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+namespace {
+
+double unix_now() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  // Write then rename, so a reader never sees half a file.
+  const fs::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << text;
+    if (!out) throw Failure("cannot write " + tmp.string());
+  }
+  fs::rename(tmp, path);
+}
+
+fs::path default_run_dir(const Config& config) {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  fs::path base = fs::path(config.out_dir) / fmt::format("{}-{}", config.name, stamp);
+  fs::path dir = base;
+  for (int k = 2; fs::exists(dir); ++k) dir = base.string() + fmt::format("-{}", k);
+  return dir;
+}
+
+std::string best_file_text(const Task& task, const Candidate& c) {
+  std::string header = fmt::format(
+      "// kevo: best candidate for task '{}'\n// id {}  operator {}  speedup {:.3f}x over the reference"
+      "  (median {:.1f} us vs {:.1f} us)\n",
+      task.name, c.id, c.op, c.verdict.speedup, c.verdict.cand_median_ns / 1e3, c.verdict.ref_median_ns / 1e3);
+  if (!c.params_json.empty()) header += "// parameters " + c.params_json + "\n";
+  return header + c.source;
+}
+
+}  // namespace
+
+std::vector<std::shared_ptr<const Task>> load_tasks(const Config& config) {
+  std::vector<std::shared_ptr<const Task>> tasks;
+  std::set<std::string> names;
+  for (const auto& dir : config.task_dirs) {
+    for (const auto& tdir : find_task_dirs(dir)) {
+      auto task = std::make_shared<Task>(load_task(tdir));
+      if (task->backend != config.backend_type)
+        throw InputError(task->manifest_path.string(), "/backend",
+                         fmt::format("'{}' (the run's backend), not '{}'", config.backend_type, task->backend));
+      if (!names.insert(task->name).second)
+        throw InputError(task->manifest_path.string(), "/name", fmt::format("a name unique in the run; '{}' appears twice", task->name));
+      tasks.push_back(std::move(task));
+    }
+  }
+  for (const auto& t : tasks) config.backend->prepare(*t);
+  return tasks;
+}
+
+RunOutcome execute_run(Config& config, const fs::path& out, const std::atomic<int>& stop) {
+  // 1. Validate everything before anything is written.
+  auto tasks = load_tasks(config);
+  fs::path run_dir = out.empty() ? default_run_dir(config) : out;
+  if (fs::exists(run_dir) && !(fs::is_directory(run_dir) && fs::is_empty(run_dir)))
+    throw InputError("--out", run_dir.string(), "a new or empty directory (use another --out, or `kevo resume`)");
+
+  // 2. The run directory.
+  fs::create_directories(run_dir / "lineage");
+  fs::create_directories(run_dir / "best");
+  write_file(run_dir / "config.json", config.effective.dump(2) + "\n");
+
+  RunAttributes attrs;
+  attrs.config = config.effective;
+  attrs.tasks = nlohmann::json::array();
+  for (const auto& t : tasks) {
+    attrs.tasks.push_back(t->manifest);
+    attrs.task_names.push_back(t->name);
+  }
+  attrs.seed = config.seed;
+  attrs.host = host_name();
+  attrs.start_time = unix_now();
+  auto sink = open_hdf5_sink(run_dir / "lineage" / "rank-0000.h5", attrs, config.lineage.flush_records,
+                             config.lineage.flush_seconds);
+
+  // 3. Search.
+  IslandOptions opts;
+  opts.seed = config.seed;
+  opts.budget = config.budget;
+  opts.island = config.island;
+  Island island(opts, tasks, *config.backend, config.operators, *sink);
+  ProgressView view(config.progress.mode, config.progress.interval_seconds);
+  island.run(stop, [&](const IslandSnapshot& s) { view.update(s); });
+  const auto snap = island.snapshot();
+  view.finish(snap);
+  sink->flush();
+
+  // 4. Results.
+  RunOutcome outcome;
+  outcome.run_dir = run_dir;
+  outcome.rows = rows_from_snapshot(snap);
+  outcome.stopped = stop.load() > 0;
+  for (std::size_t i = 0; i < tasks.size(); ++i)
+    if (auto best = island.best(i)) write_file(run_dir / "best" / (tasks[i]->name + ".cpp"), best_file_text(*tasks[i], *best));
+  nlohmann::json report = {{"run_dir", run_dir.string()}, {"tasks", rows_to_json(outcome.rows)},
+                           {"stopped", outcome.stopped}, {"elapsed_seconds", snap.elapsed_seconds}};
+  write_file(run_dir / "report.json", report.dump(2) + "\n");
+  return outcome;
+}
+
+}  // namespace kevo::engine

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The README's test command (and .ci/run): install what is missing, build,
+# run the whole suite with ctest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup-debian.sh
+bash scripts/build.sh
+# Open MPI refuses root unless told, and oversubscription is needed on small machines.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+cd build
+ctest --output-on-failure -j "${KEVO_TEST_JOBS:-2}" "$@"
