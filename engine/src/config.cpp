@@ -19,13 +19,18 @@ void apply_override(nlohmann::json& doc, const std::string& assignment) {
   } catch (const nlohmann::json::parse_error&) {
     value = text;   // a bare word is a string
   }
-  nlohmann::json* node = &doc;
-  std::size_t start = 0;
-  while (true) {
+  std::vector<std::string> parts;
+  for (std::size_t start = 0;;) {
     const auto dot = key.find('.', start);
-    const std::string part = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    if (part.empty()) throw InputError("--set", key, "a dotted key without empty parts");
-    nlohmann::json* next;
+    parts.push_back(key.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    if (parts.back().empty()) throw InputError("--set", key, "a dotted key without empty parts");
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  // Work on a copy so that a bad key leaves the document untouched.
+  nlohmann::json copy = doc;
+  nlohmann::json* node = &copy;
+  for (const auto& part : parts) {
     if (node->is_array()) {
       std::size_t index = 0;
       try {
@@ -37,19 +42,15 @@ void apply_override(nlohmann::json& doc, const std::string& assignment) {
       }
       if (index >= node->size())
         throw InputError("--set", key, fmt::format("an index below {} at '{}'", node->size(), part));
-      next = &(*node)[index];
+      node = &(*node)[index];
     } else {
       if (node->is_null()) *node = nlohmann::json::object();
       if (!node->is_object()) throw InputError("--set", key, fmt::format("an object at '{}'", part));
-      next = &(*node)[part];
+      node = &(*node)[part];
     }
-    if (dot == std::string::npos) {
-      *next = value;
-      return;
-    }
-    node = next;
-    start = dot + 1;
   }
+  *node = value;
+  doc = std::move(copy);
 }
 
 Config parse_config(const nlohmann::json& doc, const std::string& file, const Plugins& plugins) {

@@ -68,7 +68,10 @@ std::string normalise_source(std::string_view src) {
     line_start = false;
     if (pending_space && !out.empty() && out.back() != '\n') {
       const char prev = out.back();
-      if ((ident_char(prev) && ident_char(c)) || (joining_punct(prev) && joining_punct(c)))
+      // Quotes count as identifier characters here: "C"void would read as a
+      // user-defined literal and u8 "x" differs from u8"x".
+      const auto wordish = [](char ch) { return ident_char(ch) || ch == '"' || ch == '\''; };
+      if ((wordish(prev) && wordish(c)) || (joining_punct(prev) && joining_punct(c)))
         out += ' ';
     }
     pending_space = false;

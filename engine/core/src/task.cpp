@@ -4,6 +4,8 @@
 #include "kevo/core/strict_json.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdint>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -262,9 +264,6 @@ std::optional<Point> point_from_block(const SearchSpace& space, const std::strin
       return std::nullopt;
     }
     assignment.emplace_back(p.name, it->second);
-    if (!space.find({}).has_value()) {
-      // (find() needs every parameter; checked below on the whole assignment)
-    }
   }
   auto point = space.find(assignment);
   if (!point) {

@@ -1,0 +1,65 @@
+#include "kevo/core/backend.hpp"
+
+#include "kevo/core/error.hpp"
+
+#include <limits>
+
+namespace kevo {
+
+void Backend::prepare(const Task& task) {
+  do_prepare(task);
+  // Recorded only after success: a task that failed to prepare stays unusable.
+  prepared_.insert(task.manifest_path.string());
+}
+
+void Backend::submit(EvalRequest request) {
+  if (!request.task) throw Failure("backend '" + name_ + "': request " + std::to_string(request.id) + " has no task");
+  if (!prepared_.count(request.task->manifest_path.string()))
+    throw Failure("backend '" + name_ + "': task '" + request.task->name + "' (" +
+                  request.task->manifest_path.string() + ") was not prepared");
+  if (in_flight_.count(request.id))
+    throw Failure("backend '" + name_ + "': request id " + std::to_string(request.id) + " is in flight already");
+  const std::uint64_t id = request.id;
+  do_submit(std::move(request));
+  // Only once the implementation accepted it: a throwing do_submit leaves
+  // nothing in flight that would never come back.
+  in_flight_.insert(id);
+}
+
+std::vector<EvalResult> Backend::poll(std::chrono::milliseconds max_wait) {
+  std::vector<EvalResult> results = do_poll(max_wait);
+  for (const EvalResult& r : results) {
+    if (r.verdict.status == Status::pending)
+      throw Failure("backend '" + name_ + "': returned a pending verdict for request " + std::to_string(r.id));
+    // Also catches the same id returned twice.
+    if (in_flight_.erase(r.id) == 0)
+      throw Failure("backend '" + name_ + "': returned a result for request " + std::to_string(r.id) +
+                    ", which is not in flight");
+  }
+  return results;
+}
+
+std::vector<std::uint64_t> Backend::cancel_all() {
+  do_cancel_all();
+  std::vector<std::uint64_t> dropped(in_flight_.begin(), in_flight_.end());
+  in_flight_.clear();
+  return dropped;
+}
+
+Verdict Backend::evaluate(std::shared_ptr<const Task> task, std::string source, std::uint64_t seed) {
+  // With nothing else in flight no other request's result can arrive here
+  // and be lost.
+  if (!in_flight_.empty())
+    throw Failure("backend '" + name_ + "': evaluate() needs an idle backend, " +
+                  std::to_string(in_flight_.size()) + " request(s) in flight");
+  if (!task) throw Failure("backend '" + name_ + "': evaluate() without a task");
+  if (!prepared_.count(task->manifest_path.string())) prepare(*task);
+  constexpr std::uint64_t id = std::numeric_limits<std::uint64_t>::max();
+  submit(EvalRequest{id, task, std::move(source), seed});
+  for (;;) {
+    for (EvalResult& r : poll(std::chrono::milliseconds(100)))
+      if (r.id == id) return std::move(r.verdict);
+  }
+}
+
+}  // namespace kevo

@@ -1,0 +1,129 @@
+#include "kevo/core/search_space.hpp"
+
+#include "kevo/core/rng.hpp"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace kevo {
+namespace {
+
+std::vector<Value> ints(std::initializer_list<std::int64_t> xs) {
+  std::vector<Value> out;
+  for (auto x : xs) out.push_back(Value::integer(x));
+  return out;
+}
+
+SearchSpace tiles(std::vector<std::string> restrictions = {}) {
+  std::vector<Expr> r;
+  for (const auto& t : restrictions) r.push_back(Expr::parse(t));
+  return SearchSpace({Param{"TILE_M", ints({8, 16, 32, 64})}, Param{"TILE_N", ints({8, 16, 32, 64})},
+                      Param{"ORDER", {Value::string("ijk"), Value::string("ikj")}}},
+                     std::move(r));
+}
+
+TEST(SearchSpace, EnumerateCountsAndOrder) {
+  const SearchSpace all = tiles();
+  EXPECT_EQ(all.cardinality(), 32u);
+  const auto points = all.enumerate();
+  ASSERT_EQ(points.size(), 32u);
+  EXPECT_EQ(points.front(), (Point{0, 0, 0}));
+  EXPECT_EQ(points[1], (Point{0, 0, 1}));   // last parameter varies fastest
+  EXPECT_EQ(points.back(), (Point{3, 3, 1}));
+  for (std::size_t k = 1; k < points.size(); ++k) EXPECT_LT(points[k - 1], points[k]);
+
+  // TILE_M * TILE_N <= 256: (8,8) (8,16) (8,32) (16,8) (16,16) (32,8) -> 6 pairs x 2 orders.
+  const SearchSpace small = tiles({"TILE_M * TILE_N <= 256"});
+  EXPECT_EQ(small.enumerate().size(), 12u);
+  const SearchSpace two = tiles({"TILE_M * TILE_N <= 256", "ORDER == 'ikj'", "TILE_M >= TILE_N"});
+  const auto pts = two.enumerate();
+  ASSERT_EQ(pts.size(), 4u);   // (8,8) (16,8) (16,16) (32,8)
+  for (const auto& p : pts) EXPECT_TRUE(two.valid(p));
+  EXPECT_EQ(two.enumerate(2).size(), 2u);
+  EXPECT_TRUE(tiles({"TILE_M > 1000"}).enumerate().empty());
+}
+
+TEST(SearchSpace, ValidChecksRangeAndRestrictions) {
+  const SearchSpace s = tiles({"TILE_M <= TILE_N"});
+  EXPECT_TRUE(s.valid({0, 1, 0}));
+  EXPECT_FALSE(s.valid({1, 0, 0}));
+  EXPECT_FALSE(s.valid({0, 4, 0}));   // index out of range
+  EXPECT_FALSE(s.valid({0, 0}));      // wrong size
+  const SearchSpace bad = tiles({"TILE_M < ORDER"});
+  EXPECT_THROW(bad.valid({0, 0, 0}), std::invalid_argument);
+}
+
+TEST(SearchSpace, RandomPointIsValidAndCoversTheSpace) {
+  const SearchSpace s = tiles({"TILE_M * TILE_N <= 256"});
+  Rng rng(7);
+  std::set<Point> seen;
+  for (int k = 0; k < 2000; ++k) {
+    const auto p = s.random_point(rng);
+    ASSERT_TRUE(p.has_value());
+    EXPECT_TRUE(s.valid(*p));
+    seen.insert(*p);
+  }
+  EXPECT_EQ(seen.size(), 12u);
+
+  // One valid point among 20^4: rejection fails, the enumeration fallback finds it.
+  std::vector<Param> params;
+  for (const char* n : {"A", "B", "C", "D"}) {
+    std::vector<Value> v;
+    for (int i = 0; i < 20; ++i) v.push_back(Value::integer(i));
+    params.push_back(Param{n, v});
+  }
+  const SearchSpace sparse(params, {Expr::parse("A == 3 and B == 5 and C == 7 and D == 11")});
+  const auto p = sparse.random_point(rng);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(*p, (Point{3, 5, 7, 11}));
+  EXPECT_FALSE(tiles({"TILE_M > 1000"}).random_point(rng).has_value());
+}
+
+TEST(SearchSpace, RenderAndSplitRoundTrip) {
+  const SearchSpace s = tiles();
+  const Point p{2, 0, 1};
+  const std::string block = s.render_block(p);
+  EXPECT_EQ(block,
+            "// kevo:params begin\n"
+            "#define TILE_M 32\n"
+            "#define TILE_N 8\n"
+            "#define ORDER_ikj 1\n"
+            "#define ORDER \"ikj\"\n"
+            "// kevo:params end\n");
+  const std::string body = "#include <cstdint>\nextern \"C\" void f(float* x) { x[0] = TILE_M; }\n";
+  const std::string source = apply_point(s, p, body);
+  EXPECT_EQ(source, block + body);
+  const SplitSource split = split_params_block(source);
+  EXPECT_EQ(split.block, block);
+  EXPECT_EQ(split.body, body);
+  // Re-applying another point replaces the block instead of stacking one more.
+  const std::string again = apply_point(s, {0, 0, 0}, source);
+  EXPECT_EQ(split_params_block(again).body, body);
+  EXPECT_EQ(split_params_block(again).block, s.render_block({0, 0, 0}));
+
+  const SplitSource none = split_params_block(body);
+  EXPECT_TRUE(none.block.empty());
+  EXPECT_EQ(none.body, body);
+
+  const SearchSpace reals({Param{"ALPHA", {Value::real(0.5), Value::real(2.0)}}}, {});
+  EXPECT_NE(reals.render_block({1}).find("#define ALPHA 2.0\n"), std::string::npos);
+}
+
+TEST(SearchSpace, FindJsonAndKey) {
+  const SearchSpace s = tiles();
+  EXPECT_EQ(s.find({{"TILE_M", "32"}, {"TILE_N", "8"}, {"ORDER", "ikj"}}), (Point{2, 0, 1}));
+  EXPECT_EQ(s.find({{"ORDER", "\"ikj\""}, {"TILE_N", "8"}, {"TILE_M", "32.0"}}), (Point{2, 0, 1}));
+  EXPECT_FALSE(s.find({{"TILE_M", "33"}, {"TILE_N", "8"}, {"ORDER", "ikj"}}).has_value());
+  EXPECT_FALSE(s.find({{"TILE_M", "32"}, {"ORDER", "ikj"}}).has_value());                       // missing
+  EXPECT_FALSE(s.find({{"TILE_M", "32"}, {"TILE_N", "8"}, {"ORDER", "ikj"}, {"X", "1"}}).has_value());  // unknown
+  EXPECT_EQ(s.to_json({2, 0, 1}), R"({"TILE_M":32,"TILE_N":8,"ORDER":"ikj"})");
+  EXPECT_EQ(s.key({2, 0, 1}), "TILE_M=32,TILE_N=8,ORDER=ikj");
+  const Env env = s.env({2, 0, 1});
+  EXPECT_EQ(env("TILE_M")->i, 32);
+  EXPECT_EQ(env("ORDER")->s, "ikj");
+  EXPECT_FALSE(env("NOPE").has_value());
+}
+
+}  // namespace
+}  // namespace kevo

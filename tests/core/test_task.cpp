@@ -1,0 +1,274 @@
+#include "kevo/core/task.hpp"
+
+#include "kevo/core/error.hpp"
+#include "test_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+namespace kevo {
+namespace {
+
+using nlohmann::json;
+
+const char* kSeed =
+    "// kevo:params begin\n"
+    "#define TILE_M 8\n"
+    "#define TILE_N 16\n"
+    "#define LOOP_ORDER_ijk 1\n"
+    "#define LOOP_ORDER \"ijk\"\n"
+    "// kevo:params end\n"
+    "#include <cstdint>\n"
+    "extern \"C\" void sgemm(const float* A, const float* B, float* C, int32_t M, int32_t N, int32_t K) {}\n";
+const char* kReference =
+    "#include <cstdint>\n"
+    "extern \"C\" void sgemm(const float* A, const float* B, float* C, int32_t M, int32_t N, int32_t K) {}\n";
+
+json valid_manifest() {
+  return json::parse(R"({
+    "name": "sgemm",
+    "description": "C = A @ B",
+    "backend": "cpu",
+    "function": "sgemm",
+    "args": [
+      {"name": "A", "dtype": "float32", "role": "in", "shape": ["M", "K"]},
+      {"name": "B", "dtype": "float32", "role": "in", "shape": ["K", "N"],
+       "distribution": {"kind": "uniform", "low": -2, "high": 2}},
+      {"name": "C", "dtype": "float32", "role": "out", "shape": ["M", "N"]},
+      {"name": "M", "dtype": "int32", "role": "scalar", "value": "M"},
+      {"name": "N", "dtype": "int32", "role": "scalar", "value": "N"},
+      {"name": "K", "dtype": "int32", "role": "scalar", "value": "K"}
+    ],
+    "shapes": {
+      "visible": [{"M": 512, "N": 256, "K": 128}],
+      "hidden": [{"M": 129, "N": 77, "K": 65}, {"M": 1, "N": 300, "K": 33}]
+    },
+    "tolerance": {"atol": 1e-4, "rtol": 1e-4, "rel_l2": 1e-5},
+    "reference": "reference.cpp",
+    "seed": "seed.cpp",
+    "search_space": {
+      "params": [{"name": "TILE_M", "values": [8, 16, 32, 64]},
+                 {"name": "TILE_N", "values": [8, 16, 32, 64]},
+                 {"name": "LOOP_ORDER", "values": ["ijk", "ikj"]}],
+      "restrictions": ["TILE_M * TILE_N <= 4096"],
+      "seed_point": {"TILE_M": 8, "TILE_N": 16, "LOOP_ORDER": "ijk"}
+    },
+    "flops": "2*M*N*K",
+    "bytes": "4*(M*K + K*N + M*N)"
+  })");
+}
+
+class TaskTest : public ::testing::Test {
+ protected:
+  test::TempDir tmp;
+
+  std::filesystem::path write_task(const std::string& name, const json& manifest, const std::string& seed = kSeed) {
+    tmp.write(name + "/task.json", manifest.dump(2));
+    tmp.write(name + "/reference.cpp", kReference);
+    tmp.write(name + "/seed.cpp", seed);
+    return tmp.path() / name;
+  }
+
+  // Loads `manifest` and expects an InputError naming task.json, `pointer` and `words`.
+  void expect_error(const json& manifest, const std::string& pointer, const std::string& words,
+                    const std::string& seed = kSeed) {
+    const auto dir = write_task("bad", manifest, seed);
+    try {
+      load_task(dir);
+      ADD_FAILURE() << "no error for " << pointer;
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find((dir / "task.json").string() + ": "), std::string::npos) << what;
+      EXPECT_EQ(e.key(), pointer) << what;
+      EXPECT_NE(what.find(pointer + ": "), std::string::npos) << what;
+      EXPECT_NE(what.find(words), std::string::npos) << "missing '" << words << "' in: " << what;
+    }
+  }
+
+  void expect_error_after(const std::function<void(json&)>& edit, const std::string& pointer,
+                          const std::string& words, const std::string& seed = kSeed) {
+    json m = valid_manifest();
+    edit(m);
+    expect_error(m, pointer, words, seed);
+  }
+};
+
+TEST_F(TaskTest, ValidTaskLoads) {
+  const Task t = load_task(write_task("sgemm", valid_manifest()));
+  EXPECT_EQ(t.name, "sgemm");
+  EXPECT_EQ(t.description, "C = A @ B");
+  EXPECT_EQ(t.function, "sgemm");
+  EXPECT_TRUE(t.dir.is_absolute());
+  EXPECT_EQ(t.manifest_path, t.dir / "task.json");
+  ASSERT_EQ(t.args.size(), 6u);
+  EXPECT_EQ(t.args[1].dist.kind, Distribution::Kind::uniform);
+  EXPECT_EQ(t.args[1].dist.a, -2.0);
+  EXPECT_EQ(t.args[0].dist.a, -1.0);   // default uniform -1..1
+  EXPECT_EQ(t.dims, (std::vector<std::string>{"M", "K", "N"}));
+  ASSERT_EQ(t.visible.size(), 1u);
+  ASSERT_EQ(t.hidden.size(), 2u);
+  EXPECT_EQ(t.visible[0].label, "M=512,K=128,N=256");
+  EXPECT_EQ(t.hidden[0].dims.at("N"), 77);
+  EXPECT_EQ(t.tolerance.rel_l2, 1e-5);
+  EXPECT_EQ(t.reference_source, kReference);
+  EXPECT_EQ(t.seed_source, kSeed);
+  EXPECT_EQ(t.c_signature(),
+            "extern \"C\" void sgemm(const float* A, const float* B, float* C, int32_t M, int32_t N, int32_t K)");
+  EXPECT_EQ(t.extents(t.args[0], t.hidden[0]), (std::vector<std::int64_t>{129, 65}));
+  EXPECT_EQ(t.elements(t.args[2], t.visible[0]), 512 * 256);
+  EXPECT_EQ(t.scalar_value(t.args[5], t.hidden[1]).i, 33);
+  EXPECT_EQ(t.flops.eval(t.visible[0].env()).i, 2LL * 512 * 256 * 128);
+  EXPECT_EQ(t.space.params().size(), 3u);
+  ASSERT_TRUE(t.seed_point.has_value());
+  EXPECT_EQ(*t.seed_point, (Point{0, 1, 0}));
+  EXPECT_EQ(t.manifest["name"], "sgemm");
+}
+
+TEST_F(TaskTest, SeedPointComesFromTheSeedBlock) {
+  json m = valid_manifest();
+  m["search_space"].erase("seed_point");
+  const Task t = load_task(write_task("derived", m));
+  ASSERT_TRUE(t.seed_point.has_value());
+  EXPECT_EQ(t.space.key(*t.seed_point), "TILE_M=8,TILE_N=16,LOOP_ORDER=ijk");
+
+  // Without a block and without seed_point there is no seed point.
+  expect_error(m, "/search_space/seed_point", "the seed has neither", kReference);
+  // A block value outside the parameter's list.
+  std::string seed = kSeed;
+  seed.replace(seed.find("TILE_M 8"), 8, "TILE_M 9");
+  expect_error(m, "/search_space/seed_point", "#define TILE_M 9 is not one of: 8, 16, 32, 64", seed);
+  // An explicit seed_point that disagrees with the block.
+  expect_error_after([](json& j) { j["search_space"]["seed_point"]["TILE_M"] = 16; }, "/search_space/seed_point",
+                     "params block in seed.cpp");
+}
+
+TEST_F(TaskTest, MinimalTaskWithDefaults) {
+  const json m = json::parse(R"({
+    "name": "scale-2", "function": "scale",
+    "args": [{"name": "x", "dtype": "float64", "role": "inout", "shape": ["n + 2"]},
+             {"name": "idx", "dtype": "int64", "role": "in", "shape": [4]},
+             {"name": "n", "dtype": "int64", "role": "scalar", "value": "n"},
+             {"name": "eps", "dtype": "float32", "role": "scalar", "value": "1e-5"}],
+    "shapes": {"visible": [{"n": 10}]},
+    "reference": "reference.cpp", "seed": "seed.cpp"})");
+  const std::string src = "extern \"C\" void scale(double* x, const int64_t* idx, int64_t n, float eps) {}\n";
+  const Task t = load_task(write_task("min", m, src));
+  EXPECT_EQ(t.backend, "cpu");
+  EXPECT_TRUE(t.hidden.empty());
+  EXPECT_TRUE(t.space.empty());
+  EXPECT_FALSE(t.seed_point.has_value());
+  EXPECT_TRUE(t.flops.empty());
+  EXPECT_EQ(t.tolerance.atol, 1e-5);
+  EXPECT_EQ(t.args[1].dist.kind, Distribution::Kind::integers);
+  EXPECT_EQ(t.elements(t.args[0], t.visible[0]), 12);
+  EXPECT_EQ(t.elements(t.args[1], t.visible[0]), 4);
+  EXPECT_DOUBLE_EQ(t.scalar_value(t.args[3], t.visible[0]).d, 1e-5);
+  EXPECT_EQ(t.c_signature(), "extern \"C\" void scale(double* x, const int64_t* idx, int64_t n, float eps)");
+}
+
+TEST_F(TaskTest, BadManifestsNameFileAndPointer) {
+  expect_error_after([](json& j) { j["args"][2]["dtype"] = "float16"; }, "/args/2/dtype",
+                     "expected one of: float32, float64, int32, int64, got \"float16\"");
+  expect_error_after([](json& j) { j["args"][0]["role"] = "input"; }, "/args/0/role", "one of: in, out, inout, scalar");
+  expect_error_after([](json& j) { j["args"][1]["name"] = "A"; }, "/args/1/name", "unique argument name");
+  expect_error_after([](json& j) { j["args"][1]["name"] = "2B"; }, "/args/1/name", "C identifier");
+  expect_error_after([](json& j) { j["args"][2]["distribution"] = {{"kind", "uniform"}}; }, "/args/2/distribution",
+                     "unknown key");
+  expect_error_after([](json& j) { j["args"][0]["shap"] = {"M"}; }, "/args/0/shap", "unknown key");
+  expect_error_after([](json& j) { j["args"][3]["shape"] = {"M"}; }, "/args/3/shape", "unknown key");
+  expect_error_after([](json& j) { j["args"][0]["shape"] = {"M +"}; }, "/args/0/shape/0", "column 4");
+  expect_error_after([](json& j) { j["args"][0]["shape"] = json::array(); }, "/args/0/shape", "non-empty array");
+  expect_error_after([](json& j) { j["args"][0]["shape"] = {"M - 1"}; }, "/args/0/shape/0", "positive extent");
+  expect_error_after([](json& j) { j["args"][1]["distribution"]["low"] = 5; }, "/args/1/distribution/high",
+                     "a number >= low");
+  expect_error_after([](json& j) { j["args"][1]["distribution"]["kind"] = "gaussian"; },
+                     "/args/1/distribution/kind", "one of: uniform, normal, constant, integers");
+  expect_error_after([](json& j) { j["args"][1]["distribution"] = {{"kind", "normal"}, {"stddev", -1}}; },
+                     "/args/1/distribution/stddev", "a number >= 0");
+  expect_error_after([](json& j) { j["args"][2]["role"] = "in"; }, "/args", "at least one argument with role");
+  expect_error_after([](json& j) { j["args"][3]["value"] = "M / 2"; }, "/args/3/value", "a value of type int32");
+  expect_error_after([](json& j) { j["args"] = json::array(); }, "/args", "non-empty array");
+  expect_error_after([](json& j) { j.erase("function"); }, "/function", "a string (the key is required)");
+  expect_error_after([](json& j) { j["function"] = "void"; }, "/function", "C identifier");
+  expect_error_after([](json& j) { j["name"] = "bad name"; }, "/name", "letters, digits");
+  expect_error_after([](json& j) { j["refrence"] = "x.cpp"; }, "/refrence", "unknown key; expected one of:");
+}
+
+TEST_F(TaskTest, BadShapes) {
+  expect_error_after([](json& j) { j["shapes"]["visible"][0].erase("K"); }, "/shapes/visible/0/K",
+                     "an integer >= 0 (the key is required)");
+  expect_error_after([](json& j) { j["shapes"]["hidden"][1]["Q"] = 3; }, "/shapes/hidden/1/Q",
+                     "unknown key; expected one of the dimensions the arguments use: M, K, N");
+  expect_error_after([](json& j) { j["shapes"]["visible"] = json::array(); }, "/shapes/visible", "non-empty array");
+  expect_error_after([](json& j) { j["shapes"]["hiden"] = json::array(); }, "/shapes/hiden", "unknown key");
+  expect_error_after([](json& j) { j["shapes"]["hidden"][0]["M"] = "big"; }, "/shapes/hidden/0/M",
+                     "an integer >= 0, got \"big\"");
+  expect_error_after([](json& j) { j["shapes"]["hidden"][0]["M"] = 0; }, "/args/0/shape/0", "positive extent");
+  expect_error_after([](json& j) { j["tolerance"]["atol"] = -1; }, "/tolerance/atol", "a number >= 0");
+  expect_error_after([](json& j) { j["tolerance"]["abs"] = 1; }, "/tolerance/abs", "unknown key");
+  expect_error_after([](json& j) { j["flops"] = "2*M*N*Q"; }, "/flops", "unknown name 'Q'");
+  expect_error_after([](json& j) { j["bytes"] = "M -"; }, "/bytes", "column 4");
+  expect_error_after([](json& j) { j["flops"] = "M - 1000"; }, "/flops", "a finite count >= 0");
+}
+
+TEST_F(TaskTest, BadFilesAndSearchSpace) {
+  expect_error_after([](json& j) { j["reference"] = "missing.cpp"; }, "/reference", "is not a file");
+  expect_error_after([](json& j) { j["function"] = "dgemm"; }, "/reference", "never mentions 'dgemm'");
+  expect_error_after([](json& j) { j["search_space"]["params"][1]["name"] = "TILE_M"; },
+                     "/search_space/params/1/name", "unique parameter name");
+  expect_error_after([](json& j) { j["search_space"]["params"][1]["name"] = "K"; }, "/search_space/params/1/name",
+                     "not an argument");
+  expect_error_after([](json& j) { j["search_space"]["params"][0]["values"] = json::array(); },
+                     "/search_space/params/0/values", "non-empty array");
+  expect_error_after([](json& j) { j["search_space"]["params"][0]["values"] = {8, 16, 8}; },
+                     "/search_space/params/0/values/2", "unique values");
+  expect_error_after([](json& j) { j["search_space"]["params"][0]["values"] = {8, "x"}; },
+                     "/search_space/params/0/values/1", "all numbers or all strings");
+  expect_error_after([](json& j) { j["search_space"]["params"][2]["values"] = {"ijk", "i k"}; },
+                     "/search_space/params/2/values/1", "letters, digits");
+  expect_error_after([](json& j) { j["search_space"]["params"][0]["values"] = {true}; },
+                     "/search_space/params/0/values/0", "a number or a string");
+  expect_error_after([](json& j) { j["search_space"]["restrictions"] = {"TILE_M * TILE_K <= 4096"}; },
+                     "/search_space/restrictions/0", "unknown name 'TILE_K'");
+  expect_error_after([](json& j) { j["search_space"]["restrictions"] = {"TILE_M <"}; },
+                     "/search_space/restrictions/0", "column 9");
+  expect_error_after([](json& j) { j["search_space"]["restrictions"] = {"TILE_M > 8"}; },
+                     "/search_space/seed_point", "violates 'TILE_M > 8'");
+  expect_error_after([](json& j) { j["search_space"]["restrictions"] = {"LOOP_ORDER < 3"}; },
+                     "/search_space/restrictions/0", "strings can only be compared");
+  expect_error_after([](json& j) { j["search_space"]["seed_point"]["TILE_M"] = 12; },
+                     "/search_space/seed_point/TILE_M", "one of: 8, 16, 32, 64, got 12");
+  expect_error_after([](json& j) { j["search_space"]["seed_point"]["TILE_K"] = 8; },
+                     "/search_space/seed_point/TILE_K", "unknown key");
+  expect_error_after([](json& j) { j["search_space"]["seed_point"].erase("LOOP_ORDER"); },
+                     "/search_space/seed_point/LOOP_ORDER", "one of: \"ijk\", \"ikj\"");
+  expect_error_after([](json& j) { j["search_space"]["parms"] = 1; }, "/search_space/parms", "unknown key");
+}
+
+TEST_F(TaskTest, MissingManifestAndBadJson) {
+  EXPECT_THROW(load_task(tmp.path() / "nothing"), InputError);
+  tmp.write("broken/task.json", "{\"name\": ");
+  try {
+    load_task(tmp.path() / "broken");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("task.json: expected valid JSON; line 1"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(TaskTest, FindTaskDirs) {
+  const auto a = write_task("suite/b_task", valid_manifest());
+  const auto b = write_task("suite/a_task", valid_manifest());
+  tmp.write("suite/notes/readme.txt", "not a task");
+  const auto dirs = find_task_dirs(tmp.path() / "suite");
+  ASSERT_EQ(dirs.size(), 2u);
+  EXPECT_EQ(dirs[0], b);
+  EXPECT_EQ(dirs[1], a);
+  EXPECT_EQ(find_task_dirs(a), std::vector<std::filesystem::path>{a});
+  EXPECT_THROW(find_task_dirs(tmp.path() / "suite" / "notes"), InputError);
+  EXPECT_THROW(find_task_dirs(tmp.path() / "absent"), InputError);
+}
+
+}  // namespace
+}  // namespace kevo

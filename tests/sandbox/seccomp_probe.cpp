@@ -1,0 +1,94 @@
+// Installs the candidate policy on itself, then tries one thing named by
+// argv[1] and prints what happened. Violations are reported on stdout as
+// "violation <nr>" by the policy's SIGSYS handler (exit code 159).
+#include "kevo/sandbox/seccomp.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+int main(int argc, char** argv) {
+  if (argc < 2) return 2;
+  const std::string what = argv[1];
+  const std::string arg = argc > 2 ? argv[2] : "";
+  kevo::sandbox::set_violation_report(1, "violation ", "\n");
+  if (what != "none") kevo::sandbox::install_candidate_policy();
+  std::setvbuf(stdout, nullptr, _IONBF, 0);
+
+  if (what == "none" || what == "nothing") {
+    std::printf("ok\n");
+  } else if (what == "threads") {
+    std::vector<std::thread> ts;
+    std::vector<int> got(4, 0);
+    for (int i = 0; i < 4; ++i) ts.emplace_back([&got, i] { got[i] = i + 1; });
+    for (auto& t : ts) t.join();
+    std::printf("threads %d\n", got[0] + got[1] + got[2] + got[3]);
+  } else if (what == "openmp") {
+#ifdef _OPENMP
+    long sum = 0;
+    omp_set_num_threads(4);
+#pragma omp parallel for reduction(+ : sum)
+    for (int i = 0; i < 1000; ++i) sum += i;
+    std::printf("openmp %ld\n", sum);
+#else
+    std::printf("openmp 499500\n");
+#endif
+  } else if (what == "fork") {
+    pid_t p = fork();
+    if (p == 0) _exit(0);
+    std::printf("forked\n");
+  } else if (what == "exec") {
+    char* const av[] = {const_cast<char*>("/bin/true"), nullptr};
+    execv("/bin/true", av);
+    std::printf("exec failed\n");
+  } else if (what == "write-file") {
+    int fd = open(arg.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    std::printf("opened %d\n", fd);
+  } else if (what == "read-file") {
+    int fd = open(arg.c_str(), O_RDONLY);
+    std::printf("read-open %s\n", fd >= 0 ? "ok" : std::strerror(errno));
+  } else if (what == "unlink") {
+    int r = unlink(arg.c_str());
+    std::printf("unlink %d\n", r);
+  } else if (what == "mkdir") {
+    int r = mkdir(arg.c_str(), 0755);
+    std::printf("mkdir %d\n", r);
+  } else if (what == "socket") {
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    std::printf("socket %d\n", s);
+  } else if (what == "kill-parent") {
+    int r = kill(getppid(), 0);
+    std::printf("kill %d\n", r);
+  } else if (what == "raise") {
+    signal(SIGUSR1, SIG_IGN);
+    int r = raise(SIGUSR1);
+    std::printf("raise %d\n", r);
+  } else if (what == "clone3") {
+#ifdef SYS_clone3
+    long r = syscall(SYS_clone3, nullptr, 0);
+    std::printf("clone3 %s\n", r < 0 && errno == ENOSYS ? "ENOSYS" : "other");
+#else
+    std::printf("clone3 ENOSYS\n");
+#endif
+  } else if (what == "sigsys-handler") {
+    signal(SIGSYS, SIG_IGN);
+    std::printf("replaced\n");
+  } else {
+    return 2;
+  }
+  return 0;
+}

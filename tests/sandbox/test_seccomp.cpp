@@ -1,0 +1,109 @@
+// The candidate policy, installed by a probe program on itself: threads and
+// reads work; processes, programs, file writes, network and signalling other
+// processes are violations reported with the syscall number.
+#include "kevo/sandbox/runner.hpp"
+#include "kevo/sandbox/seccomp.hpp"
+
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/syscall.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace sb = kevo::sandbox;
+namespace fs = std::filesystem;
+
+namespace {
+
+sb::Finished probe(const std::vector<std::string>& args) {
+  sb::Runner r;
+  sb::Spec s;
+  s.argv = {KEVO_SECCOMP_PROBE};
+  s.argv.insert(s.argv.end(), args.begin(), args.end());
+  s.env = {"PATH=/usr/bin:/bin"};
+  s.scratch_base = sb::default_scratch_base();
+  s.limits.wall_seconds = 20;
+  return r.run(std::move(s));
+}
+
+void expect_violation(const sb::Finished& f, const std::string& name) {
+  EXPECT_EQ(f.outcome, sb::Outcome::exited) << f.output;
+  EXPECT_EQ(f.exit_code, sb::kViolationExitCode) << f.output;
+  ASSERT_EQ(f.output.rfind("violation ", 0), 0u) << f.output;
+  long nr = std::stol(f.output.substr(10));
+  EXPECT_NE(sb::forbidden_syscall_name(nr).find(name), std::string::npos)
+      << "syscall " << nr << " named '" << sb::forbidden_syscall_name(nr) << "'";
+}
+
+}  // namespace
+
+TEST(Seccomp, ArchitectureIsSupported) { EXPECT_TRUE(sb::seccomp_supported_arch()); }
+
+TEST(Seccomp, PolicyInstallsAndNormalWorkGoesOn) {
+  auto f = probe({"nothing"});
+  EXPECT_EQ(f.exit_code, 0) << f.output;
+  EXPECT_EQ(f.output, "ok\n");
+}
+
+TEST(Seccomp, ThreadsKeepWorking) {
+  auto f = probe({"threads"});
+  EXPECT_EQ(f.exit_code, 0) << f.output;
+  EXPECT_EQ(f.output, "threads 10\n");
+}
+
+TEST(Seccomp, OpenMpKeepsWorking) {
+  auto f = probe({"openmp"});
+  EXPECT_EQ(f.exit_code, 0) << f.output;
+  EXPECT_EQ(f.output, "openmp 499500\n");
+}
+
+TEST(Seccomp, Clone3FailsWithEnosys) {
+  auto f = probe({"clone3"});
+  EXPECT_EQ(f.exit_code, 0) << f.output;
+  EXPECT_EQ(f.output, "clone3 ENOSYS\n");
+}
+
+TEST(Seccomp, ReadingFilesIsAllowed) {
+  auto f = probe({"read-file", "/proc/self/status"});
+  EXPECT_EQ(f.exit_code, 0);
+  EXPECT_EQ(f.output, "read-open ok\n");
+}
+
+TEST(Seccomp, ForkIsAViolation) {
+  // glibc's fork() is clone without CLONE_THREAD.
+  expect_violation(probe({"fork"}), "clone");
+}
+
+TEST(Seccomp, ExecIsAViolation) { expect_violation(probe({"exec"}), "execve"); }
+
+TEST(Seccomp, WritingAFileIsAViolation) {
+  fs::path target = sb::default_scratch_base() / "kevo-seccomp-test-must-not-exist";
+  fs::remove(target);
+  expect_violation(probe({"write-file", target.string()}), "open");
+  EXPECT_FALSE(fs::exists(target));
+}
+
+TEST(Seccomp, UnlinkAndMkdirAreViolations) {
+  expect_violation(probe({"unlink", "/tmp/kevo-nothing-here"}), "unlink");
+  expect_violation(probe({"mkdir", "/tmp/kevo-nothing-here"}), "mkdir");
+}
+
+TEST(Seccomp, NetworkIsAViolation) { expect_violation(probe({"socket"}), "socket"); }
+
+TEST(Seccomp, SignallingAnotherProcessIsAViolation) {
+  expect_violation(probe({"kill-parent"}), "kill");
+}
+
+TEST(Seccomp, SignallingItselfIsAllowed) {
+  auto f = probe({"raise"});
+  EXPECT_EQ(f.exit_code, 0) << f.output;
+  EXPECT_EQ(f.output, "raise 0\n");
+}
+
+TEST(Seccomp, ReplacingTheSigsysHandlerKillsTheProcess) {
+  auto f = probe({"sigsys-handler"});
+  EXPECT_EQ(f.outcome, sb::Outcome::signaled) << f.output;
+  EXPECT_EQ(f.signal, SIGSYS);
+}
