@@ -113,7 +113,8 @@ TEST(Expr, Strings) {
 }
 
 TEST(Expr, ParseErrorsNameTheColumn) {
-  EXPECT_NE(parse_error("1 +").find("column 4"), std::string::npos) << parse_error("1 +");
+  EXPECT_EQ(parse_error("1 +"), "column 4: unexpected end of expression");
+  EXPECT_EQ(parse_error("1 + )"), "column 5: unexpected ')'");
   EXPECT_NE(parse_error("M * $").find("column 5"), std::string::npos) << parse_error("M * $");
   EXPECT_NE(parse_error("(1 + 2").find("column 7"), std::string::npos) << parse_error("(1 + 2");
   EXPECT_NE(parse_error("a = 1").find("column 3"), std::string::npos);

@@ -105,7 +105,7 @@ TEST(Hash, NormalisationIgnoresCommentsAndLayout) {
   EXPECT_EQ(normalise_source(a), normalise_source(b));
   EXPECT_EQ(source_hash(a), source_hash(b));
   EXPECT_EQ(normalise_source(a),
-            "#include <cstdint>\n"
+            "#include<cstdint>\n"
             "extern \"C\" void f(const float*x,float*y,int32_t n){for(int i=0;i<n;++i)y[i]=x[i]*2.0f;}");
 
   // Real changes change the hash.

@@ -110,6 +110,22 @@ TEST(SearchSpace, RenderAndSplitRoundTrip) {
   EXPECT_NE(reals.render_block({1}).find("#define ALPHA 2.0\n"), std::string::npos);
 }
 
+TEST(SearchSpace, PointFromSourceReadsTheBlockBack) {
+  const SearchSpace s = tiles();
+  for (const Point& p : s.enumerate()) {
+    const std::string source = apply_point(s, p, "extern \"C\" void f() {}\n");
+    EXPECT_EQ(point_from_source(s, source), p);
+  }
+  EXPECT_FALSE(point_from_source(s, "extern \"C\" void f() {}\n").has_value());
+  const std::string odd = "// kevo:params begin\n#define TILE_M 12\n#define TILE_N 8\n#define ORDER \"ijk\"\n"
+                          "// kevo:params end\n";
+  EXPECT_FALSE(point_from_source(s, odd).has_value());
+  const auto defines = block_assignment(s.render_block({0, 0, 1}));
+  ASSERT_EQ(defines.size(), 4u);
+  EXPECT_EQ(defines[2], (std::pair<std::string, std::string>{"ORDER_ikj", "1"}));
+  EXPECT_EQ(defines[3], (std::pair<std::string, std::string>{"ORDER", "ikj"}));
+}
+
 TEST(SearchSpace, FindJsonAndKey) {
   const SearchSpace s = tiles();
   EXPECT_EQ(s.find({{"TILE_M", "32"}, {"TILE_N", "8"}, {"ORDER", "ikj"}}), (Point{2, 0, 1}));

@@ -26,7 +26,7 @@ const char* kReference =
     "extern \"C\" void sgemm(const float* A, const float* B, float* C, int32_t M, int32_t N, int32_t K) {}\n";
 
 json valid_manifest() {
-  return json::parse(R"({
+  return json::parse(R"json({
     "name": "sgemm",
     "description": "C = A @ B",
     "backend": "cpu",
@@ -56,16 +56,17 @@ json valid_manifest() {
     },
     "flops": "2*M*N*K",
     "bytes": "4*(M*K + K*N + M*N)"
-  })");
+  })json");
 }
 
 class TaskTest : public ::testing::Test {
  protected:
   test::TempDir tmp;
 
-  std::filesystem::path write_task(const std::string& name, const json& manifest, const std::string& seed = kSeed) {
+  std::filesystem::path write_task(const std::string& name, const json& manifest, const std::string& seed = kSeed,
+                                   const std::string& reference = kReference) {
     tmp.write(name + "/task.json", manifest.dump(2));
-    tmp.write(name + "/reference.cpp", kReference);
+    tmp.write(name + "/reference.cpp", reference);
     tmp.write(name + "/seed.cpp", seed);
     return tmp.path() / name;
   }
@@ -153,7 +154,7 @@ TEST_F(TaskTest, MinimalTaskWithDefaults) {
     "shapes": {"visible": [{"n": 10}]},
     "reference": "reference.cpp", "seed": "seed.cpp"})");
   const std::string src = "extern \"C\" void scale(double* x, const int64_t* idx, int64_t n, float eps) {}\n";
-  const Task t = load_task(write_task("min", m, src));
+  const Task t = load_task(write_task("min", m, src, src));
   EXPECT_EQ(t.backend, "cpu");
   EXPECT_TRUE(t.hidden.empty());
   EXPECT_TRUE(t.space.empty());

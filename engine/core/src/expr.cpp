@@ -263,7 +263,7 @@ class Parser {
   NodePtr parse() {
     if (peek().kind == Tok::end) syntax_error(peek().column, "empty expression");
     NodePtr e = conditional();
-    if (peek().kind != Tok::end) syntax_error(peek().column, "unexpected '" + describe(peek()) + "'");
+    if (peek().kind != Tok::end) syntax_error(peek().column, "unexpected " + describe(peek()));
     return e;
   }
 
@@ -276,11 +276,12 @@ class Parser {
   bool at_op(const char* op) const { return peek().kind == Tok::op && peek().text == op; }
   bool at_word(const char* w) const { return peek().kind == Tok::name && peek().text == w; }
 
+  // "end of expression" or the token quoted: 'x'.
   static std::string describe(const Token& t) {
     switch (t.kind) {
       case Tok::end: return "end of expression";
-      case Tok::string: return "\"" + t.text + "\"";
-      default: return t.text;
+      case Tok::string: return "'\"" + t.text + "\"'";
+      default: return "'" + t.text + "'";
     }
   }
 
@@ -296,7 +297,7 @@ class Parser {
     if (!at_word("if")) return then;
     take();
     NodePtr cond = disjunction();
-    if (!at_word("else")) syntax_error(peek().column, "expected 'else', got '" + describe(peek()) + "'");
+    if (!at_word("else")) syntax_error(peek().column, "expected 'else', got " + describe(peek()));
     take();
     NodePtr otherwise = conditional();
     return make(Op::cond, {cond, then, otherwise});
@@ -417,7 +418,7 @@ class Parser {
       }
       case Tok::lparen: {
         NodePtr e = conditional();
-        if (peek().kind != Tok::rparen) syntax_error(peek().column, "expected ')', got '" + describe(peek()) + "'");
+        if (peek().kind != Tok::rparen) syntax_error(peek().column, "expected ')', got " + describe(peek()));
         take();
         return e;
       }
@@ -435,7 +436,7 @@ class Parser {
         return n;
       }
       default:
-        syntax_error(t.column, "unexpected '" + describe(t) + "'");
+        syntax_error(t.column, "unexpected " + describe(t));
     }
   }
 
@@ -456,7 +457,7 @@ class Parser {
         break;
       }
     }
-    if (peek().kind != Tok::rparen) syntax_error(peek().column, "expected ',' or ')', got '" + describe(peek()) + "'");
+    if (peek().kind != Tok::rparen) syntax_error(peek().column, "expected ',' or ')', got " + describe(peek()));
     take();
     const int count = static_cast<int>(n->kids.size());
     if (count < f->min_args || (f->max_args >= 0 && count > f->max_args))

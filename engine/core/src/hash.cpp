@@ -133,7 +133,10 @@ std::string normalise_source(std::string_view src) {
       if (raw) {
         const std::size_t open = src.find('(', i + 1);
         if (open != std::string_view::npos) {
-          const std::string close = ")" + std::string(src.substr(i + 1, open - i - 1)) + "\"";
+          // Built by appending: operator+ here trips a GCC 12 -Wrestrict false positive.
+          std::string close(1, ')');
+          close.append(src.substr(i + 1, open - i - 1));
+          close += '"';
           const std::size_t end = src.find(close, open + 1);
           const std::size_t stop = end == std::string_view::npos ? n : end + close.size();
           out.append(src.substr(i, stop - i));

@@ -13,8 +13,10 @@ std::uint64_t fnv1a64(const void* data, std::size_t size,
                       std::uint64_t basis = 0xcbf29ce484222325ULL);
 std::string hex64(std::uint64_t v);
 
-// Source normalised for dedup: comments removed, runs of whitespace collapsed
-// to one space (none where neither side is an identifier character), so that
+// Source normalised for dedup: comments removed (not inside literals), runs of
+// whitespace collapsed to one space where dropping it could join two tokens
+// (identifier characters and quotes, or operator characters: "a - -b") and to
+// nothing elsewhere, preprocessor directives kept on their own lines; so that
 // reformatting or re-commenting a kernel does not make it a new candidate.
 std::string normalise_source(std::string_view source);
 std::uint64_t source_hash(std::string_view source);  // fnv1a64(normalise_source(...))

@@ -46,10 +46,14 @@ class SearchSpace {
   Value value(const Point& p, std::size_t param) const { return params_[param].values[p[param]]; }
   Env env(const Point& p) const;             // parameter name -> value
 
-  // Every valid point, in lexicographic index order (for exhaustive search).
+  // Every valid point, in lexicographic index order (for exhaustive search);
+  // stops after `limit` valid points (callers compare the size with it).
+  // Restrictions that cannot be evaluated throw std::invalid_argument.
   std::vector<Point> enumerate(std::uint64_t limit = 10'000'000) const;
   // A uniformly random valid point (rejection sampling, then enumeration
-  // fallback); nullopt when no point is valid.
+  // fallback); nullopt when no point is valid. Throws Failure when the space
+  // is too large to enumerate (> 1e7 points) and no valid point turned up in
+  // a million draws.
   std::optional<Point> random_point(Rng& rng) const;
   // The point whose values match `assignment` (name -> value text); nullopt if
   // any name or value is unknown.

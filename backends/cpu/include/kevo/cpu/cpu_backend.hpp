@@ -1,0 +1,105 @@
+// The CPU backend: compiles candidates to shared objects (in sandboxed
+// compiler processes, with a compile cache) and judges each in a fresh
+// kevo-cpu-worker process (rlimits, own process group, scratch dir, seccomp
+// policy). Config keys and defaults: docs/sandbox.md; verdicts:
+// docs/verdicts.md.
+#pragma once
+
+#include "kevo/core/backend.hpp"
+#include "kevo/core/strict_json.hpp"
+#include "kevo/core/task.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kevo::cpu {
+
+struct CpuLimits {
+  double wall_seconds = 30.0;          // per evaluation (worker), wall clock
+  double cpu_seconds = 0.0;            // per evaluation, all threads (0: wall_seconds x cores)
+  std::int64_t memory_mb = 4096;       // address space of the worker (RLIMIT_AS)
+  std::int64_t output_kb = 64;         // captured stdout+stderr of a candidate; more => output_limit
+  int open_files = 64;                 // RLIMIT_NOFILE of the worker once it loaded the candidate
+  int processes = 1024;                // RLIMIT_NPROC headroom (threads count too)
+  double compile_wall_seconds = 60.0;
+  std::int64_t compile_memory_mb = 4096;
+  std::int64_t file_mb = 256;          // RLIMIT_FSIZE of compiler and worker
+};
+
+struct CpuTiming {
+  int warmup = 1;                      // untimed calls of each side per shape
+  int min_repeats = 5;
+  int max_repeats = 100;
+  double budget_seconds = 0.25;        // per candidate, split over the visible shapes
+  std::int64_t flush_kb = 0;           // cache flush buffer (0: 2 x last-level cache, else 64 MiB)
+};
+
+struct CpuOptions {
+  std::string compiler = "c++";
+  std::vector<std::string> flags = {"-O2", "-march=native", "-fopenmp", "-fno-math-errno"};
+  int compile_jobs = 0;                // 0: number of cores
+  int eval_jobs = 1;                   // 1: timings do not overlap
+  std::string cache_dir;               // "" = no persistent compile cache
+  std::string worker;                  // "" = kevo-cpu-worker next to the running executable
+  std::string scratch_dir;             // base of scratch dirs ("" = $TMPDIR or /tmp)
+  bool seccomp = true;                 // false: judge without the system-call policy
+  int trials = 3;                      // correctness trials (fresh inputs each), at least 3
+  CpuLimits limits;
+  CpuTiming timing;
+};
+
+// Reads the backend's config object ("backend": {"cpu": {...}}). Unknown keys
+// are InputErrors naming the file and key. A missing cache_dir means
+// $XDG_CACHE_HOME/kevo (or $HOME/.cache/kevo); "" turns the cache off.
+CpuOptions parse_cpu_options(StrictObject& obj);
+
+// The effective config (defaults resolved: cores, cache dir, flush size...).
+nlohmann::json to_json(const CpuOptions&);
+
+// Throws Failure when the compiler or the worker cannot be found.
+std::unique_ptr<Backend> make_cpu_backend(CpuOptions);
+
+// --- exposed for tests and the benchmark ---------------------------------
+
+// The default cache dir ($XDG_CACHE_HOME/kevo or $HOME/.cache/kevo; "" if neither).
+std::string default_cache_dir();
+// 2 x the last-level cache size from sysfs, or 64 MiB; in KiB.
+std::int64_t default_flush_kb();
+// The source actually compiled: the given source plus the entry adapter.
+std::string compiled_source(const Task& task, const std::string& source);
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(CpuOptions options);
+  ~CpuBackend() override;
+
+  const CpuOptions& options() const;
+  // Counters for tests and benchmarks.
+  struct Stats {
+    std::uint64_t compiles = 0;        // compiler processes started
+    std::uint64_t cache_hits = 0;      // compiles skipped
+    std::uint64_t workers = 0;         // worker processes started
+    std::uint64_t worker_results = 0;  // workers that sent a result
+    double worker_wall_seconds = 0.0;  // engine-side wall time of those workers
+    double worker_inner_seconds = 0.0; // time they spent inside main()
+  };
+  Stats stats() const;
+
+ protected:
+  BackendNeeds do_needs() const override;
+  void do_prepare(const Task& task) override;
+  std::size_t do_wanted() const override;
+  void do_submit(EvalRequest request) override;
+  std::vector<EvalResult> do_poll(std::chrono::milliseconds max_wait) override;
+  void do_cancel_all() override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kevo::cpu

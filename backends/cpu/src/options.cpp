@@ -1,0 +1,138 @@
+// Options of the CPU backend: parsing (strict), defaults and the effective
+// config. Declared in cpu_backend.hpp.
+#include "kevo/cpu/cpu_backend.hpp"
+
+#include "kevo/sandbox/runner.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+namespace kevo::cpu {
+
+namespace fs = std::filesystem;
+
+std::string default_cache_dir() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return (fs::path(x) / "kevo").string();
+  if (const char* h = std::getenv("HOME"); h && *h) return (fs::path(h) / ".cache" / "kevo").string();
+  return {};
+}
+
+std::int64_t default_flush_kb() {
+  // The largest cache level of cpu0 (sysfs sizes read like "32768K").
+  std::int64_t best_level = -1, best_kb = 0;
+  const fs::path base = "/sys/devices/system/cpu/cpu0/cache";
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(base, ec)) {
+    if (e.path().filename().string().rfind("index", 0) != 0) continue;
+    std::ifstream lf(e.path() / "level"), sf(e.path() / "size");
+    std::int64_t level = 0;
+    std::string size;
+    if (!(lf >> level) || !(sf >> size) || size.empty()) continue;
+    std::int64_t kb = std::atoll(size.c_str());
+    const char unit = size.back();
+    if (unit == 'M') kb *= 1024;
+    else if (unit == 'G') kb *= 1024 * 1024;
+    else if (unit != 'K') kb /= 1024;   // plain bytes
+    if (level > best_level || (level == best_level && kb > best_kb)) {
+      best_level = level;
+      best_kb = kb;
+    }
+  }
+  return best_kb > 0 ? 2 * best_kb : 64 * 1024;
+}
+
+namespace {
+
+int cores() {
+  unsigned n = std::thread::hardware_concurrency();
+  return n ? static_cast<int>(n) : 1;
+}
+
+}  // namespace
+
+CpuOptions parse_cpu_options(StrictObject& obj) {
+  CpuOptions o;
+  o.compiler = obj.string("compiler", o.compiler);
+  if (o.compiler.empty() || sandbox::find_in_path(o.compiler).empty())
+    obj.fail("compiler", "a C++ compiler found in PATH or given by path, such as \"c++\" (\"" + o.compiler +
+                             "\" was not found)");
+  o.flags = obj.strings("flags", o.flags);
+  o.compile_jobs = static_cast<int>(obj.integer("compile_jobs", 0, 0, 1024));
+  o.eval_jobs = static_cast<int>(obj.integer("eval_jobs", 1, 1, 1024));
+  o.cache_dir = obj.has("cache_dir") ? obj.string("cache_dir") : default_cache_dir();
+  o.worker = obj.string("worker", "");
+  if (auto lim = obj.optional_object("limits")) {
+    CpuLimits& l = o.limits;
+    l.wall_seconds = lim->number("wall_seconds", l.wall_seconds, 0.1, 86400);
+    l.cpu_seconds = lim->number("cpu_seconds", l.cpu_seconds, 0, 1e7);
+    l.memory_mb = lim->integer("memory_mb", l.memory_mb, 64, std::int64_t{1} << 30);
+    l.output_kb = lim->integer("output_kb", l.output_kb, 1, std::int64_t{1} << 20);
+    l.open_files = static_cast<int>(lim->integer("open_files", l.open_files, 16, 1 << 20));
+    l.processes = static_cast<int>(lim->integer("processes", l.processes, 8, 1 << 22));
+    l.compile_wall_seconds = lim->number("compile_wall_seconds", l.compile_wall_seconds, 1, 86400);
+    l.compile_memory_mb = lim->integer("compile_memory_mb", l.compile_memory_mb, 256, std::int64_t{1} << 30);
+    l.file_mb = lim->integer("file_mb", l.file_mb, 1, std::int64_t{1} << 30);
+    lim->finish();
+  }
+  if (auto cor = obj.optional_object("correctness")) {
+    o.trials = static_cast<int>(cor->integer("trials", o.trials, 3, 1000));
+    cor->finish();
+  }
+  if (auto tim = obj.optional_object("timing")) {
+    CpuTiming& t = o.timing;
+    t.warmup = static_cast<int>(tim->integer("warmup", t.warmup, 0, 1000));
+    t.min_repeats = static_cast<int>(tim->integer("min_repeats", t.min_repeats, 1, 1000000));
+    t.max_repeats = static_cast<int>(tim->integer("max_repeats", t.max_repeats, 1, 1000000));
+    if (t.max_repeats < t.min_repeats) tim->fail("max_repeats", "an integer >= timing.min_repeats (" +
+                                                                   std::to_string(t.min_repeats) + ")");
+    t.budget_seconds = tim->number("budget_seconds", t.budget_seconds, 0, 3600);
+    t.flush_kb = tim->integer("flush_kb", 0, 0, std::int64_t{1} << 30);
+    tim->finish();
+  }
+  if (auto sb = obj.optional_object("sandbox")) {
+    o.seccomp = sb->boolean("seccomp", true);
+    o.scratch_dir = sb->string("scratch_dir", "");
+    sb->finish();
+  }
+  obj.finish();
+  if (o.compile_jobs == 0) o.compile_jobs = cores();
+  if (o.timing.flush_kb == 0) o.timing.flush_kb = default_flush_kb();
+  if (o.limits.cpu_seconds == 0) o.limits.cpu_seconds = o.limits.wall_seconds * cores();
+  return o;
+}
+
+nlohmann::json to_json(const CpuOptions& o) {
+  const CpuLimits& l = o.limits;
+  const CpuTiming& t = o.timing;
+  return {
+      {"compiler", o.compiler},
+      {"flags", o.flags},
+      {"compile_jobs", o.compile_jobs > 0 ? o.compile_jobs : cores()},
+      {"eval_jobs", o.eval_jobs},
+      {"cache_dir", o.cache_dir},
+      {"worker", o.worker},
+      {"limits",
+       {{"wall_seconds", l.wall_seconds},
+        {"cpu_seconds", l.cpu_seconds > 0 ? l.cpu_seconds : l.wall_seconds * cores()},
+        {"memory_mb", l.memory_mb},
+        {"output_kb", l.output_kb},
+        {"open_files", l.open_files},
+        {"processes", l.processes},
+        {"compile_wall_seconds", l.compile_wall_seconds},
+        {"compile_memory_mb", l.compile_memory_mb},
+        {"file_mb", l.file_mb}}},
+      {"correctness", {{"trials", o.trials}}},
+      {"timing",
+       {{"warmup", t.warmup},
+        {"min_repeats", t.min_repeats},
+        {"max_repeats", t.max_repeats},
+        {"budget_seconds", t.budget_seconds},
+        {"flush_kb", t.flush_kb > 0 ? t.flush_kb : default_flush_kb()}}},
+      {"sandbox", {{"seccomp", o.seccomp}, {"scratch_dir", o.scratch_dir}}},
+  };
+}
+
+}  // namespace kevo::cpu

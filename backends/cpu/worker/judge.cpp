@@ -1,0 +1,556 @@
+#include "judge.hpp"
+
+#include "alloc_hooks.hpp"
+
+#include "kevo/core/hash.hpp"
+#include "kevo/core/rng.hpp"
+
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <sstream>
+#include <typeinfo>
+
+namespace kevo::cpu::worker {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Poison values: NaN with a recognisable payload, and integer sentinels.
+constexpr std::uint32_t kPoisonF32 = 0x7FC0DEADu;
+constexpr std::uint64_t kPoisonF64 = 0x7FF8DEADDEADDEADull;
+constexpr std::int32_t kPoisonI32 = 0x7E5A5A5A;
+constexpr std::int64_t kPoisonI64 = 0x7E5A5A5A5A5A5A5ALL;
+constexpr const char* kUnwritten =
+    "the element still holds the NaN/sentinel outputs are pre-filled with: never written, or "
+    "accumulated into without being initialised";
+
+void poison(const Arg& a, Buffer& b, std::int64_t n) {
+  switch (a.dtype) {
+    case DType::f32: {
+      auto* p = static_cast<std::uint32_t*>(b.data());
+      std::fill(p, p + n, kPoisonF32);
+      break;
+    }
+    case DType::f64: {
+      auto* p = static_cast<std::uint64_t*>(b.data());
+      std::fill(p, p + n, kPoisonF64);
+      break;
+    }
+    case DType::i32: {
+      auto* p = static_cast<std::int32_t*>(b.data());
+      std::fill(p, p + n, kPoisonI32);
+      break;
+    }
+    case DType::i64: {
+      auto* p = static_cast<std::int64_t*>(b.data());
+      std::fill(p, p + n, kPoisonI64);
+      break;
+    }
+  }
+}
+
+bool is_poison(DType t, const void* base, std::int64_t i) {
+  switch (t) {
+    case DType::f32: return static_cast<const std::uint32_t*>(base)[i] == kPoisonF32;
+    case DType::f64: return static_cast<const std::uint64_t*>(base)[i] == kPoisonF64;
+    case DType::i32: return static_cast<const std::int32_t*>(base)[i] == kPoisonI32;
+    case DType::i64: return static_cast<const std::int64_t*>(base)[i] == kPoisonI64;
+  }
+  return false;
+}
+
+double element(DType t, const void* base, std::int64_t i) {
+  switch (t) {
+    case DType::f32: return static_cast<const float*>(base)[i];
+    case DType::f64: return static_cast<const double*>(base)[i];
+    case DType::i32: return static_cast<const std::int32_t*>(base)[i];
+    case DType::i64: return static_cast<double>(static_cast<const std::int64_t*>(base)[i]);
+  }
+  return 0.0;
+}
+
+void store(DType t, void* base, std::int64_t i, double v) {
+  switch (t) {
+    case DType::f32: static_cast<float*>(base)[i] = static_cast<float>(v); break;
+    case DType::f64: static_cast<double*>(base)[i] = v; break;
+    case DType::i32: static_cast<std::int32_t*>(base)[i] = static_cast<std::int32_t>(v); break;
+    case DType::i64: static_cast<std::int64_t*>(base)[i] = static_cast<std::int64_t>(v); break;
+  }
+}
+
+std::string multi_index(const Task& task, const Arg& a, const Shape& s, std::int64_t flat) {
+  const auto ext = task.extents(a, s);
+  std::vector<std::int64_t> idx(ext.size(), 0);
+  for (std::size_t k = ext.size(); k-- > 0;) {
+    if (ext[k] > 0) {
+      idx[k] = flat % ext[k];
+      flat /= ext[k];
+    }
+  }
+  std::string out = "[";
+  for (std::size_t k = 0; k < idx.size(); ++k) out += (k ? ", " : "") + std::to_string(idx[k]);
+  return out + "]";
+}
+
+std::string fmt_double(double v) {
+  std::ostringstream o;
+  o.precision(9);
+  o << v;
+  return o.str();
+}
+
+std::string demangle(const char* name) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  std::string out = status == 0 && d ? d : name;
+  std::free(d);
+  return out;
+}
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const std::size_t hi = std::min(lo + 1, v.size() - 1);
+  const double frac = pos - static_cast<double>(lo);
+  return v[lo] * (1.0 - frac) + v[hi] * frac;
+}
+
+}  // namespace
+
+// ---- Buffer ---------------------------------------------------------------
+
+Buffer::Buffer(std::size_t bytes) : bytes_(bytes) {
+  const std::size_t rounded = std::max<std::size_t>(64, (bytes + 63) / 64 * 64);
+  p_ = std::aligned_alloc(64, rounded);
+  if (!p_) throw std::bad_alloc();
+}
+Buffer::~Buffer() { std::free(p_); }
+Buffer::Buffer(Buffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+Buffer& Buffer::operator=(Buffer&& o) noexcept {
+  if (this != &o) {
+    std::free(p_);
+    p_ = std::exchange(o.p_, nullptr);
+    bytes_ = std::exchange(o.bytes_, 0);
+  }
+  return *this;
+}
+Buffer Buffer::clone() const {
+  if (!p_) return Buffer();
+  Buffer b(bytes_);
+  std::memcpy(b.p_, p_, bytes_);
+  return b;
+}
+
+void ArgSet::rebind() {
+  ptr.assign(buf.size(), nullptr);
+  for (std::size_t k = 0; k < buf.size(); ++k) ptr[k] = buf[k].data() ? buf[k].data() : static_cast<void*>(&sc[k]);
+}
+
+std::string Case::label() const { return (hidden ? "hidden " : "") + shape->label; }
+
+// ---- inputs ---------------------------------------------------------------
+
+ArgSet make_inputs(const Task& task, const Case& c, std::uint64_t seed, const std::string& tag) {
+  ArgSet a;
+  a.buf.resize(task.args.size());
+  a.sc.resize(task.args.size());
+  a.n.assign(task.args.size(), 0);
+  for (std::size_t k = 0; k < task.args.size(); ++k) {
+    const Arg& arg = task.args[k];
+    std::memset(&a.sc[k], 0, sizeof(Scalar));
+    if (!arg.is_buffer()) {
+      const Value v = task.scalar_value(arg, *c.shape);
+      switch (arg.dtype) {
+        case DType::f32: a.sc[k].f32 = static_cast<float>(v.as_double()); break;
+        case DType::f64: a.sc[k].f64 = v.as_double(); break;
+        case DType::i32: a.sc[k].i32 = static_cast<std::int32_t>(v.as_int()); break;
+        case DType::i64: a.sc[k].i64 = v.as_int(); break;
+      }
+      continue;
+    }
+    const std::int64_t n = task.elements(arg, *c.shape);
+    a.n[k] = n;
+    a.buf[k] = Buffer(static_cast<std::size_t>(n) * dtype_size(arg.dtype));
+    if (!arg.is_input()) {
+      poison(arg, a.buf[k], n);
+      continue;
+    }
+    // One stream per (seed, tag, shape, argument): every trial has fresh,
+    // reproducible inputs.
+    const std::string stream = tag + "|" + (c.hidden ? "h" : "v") + std::to_string(c.index) + "|" + arg.name;
+    Rng rng = Rng::derive(seed, fnv1a64(stream));
+    const Distribution& d = arg.dist;
+    for (std::int64_t i = 0; i < n; ++i) {
+      double v = 0.0;
+      switch (d.kind) {
+        case Distribution::Kind::uniform: v = d.a + (d.b - d.a) * rng.uniform(); break;
+        case Distribution::Kind::normal: v = d.a + d.b * rng.normal(); break;
+        case Distribution::Kind::constant: v = d.a; break;
+        case Distribution::Kind::integers:
+          v = static_cast<double>(rng.range(static_cast<std::int64_t>(d.a), static_cast<std::int64_t>(d.b)));
+          break;
+      }
+      store(arg.dtype, a.buf[k].data(), i, v);
+    }
+  }
+  a.rebind();
+  return a;
+}
+
+ArgSet clone_for_call(const Task& task, const ArgSet& orig, bool poison_outputs) {
+  ArgSet a;
+  a.sc = orig.sc;
+  a.n = orig.n;
+  a.buf.resize(orig.buf.size());
+  for (std::size_t k = 0; k < orig.buf.size(); ++k) {
+    a.buf[k] = orig.buf[k].clone();
+    if (poison_outputs && task.args[k].role == Role::out) poison(task.args[k], a.buf[k], a.n[k]);
+  }
+  a.rebind();
+  return a;
+}
+
+// ---- null candidates ------------------------------------------------------
+
+Kernel null_kernel(const std::string& kind, const Task& task, Entry reference, std::uint64_t seed) {
+  if (kind == "zeros") {
+    return [&task](ArgSet& a, const Case&) {
+      for (std::size_t k = 0; k < task.args.size(); ++k)
+        if (task.args[k].is_output()) std::memset(a.buf[k].data(), 0, a.buf[k].bytes());
+    };
+  }
+  if (kind == "copy") {
+    return [&task](ArgSet& a, const Case&) {
+      std::size_t src = task.args.size();
+      for (std::size_t k = 0; k < task.args.size() && src == task.args.size(); ++k)
+        if (task.args[k].is_input()) src = k;
+      if (src == task.args.size() || a.n[src] == 0) return;
+      for (std::size_t k = 0; k < task.args.size(); ++k) {
+        if (task.args[k].role != Role::out) continue;   // an inout output keeps its input: identity
+        for (std::int64_t i = 0; i < a.n[k]; ++i)
+          store(task.args[k].dtype, a.buf[k].data(), i,
+                element(task.args[src].dtype, a.buf[src].data(), i % a.n[src]));
+      }
+    };
+  }
+  if (kind == "other_seed") {
+    return [&task, reference, seed](ArgSet& a, const Case& c) {
+      ArgSet other = make_inputs(task, c, seed ^ 0x5DEECE66DULL, "null-other-seed");
+      reference(other.ptr.data());
+      for (std::size_t k = 0; k < task.args.size(); ++k)
+        if (task.args[k].is_output()) std::memcpy(a.buf[k].data(), other.buf[k].data(), a.buf[k].bytes());
+    };
+  }
+  throw std::invalid_argument("unknown null candidate '" + kind + "'");
+}
+
+// ---- the judge ------------------------------------------------------------
+
+Judge::Judge(const Task& task, const Options& opt, Entry reference, Kernel candidate,
+             const std::fenv_t& reference_env, const std::fenv_t& candidate_env)
+    : task_(task), opt_(opt), ref_(reference), cand_(std::move(candidate)), ref_env_(reference_env),
+      cand_env_(candidate_env) {
+  for (std::size_t i = 0; i < task.visible.size(); ++i) cases_.push_back(Case{&task.visible[i], false, i});
+  for (std::size_t i = 0; i < task.hidden.size(); ++i) cases_.push_back(Case{&task.hidden[i], true, i});
+}
+
+void Judge::settle(Status s, const std::string& message) {
+  v_.status = s;
+  v_.message = message;
+  throw Fail{};
+}
+
+void Judge::call_reference(ArgSet& a) {
+  // The reference runs in the floating-point environment the worker started
+  // with, whatever the candidate's library (-ffast-math...) set.
+  std::fesetenv(&ref_env_);
+  ref_(a.ptr.data());
+}
+
+void Judge::call_candidate(ArgSet& a, const Case& c, const std::string& trial) {
+  emit({{"event", "call"}, {"trial", trial}, {"shape", c.label()}, {"hidden", c.hidden}});
+  const std::uint64_t failures = alloc_failures();
+  std::fesetenv(&cand_env_);
+  try {
+    cand_(a, c);
+  } catch (const std::bad_alloc&) {
+    std::fesetenv(&ref_env_);
+    settle(Status::memory_limit, "the kernel could not allocate memory (std::bad_alloc" +
+                                     (alloc_failures() > failures
+                                          ? ", " + std::to_string(last_failed_alloc_bytes()) + " bytes"
+                                          : std::string()) +
+                                     ") during " + trial + " on shape " + c.label());
+  } catch (const std::exception& e) {
+    std::fesetenv(&ref_env_);
+    settle(Status::runtime_error, "the kernel threw an exception (" + demangle(typeid(e).name()) + "): " + e.what());
+  } catch (...) {
+    std::fesetenv(&ref_env_);
+    settle(Status::runtime_error, "the kernel threw an exception of unknown type");
+  }
+  std::fegetenv(&cand_env_);
+  std::fesetenv(&ref_env_);
+}
+
+void Judge::compare_outputs(const ArgSet& want, const ArgSet& got, const Case& c, const std::string& trial,
+                            bool against_reference) {
+  const Tolerance& tol = task_.tolerance;
+  for (std::size_t k = 0; k < task_.args.size(); ++k) {
+    const Arg& arg = task_.args[k];
+    if (!arg.is_output()) continue;
+    const std::int64_t n = want.n[k];
+    const void* w = want.buf[k].data();
+    const void* g = got.buf[k].data();
+    double diff2 = 0.0, want2 = 0.0, max_abs = 0.0;
+    std::int64_t bad = -1, worst = -1;
+    std::string why;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double x = element(arg.dtype, w, i);
+      const double y = element(arg.dtype, g, i);
+      if (!std::isfinite(x)) {
+        // Non-finite expected values must be matched exactly in kind.
+        const bool same = (std::isnan(x) && std::isnan(y)) || x == y;
+        if (!same && bad < 0) {
+          bad = i;
+          why = "expected a non-finite value";
+        }
+        continue;
+      }
+      if (!std::isfinite(y)) {
+        if (bad < 0) {
+          bad = i;
+          why = is_poison(arg.dtype, g, i) ? kUnwritten : "got a non-finite value";
+        }
+        continue;
+      }
+      const double d = std::fabs(y - x);
+      diff2 += d * d;
+      want2 += x * x;
+      if (d > max_abs) {
+        max_abs = d;
+        worst = i;
+      }
+      if (d > tol.atol + tol.rtol * std::fabs(x) && bad < 0) {
+        bad = i;
+        why = is_poison(arg.dtype, g, i) && !is_poison(arg.dtype, w, i) ? kUnwritten
+                                                                         : "outside atol + rtol*|expected|";
+      }
+    }
+    const double rel_l2 = std::sqrt(diff2) / std::max(std::sqrt(want2), 1e-30);
+    if (against_reference) {
+      v_.max_abs_error = std::max(v_.max_abs_error, max_abs);
+      v_.rel_l2_error = std::max(v_.rel_l2_error, rel_l2);
+    }
+    if (bad < 0 && rel_l2 > tol.rel_l2 && diff2 > 0.0) {
+      bad = worst;
+      why = "relative L2 error " + fmt_double(rel_l2) + " above rel_l2 " + fmt_double(tol.rel_l2);
+    }
+    if (bad >= 0) {
+      Mismatch m;
+      m.arg = arg.name;
+      m.shape = c.label();
+      m.trial = trial;
+      m.flat_index = bad;
+      m.index = multi_index(task_, arg, *c.shape, bad);
+      m.expected = element(arg.dtype, w, bad);
+      m.got = element(arg.dtype, g, bad);
+      v_.mismatch = m;
+      mismatch_hidden_ = c.hidden;
+      std::string what = against_reference ? "differs from the reference"
+                                           : "differs between two runs on the same inputs";
+      settle(Status::wrong_answer, "output '" + arg.name + "' " + what + " at " + m.index + " (" + trial +
+                                       ", shape " + c.label() + "): expected " + fmt_double(m.expected) +
+                                       ", got " + fmt_double(m.got) + ": " + why);
+    }
+  }
+}
+
+void Judge::correctness() {
+  v_.stage = Stage::correctness;
+  emit({{"event", "stage"}, {"stage", "correctness"}});
+  for (int t = 0; t < opt_.trials; ++t) {
+    const std::string trial = "trial " + std::to_string(t + 1);
+    for (const Case& c : cases_) {
+      const ArgSet orig = make_inputs(task_, c, opt_.seed, "trial" + std::to_string(t));
+      ArgSet got = clone_for_call(task_, orig, true);
+      std::vector<std::uint64_t> before(task_.args.size(), 0);
+      for (std::size_t k = 0; k < task_.args.size(); ++k)
+        if (task_.args[k].role == Role::in) before[k] = fnv1a64(got.buf[k].data(), got.buf[k].bytes());
+
+      set_alloc_poison(true);
+      call_candidate(got, c, trial);
+      set_alloc_poison(false);
+
+      for (std::size_t k = 0; k < task_.args.size(); ++k) {
+        if (task_.args[k].role != Role::in) continue;
+        if (fnv1a64(got.buf[k].data(), got.buf[k].bytes()) == before[k]) continue;
+        std::int64_t i = 0;
+        const std::size_t es = dtype_size(task_.args[k].dtype);
+        while (i < got.n[k] && std::memcmp(static_cast<const char*>(got.buf[k].data()) + i * es,
+                                           static_cast<const char*>(orig.buf[k].data()) + i * es, es) == 0)
+          ++i;
+        Mismatch m;
+        m.arg = task_.args[k].name;
+        m.shape = c.label();
+        m.trial = "input-modified";
+        m.flat_index = i;
+        m.index = multi_index(task_, task_.args[k], *c.shape, i);
+        m.expected = element(task_.args[k].dtype, orig.buf[k].data(), i);
+        m.got = element(task_.args[k].dtype, got.buf[k].data(), i);
+        v_.mismatch = m;
+        mismatch_hidden_ = c.hidden;
+        settle(Status::wrong_answer, "the kernel modified its input '" + m.arg + "' (at " + m.index + ", " +
+                                         trial + ", shape " + c.label() + ")");
+      }
+
+      // The reference runs after the candidate, so that its outputs for
+      // these inputs do not exist while the candidate runs.
+      ArgSet want = clone_for_call(task_, orig, true);
+      call_reference(want);
+      compare_outputs(want, got, c, trial, true);
+
+      if (t == 0) {
+        // Same inputs again, outputs poisoned again: the second run must
+        // agree with the first within the task's tolerance (threaded
+        // reductions may legitimately differ in the last bits).
+        ArgSet again = clone_for_call(task_, orig, true);
+        set_alloc_poison(true);
+        call_candidate(again, c, "repeat-consistency");
+        set_alloc_poison(false);
+        compare_outputs(got, again, c, "repeat-consistency", false);
+      }
+    }
+  }
+}
+
+void Judge::timing() {
+  v_.stage = Stage::timing;
+  emit({{"event", "stage"}, {"stage", "timing"}});
+  const std::size_t flush_bytes = static_cast<std::size_t>(std::max<std::int64_t>(opt_.flush_bytes, 0));
+  Buffer flush(std::max<std::size_t>(flush_bytes, 64));
+  std::memset(flush.data(), 1, flush.bytes());
+  volatile std::uint64_t sink = 0;
+  auto flush_caches = [&] {
+    // Reads and writes every cache line of a buffer larger than the last
+    // level cache, so that each timed call starts from a cold cache.
+    auto* p = static_cast<std::uint64_t*>(flush.data());
+    const std::size_t n = flush.bytes() / sizeof(std::uint64_t);
+    std::uint64_t s = 0;
+    for (std::size_t i = 0; i < n; i += 8) {
+      s += p[i];
+      p[i] = s;
+    }
+    sink = sink + s;
+  };
+
+  std::size_t visible = 0;
+  for (const Case& c : cases_) visible += c.hidden ? 0 : 1;
+  const double budget = opt_.budget_seconds / static_cast<double>(std::max<std::size_t>(visible, 1));
+  double log_ratio = 0.0;
+  int shapes = 0;
+  int min_reps = std::numeric_limits<int>::max();
+  for (const Case& c : cases_) {
+    if (c.hidden) continue;
+    const ArgSet orig = make_inputs(task_, c, opt_.seed, "timing");
+    ArgSet ca = clone_for_call(task_, orig, false);
+    ArgSet ra = clone_for_call(task_, orig, false);
+    auto restore = [&](ArgSet& a) {
+      // In-place kernels would otherwise work on their own results, which
+      // may drift towards inf/denormals and distort the timings.
+      for (std::size_t k = 0; k < task_.args.size(); ++k)
+        if (task_.args[k].role == Role::inout) std::memcpy(a.buf[k].data(), orig.buf[k].data(), a.buf[k].bytes());
+    };
+    auto time_cand = [&] {
+      restore(ca);
+      flush_caches();
+      std::fesetenv(&cand_env_);
+      const auto t0 = Clock::now();
+      cand_(ca, c);
+      const auto t1 = Clock::now();
+      std::fesetenv(&ref_env_);
+      return std::chrono::duration<double, std::nano>(t1 - t0).count();
+    };
+    auto time_ref = [&] {
+      restore(ra);
+      flush_caches();
+      const auto t0 = Clock::now();
+      ref_(ra.ptr.data());
+      const auto t1 = Clock::now();
+      return std::chrono::duration<double, std::nano>(t1 - t0).count();
+    };
+    emit({{"event", "call"}, {"trial", "timing"}, {"shape", c.label()}, {"hidden", false}});
+    for (int i = 0; i < opt_.warmup; ++i) {
+      time_cand();
+      time_ref();
+    }
+    std::vector<double> tc, tr;
+    const auto start = Clock::now();
+    for (int rep = 0; rep < std::max(opt_.max_repeats, 1); ++rep) {
+      // Interleaved, alternating order: drifts in clock speed or load hit
+      // both sides alike.
+      if (rep % 2 == 0) {
+        tr.push_back(time_ref());
+        tc.push_back(time_cand());
+      } else {
+        tc.push_back(time_cand());
+        tr.push_back(time_ref());
+      }
+      const double spent = std::chrono::duration<double>(Clock::now() - start).count();
+      if (rep + 1 >= opt_.min_repeats && spent >= budget) break;
+    }
+    const double cm = quantile(tc, 0.5), rm = quantile(tr, 0.5);
+    const double ciqr = quantile(tc, 0.75) - quantile(tc, 0.25);
+    const double riqr = quantile(tr, 0.75) - quantile(tr, 0.25);
+    v_.cand_median_ns += cm;
+    v_.ref_median_ns += rm;
+    v_.cand_iqr_ns += ciqr;
+    v_.ref_iqr_ns += riqr;
+    const double ratio = rm / std::max(cm, 1.0);
+    log_ratio += std::log(std::max(ratio, 1e-12));
+    ++shapes;
+    min_reps = std::min(min_reps, static_cast<int>(tc.size()));
+    shape_timings_.push_back({{"shape", c.label()},
+                              {"cand_median_ns", cm},
+                              {"cand_iqr_ns", ciqr},
+                              {"ref_median_ns", rm},
+                              {"ref_iqr_ns", riqr},
+                              {"repeats", tc.size()},
+                              {"speedup", ratio}});
+  }
+  v_.repeats = shapes ? min_reps : 0;
+  v_.speedup = shapes ? std::exp(log_ratio / shapes) : 0.0;
+}
+
+nlohmann::json Judge::run() {
+  try {
+    correctness();
+    v_.status = Status::correct;
+    v_.message = "correct on " + std::to_string(opt_.trials) + " trials x " + std::to_string(cases_.size()) +
+                 " shapes";
+    if (opt_.timing && opt_.mode == "judge") {
+      timing();
+      std::ostringstream m;
+      m.precision(3);
+      m << "correct; speedup " << v_.speedup << "x (" << v_.cand_median_ns / 1e3 << " us vs reference "
+        << v_.ref_median_ns / 1e3 << " us)";
+      v_.message = m.str();
+    }
+    v_.stage = Stage::done;
+  } catch (const Fail&) {
+  }
+  return {{"event", "result"},
+          {"verdict", to_json(v_)},
+          {"mismatch_hidden", mismatch_hidden_},
+          {"shape_timings", shape_timings_}};
+}
+
+}  // namespace kevo::cpu::worker

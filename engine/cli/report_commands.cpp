@@ -1,0 +1,43 @@
+// `kevo report` and `kevo lineage`: read a run's lineage files.
+#include "commands.hpp"
+
+#include "kevo/engine/report.hpp"
+
+#include <fmt/format.h>
+
+namespace kevo::app {
+
+int cmd_report(const ReportArgs& args) {
+  const auto r = engine::read_report(args.run_dir);
+  if (args.json) {
+    fmt::print("{}\n", engine::to_json(r).dump(2));
+    return 0;
+  }
+  fmt::print("run {}  ({} rank file(s), {} records, seed {}, host {})\n", r.run_dir.string(), r.ranks, r.records,
+             r.seed, r.host);
+  fmt::print("{}", engine::format_table(r.rows));
+  return 0;
+}
+
+int cmd_lineage(const LineageArgs& args) {
+  const auto chain = engine::ancestry(args.run_dir, args.id);
+  if (args.json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& s : chain)
+      out.push_back({{"id", s.id}, {"task", s.task}, {"operator", s.op}, {"status", s.status},
+                     {"speedup", s.speedup}, {"parent0", s.parent0}, {"parent1", s.parent1},
+                     {"params", s.params.empty() ? nlohmann::json() : nlohmann::json::parse(s.params)},
+                     {"rank", s.rank}});
+    fmt::print("{}\n", out.dump(2));
+    return 0;
+  }
+  fmt::print("{:>8}  {:<16} {:<14} {:>9}  {:>8}  {}\n", "id", "operator", "status", "speedup", "parent2", "parameters");
+  for (const auto& s : chain)
+    fmt::print("{:>8}  {:<16} {:<14} {:>9}  {:>8}  {}\n", s.id, s.op, s.status,
+               s.status == "correct" ? fmt::format("{:.3f}x", s.speedup) : std::string("-"),
+               s.parent1 >= 0 ? fmt::format("{}", s.parent1) : std::string(""), s.params);
+  if (!chain.empty()) fmt::print("task {}: {} step(s) back to the seed\n", chain.front().task, chain.size() - 1);
+  return 0;
+}
+
+}  // namespace kevo::app

@@ -1,0 +1,154 @@
+// Every attack in candidates/ judged through one CpuBackend: each gets its
+// exact expected status, every submitted id comes back exactly once, and the
+// engine process (this test) survives them all.
+#include "kevo/core/task.hpp"
+#include "kevo/cpu/cpu_backend.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace fs = std::filesystem;
+using kevo::Status;
+
+namespace {
+
+const fs::path kDir = KEVO_ADVERSARIAL_DIR;
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+kevo::cpu::CpuOptions test_options() {
+  nlohmann::json cfg = {
+      {"cache_dir", ""},
+      {"worker", KEVO_CPU_WORKER},
+      {"compile_jobs", 2},
+      {"eval_jobs", 2},
+      {"limits", {{"wall_seconds", 4}, {"memory_mb", 1024}, {"output_kb", 64}}},
+      {"timing", {{"warmup", 0}, {"min_repeats", 2}, {"max_repeats", 5}, {"budget_seconds", 0.02}, {"flush_kb", 256}}},
+  };
+  kevo::StrictObject obj(cfg, "test-config.json", "/backend/cpu");
+  return kevo::cpu::parse_cpu_options(obj);
+}
+
+struct Expect {
+  Status status;
+  std::string message_part;   // "" = any
+};
+
+const std::map<std::string, Expect> kExpected = {
+    {"correct", {Status::correct, ""}},
+    {"openmp", {Status::correct, ""}},
+    {"compile_error", {Status::compile_error, "error"}},
+    {"missing_function", {Status::compile_error, "rowsum"}},
+    {"segfault", {Status::runtime_error, "SIGSEGV"}},
+    {"abort", {Status::runtime_error, "SIGABRT"}},
+    {"throws", {Status::runtime_error, "exception"}},
+    {"exit_early", {Status::runtime_error, "without a result"}},
+    {"infinite_loop", {Status::timeout, "wall-clock"}},
+    {"sleep_forever", {Status::timeout, "wall-clock"}},
+    {"alloc_100gb", {Status::memory_limit, ""}},
+    {"alloc_100gb_malloc", {Status::memory_limit, "bytes failed"}},
+    {"fork_bomb", {Status::runtime_error, "sandbox violation"}},
+    {"kill_parent", {Status::runtime_error, "sandbox violation"}},
+    {"write_file", {Status::runtime_error, "sandbox violation"}},
+    {"print_gigabytes", {Status::output_limit, ""}},
+    {"modify_input", {Status::wrong_answer, "modified its input"}},
+    {"unwritten", {Status::wrong_answer, "never written"}},
+    {"cached_result", {Status::wrong_answer, ""}},
+    {"uninit_output", {Status::wrong_answer, ""}},
+    {"uninit_malloc", {Status::wrong_answer, ""}},
+    {"forge_stdout", {Status::wrong_answer, "never written"}},
+    {"forge_fds", {Status::wrong_answer, "never written"}},
+};
+
+}  // namespace
+
+TEST(Adversarial, EveryAttackGetsItsStatus) {
+  fs::remove("/tmp/kevo-adversarial-escape");
+  auto task = std::make_shared<kevo::Task>(kevo::load_task(kDir / "task"));
+  kevo::cpu::CpuBackend backend(test_options());
+  backend.prepare(*task);
+
+  // Every file in candidates/ must have an expectation, and the reverse.
+  std::map<std::uint64_t, std::string> ids;
+  std::uint64_t next = 100;
+  std::size_t files = 0;
+  for (const auto& e : fs::directory_iterator(kDir / "candidates")) {
+    const std::string name = e.path().stem().string();
+    ++files;
+    ASSERT_TRUE(kExpected.count(name)) << "no expectation for candidates/" << name << ".cpp";
+    ids[next] = name;
+    backend.submit(kevo::EvalRequest{next, task, read(e.path()), 42});
+    ++next;
+  }
+  ASSERT_EQ(files, kExpected.size());
+
+  std::map<std::string, kevo::Verdict> got;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(110);
+  while (got.size() < ids.size() && std::chrono::steady_clock::now() < until) {
+    for (auto& r : backend.poll(std::chrono::milliseconds(500))) {
+      ASSERT_TRUE(ids.count(r.id)) << "unknown id " << r.id;
+      ASSERT_FALSE(got.count(ids[r.id])) << "id " << r.id << " came back twice";
+      got.emplace(ids[r.id], std::move(r.verdict));
+    }
+  }
+  ASSERT_EQ(got.size(), ids.size()) << "verdicts were lost";
+  EXPECT_EQ(backend.in_flight(), 0u);
+
+  for (const auto& [name, v] : got)   // a readable table in the test log
+    std::printf("%-20s %-14s %.1fs %s\n", name.c_str(), std::string(kevo::to_string(v.status)).c_str(),
+                v.worker_seconds, v.message.c_str());
+  for (const auto& [name, want] : kExpected) {
+    const kevo::Verdict& v = got.at(name);
+    EXPECT_EQ(v.status, want.status) << name << ": got " << kevo::to_string(v.status) << ": " << v.message
+                                     << "\noutput: " << v.output_tail.substr(0, 300);
+    if (!want.message_part.empty()) {
+      EXPECT_NE(v.message.find(want.message_part), std::string::npos) << name << ": " << v.message;
+    }
+    EXPECT_FALSE(v.feedback.empty()) << name;
+  }
+
+  // Details that matter beyond the status.
+  EXPECT_GT(got.at("correct").speedup, 0.0);
+  EXPECT_GT(got.at("correct").repeats, 0);
+  EXPECT_EQ(got.at("correct").stage, kevo::Stage::done);
+  EXPECT_GT(got.at("openmp").speedup, 0.0);
+  ASSERT_TRUE(got.at("modify_input").mismatch.has_value());
+  EXPECT_EQ(got.at("modify_input").mismatch->trial, "input-modified");
+  EXPECT_EQ(got.at("modify_input").mismatch->arg, "A");
+  ASSERT_TRUE(got.at("cached_result").mismatch.has_value());
+  EXPECT_NE(got.at("cached_result").mismatch->trial, "trial 1") << "caught only by the fresh inputs of later trials";
+  ASSERT_TRUE(got.at("unwritten").mismatch.has_value());
+  EXPECT_EQ(got.at("unwritten").mismatch->arg, "out");
+  EXPECT_EQ(got.at("compile_error").stage, kevo::Stage::compile);
+  EXPECT_FALSE(got.at("compile_error").compile_log.empty());
+  EXPECT_NE(got.at("print_gigabytes").output_tail.find("xxxx"), std::string::npos);
+  EXPECT_LE(got.at("print_gigabytes").output_tail.size(), 5000u);
+  EXPECT_FALSE(fs::exists("/tmp/kevo-adversarial-escape")) << "a candidate wrote outside its scratch dir";
+  EXPECT_FALSE(fs::exists(fs::temp_directory_path() / "kevo-adversarial-escape-parent"));
+
+  // The backend is still in working order: judge the correct one again
+  // (its compiled object is reused).
+  const auto before = backend.stats();
+  kevo::Verdict again = backend.evaluate(task, read(kDir / "candidates" / "correct.cpp"), 7);
+  EXPECT_EQ(again.status, Status::correct) << again.message;
+  EXPECT_TRUE(again.compile_cached);
+  EXPECT_EQ(backend.stats().compiles, before.compiles);
+
+  int st;
+  errno = 0;
+  EXPECT_EQ(waitpid(-1, &st, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD) << "a worker or compiler was left unreaped";
+}

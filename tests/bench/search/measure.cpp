@@ -1,0 +1,200 @@
+#include "measure.hpp"
+
+#include "kevo/core/error.hpp"
+#include "kevo/core/hash.hpp"
+#include "kevo/core/rng.hpp"
+#include "kevo/core/strict_json.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <limits>
+#include <ostream>
+#include <set>
+
+namespace kevo::bench {
+namespace fs = std::filesystem;
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// Enumeration limit: a space this large cannot be measured exhaustively anyway.
+constexpr std::uint64_t kEnumerateLimit = 1'000'000;
+
+std::vector<Point> all_points(const Task& task) {
+  if (task.space.empty())
+    throw Failure(fmt::format("task '{}' has no search space: nothing to enumerate", task.name));
+  std::vector<Point> points = task.space.enumerate(kEnumerateLimit);
+  if (points.size() >= kEnumerateLimit)
+    throw Failure(fmt::format("task '{}': more than {} valid points, too many to measure", task.name, kEnumerateLimit));
+  if (points.empty()) throw Failure(fmt::format("task '{}': no valid point in the search space", task.name));
+  return points;
+}
+
+void write_atomically(const fs::path& path, const nlohmann::json& doc) {
+  const fs::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) throw Failure("cannot write " + tmp.string());
+    out << doc.dump(1) << '\n';
+    out.flush();
+    if (!out) throw Failure("cannot write " + tmp.string());
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) throw Failure("cannot rename " + tmp.string() + " to " + path.string() + ": " + ec.message());
+}
+
+}  // namespace
+
+TaskTable measure_task(Backend& backend, const std::shared_ptr<const Task>& task, const MeasureOptions& options,
+                       std::ostream& log) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<Point> points = all_points(*task);
+  const std::size_t n = points.size();
+  const int rounds = std::max(1, options.rounds);
+  backend.prepare(*task);
+
+  std::vector<std::string> keys(n), sources(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    keys[i] = task->space.key(points[i]);
+    sources[i] = apply_point(task->space, points[i], task->seed_source);
+  }
+  std::vector<double> best_ns(n, std::numeric_limits<double>::infinity());
+  std::vector<std::string> bad(n);
+
+  for (int round = 0; round < rounds; ++round) {
+    // A fresh random order every round: a stretch of heavy load on the
+    // machine then hits different points each time, and the minimum over
+    // rounds filters it out instead of biasing one neighbourhood of the space.
+    Rng rng = Rng::derive(options.seed, static_cast<std::uint64_t>(round));
+    std::vector<std::size_t> order(n);
+    for (std::size_t i = 0; i < n; ++i) order[i] = i;
+    for (std::size_t i = n; i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
+
+    const std::uint64_t base = static_cast<std::uint64_t>(round) * n;
+    std::size_t next = 0, done = 0;
+    auto last_line = std::chrono::steady_clock::now();
+    while (done < n) {
+      // wanted() == 0 with nothing in flight would wait forever: submit one.
+      while (next < n && (backend.wanted() > 0 || backend.in_flight() == 0)) {
+        const std::size_t i = order[next++];
+        backend.submit(EvalRequest{base + i, task, sources[i], fnv1a64(keys[i]) ^ options.seed});
+      }
+      for (EvalResult& r : backend.poll(std::chrono::milliseconds(200))) {
+        if (r.id < base || r.id >= base + n) throw Failure(fmt::format("measurement: unexpected result id {}", r.id));
+        const std::size_t i = r.id - base;
+        ++done;
+        const Verdict& v = r.verdict;
+        if (v.is_correct() && v.cand_median_ns > 0.0) {
+          best_ns[i] = std::min(best_ns[i], v.cand_median_ns);
+        } else if (bad[i].empty()) {
+          bad[i] = v.is_correct() ? std::string("correct but without a timing")
+                                  : fmt::format("{}: {}", to_string(v.status), v.message);
+        }
+      }
+      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - last_line).count() >=
+          options.progress_seconds) {
+        last_line = std::chrono::steady_clock::now();
+        log << fmt::format("  {}: round {}/{}: {}/{} points judged, {:.0f} s\n", task->name, round + 1, rounds, done,
+                           n, seconds_since(t0))
+            << std::flush;
+      }
+    }
+  }
+
+  TaskTable table;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!bad[i].empty()) table.incorrect[keys[i]] = bad[i];
+    else table.seconds[keys[i]] = best_ns[i] * 1e-9;
+  }
+  table.info = {{"rounds", rounds},
+                {"points", n},
+                {"measure_seconds", seconds_since(t0)},
+                {"measured_at", utc_now()},
+                {"backend", backend.name()}};
+  return table;
+}
+
+fs::path meta_path(const fs::path& table) { return table.string() + ".meta.json"; }
+
+TableFile read_table(const fs::path& path) {
+  const std::string file = path.string();
+  const nlohmann::json doc = read_json_file(file);
+  if (!doc.is_object()) throw InputError(file, "", "an object {\"task\": {\"KEY\": seconds, ...}}");
+  TableFile out;
+  for (const auto& [task, points] : doc.items()) {
+    if (!points.is_object()) throw InputError(file, "/" + task, "an object {\"KEY\": seconds, ...}");
+    TaskTable& t = out[task];
+    for (const auto& [key, value] : points.items()) {
+      if (!value.is_number() || !(value.get<double>() > 0.0))
+        throw InputError(file, "/" + task + "/" + key, "a positive time in seconds");
+      t.seconds[key] = value.get<double>();
+    }
+  }
+  const fs::path mp = meta_path(path);
+  if (!fs::exists(mp)) return out;
+  const std::string mfile = mp.string();
+  const nlohmann::json meta = read_json_file(mfile);
+  if (!meta.is_object() || !meta.contains("tasks") || !meta["tasks"].is_object())
+    throw InputError(mfile, "/tasks", "an object with one entry per task");
+  for (const auto& [task, m] : meta["tasks"].items()) {
+    auto it = out.find(task);
+    if (it == out.end()) continue;   // the table is the authority; a leftover entry is ignored
+    if (!m.is_object()) throw InputError(mfile, "/tasks/" + task, "an object");
+    if (m.contains("incorrect")) {
+      if (!m["incorrect"].is_object()) throw InputError(mfile, "/tasks/" + task + "/incorrect", "an object");
+      for (const auto& [key, why] : m["incorrect"].items())
+        it->second.incorrect[key] = why.is_string() ? why.get<std::string>() : why.dump();
+    }
+    if (m.contains("info")) it->second.info = m["info"];
+  }
+  return out;
+}
+
+void write_table(const fs::path& path, const TableFile& file) {
+  nlohmann::json doc = nlohmann::json::object();
+  nlohmann::json meta = {{"format", "kevo bench_search timing table sidecar, version 1"},
+                         {"tasks", nlohmann::json::object()}};
+  for (const auto& [task, t] : file) {
+    doc[task] = nlohmann::json::object();
+    for (const auto& [key, s] : t.seconds) doc[task][key] = s;
+    meta["tasks"][task] = {{"incorrect", t.incorrect}, {"info", t.info}};
+  }
+  if (path.has_parent_path()) fs::create_directories(path.parent_path());
+  // Table first: a sidecar never describes a table that is not there.
+  write_atomically(path, doc);
+  write_atomically(meta_path(path), meta);
+}
+
+std::string stale_reason(const Task& task, const TaskTable& table) {
+  const std::vector<Point> points = all_points(task);
+  std::set<std::string> valid;
+  for (const auto& p : points) valid.insert(task.space.key(p));
+  std::size_t missing = 0, foreign = 0;
+  std::string first;
+  for (const auto& k : valid)
+    if (!table.seconds.count(k) && !table.incorrect.count(k) && missing++ == 0) first = "no entry for " + k;
+  auto check_known = [&](const std::string& k) {
+    if (!valid.count(k) && foreign++ == 0 && first.empty()) first = k + " is not a valid point of the space";
+  };
+  for (const auto& entry : table.seconds) check_known(entry.first);
+  for (const auto& entry : table.incorrect) check_known(entry.first);
+  if (missing == 0 && foreign == 0) return {};
+  return fmt::format("{} ({} point(s) missing, {} unknown)", first, missing, foreign);
+}
+
+}  // namespace kevo::bench

@@ -1,0 +1,376 @@
+// CpuBackend: config parsing, the compile cache, the checks prepare() makes
+// on a task (reference self-check, null candidates, seed) and scheduling.
+#include "kevo/core/error.hpp"
+#include "kevo/core/task.hpp"
+#include "kevo/cpu/cpu_backend.hpp"
+#include "kevo/sandbox/scratch_dir.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace fs = std::filesystem;
+using kevo::Status;
+
+namespace {
+
+const fs::path kTask = fs::path(KEVO_ADVERSARIAL_DIR) / "task";
+const fs::path kCandidates = fs::path(KEVO_ADVERSARIAL_DIR) / "candidates";
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write(const fs::path& p, const std::string& text) {
+  std::ofstream out(p);
+  out << text;
+}
+
+kevo::cpu::CpuOptions options(nlohmann::json extra = nlohmann::json::object()) {
+  nlohmann::json cfg = {
+      {"cache_dir", ""},
+      {"worker", KEVO_CPU_WORKER},
+      {"limits", {{"wall_seconds", 10}, {"memory_mb", 1024}}},
+      {"timing", {{"warmup", 0}, {"min_repeats", 2}, {"max_repeats", 3}, {"budget_seconds", 0.01}, {"flush_kb", 64}}},
+  };
+  cfg.update(extra);
+  kevo::StrictObject obj(cfg, "test.json", "/backend/cpu");
+  return kevo::cpu::parse_cpu_options(obj);
+}
+
+// A copy of the adversarial task in a scratch dir, to be edited.
+struct TaskCopy {
+  kevo::sandbox::ScratchDir dir = kevo::sandbox::ScratchDir::create(fs::temp_directory_path(), "kevo-test-task");
+  TaskCopy() {
+    for (const char* f : {"task.json", "reference.cpp", "seed.cpp"}) fs::copy_file(kTask / f, dir.path() / f);
+  }
+  nlohmann::json manifest() const { return nlohmann::json::parse(read(dir.path() / "task.json")); }
+  void set_manifest(const nlohmann::json& j) const { write(dir.path() / "task.json", j.dump(2)); }
+  std::shared_ptr<kevo::Task> load() const { return std::make_shared<kevo::Task>(kevo::load_task(dir.path())); }
+};
+
+
+}  // namespace
+
+// --- options ----------------------------------------------------------------
+
+TEST(CpuOptions, DefaultsAreResolved) {
+  nlohmann::json cfg = nlohmann::json::object();
+  kevo::StrictObject obj(cfg, "c.json", "/backend/cpu");
+  auto o = kevo::cpu::parse_cpu_options(obj);
+  EXPECT_EQ(o.compiler, "c++");
+  EXPECT_GE(o.compile_jobs, 1);
+  EXPECT_EQ(o.eval_jobs, 1);
+  EXPECT_GE(o.trials, 3);
+  EXPECT_TRUE(o.seccomp);
+  EXPECT_GT(o.timing.flush_kb, 0);
+  EXPECT_EQ(o.cache_dir, kevo::cpu::default_cache_dir());
+  auto j = kevo::cpu::to_json(o);
+  EXPECT_EQ(j["limits"]["memory_mb"], 4096);
+  EXPECT_EQ(j["sandbox"]["seccomp"], true);
+  // The effective config reads back as the same options.
+  kevo::StrictObject again(j, "effective.json", "/backend/cpu");
+  auto o2 = kevo::cpu::parse_cpu_options(again);
+  EXPECT_EQ(kevo::cpu::to_json(o2), j);
+}
+
+TEST(CpuOptions, UnknownKeysAreRejectedWithTheirPointer) {
+  auto expect_bad = [](nlohmann::json cfg, const std::string& key) {
+    kevo::StrictObject obj(cfg, "run.json", "/backend/cpu");
+    try {
+      kevo::cpu::parse_cpu_options(obj);
+      ADD_FAILURE() << "accepted " << cfg.dump();
+    } catch (const kevo::InputError& e) {
+      EXPECT_EQ(e.file(), "run.json");
+      EXPECT_EQ(e.key(), key) << e.what();
+    }
+  };
+  expect_bad({{"compile_job", 2}}, "/backend/cpu/compile_job");
+  expect_bad({{"limits", {{"wall_second", 2}}}}, "/backend/cpu/limits/wall_second");
+  expect_bad({{"timing", {{"flush", 2}}}}, "/backend/cpu/timing/flush");
+  expect_bad({{"sandbox", {{"secomp", false}}}}, "/backend/cpu/sandbox/secomp");
+  expect_bad({{"correctness", {{"trials", 2}}}}, "/backend/cpu/correctness/trials");   // at least 3
+  expect_bad({{"eval_jobs", 0}}, "/backend/cpu/eval_jobs");
+  expect_bad({{"compiler", "kevo-no-such-compiler"}}, "/backend/cpu/compiler");
+  expect_bad({{"timing", {{"min_repeats", 10}, {"max_repeats", 5}}}}, "/backend/cpu/timing/max_repeats");
+}
+
+TEST(CpuBackend, MissingWorkerIsAClearFailure) {
+  auto o = options();
+  o.worker = "/nonexistent/kevo-cpu-worker";
+  try {
+    kevo::cpu::CpuBackend b(o);
+    ADD_FAILURE();
+  } catch (const kevo::Failure& e) {
+    EXPECT_NE(std::string(e.what()).find("kevo-cpu-worker"), std::string::npos);
+  }
+}
+
+// --- compile cache ------------------------------------------------------------
+
+TEST(CpuBackend, CompileCacheHitAndMiss) {
+  kevo::sandbox::ScratchDir cache = kevo::sandbox::ScratchDir::create(fs::temp_directory_path(), "kevo-test-cache");
+  auto task = std::make_shared<kevo::Task>(kevo::load_task(kTask));
+  const std::string correct = read(kCandidates / "correct.cpp");
+  {
+    kevo::cpu::CpuBackend b(options({{"cache_dir", cache.path().string()}}));
+    b.prepare(*task);
+    const auto s0 = b.stats();
+    kevo::Verdict v = b.evaluate(task, correct, 1);
+    EXPECT_EQ(v.status, Status::correct) << v.message;
+    EXPECT_FALSE(v.compile_cached);
+    EXPECT_GT(v.compile_seconds, 0.0);
+    EXPECT_EQ(b.stats().compiles, s0.compiles + 1);
+    // A different source is a miss.
+    kevo::Verdict w = b.evaluate(task, correct + "\n// another comment\n", 1);
+    EXPECT_FALSE(w.compile_cached);
+    EXPECT_EQ(b.stats().compiles, s0.compiles + 2);
+  }
+  // A new backend (a later run) finds the object in the persistent cache.
+  kevo::cpu::CpuBackend b2(options({{"cache_dir", cache.path().string()}}));
+  b2.prepare(*task);
+  EXPECT_EQ(b2.stats().compiles, 0u) << "reference and seed come from the cache too";
+  kevo::Verdict v = b2.evaluate(task, correct, 2);
+  EXPECT_EQ(v.status, Status::correct) << v.message;
+  EXPECT_TRUE(v.compile_cached);
+  EXPECT_EQ(b2.stats().compiles, 0u);
+  // Other flags: another key.
+  kevo::cpu::CpuBackend b3(options({{"cache_dir", cache.path().string()}, {"flags", {"-O1"}}}));
+  b3.prepare(*task);
+  EXPECT_GT(b3.stats().compiles, 0u);
+}
+
+TEST(CpuBackend, IdenticalSourcesInFlightCompileOnce) {
+  auto task = std::make_shared<kevo::Task>(kevo::load_task(kTask));
+  kevo::cpu::CpuBackend b(options());
+  b.prepare(*task);
+  const auto s0 = b.stats();
+  const std::string src = read(kCandidates / "correct.cpp") + "// twin\n";
+  for (std::uint64_t id = 1; id <= 3; ++id) b.submit({id, task, src, id});
+  std::set<std::uint64_t> back;
+  int cached = 0;
+  while (back.size() < 3)
+    for (auto& r : b.poll(std::chrono::milliseconds(200))) {
+      EXPECT_EQ(r.verdict.status, Status::correct);
+      cached += r.verdict.compile_cached ? 1 : 0;
+      back.insert(r.id);
+    }
+  EXPECT_EQ(b.stats().compiles, s0.compiles + 1);
+  EXPECT_EQ(cached, 2);
+}
+
+// --- prepare(): the task's own checks --------------------------------------------
+
+TEST(CpuBackend, LooseToleranceIsRejectedByANullCandidate) {
+  TaskCopy t;
+  auto m = t.manifest();
+  m["tolerance"] = {{"atol", 1e3}, {"rtol", 1e-4}, {"rel_l2", 1e3}};
+  t.set_manifest(m);
+  auto task = t.load();
+  kevo::cpu::CpuBackend b(options());
+  try {
+    b.prepare(*task);
+    ADD_FAILURE() << "a task with a loose tolerance was accepted";
+  } catch (const kevo::InputError& e) {
+    EXPECT_EQ(e.file(), task->manifest_path.string());
+    EXPECT_EQ(e.key(), "/tolerance");
+    EXPECT_NE(e.expected().find("null candidate 'zeros'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CpuBackend, ToleranceThatLetsTheOtherSeedNullPassIsRejected) {
+  // Outputs that do not depend on the inputs: only the other-seed null
+  // candidate (and the copy one, which writes the constant input) pass.
+  TaskCopy t;
+  auto m = t.manifest();
+  m["args"][0]["distribution"] = {{"kind", "constant"}, {"value", 1.0}};
+  t.set_manifest(m);
+  auto task = t.load();
+  kevo::cpu::CpuBackend b(options());
+  try {
+    b.prepare(*task);
+    ADD_FAILURE();
+  } catch (const kevo::InputError& e) {
+    EXPECT_EQ(e.key(), "/tolerance");
+    EXPECT_NE(e.expected().find("other_seed"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CpuBackend, ReferenceThatModifiesItsInputIsRejected) {
+  TaskCopy t;
+  write(t.dir.path() / "reference.cpp", R"(
+#include <cstdint>
+extern "C" void rowsum(const float* A, float* out, int32_t M, int32_t N) {
+  for (int32_t i = 0; i < M; ++i) {
+    float s = 0.0f;
+    for (int32_t j = 0; j < N; ++j) s += A[static_cast<int64_t>(i) * N + j];
+    out[i] = s;
+  }
+  const_cast<float*>(A)[0] = 1.0f;
+}
+)");
+  auto task = t.load();
+  kevo::cpu::CpuBackend b(options());
+  try {
+    b.prepare(*task);
+    ADD_FAILURE();
+  } catch (const kevo::InputError& e) {
+    EXPECT_EQ(e.key(), "/reference");
+    EXPECT_NE(e.expected().find("passes its own checks"), std::string::npos);
+    EXPECT_NE(e.expected().find("modified its input"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CpuBackend, NondeterministicReferenceIsRejected) {
+  TaskCopy t;
+  write(t.dir.path() / "reference.cpp", R"(
+#include <cstdint>
+extern "C" void rowsum(const float* A, float* out, int32_t M, int32_t N) {
+  static int calls = 0;
+  ++calls;
+  for (int32_t i = 0; i < M; ++i) {
+    float s = 0.0f;
+    for (int32_t j = 0; j < N; ++j) s += A[static_cast<int64_t>(i) * N + j];
+    out[i] = s + (calls % 2 ? 0.0f : 0.5f);
+  }
+}
+)");
+  auto task = t.load();
+  kevo::cpu::CpuBackend b(options());
+  try {
+    b.prepare(*task);
+    ADD_FAILURE();
+  } catch (const kevo::InputError& e) {
+    EXPECT_EQ(e.key(), "/reference");
+    EXPECT_NE(e.expected().find("two runs"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CpuBackend, ReferenceThatDoesNotCompileIsRejected) {
+  TaskCopy t;
+  write(t.dir.path() / "reference.cpp", "extern \"C\" void rowsum( this is not C++\n");
+  auto task = t.load();
+  kevo::cpu::CpuBackend b(options());
+  try {
+    b.prepare(*task);
+    ADD_FAILURE();
+  } catch (const kevo::InputError& e) {
+    EXPECT_EQ(e.key(), "/reference");
+    EXPECT_NE(e.expected().find("compile"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CpuBackend, WrongSeedIsRejected) {
+  TaskCopy t;
+  write(t.dir.path() / "seed.cpp", read(kCandidates / "unwritten.cpp"));
+  auto task = t.load();
+  kevo::cpu::CpuBackend b(options());
+  try {
+    b.prepare(*task);
+    ADD_FAILURE();
+  } catch (const kevo::InputError& e) {
+    EXPECT_EQ(e.key(), "/seed");
+    EXPECT_NE(e.expected().find("wrong_answer"), std::string::npos) << e.what();
+  }
+}
+
+// --- verdict details ------------------------------------------------------------
+
+TEST(CpuBackend, HiddenShapesStayOutOfTheFeedback) {
+  auto task = std::make_shared<kevo::Task>(kevo::load_task(kTask));
+  kevo::cpu::CpuBackend b(options());
+  b.prepare(*task);
+  // Right on the visible shape (M=64), wrong on the hidden ones.
+  const std::string src = R"(
+#include <cstdint>
+extern "C" void rowsum(const float* A, float* out, int32_t M, int32_t N) {
+  for (int32_t i = 0; i < M; ++i) {
+    float s = 0.0f;
+    for (int32_t j = 0; j < N; ++j) s += A[static_cast<int64_t>(i) * N + j];
+    out[i] = M == 64 ? s : s + 1.0f;
+  }
+}
+)";
+  kevo::Verdict v = b.evaluate(task, src, 3);
+  ASSERT_EQ(v.status, Status::wrong_answer) << v.message;
+  ASSERT_TRUE(v.mismatch.has_value());
+  EXPECT_NE(v.mismatch->shape.find("hidden"), std::string::npos);
+  EXPECT_NE(v.message.find("M=7,N=33"), std::string::npos) << v.message;   // people see it
+  EXPECT_EQ(v.feedback.find("M=7"), std::string::npos) << v.feedback;      // prompts do not
+  EXPECT_NE(v.feedback.find("hidden test shape"), std::string::npos) << v.feedback;
+  EXPECT_NE(v.feedback.find("Wrong answer"), std::string::npos);
+}
+
+TEST(CpuBackend, VerdictJsonRoundTripsAndOutputIsClean) {
+  auto task = std::make_shared<kevo::Task>(kevo::load_task(kTask));
+  kevo::cpu::CpuBackend b(options());
+  b.prepare(*task);
+  // Prints invalid UTF-8 and control bytes, then crashes.
+  const std::string src = R"(
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+extern "C" void rowsum(const float*, float*, int32_t, int32_t) {
+  std::fputs("bad \xff\xfe bytes \x01 here\n", stderr);
+  std::fflush(stderr);
+  std::abort();
+}
+)";
+  kevo::Verdict v = b.evaluate(task, src, 3);
+  EXPECT_EQ(v.status, Status::runtime_error);
+  EXPECT_EQ(v.signal, 6);
+  EXPECT_NE(v.output_tail.find("bad ?? bytes ? here"), std::string::npos) << v.output_tail;
+  const std::string text = kevo::to_json(v).dump();   // throws on invalid UTF-8
+  kevo::Verdict back = kevo::verdict_from_json(nlohmann::json::parse(text));
+  EXPECT_EQ(back.status, v.status);
+  EXPECT_EQ(back.message, v.message);
+}
+
+TEST(CpuBackend, CompileErrorsCarryTheLogInFeedback) {
+  auto task = std::make_shared<kevo::Task>(kevo::load_task(kTask));
+  kevo::cpu::CpuBackend b(options());
+  b.prepare(*task);
+  kevo::Verdict v = b.evaluate(task, read(kCandidates / "compile_error.cpp"), 1);
+  EXPECT_EQ(v.status, Status::compile_error);
+  EXPECT_EQ(v.stage, kevo::Stage::compile);
+  EXPECT_NE(v.feedback.find("candidate.cpp:"), std::string::npos) << v.feedback;
+  EXPECT_LE(v.compile_log.size(), 17u * 1024);
+}
+
+// --- scheduling -----------------------------------------------------------------
+
+TEST(CpuBackend, WantedCancelAndNeeds) {
+  auto task = std::make_shared<kevo::Task>(kevo::load_task(kTask));
+  kevo::cpu::CpuBackend b(options({{"compile_jobs", 2}, {"eval_jobs", 1}}));
+  EXPECT_EQ(b.needs().compile_slots, 2);
+  EXPECT_EQ(b.needs().eval_slots, 1);
+  EXPECT_FALSE(b.needs().accelerator);
+  b.prepare(*task);
+  EXPECT_EQ(b.wanted(), 5u);
+  const std::string sleeper = read(kCandidates / "sleep_forever.cpp");
+  for (std::uint64_t id = 1; id <= 3; ++id) b.submit({id, task, sleeper + "// " + std::to_string(id) + "\n", id});
+  EXPECT_EQ(b.wanted(), 2u);
+  EXPECT_THROW(b.submit({1, task, sleeper, 1}), kevo::Failure);   // id in flight
+  b.poll(std::chrono::milliseconds(1500));
+  auto dropped = b.cancel_all();
+  EXPECT_EQ(dropped.size(), 3u);
+  EXPECT_EQ(b.in_flight(), 0u);
+  EXPECT_EQ(b.wanted(), 5u);
+  EXPECT_TRUE(b.poll(std::chrono::milliseconds(10)).empty());
+  // Still usable.
+  EXPECT_EQ(b.evaluate(task, read(kCandidates / "correct.cpp"), 5).status, Status::correct);
+}
+
+TEST(CpuBackend, SeccompOffStillJudges) {
+  auto task = std::make_shared<kevo::Task>(kevo::load_task(kTask));
+  kevo::cpu::CpuBackend b(options({{"sandbox", {{"seccomp", false}}}}));
+  b.prepare(*task);
+  EXPECT_EQ(b.evaluate(task, read(kCandidates / "correct.cpp"), 5).status, Status::correct);
+}
