@@ -21,6 +21,11 @@ double unix_now() {
 // different family for replacement decisions at commit time.
 constexpr std::uint64_t kCommitStream = 0x9e3779b97f4a7c15ULL;
 
+// Identifies "this body at this point" without building the source.
+std::uint64_t variant_key(std::uint64_t body_hash, const Point& p) {
+  return fnv1a64(p.data(), p.size() * sizeof(p[0]), body_hash);
+}
+
 bool fitter(const Candidate& a, const Candidate& b) {
   if (a.fitness() != b.fitness()) return a.fitness() > b.fitness();
   return a.id < b.id;
@@ -174,6 +179,9 @@ bool Island::propose() {
         req.inspirations.push_back(&m);
   req.feedback = req.parents.front()->verdict.feedback;
   req.rng = &rng;
+  req.known_point = [&t](std::uint64_t body_hash, const Point& p) {
+    return t.seen_points.count(variant_key(body_hash, p)) > 0;
+  };
   if (!req.parents.empty()) c.parent0 = static_cast<std::int64_t>(req.parents[0]->id);
   if (req.parents.size() > 1) c.parent1 = static_cast<std::int64_t>(req.parents[1]->id);
   slot.op = chosen->op.get();
@@ -213,9 +221,12 @@ void Island::accept_source(Slot& slot, std::string source, std::optional<Point> 
   Candidate& c = slot.c;
   TaskState& t = tasks_[c.task];
   c.source = std::move(source);
-  c.hash = source_hash(c.source);
+  const auto hashes = source_hashes(c.source);
+  c.hash = hashes.full;
+  c.body_hash = hashes.body;
   c.point = std::move(point);
   if (!c.point) c.point = point_from_source(t.task->space, c.source);
+  if (c.point) t.seen_points.insert(variant_key(c.body_hash, *c.point));
   c.params_json = c.point ? t.task->space.to_json(*c.point) : std::string();
   c.eval_seed = Rng::derive(options_.seed, c.id ^ 0x5eedULL).next();
   const auto [seen, fresh] = t.seen.emplace(c.hash, c.id);

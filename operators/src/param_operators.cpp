@@ -40,6 +40,9 @@ std::optional<OperatorOutcome> ParamMutation::do_begin(const OperatorRequest& re
       changed = true;
     }
     if (changed && child != *start && task.space.valid(child)) {
+      // Prefer a point nobody proposed yet; the last attempt takes any.
+      if (attempt + 1 < options_.attempts && request.known_point && request.known_point(parent.body_hash, child))
+        continue;
       Proposal p;
       p.source = apply_point(task.space, child, parent.source);
       p.point = child;
@@ -68,6 +71,7 @@ std::optional<OperatorOutcome> ParamCrossover::do_begin(const OperatorRequest& r
     for (std::size_t i = 0; i < child.size(); ++i)
       if (rng.chance(0.5)) child[i] = (*pb)[i];
     if (child != *pa && child != *pb && task.space.valid(child)) {
+      if (attempt + 1 < options_.attempts && request.known_point && request.known_point(a.body_hash, child)) continue;
       Proposal p;
       // The body comes from the first (fitter) parent.
       p.source = apply_point(task.space, child, a.source);

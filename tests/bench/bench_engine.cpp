@@ -34,7 +34,7 @@ fs::path make_task(const fs::path& dir) {
   nlohmann::json params = nlohmann::json::array();
   for (int p = 0; p < 6; ++p) {
     nlohmann::json values = nlohmann::json::array();
-    for (int v = 0; v < 10; ++v) values.push_back(1 << (v % 8));
+    for (int v = 0; v < 10; ++v) values.push_back(v + 1);
     params.push_back({{"name", fmt::format("P{}", p)}, {"values", values}});
   }
   nlohmann::json seed_point = nlohmann::json::object();
@@ -82,7 +82,7 @@ struct CountingSink final : engine::LineageSink {
 };
 
 double run_once(const fs::path& task_dir, const fs::path& out, std::int64_t candidates, bool hdf5,
-                std::int64_t& committed) {
+                std::int64_t& committed, std::int64_t& judged) {
   nlohmann::json doc = {
       {"name", "bench"}, {"seed", 3}, {"tasks", {task_dir.string()}},
       {"budget", {{"evaluations_per_task", candidates}, {"stagnation", 100000}}},
@@ -114,6 +114,7 @@ double run_once(const fs::path& task_dir, const fs::path& out, std::int64_t cand
   sink.reset();   // final flush and close are part of the cost
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   committed = island.snapshot().committed;
+  judged = island.snapshot().evaluations;
   return seconds;
 }
 
@@ -131,21 +132,22 @@ int main(int argc, char** argv) {
   const fs::path task_dir = make_task(base / "task");
   fmt::print("engine overhead per candidate: null backend, {} judged candidates per run, median of {} runs\n",
              candidates, repeats);
-  fmt::print("{:<26} {:>12} {:>14} {:>14} {:>10}\n", "configuration", "records", "candidates/s", "us/candidate",
-             "vs target");
+  fmt::print("{:<24} {:>8} {:>8} {:>11} {:>10} {:>12} {:>10}\n", "configuration", "records", "judged", "records/s",
+             "us/record", "us/judged", "vs target");
   for (bool hdf5 : {false, true}) {
-    std::vector<double> us;
-    std::int64_t committed = 0;
-    for (int r = 0; r < repeats; ++r) {
-      const double s = run_once(task_dir, base / "out", candidates, hdf5, committed);
-      us.push_back(s * 1e6 / static_cast<double>(committed));
-    }
-    std::sort(us.begin(), us.end());
-    const double med = us[us.size() / 2];
-    fmt::print("{:<26} {:>12} {:>14.0f} {:>14.2f} {:>9.2f}x\n", hdf5 ? "island + HDF5 lineage" : "island, no lineage",
-               committed, 1e6 / med, med, med / 100.0);
+    std::vector<double> secs;
+    std::int64_t committed = 0, judged = 0;
+    for (int r = 0; r < repeats; ++r) secs.push_back(run_once(task_dir, base / "out", candidates, hdf5, committed, judged));
+    std::sort(secs.begin(), secs.end());
+    const double med = secs[secs.size() / 2];
+    const double per_record = med * 1e6 / static_cast<double>(committed);
+    const double per_judged = med * 1e6 / static_cast<double>(judged);
+    fmt::print("{:<24} {:>8} {:>8} {:>11.0f} {:>10.2f} {:>12.2f} {:>9.2f}x\n",
+               hdf5 ? "island + HDF5 lineage" : "island, no lineage", committed, judged, committed / med, per_record,
+               per_judged, per_judged / 100.0);
   }
-  fmt::print("target: <= 100 us per candidate (>= 10,000 candidates/s); 'vs target' = measured / 100 us\n");
+  fmt::print("records include duplicates (recorded, not judged); us/judged charges all of them to the judged ones\n"
+             "target: <= 100 us per candidate (>= 10,000 candidates/s); 'vs target' = us/judged / 100 us\n");
   fs::remove_all(base);
   return 0;
 }

@@ -227,6 +227,7 @@ struct CpuBackend::Impl {
   void schedule();
   void start_compile(Job& j);
   void start_eval(Job& j);
+  void start_failed(Job& j, const std::string& what, const std::exception& e);
   void to_eval(Job& j);
   void handle(sb::Finished& f);
   void on_compile_done(Job& j, sb::Finished& f);
@@ -333,7 +334,11 @@ void CpuBackend::Impl::schedule() {
       it = compile_q.erase(it);
     } else if (compiling < opt.compile_jobs) {
       it = compile_q.erase(it);
-      start_compile(j);
+      try {
+        start_compile(j);
+      } catch (const std::exception& e) {
+        start_failed(j, "cannot start the compiler: ", e);
+      }
     } else {
       ++it;
     }
@@ -344,11 +349,33 @@ void CpuBackend::Impl::schedule() {
                               : evaluating_untimed < std::max(opt.compile_jobs, opt.eval_jobs);
     if (can) {
       it = eval_q.erase(it);
-      start_eval(j);
+      try {
+        start_eval(j);
+      } catch (const std::exception& e) {
+        start_failed(j, "cannot start the evaluation worker: ", e);
+      }
     } else {
       ++it;
     }
   }
+}
+
+void CpuBackend::Impl::start_failed(Job& j, const std::string& what, const std::exception& e) {
+  // fork/pipe/scratch-dir failures (process or disk limits): the candidate
+  // still gets a verdict so that nothing in flight is lost.
+  if (j.state == State::compile_queued) {
+    std::vector<std::uint64_t> waiters = std::move(compile_waiters[j.so_key]);
+    compile_waiters.erase(j.so_key);
+    for (std::uint64_t w : waiters) {
+      Job& o = jobs.at(w);
+      o.v.status = Status::internal_error;
+      o.v.message = what + e.what();
+      finish(o);
+    }
+  }
+  j.v.status = Status::internal_error;
+  j.v.message = what + e.what();
+  finish(j);
 }
 
 void CpuBackend::Impl::start_compile(Job& j) {
@@ -400,6 +427,7 @@ void CpuBackend::Impl::start_eval(Job& j) {
       {"flush_bytes", opt.timing.flush_kb * 1024},
       {"seccomp", opt.seccomp},
       {"open_files", opt.limits.open_files},
+      {"wall_seconds", opt.limits.wall_seconds},
   };
   if (j.mode == proto::kModeNull) req["null_kind"] = j.null_kind;
   else req["candidate_so"] = j.so_path.string();
@@ -817,7 +845,19 @@ void CpuBackend::do_prepare(const Task& task) {
         }
         auto jt = m.jobs.find(k);
         if (jt != m.jobs.end() && jt->second.state != Impl::State::done) {
-          if (jt->second.state == Impl::State::compiling) --m.compiling;
+          if (jt->second.state == Impl::State::compiling) {
+            --m.compiling;
+            // Candidates waiting for this compile go back to the queue.
+            auto w = m.compile_waiters.find(jt->second.so_key);
+            if (w != m.compile_waiters.end()) {
+              for (auto other : w->second) {
+                if (std::find(keys.begin(), keys.end(), other) != keys.end()) continue;
+                m.jobs.at(other).state = Impl::State::compile_queued;
+                m.compile_q.push_back(other);
+              }
+              m.compile_waiters.erase(w);
+            }
+          }
           if (jt->second.state == Impl::State::evaluating) (jt->second.timing ? m.evaluating_timed : m.evaluating_untimed)--;
         }
         std::erase(m.compile_q, k);
@@ -844,6 +884,9 @@ void CpuBackend::do_prepare(const Task& task) {
 
   // A compile-only job that succeeded is still pending; one that failed has
   // its compile_error (or timeout) verdict.
+  for (auto k : {ref_c, seed_c})
+    if (m.jobs.at(k).v.status == Status::internal_error)
+      throw Failure("cpu backend: preparing task '" + task.name + "': " + m.jobs.at(k).v.message);
   const Verdict& rc = m.jobs.at(ref_c).v;
   if (rc.status != Status::pending)
     throw InputError(manifest, "/reference",

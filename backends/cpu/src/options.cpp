@@ -41,7 +41,10 @@ std::int64_t default_flush_kb() {
       best_kb = kb;
     }
   }
-  return best_kb > 0 ? 2 * best_kb : 64 * 1024;
+  // Capped: on servers with very large last-level caches a flush of twice
+  // the cache would dominate the time per candidate (set timing.flush_kb).
+  if (best_kb <= 0) return 64 * 1024;
+  return std::min<std::int64_t>(2 * best_kb, 256 * 1024);
 }
 
 namespace {

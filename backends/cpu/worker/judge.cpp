@@ -504,8 +504,12 @@ void Judge::timing() {
         tc.push_back(time_cand());
         tr.push_back(time_ref());
       }
-      const double spent = std::chrono::duration<double>(Clock::now() - start).count();
+      const auto now = Clock::now();
+      const double spent = std::chrono::duration<double>(now - start).count();
       if (rep + 1 >= opt_.min_repeats && spent >= budget) break;
+      if (opt_.wall_seconds > 0 &&
+          std::chrono::duration<double>(now - opt_.started).count() > 0.6 * opt_.wall_seconds)
+        break;   // near the wall-clock limit: settle for fewer repeats
     }
     const double cm = quantile(tc, 0.5), rm = quantile(tr, 0.5);
     const double ciqr = quantile(tc, 0.75) - quantile(tc, 0.25);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cfenv>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -32,6 +33,10 @@ struct Options {
   int max_repeats = 100;
   double budget_seconds = 0.25;
   std::int64_t flush_bytes = std::int64_t{64} << 20;
+  // The process's wall-clock limit and start: timing stops early (after at
+  // least one repeat) rather than turn a slow correct kernel into a timeout.
+  double wall_seconds = 0.0;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
 
 // An aligned heap buffer (64 bytes). Move-only.

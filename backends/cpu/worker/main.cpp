@@ -178,6 +178,8 @@ int main(int argc, char** argv) {
     opt.flush_bytes = req.value("flush_bytes", std::int64_t{64} << 20);
     seccomp = req.value("seccomp", true);
     open_files = req.value("open_files", 0);
+    opt.wall_seconds = req.value("wall_seconds", 0.0);
+    opt.started = started;
     if (opt.mode != proto::kModeJudge && opt.mode != proto::kModeSelfCheck && opt.mode != proto::kModeNull)
       throw std::invalid_argument("unknown mode '" + opt.mode + "'");
     if (opt.trials < 1) throw std::invalid_argument("trials must be at least 1");

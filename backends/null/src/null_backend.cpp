@@ -50,7 +50,7 @@ class NullBackend final : public Backend {
   Verdict judge(const Task& task, const std::string& source) const {
     Verdict v;
     v.stage = Stage::done;
-    const std::uint64_t h = source_hash(source);
+    const std::uint64_t h = fnv1a64(source);   // any stable hash will do here
     if (options_.wrong_fraction > 0.0 &&
         static_cast<double>(h % 1000000) / 1e6 < options_.wrong_fraction) {
       v.status = Status::wrong_answer;

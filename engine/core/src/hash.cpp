@@ -6,15 +6,25 @@
 namespace kevo {
 namespace {
 
-bool ident_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-         static_cast<unsigned char>(c) >= 0x80;
-}
+// Character classes by table: normalisation runs on every candidate's
+// source (twice), so it is on the engine's hot path.
+struct CharTables {
+  bool ident[256] = {};
+  bool joining[256] = {};
+  constexpr CharTables() {
+    for (int c = 0; c < 256; ++c)
+      ident[c] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c >= 0x80;
+    for (const char* p = "+-*/%<>=&|!^:.#"; *p; ++p) joining[static_cast<unsigned char>(*p)] = true;
+  }
+};
+constexpr CharTables kTables;
+
+bool ident_char(char c) { return kTables.ident[static_cast<unsigned char>(c)]; }
 
 // Punctuation that can fuse with a neighbour into another token ("- -" vs
 // "--", "< <" vs "<<", "/ /" vs "//"): the space between two of these is kept
 // so that different programs never normalise to the same text.
-bool joining_punct(char c) { return std::strchr("+-*/%<>=&|!^:.#", c) != nullptr && c != '\0'; }
+bool joining_punct(char c) { return kTables.joining[static_cast<unsigned char>(c)]; }
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
 
@@ -164,6 +174,13 @@ std::string normalise_source(std::string_view src) {
     }
     put(c);
     ++i;
+    if (ident_char(c)) {
+      // The rest of an identifier or number needs no separator logic.
+      std::size_t j = i;
+      while (j < n && ident_char(src[j])) ++j;
+      out.append(src.data() + i, j - i);
+      i = j;
+    }
   }
   if (in_directive && !out.empty() && out.back() != '\n') out += '\n';
   return out;

@@ -1,26 +1,40 @@
 // Reading a candidate's parameter block back into a search-space point.
 #include "kevo/core/search_space.hpp"
 
-#include <sstream>
+#include "kevo/core/hash.hpp"
 
 namespace kevo {
 
+namespace {
+
+std::string_view trim(std::string_view s) {
+  const auto first = s.find_first_not_of(" \t\r");
+  if (first == std::string_view::npos) return {};
+  const auto last = s.find_last_not_of(" \t\r");
+  return s.substr(first, last - first + 1);
+}
+
+}  // namespace
+
+// Parsed by hand (no streams): the null backend reads a block per candidate.
 std::vector<std::pair<std::string, std::string>> block_assignment(std::string_view source) {
   std::vector<std::pair<std::string, std::string>> out;
-  std::istringstream in{split_params_block(source).block};
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream words(line);
-    std::string directive, name, value;
-    if (!(words >> directive >> name) || directive != "#define") continue;
-    std::getline(words, value);
-    const auto first = value.find_first_not_of(" \t");
-    const auto last = value.find_last_not_of(" \t\r");
-    if (first == std::string::npos) continue;
-    value = value.substr(first, last - first + 1);
-    if (value.size() >= 2 && value.front() == '"' && value.back() == '"')
-      value = value.substr(1, value.size() - 2);
-    out.emplace_back(name, value);
+  const std::string block = split_params_block(source).block;
+  std::string_view rest(block);
+  while (!rest.empty()) {
+    const auto nl = rest.find('\n');
+    std::string_view line = trim(rest.substr(0, nl));
+    rest = nl == std::string_view::npos ? std::string_view{} : rest.substr(nl + 1);
+    constexpr std::string_view kDefine = "#define";
+    if (line.substr(0, kDefine.size()) != kDefine) continue;
+    line = trim(line.substr(kDefine.size()));
+    const auto space = line.find_first_of(" \t");
+    if (space == 0 || line.empty()) continue;
+    const std::string_view name = line.substr(0, space);
+    std::string_view value = space == std::string_view::npos ? std::string_view{} : trim(line.substr(space));
+    if (value.empty()) continue;
+    if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
+    out.emplace_back(std::string(name), std::string(value));
   }
   return out;
 }
@@ -35,6 +49,14 @@ std::optional<Point> point_from_source(const SearchSpace& space, std::string_vie
       if (name == p.name) assignment.emplace_back(name, value);
   if (assignment.size() != space.params().size()) return std::nullopt;
   return space.find(assignment);
+}
+
+SourceHashes source_hashes(std::string_view source) {
+  const SplitSource split = split_params_block(source);
+  SourceHashes h;
+  h.body = source_hash(split.body);
+  h.full = fnv1a64(normalise_source(split.block), h.body);
+  return h;
 }
 
 }  // namespace kevo

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <new>
 #include <string>
 
@@ -169,7 +170,9 @@ h5::PropList writer_fapl(bool clear_status_flags) {
   // Locks keep a reader from seeing a half-written flush and keep two writers
   // apart; file systems without flock (some Lustre mounts) just go without.
   // HDF5_USE_FILE_LOCKING still overrides this.
+#if H5_VERSION_GE(1, 10, 7)
   h5::check(H5Pset_file_locking(fapl.get(), true, true), "H5Pset_file_locking");
+#endif
   h5::check(H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG), "H5Pset_fclose_degree");
   if (clear_status_flags) {
     // The private property h5clear uses ("clear_status_flags", registered in
@@ -184,7 +187,10 @@ h5::PropList writer_fapl(bool clear_status_flags) {
 
 h5::PropList reader_fapl() {
   h5::PropList fapl = h5::make_plist(H5P_FILE_ACCESS);
+#if H5_VERSION_GE(1, 10, 7)
   h5::check(H5Pset_file_locking(fapl.get(), false, true), "H5Pset_file_locking");
+#endif
+  // (Older HDF5: set HDF5_USE_FILE_LOCKING=FALSE for the same effect.)
   h5::check(H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG), "H5Pset_fclose_degree");
   return fapl;
 }
@@ -302,9 +308,21 @@ Recovered recover_file(const std::filesystem::path& path) {
   const hsize_t n_events = h5::extent(ev.get());
   const hsize_t n_texts = h5::extent(text.get());
 
-  // Keep everything up to the last written row; remember the largest text
-  // reference anything kept points at.
+  // Keep everything up to the last written row. Remember the largest text
+  // reference anything kept points at, and the references into the chunk of
+  // /text that holds it (texts are appended in order, so that set stays
+  // within one chunk's worth).
   std::int64_t max_ref = -1;
+  std::set<hsize_t> tail_refs;
+  const auto note_ref = [&](std::int64_t ref) {
+    if (ref < 0) return;
+    const auto r = static_cast<hsize_t>(ref);
+    if (ref > max_ref) {
+      max_ref = ref;
+      tail_refs.erase(tail_refs.begin(), tail_refs.lower_bound(r / kTextChunk * kTextChunk));
+    }
+    if (r >= static_cast<hsize_t>(max_ref) / kTextChunk * kTextChunk) tail_refs.insert(r);
+  };
   hsize_t keep_rows = 0;
   constexpr hsize_t block = 16384;
   std::vector<Row> rows;
@@ -318,7 +336,7 @@ Recovered recover_file(const std::filesystem::path& path) {
       keep_rows = start + i + 1;
       for (std::int64_t ref : {r.message, r.params, r.source, r.compile_log, r.feedback, r.output_tail,
                                r.mismatch, r.op_note})
-        max_ref = std::max(max_ref, ref);
+        note_ref(ref);
     }
   }
   std::vector<EventRow> events(n_events);
@@ -327,14 +345,63 @@ Recovered recover_file(const std::filesystem::path& path) {
   for (hsize_t i = 0; i < n_events; ++i) {
     if (!events[i].written()) continue;
     keep_events = i + 1;
-    max_ref = std::max(max_ref, events[i].text);
+    note_ref(events[i].text);
   }
-  const hsize_t keep_texts = std::min<hsize_t>(n_texts, static_cast<hsize_t>(max_ref + 1));
-
   if (keep_rows != n_rows) h5::check(H5Dset_extent(cand.get(), &keep_rows), "H5Dset_extent(candidates)");
   if (keep_events != n_events) h5::check(H5Dset_extent(ev.get(), &keep_events), "H5Dset_extent(events)");
-  if (keep_texts != n_texts) h5::check(H5Dset_extent(text.get(), &keep_texts), "H5Dset_extent(text)");
-  out.changed = out.changed || keep_rows != n_rows || keep_events != n_events || keep_texts != n_texts;
+
+  // /text. Writing a variable-length string over an element makes HDF5 free
+  // the heap object the element held before. A flush that was killed can
+  // leave elements (inside or past the extent, even whole chunks past it)
+  // that point at heap objects never written, and a later write over them
+  // fails or damages live texts (seen in the kill tests). So from the chunk
+  // holding the last kept text on, every chunk is dropped, and the kept texts
+  // of that chunk are written again into a fresh one.
+  const hsize_t keep_texts = static_cast<hsize_t>(max_ref + 1);
+  if (keep_texts > n_texts)
+    throw Failure("lineage file " + path.string() + ": rows refer to text " + std::to_string(max_ref) +
+                  " but /text has " + std::to_string(n_texts) + " elements");
+  const hsize_t first = keep_texts / kTextChunk * kTextChunk;   // first element of the rebuilt chunk
+  // A partly used chunk may hold anything past the extent; elements past the
+  // kept texts, and any chunk after them, are left-overs of a killed flush.
+  bool rebuild = keep_texts % kTextChunk != 0 || n_texts > keep_texts;
+  hsize_t probe_end = n_texts;   // an extent that covers every chunk found
+  for (hsize_t chunk = (keep_texts + kTextChunk - 1) / kTextChunk * kTextChunk, misses = 0; misses < 16;
+       chunk += kTextChunk) {
+    if (h5::chunk_allocated(text.get(), chunk)) {
+      rebuild = true;
+      misses = 0;
+      probe_end = std::max(probe_end, chunk + kTextChunk);
+    } else {
+      ++misses;
+    }
+  }
+  if (rebuild) {
+    // Every resume rewrites the referenced texts of the last, partly used
+    // chunk (at most one chunk's worth; their old heap objects stay unused).
+    const std::vector<hsize_t> saved_at(tail_refs.lower_bound(first), tail_refs.end());
+    const std::vector<std::string> saved = h5::read_strings_at(text.get(), saved_at);
+    // Cover every chunk found, then cut back to a chunk boundary: HDF5 drops
+    // the chunks past the new extent.
+    h5::check(H5Dset_extent(text.get(), &probe_end), "H5Dset_extent(text)");
+    h5::check(H5Dset_extent(text.get(), &first), "H5Dset_extent(text)");
+    h5::check(H5Dset_extent(text.get(), &keep_texts), "H5Dset_extent(text)");
+    if (!saved.empty()) {
+      h5::Datatype str = h5::vlen_utf8();
+      h5::PropList dxpl = string_dxpl();
+      std::vector<const char*> ptrs;
+      for (const auto& t : saved) ptrs.push_back(t.c_str());
+      h5::Dataspace file_space(h5::check_id(H5Dget_space(text.get()), "H5Dget_space"));
+      h5::check(H5Sselect_elements(file_space.get(), H5S_SELECT_SET, saved_at.size(), saved_at.data()),
+                "H5Sselect_elements");
+      const hsize_t n = saved_at.size();
+      h5::Dataspace mem_space = h5::simple_space(std::span<const hsize_t>(&n, 1));
+      h5::check(H5Dwrite(text.get(), str.get(), mem_space.get(), file_space.get(), dxpl.get(), ptrs.data()),
+                "H5Dwrite(text)");
+    }
+    out.changed = out.changed || n_texts != keep_texts || probe_end > n_texts;
+  }
+  out.changed = out.changed || keep_rows != n_rows || keep_events != n_events;
   out.rows = keep_rows;
   out.events = keep_events;
   out.texts = keep_texts;

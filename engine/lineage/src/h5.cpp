@@ -3,6 +3,11 @@
 #include <algorithm>
 #include <mutex>
 
+// H5Dget_chunk_info_by_coord (used to find chunks a killed writer left behind).
+#if !H5_VERSION_GE(1, 10, 5)
+#error "kevo_lineage needs HDF5 1.10.5 or newer"
+#endif
+
 namespace kevo::h5 {
 namespace {
 
@@ -120,7 +125,7 @@ Datatype vlen_utf8() {
 Datatype fixed_utf8(std::size_t bytes) {
   Datatype t = copy_type(H5T_C_S1);
   check(H5Tset_size(t.get(), bytes), "H5Tset_size");
-  check(H5Tset_strpad(t.get(), H5T_STR_NULLPAD), "H5Tset_strpad");
+  check(H5Tset_strpad(t.get(), H5T_STR_NULLTERM), "H5Tset_strpad");
   check(H5Tset_cset(t.get(), H5T_CSET_UTF8), "H5Tset_cset");
   return t;
 }
@@ -186,6 +191,14 @@ void read_points(hid_t dataset, std::span<const hsize_t> points, hid_t mem_type,
   const hsize_t n = points.size();
   Dataspace mem_space = simple_space(std::span<const hsize_t>(&n, 1));
   check(H5Dread(dataset, mem_type, mem_space.get(), file_space.get(), H5P_DEFAULT, data), "H5Dread");
+}
+
+bool chunk_allocated(hid_t dataset, hsize_t offset) {
+  unsigned filter_mask = 0;
+  haddr_t addr = HADDR_UNDEF;
+  hsize_t size = 0;
+  check(H5Dget_chunk_info_by_coord(dataset, &offset, &filter_mask, &addr, &size), "H5Dget_chunk_info_by_coord");
+  return addr != HADDR_UNDEF;
 }
 
 namespace {

@@ -1,7 +1,9 @@
 #include "kevo/lineage/schema.hpp"
 
 #include <array>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 
 namespace kevo::lineage {
 namespace {
@@ -56,6 +58,17 @@ std::string rank_file_name(int rank) {
 static std::size_t valid_prefix(std::string_view text) {
   std::size_t i = 0;
   while (i < text.size()) {
+    // Eight ASCII bytes without NUL at a time: most texts are plain ASCII.
+    if (i + 8 <= text.size()) {
+      std::uint64_t w;
+      std::memcpy(&w, text.data() + i, 8);
+      const bool high = (w & 0x8080808080808080ULL) != 0;
+      const bool zero = ((w - 0x0101010101010101ULL) & ~w & 0x8080808080808080ULL) != 0;
+      if (!high && !zero) {
+        i += 8;
+        continue;
+      }
+    }
     if (text[i] == '\0') break;
     if (static_cast<unsigned char>(text[i]) < 0x80) {
       ++i;

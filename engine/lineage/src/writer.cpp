@@ -1,7 +1,6 @@
 #include "kevo/lineage/writer.hpp"
 
 #include "format.hpp"
-#include "kevo/core/hash.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -23,6 +22,24 @@ double unix_now() {
 }
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// A second 64-bit hash, independent of std::hash, eight bytes per step
+// (fnv1a64 goes byte by byte and cost more than the rest of append).
+std::uint64_t mix_hash(std::string_view s) {
+  constexpr std::uint64_t k = 0x9E3779B97F4A7C15ULL;
+  std::uint64_t h = 0x6A09E667F3BCC909ULL ^ (s.size() * k);
+  std::size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    h = (h ^ (w * k)) * 0xBF58476D1CE4E5B9ULL;
+    h ^= h >> 31;
+  }
+  std::uint64_t tail = 0;
+  std::memcpy(&tail, s.data() + i, s.size() - i);
+  h = (h ^ (tail * k)) * 0x94D049BB133111EBULL;
+  return h ^ (h >> 29);
+}
 
 // Two independent 64-bit hashes and the length: a false match (two different
 // texts sharing one reference) needs a 128-bit collision.
@@ -51,7 +68,9 @@ struct LineageWriter::Impl {
   std::vector<Row> rows;
   std::vector<EventRow> events;
   std::vector<std::string> texts;
-  std::uint64_t rows_on_disk = 0, events_on_disk = 0, texts_on_disk = 0;
+  std::uint64_t rows_on_disk = 0, events_on_disk = 0;
+  std::uint64_t text_next = 0;        // position of the first buffered text in /text
+  std::uint64_t text_extent_set = 0;  // largest /text extent this writer has set
   std::unordered_map<TextKey, std::int64_t, TextKeyHash> text_refs;
 
   h5::PropList fapl;
@@ -95,13 +114,29 @@ struct LineageWriter::Impl {
       fixed = to_valid_utf8(raw);
       text = fixed;
     }
-    const TextKey key{std::hash<std::string_view>{}(text), fnv1a64(text), text.size()};
-    const auto ref = static_cast<std::int64_t>(texts_on_disk + texts.size());
+    const TextKey key{std::hash<std::string_view>{}(text), mix_hash(text), text.size()};
+    const auto ref = static_cast<std::int64_t>(text_next + texts.size());
     if (text_refs.size() >= opt.dedupe_entries) text_refs.clear();
     const auto [it, inserted] = text_refs.try_emplace(key, ref);
     if (!inserted) return it->second;
     texts.emplace_back(fixed.empty() ? std::string(text) : std::move(fixed));
     return ref;
+  }
+
+  // Moves the buffered texts to start at `at`, and every reference to them.
+  void rebase_texts(std::uint64_t at) {
+    const auto old_first = static_cast<std::int64_t>(text_next);
+    const auto delta = static_cast<std::int64_t>(at - text_next);
+    const auto shift = [&](std::int64_t& ref) {
+      if (ref >= old_first) ref += delta;
+    };
+    for (Row& r : rows)
+      for (std::int64_t* ref : {&r.message, &r.params, &r.source, &r.compile_log, &r.feedback, &r.output_tail,
+                                &r.mismatch, &r.op_note})
+        shift(*ref);
+    for (EventRow& e : events) shift(e.text);
+    for (auto& entry : text_refs) shift(entry.second);
+    text_next = at;
   }
 
   // Checks that the dataset holds what this writer put there (plus, at most,
@@ -115,17 +150,29 @@ struct LineageWriter::Impl {
   }
 
   // One flush: open (SWMR write), texts, flush, rows and events, close.
-  // Throws on any failure; positions are fixed, so a retry rewrites the same
-  // elements and never duplicates.
+  // Throws on any failure. A retry writes rows and events to the same
+  // positions (never duplicating them) and texts past anything an earlier
+  // attempt may have written.
   void write_batch() {
     h5::File file = h5::open_file(path, H5F_ACC_RDWR | H5F_ACC_SWMR_WRITE, fapl.get());
     if (!texts.empty()) {
       h5::Dataset ds = h5::open_dataset(file.get(), detail::kText);
-      check_extent(ds.get(), detail::kText, texts_on_disk, texts.size());
+      const hsize_t n = h5::extent(ds.get());
+      if (n < text_next || n > std::max<std::uint64_t>(text_next, text_extent_set))
+        throw Failure("lineage file " + path.string() + ": /text has " + std::to_string(n) +
+                      " elements but this writer wrote " + std::to_string(text_next) +
+                      ": another process changed the file");
+      // An earlier attempt that failed half-way may have left elements here
+      // (up to the largest extent it set, whether or not that reached the
+      // file). Never write over them: HDF5 frees the heap object an
+      // overwritten string element held, and it may never have been written.
+      const std::uint64_t fresh = std::max<std::uint64_t>(n, text_extent_set);
+      if (fresh > text_next) rebase_texts(fresh);
       std::vector<const char*> ptrs;
       ptrs.reserve(texts.size());
       for (const auto& t : texts) ptrs.push_back(t.c_str());
-      h5::write_at(ds.get(), texts_on_disk, texts.size(), str_type.get(), ptrs.data(), dxpl.get());
+      text_extent_set = std::max<std::uint64_t>(text_extent_set, text_next + texts.size());
+      h5::write_at(ds.get(), text_next, texts.size(), str_type.get(), ptrs.data(), dxpl.get());
       ds.close("H5Dclose(text)");
       // Texts (in HDF5's global heap) reach the file before any row that
       // refers to them: a writer killed from here on leaves rows whose texts
@@ -186,7 +233,7 @@ struct LineageWriter::Impl {
     }
     rows_on_disk += rows.size();
     events_on_disk += events.size();
-    texts_on_disk += texts.size();
+    text_next += texts.size();
     rows.clear();
     events.clear();
     texts.clear();
@@ -261,7 +308,8 @@ LineageWriter LineageWriter::open_append(const std::filesystem::path& path, Writ
   impl->tasks = r.tasks;
   impl->rows_on_disk = r.rows;
   impl->events_on_disk = r.events;
-  impl->texts_on_disk = r.texts;
+  impl->text_next = r.texts;
+  impl->text_extent_set = r.texts;
   return LineageWriter(std::move(impl));
 }
 
@@ -283,10 +331,10 @@ void LineageWriter::append(const Candidate& c, std::optional<std::int32_t> origi
   r.id = c.id;
   r.task = c.task;
   const std::string op = is_valid_utf8(c.op) ? c.op : to_valid_utf8(c.op);
-  const std::string_view name = utf8_prefix(op, kOpBytes);
+  const std::string_view name = utf8_prefix(op, kOpBytes - 1);
   if (name.size() < op.size() && !m.warned_op_cut) {
     m.warned_op_cut = true;
-    m.warn("operator name \"" + op + "\" is longer than " + std::to_string(kOpBytes) +
+    m.warn("operator name \"" + op + "\" is longer than " + std::to_string(kOpBytes - 1) +
            " bytes; the lineage keeps \"" + std::string(name) + "\" (warned once)");
   }
   std::memcpy(r.op, name.data(), name.size());
@@ -398,7 +446,7 @@ std::uint64_t LineageWriter::rows_written() const { return impl_->rows_on_disk; 
 std::uint64_t LineageWriter::events_written() const { return impl_->events_on_disk; }
 std::size_t LineageWriter::rows_buffered() const { return impl_->rows.size(); }
 std::size_t LineageWriter::events_buffered() const { return impl_->events.size(); }
-std::uint64_t LineageWriter::texts_written() const { return impl_->texts_on_disk; }
+std::uint64_t LineageWriter::texts_written() const { return impl_->text_next; }
 std::uint64_t LineageWriter::flushes() const { return impl_->flushes; }
 std::uint64_t LineageWriter::failed_flushes() const { return impl_->failures; }
 std::string LineageWriter::last_error() const { return impl_->last_error; }

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <fstream>
@@ -74,6 +75,7 @@ TaskTable measure_task(Backend& backend, const std::shared_ptr<const Task>& task
     sources[i] = apply_point(task->space, points[i], task->seed_source);
   }
   std::vector<double> best_ns(n, std::numeric_limits<double>::infinity());
+  std::vector<double> worst_ns(n, 0.0);   // for the spread between rounds: how far to trust one figure
   std::vector<std::string> bad(n);
 
   for (int round = 0; round < rounds; ++round) {
@@ -101,6 +103,7 @@ TaskTable measure_task(Backend& backend, const std::shared_ptr<const Task>& task
         const Verdict& v = r.verdict;
         if (v.is_correct() && v.cand_median_ns > 0.0) {
           best_ns[i] = std::min(best_ns[i], v.cand_median_ns);
+          worst_ns[i] = std::max(worst_ns[i], v.cand_median_ns);
         } else if (bad[i].empty()) {
           bad[i] = v.is_correct() ? std::string("correct but without a timing")
                                   : fmt::format("{}: {}", to_string(v.status), v.message);
@@ -117,11 +120,23 @@ TaskTable measure_task(Backend& backend, const std::shared_ptr<const Task>& task
   }
 
   TaskTable table;
+  std::vector<double> spread;
   for (std::size_t i = 0; i < n; ++i) {
-    if (!bad[i].empty()) table.incorrect[keys[i]] = bad[i];
-    else table.seconds[keys[i]] = best_ns[i] * 1e-9;
+    if (!bad[i].empty()) {
+      table.incorrect[keys[i]] = bad[i];
+    } else {
+      table.seconds[keys[i]] = best_ns[i] * 1e-9;
+      spread.push_back(worst_ns[i] / best_ns[i] - 1.0);
+    }
   }
+  std::sort(spread.begin(), spread.end());
+  auto quantile = [&](double q) {
+    return spread.empty() ? 0.0 : spread[static_cast<std::size_t>(q * static_cast<double>(spread.size() - 1))];
+  };
   table.info = {{"rounds", rounds},
+                // (slowest round / fastest round - 1) over points: 0 with one round.
+                {"round_spread_median", quantile(0.5)},
+                {"round_spread_p90", quantile(0.9)},
                 {"points", n},
                 {"measure_seconds", seconds_since(t0)},
                 {"measured_at", utc_now()},

@@ -25,6 +25,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace kevo::engine {
@@ -88,6 +89,7 @@ class Island {
     std::shared_ptr<const Task> task;
     std::vector<Candidate> population;              // fitness descending, then id ascending
     std::unordered_map<std::uint64_t, std::uint64_t> seen;   // source hash -> first id
+    std::unordered_set<std::uint64_t> seen_points;           // variant_key(body hash, point)
     std::int64_t proposed = 0;                      // ids created for this task
     std::int64_t judged_submitted = 0;              // sent to the backend
     std::int64_t unjudged_streak = 0;               // consecutive duplicates / operator failures

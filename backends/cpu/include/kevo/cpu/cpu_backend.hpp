@@ -35,7 +35,7 @@ struct CpuTiming {
   int min_repeats = 5;
   int max_repeats = 100;
   double budget_seconds = 0.25;        // per candidate, split over the visible shapes
-  std::int64_t flush_kb = 0;           // cache flush buffer (0: 2 x last-level cache, else 64 MiB)
+  std::int64_t flush_kb = 0;           // cache flush buffer (0: 2 x last-level cache, at most 256 MiB; 64 MiB if unknown)
 };
 
 struct CpuOptions {
@@ -67,7 +67,7 @@ std::unique_ptr<Backend> make_cpu_backend(CpuOptions);
 
 // The default cache dir ($XDG_CACHE_HOME/kevo or $HOME/.cache/kevo; "" if neither).
 std::string default_cache_dir();
-// 2 x the last-level cache size from sysfs, or 64 MiB; in KiB.
+// 2 x the last-level cache size from sysfs (at most 256 MiB), or 64 MiB; in KiB.
 std::int64_t default_flush_kb();
 // The source actually compiled: the given source plus the entry adapter.
 std::string compiled_source(const Task& task, const std::string& source);

@@ -19,7 +19,8 @@ struct Candidate {
   std::int64_t parent1 = kNoParent;     // second parent id (crossover)
   std::string op;                       // operator name: "seed", "param_mutation", ...
   std::string source;                   // full source as judged
-  std::uint64_t hash = 0;               // source_hash(source)
+  std::uint64_t hash = 0;               // source_hashes(source).full: the dedup key
+  std::uint64_t body_hash = 0;          // source_hashes(source).body: without the params block
   std::optional<Point> point;           // search-space point, when known
   std::string params_json;              // the point as JSON text ("" when none)
   std::uint64_t eval_seed = 0;          // seed of the evaluation's random inputs

@@ -21,4 +21,14 @@ std::string hex64(std::uint64_t v);
 std::string normalise_source(std::string_view source);
 std::uint64_t source_hash(std::string_view source);  // fnv1a64(normalise_source(...))
 
+// The dedup keys of a candidate source (engine hot path: one normalisation
+// of the body). `body` hashes the source without its kevo:params block;
+// `full` combines the normalised params block with it, so two sources share
+// `full` exactly when their params blocks and their bodies normalise alike.
+struct SourceHashes {
+  std::uint64_t full = 0;
+  std::uint64_t body = 0;
+};
+SourceHashes source_hashes(std::string_view source);
+
 }  // namespace kevo

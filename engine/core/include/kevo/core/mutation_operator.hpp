@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +25,11 @@ struct OperatorRequest {
   std::vector<const Candidate*> inspirations;  // other good members (may be empty)
   std::string feedback;                      // parent verdict feedback
   Rng* rng = nullptr;                        // this child's own stream
+  // True when the task already has a candidate whose body (source without
+  // its params block) has this body hash (Candidate::body_hash) and whose
+  // point is this one. Parameter operators use it to try another point
+  // instead of proposing a duplicate; may be empty.
+  std::function<bool(std::uint64_t body_hash, const Point& point)> known_point;
 };
 
 struct Proposal {

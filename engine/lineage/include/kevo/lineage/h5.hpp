@@ -124,7 +124,7 @@ File open_file(const std::filesystem::path& path, unsigned flags, hid_t fapl);
 // --- datatypes -------------------------------------------------------------
 Datatype copy_type(hid_t type);
 Datatype vlen_utf8();                    // variable-length UTF-8 string
-Datatype fixed_utf8(std::size_t bytes);  // NUL-padded fixed-length UTF-8 string
+Datatype fixed_utf8(std::size_t bytes);  // NUL-terminated fixed-length UTF-8 string
 // An enum over `base`, a native integer type of the same size as T, with the
 // given (name, value) pairs.
 template <class T>
@@ -158,6 +158,10 @@ void read_range(hid_t dataset, hsize_t start, hsize_t count, hid_t mem_type, voi
                 hid_t dxpl = H5P_DEFAULT);
 // Reads the elements at `points` (in that order) of a one-dimensional dataset.
 void read_points(hid_t dataset, std::span<const hsize_t> points, hid_t mem_type, void* data);
+
+// Whether the one-dimensional chunked dataset has storage for the chunk that
+// holds element `offset` (also past the current extent).
+bool chunk_allocated(hid_t dataset, hsize_t offset);
 
 // Variable-length UTF-8 strings: [start, start + count), or chosen elements.
 std::vector<std::string> read_strings(hid_t dataset, hsize_t start, hsize_t count);

@@ -29,8 +29,9 @@ inline constexpr std::string_view kFormat = "kevo-lineage/1";
 // A text reference: an index into /text, or kNoText.
 inline constexpr std::int64_t kNoText = -1;
 
-// Bytes of the fixed-length operator name (UTF-8, NUL-padded; a longer name
-// is cut at a character boundary).
+// Bytes of the fixed-length operator name field: UTF-8, NUL-terminated, so at
+// most kOpBytes - 1 bytes of name (a longer name is cut at a character
+// boundary, with a warning).
 inline constexpr std::size_t kOpBytes = 32;
 
 // The id of a row that was allocated but never written (the dataset's fill
@@ -43,7 +44,7 @@ inline constexpr std::uint64_t kUnwrittenId = std::numeric_limits<std::uint64_t>
 struct Row {
   std::uint64_t id = kUnwrittenId;
   std::uint32_t task = 0;             // index into /tasks
-  char op[kOpBytes] = {};             // operator name, NUL-padded
+  char op[kOpBytes] = {};             // operator name, NUL-terminated
   Status status = Status::pending;    // HDF5 enum (names as in docs/verdicts.md)
   Stage stage = Stage::none;          // HDF5 enum
   bool compile_cached = false;        // HDF5 enum {FALSE, TRUE} (numpy bool in h5py)
@@ -83,7 +84,7 @@ struct Row {
   double t_submitted = 0.0;
   double t_finished = 0.0;
 
-  std::string_view op_name() const;   // op without the NUL padding
+  std::string_view op_name() const;   // op up to its NUL
   bool written() const { return id != kUnwrittenId && status != Status::pending; }
 };
 static_assert(std::is_standard_layout_v<Row>, "Row is described to HDF5 by member offsets");

@@ -98,7 +98,7 @@ class LineageWriter {
   std::uint64_t events_written() const;
   std::size_t rows_buffered() const;
   std::size_t events_buffered() const;
-  std::uint64_t texts_written() const;    // distinct texts in /text
+  std::uint64_t texts_written() const;    // elements in /text (distinct texts)
   std::uint64_t flushes() const;          // successful flushes
   std::uint64_t failed_flushes() const;   // attempts that found the file busy or failing
   std::string last_error() const;         // message of the last failed attempt ("" if none)
