@@ -48,7 +48,7 @@ struct Args {
   std::string table = "build-bench/search-table.json";
   bool remeasure = false;
   bool measure_only = false;
-  int rounds = 2;
+  int rounds = 3;
   std::vector<std::string> overrides;
   int seeds = 10;
   std::uint64_t first_seed = 1;
@@ -237,7 +237,7 @@ nlohmann::json sweep(const Args& a, const SimContext& ctx, const std::vector<Lan
       "cells: mean evaluations to reach the target; score: geomean over tasks of mean / ((n+1)/(m+1)),\n"
       "lower is better, +- its standard error\n",
       ns, a.first_seed, a.first_seed + static_cast<std::uint64_t>(ns) - 1);
-  std::string head = fmt::format("{:<46}", "setting");
+  std::string head = fmt::format("{:<50}", "setting");
   for (const auto& l : lands) head += fmt::format(" {:>10.10}", l.task->name);
   head += fmt::format(" {:>15}\n", "score");
 
@@ -256,7 +256,7 @@ nlohmann::json sweep(const Args& a, const SimContext& ctx, const std::vector<Lan
   auto row = [&](const std::string& label, const std::vector<std::string>& ov, std::uint64_t first) {
     std::vector<double> means;
     const Score sc = score_of(ov, first, means);
-    std::string line = fmt::format("{:<46}", label);
+    std::string line = fmt::format("{:<50}", label);
     for (double m : means) line += fmt::format(" {:>10.1f}", m);
     std::cout << line << fmt::format(" {:>7.3f} +- {:.3f}\n", sc.value, sc.se) << std::flush;
     return std::make_pair(sc, means);

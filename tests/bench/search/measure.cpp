@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <deque>
 #include <fstream>
 #include <limits>
 #include <ostream>
@@ -78,29 +79,46 @@ TaskTable measure_task(Backend& backend, const std::shared_ptr<const Task>& task
   std::vector<double> worst_ns(n, 0.0);   // for the spread between rounds: how far to trust one figure
   std::vector<std::string> bad(n);
 
+  std::uint64_t next_id = 0;
   for (int round = 0; round < rounds; ++round) {
     // A fresh random order every round: a stretch of heavy load on the
     // machine then hits different points each time, and the minimum over
     // rounds filters it out instead of biasing one neighbourhood of the space.
     Rng rng = Rng::derive(options.seed, static_cast<std::uint64_t>(round));
-    std::vector<std::size_t> order(n);
-    for (std::size_t i = 0; i < n; ++i) order[i] = i;
-    for (std::size_t i = n; i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
-
-    const std::uint64_t base = static_cast<std::uint64_t>(round) * n;
-    std::size_t next = 0, done = 0;
+    std::deque<std::size_t> todo;
+    {
+      std::vector<std::size_t> order(n);
+      for (std::size_t i = 0; i < n; ++i) order[i] = i;
+      for (std::size_t i = n; i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
+      todo.assign(order.begin(), order.end());
+    }
+    std::map<std::uint64_t, std::size_t> in_flight;   // request id -> point
+    std::vector<int> attempts(n, 0);
+    std::size_t done = 0;
     auto last_line = std::chrono::steady_clock::now();
     while (done < n) {
       // wanted() == 0 with nothing in flight would wait forever: submit one.
-      while (next < n && (backend.wanted() > 0 || backend.in_flight() == 0)) {
-        const std::size_t i = order[next++];
-        backend.submit(EvalRequest{base + i, task, sources[i], fnv1a64(keys[i]) ^ options.seed});
+      while (!todo.empty() && (backend.wanted() > 0 || backend.in_flight() == 0)) {
+        const std::size_t i = todo.front();
+        todo.pop_front();
+        ++attempts[i];
+        in_flight[next_id] = i;
+        backend.submit(EvalRequest{next_id++, task, sources[i], fnv1a64(keys[i]) ^ options.seed});
       }
       for (EvalResult& r : backend.poll(std::chrono::milliseconds(200))) {
-        if (r.id < base || r.id >= base + n) throw Failure(fmt::format("measurement: unexpected result id {}", r.id));
-        const std::size_t i = r.id - base;
-        ++done;
+        const auto it = in_flight.find(r.id);
+        if (it == in_flight.end()) throw Failure(fmt::format("measurement: unexpected result id {}", r.id));
+        const std::size_t i = it->second;
+        in_flight.erase(it);
         const Verdict& v = r.verdict;
+        // kevo's own failure (worker missing, cache write...) says nothing
+        // about the kernel: judge the point again, at the end of the round.
+        if (v.status == Status::internal_error && attempts[i] < options.attempts) {
+          log << fmt::format("  {}: {}: internal error, judging again: {}\n", task->name, keys[i], v.message);
+          todo.push_back(i);
+          continue;
+        }
+        ++done;
         if (v.is_correct() && v.cand_median_ns > 0.0) {
           best_ns[i] = std::min(best_ns[i], v.cand_median_ns);
           worst_ns[i] = std::max(worst_ns[i], v.cand_median_ns);
@@ -201,8 +219,14 @@ std::string stale_reason(const Task& task, const TaskTable& table) {
   for (const auto& p : points) valid.insert(task.space.key(p));
   std::size_t missing = 0, foreign = 0;
   std::string first;
-  for (const auto& k : valid)
-    if (!table.seconds.count(k) && !table.incorrect.count(k) && missing++ == 0) first = "no entry for " + k;
+  for (const auto& k : valid) {
+    const auto bad = table.incorrect.find(k);
+    if (bad != table.incorrect.end() && bad->second.rfind(std::string(to_string(Status::internal_error)), 0) == 0) {
+      if (missing++ == 0) first = k + " failed with an internal error";
+    } else if (!table.seconds.count(k) && bad == table.incorrect.end() && missing++ == 0) {
+      first = "no entry for " + k;
+    }
+  }
   auto check_known = [&](const std::string& k) {
     if (!valid.count(k) && foreign++ == 0 && first.empty()) first = k + " is not a valid point of the space";
   };

@@ -32,6 +32,7 @@ struct TaskTable {
 struct MeasureOptions {
   int rounds = 1;             // judge every point this often (each round in its own random order); keep the minimum
   std::uint64_t seed = 1;     // orders the rounds and seeds the inputs
+  int attempts = 3;           // judgings of a point whose verdict is internal_error (kevo's failure, not the kernel's)
   double progress_seconds = 15.0;
 };
 
@@ -54,8 +55,9 @@ TableFile read_table(const std::filesystem::path& table);
 void write_table(const std::filesystem::path& table, const TableFile& file);
 
 // Why a stored table does not match the task's current space ("" when it
-// does): every valid point must be either timed or recorded as incorrect,
-// and no key may name a point outside the space.
+// does): every valid point must be either timed or recorded as incorrect
+// (an internal_error of kevo's own does not count: the point is measured
+// again), and no key may name a point outside the space.
 std::string stale_reason(const Task& task, const TaskTable& table);
 
 }  // namespace kevo::bench

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Bad input gets a clear error: exit status 2, a message naming the file and
+# the key, and no run directory left behind. Also checks usage errors and the
+# happy paths of report/lineage on a quick null-backend run.
+#
+# usage: cli_bad_input.sh KEVO SOURCE_DIR WORK_DIR
+set -uo pipefail
+kevo="$1"; src="$2"; work="$3"
+rm -rf "$work"; mkdir -p "$work"
+fails=0
+
+# expect CODE "fragment1|fragment2" -- command...
+expect() {
+  local code="$1" fragments="$2"; shift 3
+  local out rc
+  out="$("$@" 2>&1)"; rc=$?
+  if [ "$rc" -ne "$code" ]; then
+    echo "FAIL (exit $rc, wanted $code): $*"; echo "$out" | head -5; fails=$((fails + 1)); return
+  fi
+  IFS='|' read -ra parts <<< "$fragments"
+  for f in "${parts[@]}"; do
+    if ! grep -qF -- "$f" <<< "$out"; then
+      echo "FAIL (message lacks '$f'): $*"; echo "$out" | head -5; fails=$((fails + 1)); return
+    fi
+  done
+  echo "ok: $* -> $rc"
+}
+no_dir() { if [ -e "$1" ]; then echo "FAIL: $1 was left behind"; fails=$((fails + 1)); fi; }
+
+toy="$src/tests/engine/data/toy"
+good="$work/good.json"
+cat > "$good" <<JSON
+{"name": "toy", "seed": 3, "tasks": ["$toy"], "budget": {"evaluations_per_task": 40},
+ "operators": [{"type": "param_mutation"}], "backend": {"type": "null"}, "progress": {"mode": "off"}}
+JSON
+
+# Usage errors.
+expect 2 "" -- "$kevo"
+expect 2 "" -- "$kevo" frobnicate
+expect 2 "" -- "$kevo" run
+expect 2 "" -- "$kevo" run "$good" --bogus-flag
+
+# Config errors.
+expect 2 "missing.json" -- "$kevo" run "$work/missing.json" --out "$work/o1"; no_dir "$work/o1"
+printf '{"name": "x",\n  "seed": }\n' > "$work/malformed.json"
+expect 2 "malformed.json|line 2" -- "$kevo" run "$work/malformed.json" --out "$work/o2"; no_dir "$work/o2"
+sed 's/"seed": 3/"seed": 3, "sed": 4/' "$good" > "$work/unknown.json"
+expect 2 "unknown.json|/sed|seed" -- "$kevo" run "$work/unknown.json" --out "$work/o3"; no_dir "$work/o3"
+expect 2 "/island/populaton" -- "$kevo" run "$good" --set island.populaton=3 --out "$work/o4"; no_dir "$work/o4"
+expect 2 "/budget/evaluations_per_task" -- "$kevo" run "$good" --set budget.evaluations_per_task=-1 --out "$work/o5"; no_dir "$work/o5"
+expect 2 "--set" -- "$kevo" run "$good" --set novalue --out "$work/o6"; no_dir "$work/o6"
+sed "s|\"$toy\"|\"$work/nowhere\"|" "$good" > "$work/notask.json"
+expect 2 "notask.json|/tasks" -- "$kevo" run "$work/notask.json" --out "$work/o7"; no_dir "$work/o7"
+
+# Task errors: a missing reference file; a reference that fails its own checks.
+cp -r "$src/configs/tasks/cpu/reduce_sum" "$work/noref"
+rm "$work/noref/reference.cpp"
+expect 2 "task.json|/reference" -- "$kevo" tasks "$work/noref"
+cp -r "$src/configs/tasks/cpu/reduce_sum" "$work/badref"
+fn=$(sed -n 's/.*"function": *"\([A-Za-z_0-9]*\)".*/\1/p' "$work/badref/task.json")
+# A reference that leaves its output untouched fails its own checks.
+python3 - "$work/badref" "$fn" <<'PY'
+import json, sys, pathlib
+d = pathlib.Path(sys.argv[1]); t = json.loads((d / "task.json").read_text())
+args = []
+for a in t["args"]:
+    ct = {"float32": "float", "float64": "double", "int32": "int32_t", "int64": "int64_t"}[a["dtype"]]
+    args.append(f"{ct} {a['name']}" if a["role"] == "scalar" else (f"const {ct}* {a['name']}" if a["role"] == "in" else f"{ct}* {a['name']}"))
+(d / "reference.cpp").write_text('#include <cstdint>\nextern "C" void %s(%s) {}\n' % (sys.argv[2], ", ".join(args)))
+PY
+sed "s|\"$toy\"|\"$work/badref\"|; s/\"type\": \"null\"/\"type\": \"cpu\"/" "$good" > "$work/badref.json"
+expect 2 "task.json|/reference" -- "$kevo" run "$work/badref.json" --out "$work/o8"; no_dir "$work/o8"
+
+# eval: a missing candidate file, a missing task.
+expect 2 "nothere.cpp" -- "$kevo" eval "$src/configs/tasks/cpu/sgemm" "$work/nothere.cpp"
+expect 2 "task.json" -- "$kevo" eval "$work/nowhere" "$src/configs/tasks/cpu/sgemm/seed.cpp"
+
+# report / lineage on something that is not a run.
+expect 2 "" -- "$kevo" report "$work/nowhere"
+
+# Happy path: a quick null-backend run, then report and lineage on it.
+expect 0 "run directory" -- "$kevo" run "$good" --out "$work/toyrun"
+expect 0 "toy" -- "$kevo" report "$work/toyrun"
+best=$("$kevo" report "$work/toyrun" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["tasks"][0]["best_id"])')
+expect 0 "seed" -- "$kevo" lineage "$work/toyrun" "$best"
+expect 2 "999999" -- "$kevo" lineage "$work/toyrun" 999999
+# An existing, non-empty --out is refused (and left as it was).
+expect 2 "--out" -- "$kevo" run "$good" --out "$work/toyrun"
+
+if [ "$fails" -ne 0 ]; then echo "$fails failure(s)"; exit 1; fi
+echo "all bad-input checks passed"
