@@ -363,12 +363,14 @@ void Island::run(const std::atomic<int>& stop, const std::function<void(const Is
     }
     if (stopping_ && (stop.load() > 1 || t >= drain_deadline)) break;
 
-    // Asynchronous operators deliver here.
+    // Asynchronous operators deliver here. When the backend has nothing to
+    // do, the wait happens here instead, so the loop never spins.
+    bool waiting_on_backend = backend_.in_flight() > 0;
+    const auto op_wait = std::chrono::milliseconds(waiting_on_backend ? 0 : 20);
     for (auto& o : operators_)
       if (o.op->in_flight() > 0)
-        for (auto& outcome : o.op->poll(std::chrono::milliseconds(0))) handle_outcome(std::move(outcome));
-
-    bool waiting_on_backend = backend_.in_flight() > 0;
+        for (auto& outcome : o.op->poll(op_wait)) handle_outcome(std::move(outcome));
+    waiting_on_backend = backend_.in_flight() > 0;
     if (waiting_on_backend) {
       auto results = backend_.poll(std::chrono::milliseconds(20));
       const double done_at = now();
