@@ -8,6 +8,7 @@
 #include "kevo/engine/config.hpp"
 #include "kevo/engine/progress.hpp"
 #include "kevo/engine/run.hpp"
+#include "kevo/mpi/run_islands.hpp"
 
 #include <fmt/format.h>
 
@@ -52,14 +53,23 @@ std::string describe(const Verdict& v) {
 
 }  // namespace
 
+// Every rank of `mpirun -np N kevo run` (or a single process: a world of
+// one) runs the same code; see engine/mpi/run_islands.hpp.
 int cmd_run(const RunArgs& args, const std::atomic<int>& stop) {
-  const auto plugins = builtin_plugins();
-  engine::Config config = engine::load_config(args.config, args.overrides, plugins);
-  const auto outcome = engine::execute_run(config, args.out, stop);
-  fmt::print("\n{}", engine::format_table(outcome.rows));
-  fmt::print("run directory: {}\n", outcome.run_dir.string());
-  if (outcome.stopped) fmt::print("stopped by a signal; everything judged so far is in the lineage\n");
-  return 0;
+  mpi::Environment env(nullptr, nullptr);
+  mpi::IslandsRunArgs a;
+  a.config = args.config;
+  a.overrides = args.overrides;
+  a.out = args.out;
+  return mpi::run_islands(env, builtin_plugins(), a, stop);
+}
+
+int cmd_resume(const ResumeArgs& args, const std::atomic<int>& stop) {
+  mpi::Environment env(nullptr, nullptr);
+  mpi::IslandsRunArgs a;
+  a.resume_dir = args.run_dir;
+  a.overrides = args.overrides;
+  return mpi::run_islands(env, builtin_plugins(), a, stop);
 }
 
 int cmd_eval(const EvalArgs& args) {

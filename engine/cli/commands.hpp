@@ -13,6 +13,10 @@ struct RunArgs {
   std::vector<std::string> overrides;
   std::string out;
 };
+struct ResumeArgs {
+  std::string run_dir;
+  std::vector<std::string> overrides;
+};
 struct EvalArgs {
   std::string task_dir, candidate;
   bool json = false;
@@ -36,6 +40,7 @@ struct TasksArgs {
 };
 
 int cmd_run(const RunArgs& args, const std::atomic<int>& stop);
+int cmd_resume(const ResumeArgs& args, const std::atomic<int>& stop);
 int cmd_eval(const EvalArgs& args);
 int cmd_report(const ReportArgs& args);
 int cmd_lineage(const LineageArgs& args);

@@ -33,6 +33,12 @@ int main(int argc, char** argv) {
       ->take_all();
   run->add_option("--out", run_args.out, "Run directory (new or empty; default OUT_DIR/NAME-TIMESTAMP)");
 
+  kevo::app::ResumeArgs resume_args;
+  auto* resume = app.add_subcommand("resume", "Continue a stopped or killed run (same or another number of ranks)");
+  resume->add_option("run_dir", resume_args.run_dir, "Run directory")->required();
+  resume->add_option("--set", resume_args.overrides, "Override a key of the run's config: --set budget.evaluations_per_task=500")
+      ->take_all();
+
   kevo::app::EvalArgs eval_args;
   auto* eval = app.add_subcommand("eval", "Judge one candidate file against a task and print the verdict");
   eval->add_option("task_dir", eval_args.task_dir, "Task directory (holding task.json)")->required();
@@ -74,6 +80,7 @@ int main(int argc, char** argv) {
 
   try {
     if (*run) return kevo::app::cmd_run(run_args, g_stop);
+    if (*resume) return kevo::app::cmd_resume(resume_args, g_stop);
     if (*eval) return kevo::app::cmd_eval(eval_args);
     if (*report) return kevo::app::cmd_report(report_args);
     if (*lineage) return kevo::app::cmd_lineage(lineage_args);

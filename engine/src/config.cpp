@@ -100,6 +100,29 @@ Config parse_config(const nlohmann::json& doc, const std::string& file, const Pl
       throw InputError(file, "/island/elites", fmt::format("at most /island/population ({})", c.island.population));
   }
 
+  if (auto is = root.optional_object("islands")) {
+    auto& I = c.islands;
+    I.topology = is->choice("topology", {"ring", "bidirectional_ring", "torus", "random", "complete", "none"}, "ring");
+    I.degree = static_cast<int>(is->integer("degree", I.degree, 1, 1 << 16));
+    if (auto m = is->optional_object("migration")) {
+      I.migration.interval = m->integer("interval", I.migration.interval, 1);
+      I.migration.count = static_cast<int>(m->integer("count", I.migration.count, 0, 1 << 16));
+      I.migration.selection = m->choice("selection", {"best", "tournament"}, "best");
+      I.migration.replacement = m->choice("replacement", {"replace_worst", "keep"}, "replace_worst");
+      I.migration.mode = m->choice("mode", {"p2p", "broadcast"}, "p2p");
+      m->finish();
+    }
+    I.stats_seconds = is->number("stats_seconds", I.stats_seconds, 0.001, 3600);
+    I.poll_seconds = is->number("poll_seconds", I.poll_seconds, 0.0, 10);
+    I.heartbeat_seconds = is->number("heartbeat_seconds", I.heartbeat_seconds, 1.0, 86400);
+    I.checkpoint_seconds = is->number("checkpoint_seconds", I.checkpoint_seconds, 0.1, 86400);
+    I.device_binding = is->choice("device_binding", {"none", "cuda_visible_devices", "index"}, "none");
+    I.devices = static_cast<int>(is->integer("devices", I.devices, 0, 1 << 16));
+    is->finish();
+    if (I.heartbeat_seconds <= 2 * I.stats_seconds)
+      throw InputError(file, "/islands/heartbeat_seconds", "more than twice /islands/stats_seconds");
+  }
+
   if (auto l = root.optional_object("lineage")) {
     c.lineage.flush_records = static_cast<int>(l->integer("flush_records", c.lineage.flush_records, 1, 1 << 24));
     c.lineage.flush_seconds = l->number("flush_seconds", c.lineage.flush_seconds, 0.01, 3600);
@@ -129,6 +152,13 @@ Config parse_config(const nlohmann::json& doc, const std::string& file, const Pl
     for (const auto& t : plugins.backend_types) (void)b.find(t);
     b.finish();
     backend_eff = {{"type", c.backend_type}, {c.backend_type, built.effective}};
+  }
+
+  nlohmann::json sections_eff = nlohmann::json::object();
+  for (const auto& name : plugins.sections) {
+    std::optional<StrictObject> sec = root.optional_object(name);
+    nlohmann::json eff = plugins.parse_section(name, sec ? &*sec : nullptr, base);
+    if (!eff.is_null()) sections_eff[name] = std::move(eff);
   }
 
   nlohmann::json ops_eff = nlohmann::json::array();
@@ -165,6 +195,21 @@ Config parse_config(const nlohmann::json& doc, const std::string& file, const Pl
         {"in_flight", c.island.in_flight},
         {"ordering", c.island.ordering == Ordering::deterministic ? "deterministic" : "arrival"},
         {"inspirations", c.island.inspirations}}},
+      {"islands",
+       {{"topology", c.islands.topology},
+        {"degree", c.islands.degree},
+        {"migration",
+         {{"interval", c.islands.migration.interval},
+          {"count", c.islands.migration.count},
+          {"selection", c.islands.migration.selection},
+          {"replacement", c.islands.migration.replacement},
+          {"mode", c.islands.migration.mode}}},
+        {"stats_seconds", c.islands.stats_seconds},
+        {"poll_seconds", c.islands.poll_seconds},
+        {"heartbeat_seconds", c.islands.heartbeat_seconds},
+        {"checkpoint_seconds", c.islands.checkpoint_seconds},
+        {"device_binding", c.islands.device_binding},
+        {"devices", c.islands.devices}}},
       {"lineage", {{"flush_records", c.lineage.flush_records}, {"flush_seconds", c.lineage.flush_seconds}}},
       {"progress",
        {{"mode", c.progress.mode == ProgressMode::auto_detect ? "auto"
@@ -176,6 +221,7 @@ Config parse_config(const nlohmann::json& doc, const std::string& file, const Pl
       {"operators", ops_eff},
   };
   for (const auto& d : c.task_dirs) c.effective["tasks"].push_back(d.string());
+  for (auto& [name, eff] : sections_eff.items()) c.effective[name] = eff;
   return c;
 }
 

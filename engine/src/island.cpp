@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <thread>
 
 namespace kevo::engine {
 namespace {
@@ -41,6 +42,7 @@ Island::Island(IslandOptions options, std::vector<std::shared_ptr<const Task>> t
     TaskState s;
     s.progress.name = t->name;
     s.task = std::move(t);
+    s.cap = options_.budget.evaluations_per_task;
     tasks_.push_back(std::move(s));
   }
   next_id_ = next_commit_ = options_.first_id;
@@ -56,7 +58,7 @@ double Island::now() const { return unix_now(); }
 
 bool Island::can_propose(const TaskState& t) const {
   if (t.population.empty()) return false;   // nothing to breed from (yet)
-  if (t.judged_submitted + t.op_pending >= options_.budget.evaluations_per_task) return false;
+  if (t.judged_submitted + t.op_pending >= t.cap) return false;
   if (t.proposed >= options_.budget.max_candidates_per_task) return false;
   if (t.unjudged_streak >= options_.budget.stagnation) return false;
   return true;
@@ -111,7 +113,8 @@ void Island::create_seed(std::size_t task) {
   TaskState& t = tasks_[task];
   Slot slot;
   Candidate& c = slot.c;
-  c.id = next_id_++;
+  c.id = next_id_;
+  next_id_ += options_.id_stride;
   c.task = static_cast<std::uint32_t>(task);
   c.op = "seed";
   c.t_created = now();
@@ -144,7 +147,7 @@ bool Island::propose() {
   c.id = id;
   c.task = static_cast<std::uint32_t>(*pick);
   c.t_created = now();
-  ++next_id_;
+  next_id_ += options_.id_stride;
   ++t.proposed;
   ++t.pending;
 
@@ -188,12 +191,25 @@ bool Island::propose() {
   auto outcome = chosen->op->begin(req);
   slots_.emplace(id, std::move(slot));
   if (outcome) {
-    handle_outcome(std::move(*outcome));
+    deliver(std::move(*outcome));
   } else {
     slots_.at(id).async = true;
     ++t.op_pending;
   }
   return true;
+}
+
+void Island::deliver(OperatorOutcome outcome) {
+  if (options_.island.ordering != Ordering::deterministic) return handle_outcome(std::move(outcome));
+  held_.emplace(outcome.id, std::move(outcome));
+  for (auto& [id, slot] : slots_) {
+    if (slot.where != Where::operator_pending) continue;
+    auto h = held_.find(id);
+    if (h == held_.end()) break;   // the oldest outstanding outcome has not arrived
+    OperatorOutcome next = std::move(h->second);
+    held_.erase(h);
+    handle_outcome(std::move(next));   // changes slot.where; never erases a slot
+  }
 }
 
 void Island::handle_outcome(OperatorOutcome outcome) {
@@ -205,6 +221,7 @@ void Island::handle_outcome(OperatorOutcome outcome) {
     slot.async = false;
     --tasks_[slot.c.task].op_pending;
   }
+  slot.c.llm = std::move(outcome.llm);
   if (!outcome.proposal) {
     slot.c.verdict.status = Status::invalid;
     slot.c.verdict.message = "operator failed: " + outcome.failure;
@@ -289,6 +306,7 @@ void Island::commit(Candidate c) {
     insert_member(t, c);
   }
   sink_.record(c);
+  for (auto& o : operators_) o.op->observe(c);
 }
 
 void Island::commit_ready() {
@@ -298,12 +316,19 @@ void Island::commit_ready() {
       if (it == slots_.end() || it->second.where != Where::finished) break;
       Candidate c = std::move(it->second.c);
       slots_.erase(it);
-      ++next_commit_;
+      next_commit_ += options_.id_stride;
       commit(std::move(c));
       // Propose exactly up to the window, right after this commit: what the
       // child sees is fixed by the ids committed so far.
-      while (!stopping_ && static_cast<std::int64_t>(next_id_ - next_commit_) < window_ && propose()) {
+      while (!stopping_ && static_cast<std::int64_t>((next_id_ - next_commit_) / options_.id_stride) < window_ &&
+             propose()) {
       }
+    }
+    // Nothing committed but proposals possible again (a restored population
+    // before its first proposal, a cap the hook raised): propose up to the
+    // window. Without a hook or a restore this finds nothing new to do.
+    while (!stopping_ && static_cast<std::int64_t>((next_id_ - next_commit_) / options_.id_stride) < window_ &&
+           propose()) {
     }
   } else {
     for (auto it = slots_.begin(); it != slots_.end();) {
@@ -322,9 +347,13 @@ void Island::commit_ready() {
 
 void Island::refresh_done(TaskState& t) {
   if (t.progress.done || t.pending > 0 || can_propose(t)) return;
+  // Paused at a cap the hook may still raise (a share of a global budget).
+  if (!t.cap_final && !t.population.empty() && t.judged_submitted + t.op_pending >= t.cap &&
+      t.proposed < options_.budget.max_candidates_per_task && t.unjudged_streak < options_.budget.stagnation)
+    return;
   t.progress.done = true;
   if (t.population.empty()) t.progress.done_reason = "no correct candidate to breed from";
-  else if (t.judged_submitted >= options_.budget.evaluations_per_task) t.progress.done_reason = "evaluation budget used";
+  else if (t.judged_submitted >= t.cap) t.progress.done_reason = "evaluation budget used";
   else if (t.proposed >= options_.budget.max_candidates_per_task) t.progress.done_reason = "candidate budget used";
   else t.progress.done_reason = "stagnation: only duplicates or operator failures";
 }
@@ -352,16 +381,18 @@ void Island::run(const std::atomic<int>& stop, const std::function<void(const Is
   double drain_deadline = 0.0;
   double last_progress = 0.0;
 
-  for (std::size_t i = 0; i < tasks_.size(); ++i) create_seed(i);
+  for (std::size_t i = 0; i < tasks_.size(); ++i)
+    if (!tasks_[i].restored) create_seed(i);
   commit_ready();
 
   while (true) {
     const double t = now();
-    if (!stopping_ && (stop.load() > 0 || (wall > 0.0 && t - t_start_ >= wall))) {
+    const int level = std::max(stop.load(), options_.hook ? options_.hook->poll(*this) : 0);
+    if (!stopping_ && (level > 0 || (wall > 0.0 && t - t_start_ >= wall))) {
       stopping_ = true;
       drain_deadline = t + options_.drain_seconds;
     }
-    if (stopping_ && (stop.load() > 1 || t >= drain_deadline)) break;
+    if (stopping_ && (level > 1 || t >= drain_deadline)) break;
 
     // Asynchronous operators deliver here. When the backend has nothing to
     // do, the wait happens here instead, so the loop never spins.
@@ -369,7 +400,7 @@ void Island::run(const std::atomic<int>& stop, const std::function<void(const Is
     const auto op_wait = std::chrono::milliseconds(waiting_on_backend ? 0 : 20);
     for (auto& o : operators_)
       if (o.op->in_flight() > 0)
-        for (auto& outcome : o.op->poll(op_wait)) handle_outcome(std::move(outcome));
+        for (auto& outcome : o.op->poll(op_wait)) deliver(std::move(outcome));
     waiting_on_backend = backend_.in_flight() > 0;
     if (waiting_on_backend) {
       auto results = backend_.poll(std::chrono::milliseconds(20));
@@ -395,6 +426,8 @@ void Island::run(const std::atomic<int>& stop, const std::function<void(const Is
       // Nothing in flight and nothing could be proposed: every task is done.
       for (auto& ts : tasks_) refresh_done(ts);
       if (all_done()) break;
+      // Paused at a cap the hook may raise: wait without spinning.
+      if (options_.hook) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }
 
@@ -423,6 +456,75 @@ void Island::run(const std::atomic<int>& stop, const std::function<void(const Is
   }
   sink_.flush();
   if (on_progress) on_progress(snapshot());
+}
+
+}  // namespace kevo::engine
+
+namespace kevo::engine {
+
+void Island::set_cap(std::size_t i, std::int64_t cap, bool final) {
+  TaskState& t = tasks_.at(i);
+  t.cap = std::min(cap, options_.budget.evaluations_per_task);
+  t.cap_final = final;
+}
+
+std::vector<Candidate> Island::emigrants(std::size_t i, int count, bool tournament, Rng& rng) const {
+  const auto& pop = tasks_.at(i).population;
+  std::vector<Candidate> out;
+  if (pop.empty() || count <= 0) return out;
+  if (!tournament) {
+    for (std::size_t k = 0; k < pop.size() && static_cast<int>(out.size()) < count; ++k) out.push_back(pop[k]);
+    return out;
+  }
+  std::vector<bool> taken(pop.size(), false);
+  for (int k = 0; k < count && k < static_cast<int>(pop.size()); ++k) {
+    std::size_t chosen = pop.size();
+    for (int r = 0; r < options_.island.tournament_size; ++r) {
+      std::size_t j;
+      do j = rng.below(pop.size()); while (taken[j]);
+      chosen = std::min(chosen, j);   // sorted: lower index is fitter
+    }
+    taken[chosen] = true;
+    out.push_back(pop[chosen]);
+  }
+  return out;
+}
+
+bool Island::immigrate(std::size_t i, Candidate c, int origin_rank, bool replace_worst) {
+  TaskState& t = tasks_.at(i);
+  c.task = static_cast<std::uint32_t>(i);
+  sink_.record_migrant(c, origin_rank);
+  // Its source now counts as seen: a local child with the same source is a duplicate.
+  t.seen.emplace(c.hash, c.id);
+  if (c.point) t.seen_points.insert(variant_key(c.body_hash, *c.point));
+  if (!c.verdict.is_correct()) return false;
+  if (std::any_of(t.population.begin(), t.population.end(), [&](const Candidate& m) { return m.id == c.id; }))
+    return false;   // already here (it came back around the ring)
+  const auto cap = static_cast<std::size_t>(options_.island.population);
+  if (replace_worst && t.population.size() >= cap && c.fitness() <= t.population.back().fitness()) return false;
+  if (!t.best || c.fitness() > t.best->fitness()) t.best = c;   // progress keeps counting local records only
+  if (replace_worst && t.population.size() >= cap) t.population.pop_back();
+  insert_member(t, c);
+  return true;
+}
+
+void Island::restore(std::size_t i, std::vector<Candidate> members,
+                     const std::vector<std::pair<std::uint64_t, std::uint64_t>>& seen, std::int64_t spent) {
+  TaskState& t = tasks_.at(i);
+  for (const auto& [hash, id] : seen) t.seen.emplace(hash, id);
+  for (auto& m : members) {
+    m.task = static_cast<std::uint32_t>(i);
+    if (!t.best || m.fitness() > t.best->fitness()) t.best = m;
+    insert_member(t, m);
+  }
+  t.restored = !t.population.empty();
+  t.cap = std::max<std::int64_t>(0, t.cap - spent);
+}
+
+std::vector<std::pair<std::uint64_t, std::uint32_t>> Island::in_flight_ids() const {
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> out;
+  for (const auto& [id, s] : slots_) out.emplace_back(id, s.c.task);
+  return out;
 }
 
 }  // namespace kevo::engine

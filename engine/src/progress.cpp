@@ -40,6 +40,7 @@ std::string ProgressView::line(const IslandSnapshot& s) const {
     else text += fmt::format(" {} -", t.name);
     if (t.done) text += "*";
   }
+  if (s.ranks > 1) text += fmt::format(" | ranks {}", s.ranks);   // a multi-rank run's global view
   return text;
 }
 

@@ -28,6 +28,8 @@ double unix_now() {
   return duration<double>(system_clock::now().time_since_epoch()).count();
 }
 
+}  // namespace
+
 void write_file(const fs::path& path, const std::string& text) {
   // Write then rename, so a reader never sees half a file.
   const fs::path tmp = path.string() + ".tmp";
@@ -59,8 +61,6 @@ std::string best_file_text(const Task& task, const Candidate& c) {
   if (!c.params_json.empty()) header += "// parameters " + c.params_json + "\n";
   return header + c.source;
 }
-
-}  // namespace
 
 std::vector<std::shared_ptr<const Task>> load_tasks(const Config& config) {
   std::vector<std::shared_ptr<const Task>> tasks;

@@ -53,8 +53,10 @@ struct Args {
   int seeds = 10;
   std::uint64_t first_seed = 1;
   double tolerance = 0.02;
+  double loose = 0.10;
   int in_flight = 8;
   bool sweep = false;
+  bool trace = false;
   std::vector<std::string> factors;
   int sweep_seeds = 50;
   std::string json_out;
@@ -207,9 +209,11 @@ TaskResult evaluate(const SimContext& ctx, const Landscape& land, std::uint64_t 
   return r;
 }
 
+// The first 20 counts (all of them are in --json).
 std::string list_counts(const std::vector<double>& v) {
   std::string s;
-  for (double x : v) s += (s.empty() ? "" : " ") + fmt::format("{:.0f}", x);
+  for (std::size_t k = 0; k < std::min<std::size_t>(v.size(), 20); ++k) s += (k ? " " : "") + fmt::format("{:.0f}", v[k]);
+  if (v.size() > 20) s += " ...";
   return s;
 }
 
@@ -228,9 +232,14 @@ bool clearly_better(const Score& b, const Score& a) {
   return a.value - b.value > 2.0 * std::sqrt(a.se * a.se + b.se * b.se);
 }
 
-nlohmann::json sweep(const Args& a, const SimContext& ctx, const std::vector<Landscape>& lands) {
+std::vector<Factor> sweep_factors(const Args& a) {
   std::vector<Factor> factors;
   for (const auto& f : (a.factors.empty() ? kDefaultFactors : a.factors)) factors.push_back(parse_factor(f));
+  return factors;
+}
+
+nlohmann::json sweep(const Args& a, const SimContext& ctx, const std::vector<Landscape>& lands) {
+  const std::vector<Factor> factors = sweep_factors(a);
   const int ns = a.sweep_seeds;
   std::cout << fmt::format(
       "\n## Sweep: one factor at a time around the config, {} seeds each ({}..{})\n"
@@ -350,18 +359,19 @@ int run(const Args& a) {
   }
 
   std::vector<std::shared_ptr<const Task>> tasks;
-  std::set<std::string> wanted(a.only.begin(), a.only.end());
+  const std::set<std::string> wanted(a.only.begin(), a.only.end());
+  std::set<std::string> unmatched = wanted;
   for (const auto& dir : find_task_dirs(a.tasks)) {
     auto t = std::make_shared<const Task>(load_task(dir));
     if (!wanted.empty() && !wanted.count(t->name)) continue;
-    wanted.erase(t->name);
+    unmatched.erase(t->name);
     if (t->space.empty()) {
       std::cout << fmt::format("skipping {}: no search space\n", t->name);
       continue;
     }
     tasks.push_back(std::move(t));
   }
-  if (!wanted.empty()) throw InputError("--task", *wanted.begin(), "the name of a task under " + a.tasks);
+  if (!unmatched.empty()) throw InputError("--task", *unmatched.begin(), "the name of a task under " + a.tasks);
   if (tasks.empty()) throw InputError("--tasks", a.tasks, "at least one task with a search space");
 
   const TableFile table = ensure_table(a, doc, tasks);
@@ -381,6 +391,11 @@ int run(const Args& a) {
 
   std::vector<Landscape> lands;
   for (const auto& t : tasks) lands.push_back(make_landscape(t, table.at(t->name), a.tolerance));
+  // Bad settings fail now, not after minutes of runs.
+  (void)effective_config(ctx, lands.front());
+  if (a.sweep || !a.factors.empty())
+    for (const auto& f : sweep_factors(a))
+      for (const auto& v : f.values) (void)effective_config(ctx, lands.front(), {f.key + "=" + v});
 
   const std::uint64_t last_seed = a.first_seed + static_cast<std::uint64_t>(a.seeds) - 1;
   std::cout << fmt::format(
@@ -394,7 +409,7 @@ int run(const Args& a) {
   nlohmann::json out = {{"config", a.config},       {"overrides", overrides}, {"in_flight", a.in_flight},
                         {"tolerance", a.tolerance}, {"seeds", {a.first_seed, last_seed}},
                         {"table", a.table},         {"tasks", nlohmann::json::object()}};
-  std::vector<double> ratios_emp, ratios_exp;
+  std::vector<double> ratios_emp, ratios_exp, loose_ratios;
   struct Row {
     std::string name;
     std::size_t n, m;
@@ -403,6 +418,11 @@ int run(const Args& a) {
   };
   std::vector<Row> rows;
   for (const auto& land : lands) {
+    if (a.trace) {
+      std::cout << fmt::format("\n## trace: {}, seed {} (id, operator, parent0, parent1, status, time / best, point)\n",
+                               land.task->name, a.first_seed);
+      run_evolution(ctx, land, a.first_seed, {}, &std::cout);
+    }
     const TaskResult r = evaluate(ctx, land, a.first_seed, a.seeds, {}, true);
     const double expected = land.expected_random();
     const double re = r.evo_s.mean / r.rnd_s.mean, rx = r.evo_s.mean / expected;
@@ -429,6 +449,22 @@ int run(const Args& a) {
                    : "",
         "random (no replacement)", r.rnd_s.mean, r.rnd_s.median, r.rnd_s.min, r.rnd_s.max, list_counts(r.rnd),
         "random, (n+1)/(m+1)", expected, re, rx);
+    // A looser goal tells a search that finds good regions but not the
+    // needle at the top (a noisy table makes that needle partly luck) from
+    // one that finds neither.
+    nlohmann::json loose = nullptr;
+    if (a.loose > 0.0) {
+      const Landscape wide = make_landscape(land.task, table.at(land.task->name), a.loose);
+      const TaskResult w = evaluate(ctx, wide, a.first_seed, a.seeds, {}, true);
+      std::cout << fmt::format(
+          "  within {:.0f}% ({} point(s)): evolution {:.1f}, random {:.1f}, (n+1)/(m+1) {:.2f}: ratio {:.2f} (measured), "
+          "{:.2f} (vs expectation)\n",
+          a.loose * 100, wide.qualifying, w.evo_s.mean, w.rnd_s.mean, wide.expected_random(),
+          w.evo_s.mean / w.rnd_s.mean, w.evo_s.mean / wide.expected_random());
+      loose_ratios.push_back(w.evo_s.mean / wide.expected_random());
+      loose = {{"tolerance", a.loose}, {"qualifying", wide.qualifying}, {"evolution", w.evo}, {"random", w.rnd},
+               {"random_expected", wide.expected_random()}};
+    }
     const nlohmann::json& info = table.at(land.task->name).info;
     if (info.contains("rounds") && info.contains("round_spread_median"))
       std::cout << fmt::format("  table: {} round(s) on {} at {}; slowest/fastest round - 1: median {:.1f}%, p90 {:.1f}%\n",
@@ -444,7 +480,8 @@ int run(const Args& a) {
                                      {"evolution", r.evo},
                                      {"evolution_censored", r.censored},
                                      {"random", r.rnd},
-                                     {"random_expected", expected}};
+                                     {"random_expected", expected},
+                                     {"loose", loose}};
   }
 
   const double g_emp = geomean(ratios_emp), g_exp = geomean(ratios_exp);
@@ -463,6 +500,9 @@ int run(const Args& a) {
   std::cout << fmt::format("target: evolution <= 0.5 x random search: {} (geomean {:.2f} measured, {:.2f} vs "
                            "expectation)\n",
                            std::max(g_emp, g_exp) <= 0.5 ? "MET" : "NOT MET", g_emp, g_exp);
+  if (!loose_ratios.empty())
+    std::cout << fmt::format("within {:.0f}% instead: geomean evolution / (n+1)/(m+1) = {:.2f}\n", a.loose * 100,
+                             geomean(loose_ratios));
   out["geomean_ratio_measured"] = g_emp;
   out["geomean_ratio_expected"] = g_exp;
 
@@ -487,7 +527,10 @@ int main(int argc, char** argv) {
   app.add_option("--task", a.only, "Only this task (repeatable)");
   app.add_option("--config", a.config, "Run config whose island and operators the evolution uses")
       ->capture_default_str();
-  app.add_option("--table", a.table, "Timing table: reused when present and complete")->capture_default_str();
+  // The last --table / --seeds wins: scripts/bench_search.sh passes defaults before the user's options.
+  app.add_option("--table", a.table, "Timing table: reused when present and complete")
+      ->capture_default_str()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_flag("--remeasure", a.remeasure, "Measure the table again even when it is present");
   app.add_flag("--measure-only", a.measure_only, "Make sure the table exists, then stop");
   app.add_option("--rounds", a.rounds, "Judge every point this many times (random order each), keep the minimum")
@@ -495,13 +538,18 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100));
   app.add_option("--set", a.overrides, "Override a config key (KEY=VALUE; operators.<type>.key allowed)")
       ->take_all();
-  app.add_option("--seeds", a.seeds, "Seeds per task and method")->capture_default_str();
+  app.add_option("--seeds", a.seeds, "Seeds per task and method")
+      ->capture_default_str()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--first-seed", a.first_seed, "First seed")->capture_default_str();
   app.add_option("--tolerance", a.tolerance, "Qualifying: time <= (1 + tolerance) x best")->capture_default_str();
+  app.add_option("--loose", a.loose, "Also report the evaluations to come within this fraction of the best (0: off)")
+      ->capture_default_str();
   app.add_option("--in-flight", a.in_flight, "island.in_flight of the simulated runs (a CPU run uses 2 x compile "
                                              "slots + 2 x eval slots + 2)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
+  app.add_flag("--trace", a.trace, "Print the candidates of the first seed's evolution run of every task");
   app.add_flag("--sweep", a.sweep, "Also sweep engine settings one at a time (default factors)");
   app.add_option("--factor", a.factors, "A sweep factor KEY=V1,V2,... (repeatable; implies --sweep)");
   app.add_option("--sweep-seeds", a.sweep_seeds, "Seeds per sweep setting")->capture_default_str();

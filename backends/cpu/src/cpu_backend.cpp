@@ -243,11 +243,11 @@ CpuBackend::Impl::Impl(CpuOptions o) : opt(std::move(o)) {
   if (opt.eval_jobs <= 0) opt.eval_jobs = 1;
   if (opt.limits.cpu_seconds <= 0) opt.limits.cpu_seconds = opt.limits.wall_seconds * cores;
   if (opt.timing.flush_kb <= 0) opt.timing.flush_kb = default_flush_kb();
-  if (opt.trials < 1) throw Failure("cpu backend: trials must be at least 1");
+  if (opt.trials < 1) throw Failure(opt.flavour.name + " backend: trials must be at least 1");
 
   scratch_base = opt.scratch_dir.empty() ? sb::default_scratch_base() : fs::path(opt.scratch_dir);
   if (!fs::is_directory(scratch_base))
-    throw Failure("cpu backend: the scratch base directory " + scratch_base.string() + " does not exist");
+    throw Failure(opt.flavour.name + " backend: the scratch base directory " + scratch_base.string() + " does not exist");
 
   // Compilers get the variables that locate toolchains and headers; the
   // worker gets threading knobs only: candidate code must not read the
@@ -255,14 +255,18 @@ CpuBackend::Impl::Impl(CpuOptions o) : opt(std::move(o)) {
   compile_env = pass_env({"PATH", "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH", "C_INCLUDE_PATH",
                           "CPLUS_INCLUDE_PATH", "COMPILER_PATH", "GCC_EXEC_PREFIX"},
                          {"LANG=C", "LC_ALL=C"});
-  worker_env = pass_env_prefixed({"OMP_", "GOMP_", "KMP_"},
-                                 pass_env({"LD_LIBRARY_PATH"}, {"PATH=/usr/bin:/bin", "LANG=C", "LC_ALL=C",
-                                                                "MALLOC_ARENA_MAX=4"}));
+  {
+    std::vector<std::string> fixed = {"PATH=/usr/bin:/bin", "LANG=C", "LC_ALL=C", "MALLOC_ARENA_MAX=4"};
+    fixed.insert(fixed.end(), opt.flavour.worker_env.begin(), opt.flavour.worker_env.end());
+    std::vector<std::string> passed = {"LD_LIBRARY_PATH"};
+    passed.insert(passed.end(), opt.flavour.worker_env_pass.begin(), opt.flavour.worker_env_pass.end());
+    worker_env = pass_env_prefixed({"OMP_", "GOMP_", "KMP_"}, pass_env(passed, fixed));
+  }
 
   std::string path_value;
   if (const char* p = std::getenv("PATH")) path_value = p;
   compiler_path = sb::find_in_path(opt.compiler, path_value);
-  if (compiler_path.empty()) throw Failure("cpu backend: compiler '" + opt.compiler + "' not found in PATH");
+  if (compiler_path.empty()) throw Failure(opt.flavour.name + " backend: compiler '" + opt.compiler + "' not found in PATH");
 
   {
     sb::Spec s;
@@ -272,24 +276,25 @@ CpuBackend::Impl::Impl(CpuOptions o) : opt(std::move(o)) {
     s.limits.wall_seconds = 30;
     sb::Finished f = runner.run(std::move(s));
     if (f.outcome != sb::Outcome::exited || f.exit_code != 0)
-      throw Failure("cpu backend: '" + compiler_path + " --version' failed: " + head(f.output, 1000));
+      throw Failure(opt.flavour.name + " backend: '" + compiler_path + " --version' failed: " + head(f.output, 1000));
     compiler_version = f.output.substr(0, f.output.find('\n'));
   }
   host_id = host_cpu_id();
 
-  worker_path = opt.worker.empty() ? self_dir() / "kevo-cpu-worker" : fs::path(opt.worker);
+  const std::string& fl = opt.flavour.name;
+  worker_path = opt.worker.empty() ? self_dir() / opt.flavour.worker_name : fs::path(opt.worker);
   if (::access(worker_path.c_str(), X_OK) != 0)
-    throw Failure("cpu backend: the evaluation worker " + worker_path.string() +
-                  " is missing or not executable (build the kevo-cpu-worker target, or set backend.cpu.worker)");
+    throw Failure(fl + " backend: the evaluation worker " + worker_path.string() + " is missing or not executable (build the " +
+                  opt.flavour.worker_name + " target, or set backend." + fl + ".worker)");
 
   if (!opt.cache_dir.empty()) {
-    cache_root = fs::path(opt.cache_dir) / "cpu-so";
+    cache_root = fs::path(opt.cache_dir) / (opt.flavour.name + "-so");
     std::error_code ec;
     fs::create_directories(cache_root, ec);
-    if (ec) throw Failure("cpu backend: cannot create the compile cache " + cache_root.string() + ": " + ec.message());
+    if (ec) throw Failure(opt.flavour.name + " backend: cannot create the compile cache " + cache_root.string() + ": " + ec.message());
   } else {
     // No persistent cache: compiled objects live for this backend only.
-    private_cache = sb::ScratchDir::create(scratch_base, "kevo-cpu-so");
+    private_cache = sb::ScratchDir::create(scratch_base, "kevo-" + opt.flavour.name + "-so");
     cache_root = private_cache.path();
   }
 }
@@ -315,10 +320,11 @@ void CpuBackend::Impl::schedule() {
   for (auto it = compile_q.begin(); it != compile_q.end();) {
     Job& j = jobs.at(*it);
     if (j.so_key.empty()) {
-      std::uint64_t h = fnv1a64("kevo-cpu-v1");
+      std::uint64_t h = fnv1a64("kevo-" + opt.flavour.name + "-v1");
       h = fnv1a64(compiled_source(*j.task, j.source), h);
       h = fnv1a64(compiler_path + '\0' + compiler_version + '\0' + host_id, h);
       for (const auto& f : opt.flags) h = fnv1a64(f + '\0', h);
+      for (const auto& f : opt.flavour.link_flags) h = fnv1a64(f + '\0', h);
       j.so_key = hex64(h);
       j.so_path = cache_root / (j.so_key + ".so");
     }
@@ -383,11 +389,13 @@ void CpuBackend::Impl::start_compile(Job& j) {
   sb::Spec s;
   s.argv = {compiler_path};
   s.argv.insert(s.argv.end(), opt.flags.begin(), opt.flags.end());
-  // -z defs: an undefined symbol is a compile error here, not a load error later.
-  for (const char* a : {"-shared", "-fPIC", "-Wl,-z,defs", "-o", "kernel.so", "candidate.cpp"}) s.argv.push_back(a);
+  // -z defs (in the link flags): an undefined symbol is a compile error
+  // here, not a load error later.
+  s.argv.insert(s.argv.end(), opt.flavour.link_flags.begin(), opt.flavour.link_flags.end());
+  for (const std::string& a : {std::string("-o"), std::string("kernel.so"), opt.flavour.source_file}) s.argv.push_back(a);
   s.env = compile_env;
   s.scratch_base = scratch_base;
-  s.files = {{"candidate.cpp", compiled_source(*j.task, j.source)}};
+  s.files = {{opt.flavour.source_file, compiled_source(*j.task, j.source)}};
   s.limits.wall_seconds = opt.limits.compile_wall_seconds;
   s.limits.memory_mb = opt.limits.compile_memory_mb;
   s.limits.file_mb = opt.limits.file_mb;
@@ -429,6 +437,7 @@ void CpuBackend::Impl::start_eval(Job& j) {
       {"open_files", opt.limits.open_files},
       {"wall_seconds", opt.limits.wall_seconds},
   };
+  for (const auto& [k, v] : opt.flavour.worker_request.items()) req[k] = v;
   if (j.mode == proto::kModeNull) req["null_kind"] = j.null_kind;
   else req["candidate_so"] = j.so_path.string();
 
@@ -761,14 +770,14 @@ void CpuBackend::Impl::drive_until_done(const std::vector<std::uint64_t>& keys) 
 
 // ---------------------------------------------------------------------------
 
-CpuBackend::CpuBackend(CpuOptions options) : Backend("cpu"), impl_(std::make_unique<Impl>(std::move(options))) {}
+CpuBackend::CpuBackend(CpuOptions options) : Backend(options.flavour.name), impl_(std::make_unique<Impl>(std::move(options))) {}
 CpuBackend::~CpuBackend() = default;
 
 const CpuOptions& CpuBackend::options() const { return impl_->opt; }
 CpuBackend::Stats CpuBackend::stats() const { return impl_->stats; }
 
 BackendNeeds CpuBackend::do_needs() const {
-  return BackendNeeds{false, impl_->opt.compile_jobs, impl_->opt.eval_jobs};
+  return BackendNeeds{impl_->opt.flavour.accelerator, impl_->opt.compile_jobs, impl_->opt.eval_jobs};
 }
 
 std::size_t CpuBackend::do_wanted() const {
@@ -781,7 +790,7 @@ void CpuBackend::do_submit(EvalRequest request) {
   Impl& m = *impl_;
   auto it = m.prepared.find(request.task->manifest_path.string());
   if (it == m.prepared.end())
-    throw Failure("cpu backend: task '" + request.task->name + "' was not prepared by this backend");
+    throw Failure(name() + " backend: task '" + request.task->name + "' was not prepared by this backend");
   Impl::Job j;
   j.request_id = request.id;
   j.task = std::move(request.task);
@@ -886,7 +895,7 @@ void CpuBackend::do_prepare(const Task& task) {
   // its compile_error (or timeout) verdict.
   for (auto k : {ref_c, seed_c})
     if (m.jobs.at(k).v.status == Status::internal_error)
-      throw Failure("cpu backend: preparing task '" + task.name + "': " + m.jobs.at(k).v.message);
+      throw Failure(name() + " backend: preparing task '" + task.name + "': " + m.jobs.at(k).v.message);
   const Verdict& rc = m.jobs.at(ref_c).v;
   if (rc.status != Status::pending)
     throw InputError(manifest, "/reference",
@@ -932,7 +941,7 @@ void CpuBackend::do_prepare(const Task& task) {
 
   auto check_worker = [&](const Verdict& v) {
     if (v.status == Status::internal_error)
-      throw Failure("cpu backend: preparing task '" + task.name + "': " + v.message);
+      throw Failure(name() + " backend: preparing task '" + task.name + "': " + v.message);
   };
   const Verdict& sv = m.jobs.at(self).v;
   check_worker(sv);

@@ -56,17 +56,17 @@ int cores() {
 
 }  // namespace
 
-CpuOptions parse_cpu_options(StrictObject& obj) {
-  CpuOptions o;
+CpuOptions parse_cpu_options(StrictObject& obj, CpuOptions defaults) {
+  CpuOptions o = std::move(defaults);
   o.compiler = obj.string("compiler", o.compiler);
   if (o.compiler.empty() || sandbox::find_in_path(o.compiler).empty())
     obj.fail("compiler", "a C++ compiler found in PATH or given by path, such as \"c++\" (\"" + o.compiler +
                              "\" was not found)");
   o.flags = obj.strings("flags", o.flags);
-  o.compile_jobs = static_cast<int>(obj.integer("compile_jobs", 0, 0, 1024));
-  o.eval_jobs = static_cast<int>(obj.integer("eval_jobs", 1, 1, 1024));
+  o.compile_jobs = static_cast<int>(obj.integer("compile_jobs", o.compile_jobs, 0, 1024));
+  o.eval_jobs = static_cast<int>(obj.integer("eval_jobs", o.eval_jobs, 1, 1024));
   o.cache_dir = obj.has("cache_dir") ? obj.string("cache_dir") : default_cache_dir();
-  o.worker = obj.string("worker", "");
+  o.worker = obj.string("worker", o.worker);
   if (auto lim = obj.optional_object("limits")) {
     CpuLimits& l = o.limits;
     l.wall_seconds = lim->number("wall_seconds", l.wall_seconds, 0.1, 86400);
@@ -92,12 +92,12 @@ CpuOptions parse_cpu_options(StrictObject& obj) {
     if (t.max_repeats < t.min_repeats) tim->fail("max_repeats", "an integer >= timing.min_repeats (" +
                                                                    std::to_string(t.min_repeats) + ")");
     t.budget_seconds = tim->number("budget_seconds", t.budget_seconds, 0, 3600);
-    t.flush_kb = tim->integer("flush_kb", 0, 0, std::int64_t{1} << 30);
+    t.flush_kb = tim->integer("flush_kb", t.flush_kb, 0, std::int64_t{1} << 30);
     tim->finish();
   }
   if (auto sb = obj.optional_object("sandbox")) {
-    o.seccomp = sb->boolean("seccomp", true);
-    o.scratch_dir = sb->string("scratch_dir", "");
+    o.seccomp = sb->boolean("seccomp", o.seccomp);
+    o.scratch_dir = sb->string("scratch_dir", o.scratch_dir);
     sb->finish();
   }
   obj.finish();

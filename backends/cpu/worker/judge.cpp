@@ -115,6 +115,8 @@ std::string demangle(const char* name) {
   return out;
 }
 
+}  // namespace
+
 double quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0.0;
   std::sort(v.begin(), v.end());
@@ -124,8 +126,6 @@ double quantile(std::vector<double> v, double q) {
   const double frac = pos - static_cast<double>(lo);
   return v[lo] * (1.0 - frac) + v[hi] * frac;
 }
-
-}  // namespace
 
 // ---- Buffer ---------------------------------------------------------------
 
@@ -220,9 +220,27 @@ ArgSet clone_for_call(const Task& task, const ArgSet& orig, bool poison_outputs)
   return a;
 }
 
+std::string first_mismatch(const Task& task, const Case& c, const ArgSet& want, const ArgSet& got) {
+  const Tolerance& tol = task.tolerance;
+  for (std::size_t k = 0; k < task.args.size(); ++k) {
+    const Arg& arg = task.args[k];
+    if (!arg.is_output()) continue;
+    for (std::int64_t i = 0; i < want.n[k]; ++i) {
+      const double x = element(arg.dtype, want.buf[k].data(), i);
+      const double y = element(arg.dtype, got.buf[k].data(), i);
+      const bool ok = std::isfinite(x) ? std::isfinite(y) && std::fabs(y - x) <= tol.atol + tol.rtol * std::fabs(x)
+                                       : (std::isnan(x) && std::isnan(y)) || x == y;
+      if (!ok)
+        return arg.name + multi_index(task, arg, *c.shape, i) + ": expected " + fmt_double(x) + ", got " +
+               fmt_double(y);
+    }
+  }
+  return {};
+}
+
 // ---- null candidates ------------------------------------------------------
 
-Kernel null_kernel(const std::string& kind, const Task& task, Entry reference, std::uint64_t seed) {
+Kernel null_kernel(const std::string& kind, const Task& task, Reference reference, std::uint64_t seed) {
   if (kind == "zeros") {
     return [&task](ArgSet& a, const Case&) {
       for (std::size_t k = 0; k < task.args.size(); ++k)
@@ -244,9 +262,9 @@ Kernel null_kernel(const std::string& kind, const Task& task, Entry reference, s
     };
   }
   if (kind == "other_seed") {
-    return [&task, reference, seed](ArgSet& a, const Case& c) {
+    return [&task, reference = std::move(reference), seed](ArgSet& a, const Case& c) {
       ArgSet other = make_inputs(task, c, seed ^ 0x5DEECE66DULL, "null-other-seed");
-      reference(other.ptr.data());
+      reference(other);
       for (std::size_t k = 0; k < task.args.size(); ++k)
         if (task.args[k].is_output()) std::memcpy(a.buf[k].data(), other.buf[k].data(), a.buf[k].bytes());
     };
@@ -256,9 +274,9 @@ Kernel null_kernel(const std::string& kind, const Task& task, Entry reference, s
 
 // ---- the judge ------------------------------------------------------------
 
-Judge::Judge(const Task& task, const Options& opt, Entry reference, Kernel candidate,
+Judge::Judge(const Task& task, const Options& opt, Reference reference, Kernel candidate,
              const std::fenv_t& reference_env, const std::fenv_t& candidate_env)
-    : task_(task), opt_(opt), ref_(reference), cand_(std::move(candidate)), ref_env_(reference_env),
+    : task_(task), opt_(opt), ref_(std::move(reference)), cand_(std::move(candidate)), ref_env_(reference_env),
       cand_env_(candidate_env) {
   for (std::size_t i = 0; i < task.visible.size(); ++i) cases_.push_back(Case{&task.visible[i], false, i});
   for (std::size_t i = 0; i < task.hidden.size(); ++i) cases_.push_back(Case{&task.hidden[i], true, i});
@@ -274,7 +292,7 @@ void Judge::call_reference(ArgSet& a) {
   // The reference runs in the floating-point environment the worker started
   // with, whatever the candidate's library (-ffast-math...) set.
   std::fesetenv(&ref_env_);
-  ref_(a.ptr.data());
+  ref_(a);
 }
 
 void Judge::call_candidate(ArgSet& a, const Case& c, const std::string& trial) {
@@ -492,7 +510,7 @@ void Judge::timing() {
       restore(ra);
       flush_caches();
       const auto t0 = Clock::now();
-      ref_(ra.ptr.data());
+      ref_(ra);
       const auto t1 = Clock::now();
       return std::chrono::duration<double, std::nano>(t1 - t0).count();
     };

@@ -84,16 +84,19 @@ struct Case {
 
 // Anything that can be judged: a loaded candidate or a built-in null one.
 using Kernel = std::function<void(ArgSet&, const Case&)>;
+// The trusted reference, called on host arguments (the CUDA worker's runs it
+// on the device between an upload and a download).
+using Reference = std::function<void(ArgSet&)>;
 
 // Built-in null candidates (trusted code): "zeros" writes zeros to every
 // output, "copy" copies the first input buffer element-wise into each
 // output (wrapping), "other_seed" returns the reference's outputs for
 // inputs drawn from another seed.
-Kernel null_kernel(const std::string& kind, const Task& task, Entry reference, std::uint64_t seed);
+Kernel null_kernel(const std::string& kind, const Task& task, Reference reference, std::uint64_t seed);
 
 class Judge {
  public:
-  Judge(const Task& task, const Options& opt, Entry reference, Kernel candidate,
+  Judge(const Task& task, const Options& opt, Reference reference, Kernel candidate,
         const std::fenv_t& reference_env, const std::fenv_t& candidate_env);
   // Runs the protocol and returns the "result" event.
   nlohmann::json run();
@@ -110,7 +113,7 @@ class Judge {
 
   const Task& task_;
   Options opt_;
-  Entry ref_;
+  Reference ref_;
   Kernel cand_;
   std::fenv_t ref_env_, cand_env_;
   std::vector<Case> cases_;
@@ -118,6 +121,15 @@ class Judge {
   bool mismatch_hidden_ = false;
   nlohmann::json shape_timings_ = nlohmann::json::array();
 };
+
+// The first output element of `got` that misses the task's tolerance
+// against `want` (atol + rtol*|want|, or non-finite where want is finite),
+// as "Y[3, 17]: expected 1.5, got nan"; empty when every element matches.
+// For checks outside the trials (the CUDA worker's last timed call).
+std::string first_mismatch(const Task& task, const Case& c, const ArgSet& want, const ArgSet& got);
+
+// The q-quantile of v (linear interpolation), 0 for an empty v.
+double quantile(std::vector<double> v, double q);
 
 // Inputs of one call: deterministic in (seed, tag, shape, arg). Outputs are
 // poisoned (NaN, integer sentinel).

@@ -9,7 +9,7 @@ namespace kevo::lineage {
 namespace {
 
 constexpr std::array<std::string_view, kEventKindCount> kEventNames = {
-    "start", "stop", "resume", "migration_in", "migration_out", "checkpoint", "note"};
+    "start", "stop", "resume", "migration_in", "migration_out", "checkpoint", "note", "llm"};
 
 // Length of the valid UTF-8 sequence starting at s[i], or 0 when invalid
 // (overlong forms, surrogates and code points above U+10FFFF included).

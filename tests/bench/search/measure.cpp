@@ -77,6 +77,7 @@ TaskTable measure_task(Backend& backend, const std::shared_ptr<const Task>& task
   }
   std::vector<double> best_ns(n, std::numeric_limits<double>::infinity());
   std::vector<double> worst_ns(n, 0.0);   // for the spread between rounds: how far to trust one figure
+  std::vector<std::vector<double>> samples(n);   // every round's median, in round order (seconds)
   std::vector<std::string> bad(n);
 
   std::uint64_t next_id = 0;
@@ -122,6 +123,7 @@ TaskTable measure_task(Backend& backend, const std::shared_ptr<const Task>& task
         if (v.is_correct() && v.cand_median_ns > 0.0) {
           best_ns[i] = std::min(best_ns[i], v.cand_median_ns);
           worst_ns[i] = std::max(worst_ns[i], v.cand_median_ns);
+          samples[i].push_back(v.cand_median_ns * 1e-9);
         } else if (bad[i].empty()) {
           bad[i] = v.is_correct() ? std::string("correct but without a timing")
                                   : fmt::format("{}: {}", to_string(v.status), v.message);
@@ -139,6 +141,9 @@ TaskTable measure_task(Backend& backend, const std::shared_ptr<const Task>& task
 
   TaskTable table;
   std::vector<double> spread;
+  nlohmann::json per_round = nlohmann::json::object();
+  for (std::size_t i = 0; i < n; ++i)
+    if (bad[i].empty()) per_round[keys[i]] = samples[i];
   for (std::size_t i = 0; i < n; ++i) {
     if (!bad[i].empty()) {
       table.incorrect[keys[i]] = bad[i];
@@ -152,13 +157,17 @@ TaskTable measure_task(Backend& backend, const std::shared_ptr<const Task>& task
     return spread.empty() ? 0.0 : spread[static_cast<std::size_t>(q * static_cast<double>(spread.size() - 1))];
   };
   table.info = {{"rounds", rounds},
+                {"task_fingerprint", task_fingerprint(*task)},
                 // (slowest round / fastest round - 1) over points: 0 with one round.
                 {"round_spread_median", quantile(0.5)},
                 {"round_spread_p90", quantile(0.9)},
                 {"points", n},
                 {"measure_seconds", seconds_since(t0)},
                 {"measured_at", utc_now()},
-                {"backend", backend.name()}};
+                {"backend", backend.name()},
+                // Kept so that another estimate (median of rounds...) can be
+                // tried without measuring again.
+                {"round_seconds", per_round}};
   return table;
 }
 
@@ -213,7 +222,17 @@ void write_table(const fs::path& path, const TableFile& file) {
   write_atomically(meta_path(path), meta);
 }
 
+std::string task_fingerprint(const Task& task) {
+  const nlohmann::json& m = task.manifest;
+  auto part = [&](const char* key) { return m.contains(key) ? m[key].dump() : std::string(); };
+  const std::string visible = m.contains("shapes") && m["shapes"].contains("visible") ? m["shapes"]["visible"].dump() : "";
+  return hex64(fnv1a64(task.seed_source + '\0' + part("function") + '\0' + part("args") + '\0' + visible + '\0' +
+                       part("search_space")));
+}
+
 std::string stale_reason(const Task& task, const TaskTable& table) {
+  if (table.info.contains("task_fingerprint") && table.info["task_fingerprint"] != task_fingerprint(task))
+    return "the task's seed, arguments, visible shapes or search space changed since it was measured";
   const std::vector<Point> points = all_points(task);
   std::set<std::string> valid;
   for (const auto& p : points) valid.insert(task.space.key(p));

@@ -54,10 +54,16 @@ TableFile read_table(const std::filesystem::path& table);
 // interrupted write never leaves a truncated table).
 void write_table(const std::filesystem::path& table, const TableFile& file);
 
+// A hash of what a task's timings depend on: the seed source (every point's
+// body), the arguments, the visible shapes and the search space. Changes of
+// tolerance or description leave it alone.
+std::string task_fingerprint(const Task& task);
+
 // Why a stored table does not match the task's current space ("" when it
 // does): every valid point must be either timed or recorded as incorrect
 // (an internal_error of kevo's own does not count: the point is measured
-// again), and no key may name a point outside the space.
+// again), no key may name a point outside the space, and the task's
+// fingerprint must match the one recorded (when one is).
 std::string stale_reason(const Task& task, const TaskTable& table);
 
 }  // namespace kevo::bench

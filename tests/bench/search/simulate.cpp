@@ -14,6 +14,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <ostream>
 
 namespace kevo::bench {
 namespace {
@@ -46,10 +47,18 @@ engine::Plugins null_plugins() {
 // one whose replayed time qualifies.
 class HitSink final : public engine::LineageSink {
  public:
-  HitSink(const Landscape& land, std::atomic<int>& stop) : land_(land), stop_(stop) {}
+  HitSink(const Landscape& land, std::atomic<int>& stop, std::ostream* trace)
+      : land_(land), stop_(stop), trace_(trace) {}
 
   void record(const Candidate& c) override {
     ++run_.candidates;
+    if (trace_ && !run_.evaluations) {
+      const auto it = c.point ? land_.seconds.find(land_.task->space.key(*c.point)) : land_.seconds.end();
+      *trace_ << fmt::format("  {:>4} {:<16} {:>4} {:>4} {:<10} {:>8} {}\n", c.id, c.op, c.parent0, c.parent1,
+                             to_string(c.verdict.status),
+                             it == land_.seconds.end() ? std::string("-") : fmt::format("{:.3f}", it->second / land_.best),
+                             c.point ? land_.task->space.key(*c.point) : std::string());
+    }
     const Status s = c.verdict.status;
     if (s == Status::duplicate || s == Status::invalid || s == Status::lost) return;
     ++run_.judged;
@@ -77,6 +86,7 @@ class HitSink final : public engine::LineageSink {
  private:
   const Landscape& land_;
   std::atomic<int>& stop_;
+  std::ostream* trace_;
   EvolutionRun run_;
 };
 
@@ -176,13 +186,14 @@ nlohmann::json run_document(const SimContext& ctx, const Landscape& land, std::u
   return doc;
 }
 
-nlohmann::json effective_config(const SimContext& ctx, const Landscape& land) {
+nlohmann::json effective_config(const SimContext& ctx, const Landscape& land,
+                                const std::vector<std::string>& overrides) {
   static const engine::Plugins plugins = null_plugins();
-  return engine::parse_config(run_document(ctx, land, 1, {}), ctx.config_file, plugins).effective;
+  return engine::parse_config(run_document(ctx, land, 1, overrides), ctx.config_file, plugins).effective;
 }
 
 EvolutionRun run_evolution(const SimContext& ctx, const Landscape& land, std::uint64_t seed,
-                           const std::vector<std::string>& overrides) {
+                           const std::vector<std::string>& overrides, std::ostream* trace) {
   static const engine::Plugins plugins = null_plugins();
   engine::Config cfg = engine::parse_config(run_document(ctx, land, seed, overrides), ctx.config_file, plugins);
   // The bundled tasks name the cpu backend; the island is built here from
@@ -195,7 +206,7 @@ EvolutionRun run_evolution(const SimContext& ctx, const Landscape& land, std::ui
   io.island = cfg.island;
   io.drain_seconds = 0.0;
   std::atomic<int> stop{0};
-  HitSink sink(land, stop);
+  HitSink sink(land, stop, trace);
   engine::Island island(io, {land.task}, *cfg.backend, cfg.operators, sink);
   island.run(stop, nullptr);
   return sink.result();

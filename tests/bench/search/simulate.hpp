@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <iosfwd>
 #include <map>
 #include <memory>
 #include <optional>
@@ -64,13 +65,17 @@ struct EvolutionRun {
 nlohmann::json run_document(const SimContext& ctx, const Landscape& land, std::uint64_t seed,
                             const std::vector<std::string>& overrides);
 
-// The effective config of run_document(ctx, land, 1, {}) (every default
-// filled in), as parse_config reports it.
-nlohmann::json effective_config(const SimContext& ctx, const Landscape& land);
+// The effective config of run_document(ctx, land, 1, overrides) (every
+// default filled in), as parse_config reports it; throws InputError for a
+// bad key or value, so it also validates overrides before long runs.
+nlohmann::json effective_config(const SimContext& ctx, const Landscape& land,
+                                const std::vector<std::string>& overrides = {});
 
 // Runs the island until the first judged candidate at or below the target.
+// With `trace`, every committed candidate is printed there (id, operator,
+// parents, status, time relative to the best, point).
 EvolutionRun run_evolution(const SimContext& ctx, const Landscape& land, std::uint64_t seed,
-                           const std::vector<std::string>& overrides);
+                           const std::vector<std::string>& overrides, std::ostream* trace = nullptr);
 
 // Draws (without replacement) until the first qualifying point; returns the
 // number of draws.

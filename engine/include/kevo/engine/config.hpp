@@ -39,6 +39,12 @@ struct Plugins {
   std::vector<std::string> backend_types;
   BackendFactory make_backend;
   OperatorFactory make_operator;
+  // Top-level config sections owned by plugins (e.g. "llm", shared by the LLM
+  // operators). Each is parsed before the operators, with nullptr when the
+  // file has none, and returns its effective config (null to leave it out).
+  std::vector<std::string> sections;
+  std::function<nlohmann::json(const std::string& name, StrictObject* section, const std::filesystem::path& base)>
+      parse_section;
 };
 
 enum class Selection { tournament, proportional };
@@ -68,6 +74,25 @@ struct Config {
     Ordering ordering = Ordering::deterministic;
     int inspirations = 0;                        // members offered to operators besides parents
   } island;
+
+  // Multi-rank runs (docs/islands.md); ignored by a single rank.
+  struct Islands {
+    std::string topology = "ring";               // ring, bidirectional_ring, torus, random, complete, none
+    int degree = 2;                              // random: out-degree k of the k-regular graph
+    struct Migration {
+      std::int64_t interval = 50;                // evaluations between two emigrations
+      int count = 2;                             // migrants per emigration
+      std::string selection = "best";            // best, tournament
+      std::string replacement = "replace_worst";  // replace_worst (if better), keep
+      std::string mode = "p2p";                  // p2p: one neighbour in turn; broadcast: all neighbours
+    } migration;
+    double stats_seconds = 0.25;                 // global statistics round period
+    double poll_seconds = 0.01;                  // MPI is polled at most this often from the island loop
+    double heartbeat_seconds = 30.0;             // a round not complete after this: a rank is lost
+    double checkpoint_seconds = 10.0;
+    std::string device_binding = "none";         // none, cuda_visible_devices, index
+    int devices = 0;                             // accelerators per node (0 = one per local rank)
+  } islands;
 
   struct Lineage {
     int flush_records = 256;

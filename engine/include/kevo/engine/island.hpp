@@ -37,6 +37,29 @@ class LineageSink {
   virtual void record(const Candidate& c) = 0;
   virtual void tick() {}     // called often; flushes on its own policy
   virtual void flush() {}
+  // A candidate created on another rank (a migrant): it keeps its id, origin
+  // rank and parents. Default: recorded like any other.
+  virtual void record_migrant(const Candidate& c, int origin_rank) {
+    (void)origin_rank;
+    record(c);
+  }
+  // Run events (migration, checkpoint, resume); sinks that keep no events ignore them.
+  enum class EventKind { migration_in, migration_out, checkpoint, resume, note };
+  virtual void event(EventKind kind, std::int64_t id, int from_rank, int to_rank, const std::string& text) {
+    (void)kind, (void)id, (void)from_rank, (void)to_rank, (void)text;
+  }
+};
+
+class Island;
+
+// What an island does besides searching, polled once per loop turn: in a
+// multi-rank run, migration, global statistics and budgets, fault detection
+// (engine/mpi). Returns a stop level like the `stop` counter: 0 go on,
+// 1 stop proposing and drain, 2 stop at once.
+class IslandHook {
+ public:
+  virtual ~IslandHook() = default;
+  virtual int poll(Island& island) = 0;
 };
 
 struct TaskProgress {
@@ -58,6 +81,7 @@ struct IslandSnapshot {
   std::int64_t in_flight = 0;
   std::array<std::int64_t, kStatusCount> status{};
   std::vector<TaskProgress> tasks;
+  int ranks = 1;                  // ranks alive (a multi-rank run's global view)
 };
 
 struct IslandOptions {
@@ -66,6 +90,10 @@ struct IslandOptions {
   Config::Island island;
   std::uint64_t first_id = 0;      // ids start here (resume never reuses ids)
   double drain_seconds = 30.0;     // after a stop, how long in-flight work may finish
+  // Ids are first_id, first_id + id_stride, ...: with id_stride = ranks and
+  // first_id = base + rank, ids are unique across the ranks of a run.
+  std::uint64_t id_stride = 1;
+  IslandHook* hook = nullptr;      // not owned
 };
 
 class Island {
@@ -84,6 +112,33 @@ class Island {
   std::optional<Candidate> best(std::size_t task) const;
   std::uint64_t next_id() const { return next_id_; }
 
+  // --- For the island hook (migration, global budgets, resume). ---
+  std::size_t task_count() const { return tasks_.size(); }
+  const Task& task(std::size_t i) const { return *tasks_.at(i).task; }
+  // Candidates sent to the backend for task i (what the evaluation budget counts).
+  std::int64_t judged_submitted(std::size_t i) const { return tasks_.at(i).judged_submitted; }
+  // The evaluation cap of task i (initially budget.evaluations_per_task).
+  // While `final` is false, reaching the cap pauses the task instead of ending it.
+  void set_cap(std::size_t i, std::int64_t cap, bool final);
+  std::int64_t cap(std::size_t i) const { return tasks_.at(i).cap; }
+  // `count` members of task i for emigration: the best, or by tournament.
+  std::vector<Candidate> emigrants(std::size_t i, int count, bool tournament, Rng& rng) const;
+  // A migrant from another rank: recorded (record_migrant) and, when
+  // `replace_worst` is false or it beats the weakest member of a full
+  // population, inserted. Returns whether it joined the population.
+  bool immigrate(std::size_t i, Candidate c, int origin_rank, bool replace_worst);
+  // Resume: members of task i rebuilt from the lineage (correct ones, best
+  // first), the hashes of every recorded source (so nothing is judged twice)
+  // and the evaluations already spent on the task. Before run().
+  void restore(std::size_t i, std::vector<Candidate> members, const std::vector<std::pair<std::uint64_t, std::uint64_t>>& seen,
+               std::int64_t spent);
+  // Ids created and not yet committed, with their task (checkpoints record them).
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> in_flight_ids() const;
+  void record_event(LineageSink::EventKind kind, std::int64_t id, int from_rank, int to_rank, const std::string& text) {
+    sink_.event(kind, id, from_rank, to_rank, text);
+  }
+  void flush_sink() { sink_.flush(); }
+
  private:
   struct TaskState {
     std::shared_ptr<const Task> task;
@@ -97,6 +152,9 @@ class Island {
     std::int64_t op_pending = 0;                    // waiting on an asynchronous operator
     std::optional<Candidate> best;
     TaskProgress progress;
+    std::int64_t cap = 0;                           // evaluation cap (see set_cap)
+    bool cap_final = true;
+    bool restored = false;                          // population rebuilt on resume: no seed
   };
   enum class Where { operator_pending, backend, finished };
   struct Slot {
@@ -112,6 +170,11 @@ class Island {
   bool propose();                                    // creates the next id; false when nothing eligible
   void create_seed(std::size_t task);
   void handle_outcome(OperatorOutcome outcome);
+  // handle_outcome, except that under deterministic ordering outcomes are
+  // accepted strictly in id order (deduplication depends on acceptance
+  // order; asynchronous operators answer in any order): an outcome waits in
+  // held_ until every older one has been accepted.
+  void deliver(OperatorOutcome outcome);
   void accept_source(Slot& slot, std::string source, std::optional<Point> point);
   void commit_ready();
   void commit(Candidate c);
@@ -126,6 +189,7 @@ class Island {
   std::vector<BuiltOperator>& operators_;
   LineageSink& sink_;
   std::map<std::uint64_t, Slot> slots_;              // created, not committed
+  std::map<std::uint64_t, OperatorOutcome> held_;    // see deliver()
   std::uint64_t next_id_ = 0;
   std::uint64_t next_commit_ = 0;                    // deterministic ordering: next id to commit
   std::int64_t window_ = 8;

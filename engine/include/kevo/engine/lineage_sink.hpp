@@ -21,6 +21,12 @@ struct RunAttributes {
   double start_time = 0.0;
   int rank = 0;
   int ranks = 1;
+  // Multi-rank runs: every file names all the run's tasks (task_names) and
+  // rows carry the run-wide task index; task_map[i] is the run-wide index of
+  // the island's task i (empty: identity).
+  std::vector<std::uint32_t> task_map;
+  // Resume: continue the file if it exists (a "resume" event instead of "start").
+  bool append = false;
 };
 
 std::unique_ptr<LineageSink> open_hdf5_sink(const std::filesystem::path& file, const RunAttributes& attrs,

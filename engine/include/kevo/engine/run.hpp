@@ -38,4 +38,12 @@ RunOutcome execute_run(Config& config, const std::filesystem::path& out, const s
 // The host name, for run attributes.
 std::string host_name();
 
+// Helpers shared with the multi-rank run (engine/mpi).
+// Writes `text` to a temporary file and renames it: readers never see half a file.
+void write_file(const std::filesystem::path& path, const std::string& text);
+// OUT_DIR/NAME-TIMESTAMP (with -2, -3... when taken).
+std::filesystem::path default_run_dir(const Config& config);
+// The text of best/<task>.cpp.
+std::string best_file_text(const Task& task, const Candidate& c);
+
 }  // namespace kevo::engine

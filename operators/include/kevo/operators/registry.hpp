@@ -25,6 +25,13 @@ struct OperatorSpec {
 // "enabled": ..., operator keys}). Throws InputError naming file and pointer.
 OperatorSpec make_operator(StrictObject& obj);
 
+namespace llm {
+class Service;
+}
+// The same, with the LLM service that LLM operator types (llm_*) share; a
+// null service makes them an InputError asking for the "llm" section.
+OperatorSpec make_operator(StrictObject& obj, const std::shared_ptr<llm::Service>& llm);
+
 std::vector<std::string> builtin_operator_types();
 
 }  // namespace kevo::operators

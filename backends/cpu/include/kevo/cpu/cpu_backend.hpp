@@ -38,7 +38,22 @@ struct CpuTiming {
   std::int64_t flush_kb = 0;           // cache flush buffer (0: 2 x last-level cache, at most 256 MiB; 64 MiB if unknown)
 };
 
+// What another backend that also builds a shared object per candidate and
+// judges it in a worker process (the CUDA backend) changes; the CPU backend
+// uses the defaults.
+struct CpuFlavour {
+  std::string name = "cpu";                      // the backend's name in errors and verdicts
+  std::string source_file = "candidate.cpp";     // the file name the compiler is given
+  std::vector<std::string> link_flags = {"-shared", "-fPIC", "-Wl,-z,defs"};
+  std::string worker_name = "kevo-cpu-worker";   // looked up next to the running executable
+  bool accelerator = false;                      // BackendNeeds::accelerator
+  std::vector<std::string> worker_env;           // extra "KEY=VALUE" for the worker
+  std::vector<std::string> worker_env_pass;      // engine variables passed on to the worker
+  nlohmann::json worker_request = nlohmann::json::object();   // merged into every worker request
+};
+
 struct CpuOptions {
+  CpuFlavour flavour;
   std::string compiler = "c++";
   std::vector<std::string> flags = {"-O2", "-march=native", "-fopenmp", "-fno-math-errno"};
   int compile_jobs = 0;                // 0: number of cores
@@ -55,7 +70,8 @@ struct CpuOptions {
 // Reads the backend's config object ("backend": {"cpu": {...}}). Unknown keys
 // are InputErrors naming the file and key. A missing cache_dir means
 // $XDG_CACHE_HOME/kevo (or $HOME/.cache/kevo); "" turns the cache off.
-CpuOptions parse_cpu_options(StrictObject& obj);
+// `defaults` gives the values of absent keys (the CUDA backend's differ).
+CpuOptions parse_cpu_options(StrictObject& obj, CpuOptions defaults = {});
 
 // The effective config (defaults resolved: cores, cache dir, flush size...).
 nlohmann::json to_json(const CpuOptions&);

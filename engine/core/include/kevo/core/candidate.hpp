@@ -26,6 +26,7 @@ struct Candidate {
   std::uint64_t eval_seed = 0;          // seed of the evaluation's random inputs
   std::int64_t duplicate_of = kNoParent;
   std::string op_note;                  // operator's remark or failure reason
+  std::string llm;                      // LLM request records (OperatorOutcome::llm), "" when none
   Verdict verdict;
 
   // Seconds since the Unix epoch.

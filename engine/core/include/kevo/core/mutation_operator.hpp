@@ -42,9 +42,12 @@ struct OperatorOutcome {
   std::uint64_t id = 0;
   std::optional<Proposal> proposal;   // set on success
   std::string failure;                // reason when there is no proposal
+  // LLM operators: a JSON array, one record per request (prompt, reply,
+  // model, tokens, latency, retries, cost); "" otherwise. Goes to the lineage.
+  std::string llm;
 
-  static OperatorOutcome ok(std::uint64_t id, Proposal p) { return {id, std::move(p), {}}; }
-  static OperatorOutcome failed(std::uint64_t id, std::string why) { return {id, std::nullopt, std::move(why)}; }
+  static OperatorOutcome ok(std::uint64_t id, Proposal p) { return {id, std::move(p), {}, {}}; }
+  static OperatorOutcome failed(std::uint64_t id, std::string why) { return {id, std::nullopt, std::move(why), {}}; }
 };
 
 class MutationOperator {
@@ -64,6 +67,10 @@ class MutationOperator {
   std::optional<OperatorOutcome> begin(const OperatorRequest& request);
   std::vector<OperatorOutcome> poll(std::chrono::milliseconds max_wait) { return do_poll(max_wait); }
   virtual std::size_t in_flight() const { return 0; }
+  // Every committed candidate of the island (in commit order, so in id order
+  // when ordering is deterministic), judged or not. Operators that learn from
+  // verdicts (the LLM repair operator) override it; must not throw.
+  virtual void observe(const Candidate&) {}
 
  protected:
   virtual std::optional<OperatorOutcome> do_begin(const OperatorRequest& request) = 0;

@@ -98,8 +98,9 @@ enum class EventKind : std::uint8_t {
   migration_out = 4,  // candidate `id` was sent to `to_rank`
   checkpoint = 5,
   note = 6,           // free text
+  llm = 7,            // one LLM request made for candidate `id`; text is its JSON record
 };
-inline constexpr int kEventKindCount = 7;
+inline constexpr int kEventKindCount = 8;
 std::string_view to_string(EventKind);
 
 // One event, as stored in /events.

@@ -1,0 +1,42 @@
+// The CUDA backend: candidates are whole .cu translation units that define
+// the task's host function (device pointers in, launches on any stream);
+// nvcc builds each into a shared object in the CPU backend's compile stage
+// (parallel, cached by source + flags + arch), and kevo-cuda-worker judges it
+// on the GPU in a fresh process. Config keys: docs/cuda.md.
+#pragma once
+
+#include "kevo/core/backend.hpp"
+#include "kevo/core/strict_json.hpp"
+#include "kevo/cpu/cpu_backend.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <string>
+
+namespace kevo::cuda {
+
+// The CUDA defaults of the shared keys (nvcc, flags, limits, one timing slot).
+cpu::CpuOptions cuda_base_defaults();
+
+struct CudaOptions {
+  cpu::CpuOptions base = cuda_base_defaults();   // compiler (nvcc), flags, jobs, limits, trials, timing, sandbox
+  std::string arch = "sm_90";    // -arch for nvcc
+  int device = 0;                // the GPU the worker uses (an ordinal among CUDA_VISIBLE_DEVICES)
+  // Roofline floor: a time below max(flops / peak, bytes / bandwidth) times
+  // floor_fraction is an error, not a speedup. H200 datasheet figures.
+  double peak_tflops = 67.0;     // fp32 (TF32 is off); bf16 tasks may raise it
+  double peak_gbps = 4800.0;
+  double floor_fraction = 0.9;
+  double reverify_speedup = 10.0;   // speedups above this are re-verified (fresh seed) and flagged
+};
+
+CudaOptions parse_cuda_options(StrictObject& obj);
+nlohmann::json to_json(const CudaOptions&);
+// The CPU backend's options that realise these (nvcc command, worker,
+// request fields); what make_cuda_backend builds on.
+cpu::CpuOptions to_cpu_options(CudaOptions);
+// Throws Failure when nvcc or the worker cannot be found.
+std::unique_ptr<Backend> make_cuda_backend(CudaOptions);
+
+}  // namespace kevo::cuda

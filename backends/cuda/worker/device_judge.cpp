@@ -1,0 +1,296 @@
+#include "device_judge.hpp"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kevo::cuda::worker {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using w::quantile;
+
+void check(cudaError_t e, const std::string& when) {
+  if (e == cudaSuccess) return;
+  throw std::runtime_error(std::string("CUDA error ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ") " +
+                           when);
+}
+
+// One device allocation. Move-only; the destructor ignores errors (after a
+// sticky error the context is gone and so is the memory).
+class DevBuf {
+ public:
+  DevBuf() = default;
+  explicit DevBuf(std::size_t bytes) : bytes_(bytes) {
+    check(cudaMalloc(&p_, std::max<std::size_t>(bytes, 1)), "allocating " + std::to_string(bytes) + " device bytes");
+  }
+  ~DevBuf() {
+    if (p_) (void)cudaFree(p_);
+  }
+  DevBuf(DevBuf&& o) noexcept : p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  DevBuf& operator=(DevBuf&& o) noexcept {
+    if (this != &o) {
+      if (p_) (void)cudaFree(p_);
+      p_ = std::exchange(o.p_, nullptr);
+      bytes_ = std::exchange(o.bytes_, 0);
+    }
+    return *this;
+  }
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+  void* get() const { return p_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void* p_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+class Event {
+ public:
+  Event() { check(cudaEventCreate(&e_), "creating an event"); }
+  ~Event() { (void)cudaEventDestroy(e_); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  cudaEvent_t get() const { return e_; }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
+// Device copies of one argument set; scalars stay on the host (passed by
+// value through the entry adapter).
+struct DevSet {
+  std::vector<DevBuf> buf;
+  std::vector<void*> ptr;
+  DevSet(w::ArgSet& a) : buf(a.buf.size()), ptr(a.buf.size(), nullptr) {
+    for (std::size_t k = 0; k < a.buf.size(); ++k) {
+      if (!a.buf[k].data()) {
+        ptr[k] = &a.sc[k];
+        continue;
+      }
+      buf[k] = DevBuf(a.buf[k].bytes());
+      ptr[k] = buf[k].get();
+    }
+  }
+  void upload(const w::ArgSet& a) {
+    for (std::size_t k = 0; k < a.buf.size(); ++k)
+      if (a.buf[k].data())
+        check(cudaMemcpy(buf[k].get(), a.buf[k].data(), a.buf[k].bytes(), cudaMemcpyHostToDevice), "uploading inputs");
+  }
+  // Overwrites the input buffers (in, inout) in place with those of `from`.
+  void load_inputs(const DevSet& from, const Task& task) {
+    for (std::size_t k = 0; k < buf.size(); ++k)
+      if (buf[k].get() && task.args[k].is_input())
+        check(cudaMemcpy(buf[k].get(), from.buf[k].get(), buf[k].bytes(), cudaMemcpyDeviceToDevice), "loading inputs");
+  }
+  void download(w::ArgSet& a) const {
+    for (std::size_t k = 0; k < a.buf.size(); ++k)
+      if (a.buf[k].data())
+        check(cudaMemcpy(a.buf[k].data(), buf[k].get(), a.buf[k].bytes(), cudaMemcpyDeviceToHost), "downloading outputs");
+  }
+};
+
+std::string fmt(double v, int prec = 3) {
+  std::ostringstream o;
+  o.precision(prec);
+  o << v;
+  return o.str();
+}
+
+}  // namespace
+
+std::int64_t default_gpu_flush_bytes() {
+  int dev = 0, l2 = 0;
+  if (cudaGetDevice(&dev) == cudaSuccess && cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev) == cudaSuccess &&
+      l2 > 0)
+    return std::max<std::int64_t>(2 * static_cast<std::int64_t>(l2), std::int64_t{64} << 20);
+  return std::int64_t{256} << 20;
+}
+
+void call_on_device(w::Entry entry, w::ArgSet& a) {
+  DevSet d(a);
+  d.upload(a);
+  check(cudaDeviceSynchronize(), "before the call");
+  entry(d.ptr.data());
+  check(cudaGetLastError(), "after the call (a launch failed: too many threads or too much shared memory?)");
+  check(cudaDeviceSynchronize(), "while the kernel ran (device-wide synchronize)");
+  d.download(a);
+}
+
+nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint64_t seed, const GpuTiming& g,
+                              w::Entry cand, w::Entry ref, Verdict& v) {
+  nlohmann::json shapes = nlohmann::json::array();
+  const std::int64_t flush_bytes = std::max(g.flush_bytes, default_gpu_flush_bytes());
+  DevBuf flush(static_cast<std::size_t>(flush_bytes));
+  Event start, stop;
+  std::size_t visible = task.visible.size();
+  const double budget = opt.budget_seconds / static_cast<double>(std::max<std::size_t>(visible, 1));
+  double log_ratio = 0.0;
+  int min_reps = std::numeric_limits<int>::max();
+  int flush_round = 0;
+  v.cand_median_ns = v.ref_median_ns = v.cand_iqr_ns = v.ref_iqr_ns = 0.0;
+  std::vector<std::string> notes;
+
+  for (std::size_t i = 0; i < task.visible.size(); ++i) {
+    const w::Case c{&task.visible[i], false, i};
+    // Two input sets whose contents alternate, in place, between timed
+    // calls: a result cached across calls (by pointer or size) goes stale,
+    // and the last timed output is checked below.
+    w::ArgSet orig[2] = {w::make_inputs(task, c, seed, "timing"), w::make_inputs(task, c, seed, "timing-b")};
+    DevSet pristine[2] = {DevSet(orig[0]), DevSet(orig[1])};
+    pristine[0].upload(orig[0]);
+    pristine[1].upload(orig[1]);
+    w::ArgSet host_c = w::clone_for_call(task, orig[0], true), host_r = w::clone_for_call(task, orig[0], true);
+    // Separate allocations for candidate and reference.
+    DevSet dc(host_c), dr(host_r);
+    dc.upload(host_c);
+    dr.upload(host_r);
+    int calls_c = 0, calls_r = 0;
+
+    struct Series {
+      std::vector<double> ev, host;
+    };
+    Series sc, sr;
+    auto run = [&](w::Entry e, DevSet& d, int& calls, Series& s, const char* who) {
+      // Fresh input contents (inout buffers restored too: in-place kernels
+      // would otherwise work on their own results).
+      d.load_inputs(pristine[calls++ % 2], task);
+      // Evict the L2 (>= 2x its size) so every repeat starts cold.
+      check(cudaMemsetAsync(flush.get(), (flush_round++) & 0xFF, flush.bytes()), "flushing the L2");
+      check(cudaDeviceSynchronize(), "before a timed call");
+      const auto t0 = Clock::now();
+      check(cudaEventRecord(start.get(), 0), "recording an event");
+      e(d.ptr.data());
+      const cudaError_t launch = cudaGetLastError();
+      check(cudaEventRecord(stop.get(), 0), "recording an event");
+      // Device-wide: work the call left on other streams finishes before
+      // the host clock stops.
+      const cudaError_t run_err = cudaDeviceSynchronize();
+      const auto t1 = Clock::now();
+      check(launch, std::string("after a timed call of the ") + who);
+      check(run_err, std::string("while a timed call of the ") + who + " ran");
+      float ms = 0.0f;
+      check(cudaEventElapsedTime(&ms, start.get(), stop.get()), "reading an event");
+      s.ev.push_back(static_cast<double>(ms) * 1e6);
+      s.host.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
+    };
+    for (int k = 0; k < opt.warmup; ++k) {
+      run(cand, dc, calls_c, sc, "candidate");
+      run(ref, dr, calls_r, sr, "reference");
+    }
+    sc = {};
+    sr = {};
+    const auto t_start = Clock::now();
+    for (int rep = 0; rep < std::max(opt.max_repeats, 1); ++rep) {
+      // Alternating order: drifts in clock or temperature hit both alike.
+      if (rep % 2 == 0) {
+        run(ref, dr, calls_r, sr, "reference");
+        run(cand, dc, calls_c, sc, "candidate");
+      } else {
+        run(cand, dc, calls_c, sc, "candidate");
+        run(ref, dr, calls_r, sr, "reference");
+      }
+      const auto now = Clock::now();
+      const double spent = std::chrono::duration<double>(now - t_start).count();
+      const auto reps = static_cast<std::size_t>(rep + 1);
+      if (reps >= static_cast<std::size_t>(opt.min_repeats) && spent >= budget) {
+        // Adaptive: stop once the median is stable (IQR within 5% of it)
+        // or the budget is spent twice over.
+        const double m = quantile(sc.ev, 0.5), iqr = quantile(sc.ev, 0.75) - quantile(sc.ev, 0.25);
+        if (iqr <= 0.05 * m || spent >= 2 * budget) break;
+      }
+      if (opt.wall_seconds > 0 && std::chrono::duration<double>(now - opt.started).count() > 0.6 * opt.wall_seconds)
+        break;
+    }
+    // Host wall-clock cross-check: events on the legacy stream miss work on
+    // non-blocking streams; then the host times (which include the device
+    // synchronize) are the honest ones.
+    auto pick = [&](Series& s, const char* who) -> std::vector<double>& {
+      const double me = quantile(s.ev, 0.5), mh = quantile(s.host, 0.5);
+      if (mh > 1.5 * me + 20000.0) {
+        notes.push_back(std::string(who) + " timed by host wall clock (events " + fmt(me / 1e3) + " us, host " +
+                        fmt(mh / 1e3) + " us: work outside the default stream)");
+        return s.host;
+      }
+      return s.ev;
+    };
+    const std::vector<double>& tc = pick(sc, "candidate");
+    const std::vector<double>& tr = pick(sr, "reference");
+    const double cm = quantile(tc, 0.5), rm = quantile(tr, 0.5);
+    const double ciqr = quantile(tc, 0.75) - quantile(tc, 0.25), riqr = quantile(tr, 0.75) - quantile(tr, 0.25);
+
+    // Roofline floor from the task's counts.
+    double floor_ns = 0.0;
+    const Env env = c.shape->env();
+    if (!task.flops.empty()) floor_ns = std::max(floor_ns, task.flops.eval(env).as_double() / (g.peak_tflops * 1e3));
+    if (!task.bytes.empty()) floor_ns = std::max(floor_ns, task.bytes.eval(env).as_double() / g.peak_gbps);
+    shapes.push_back({{"shape", c.label()},
+                      {"cand_median_ns", cm},
+                      {"cand_iqr_ns", ciqr},
+                      {"ref_median_ns", rm},
+                      {"ref_iqr_ns", riqr},
+                      {"cand_host_median_ns", quantile(sc.host, 0.5)},
+                      {"roofline_floor_ns", floor_ns},
+                      {"repeats", tc.size()},
+                      {"speedup", rm / std::max(cm, 1.0)}});
+    if (floor_ns > 0 && cm < g.floor_fraction * floor_ns) {
+      v.status = Status::runtime_error;
+      v.stage = Stage::timing;
+      v.message = "timed at " + fmt(cm / 1e3) + " us on shape " + c.label() + ", under the roofline floor of " +
+                  fmt(floor_ns / 1e3) + " us (flops / peak, bytes / bandwidth): an error, not a speedup";
+      return shapes;
+    }
+    // The last timed output must be right for the inputs it was given, and
+    // so must one more (untimed) call on the other input set: between them
+    // they catch a result kept from any one earlier call.
+    for (int extra = 0; extra < 2; ++extra) {
+      const int set = (calls_c - 1) % 2;
+      if (extra) {
+        dc.load_inputs(pristine[(set + 1) % 2], task);
+        ++calls_c;
+        cand(dc.ptr.data());
+        check(cudaGetLastError(), "after the verification call of the candidate");
+        check(cudaDeviceSynchronize(), "while the verification call of the candidate ran");
+      }
+      const int used = (calls_c - 1) % 2;
+      w::ArgSet got = w::clone_for_call(task, orig[used], true), want = w::clone_for_call(task, orig[used], true);
+      dc.download(got);
+      call_on_device(ref, want);
+      const std::string bad = w::first_mismatch(task, c, want, got);
+      if (!bad.empty()) {
+        v.status = Status::wrong_answer;
+        v.stage = Stage::timing;
+        v.message = "the output of the " + std::string(extra ? "call after the timed calls" : "last timed call") +
+                    " on shape " + c.label() + " is wrong (" + bad +
+                    "): results reused across calls, or work skipped while timed";
+        return shapes;
+      }
+    }
+    v.cand_median_ns += cm;
+    v.ref_median_ns += rm;
+    v.cand_iqr_ns += ciqr;
+    v.ref_iqr_ns += riqr;
+    log_ratio += std::log(std::max(rm / std::max(cm, 1.0), 1e-12));
+    min_reps = std::min(min_reps, static_cast<int>(tc.size()));
+  }
+  const std::size_t n = task.visible.size();
+  v.repeats = n ? min_reps : 0;
+  v.speedup = n ? std::exp(log_ratio / static_cast<double>(n)) : 0.0;
+  std::string m = "correct; speedup " + fmt(v.speedup) + "x (" + fmt(v.cand_median_ns / 1e3) + " us vs reference " +
+                  fmt(v.ref_median_ns / 1e3) + " us)";
+  for (const auto& s : notes) m += "; " + s;
+  v.message = m;
+  return shapes;
+}
+
+}  // namespace kevo::cuda::worker

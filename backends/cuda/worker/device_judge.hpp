@@ -1,0 +1,45 @@
+// The GPU half of kevo-cuda-worker: running a compiled entry on device
+// copies of the judge's host arguments, and timing candidate against
+// reference with CUDA events, a device-wide synchronize, a host wall-clock
+// cross-check, an L2 flush before every repeat and a roofline floor.
+// Documented in docs/cuda.md.
+#pragma once
+
+#include "judge.hpp"
+
+#include "kevo/core/task.hpp"
+#include "kevo/core/verdict.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+
+namespace kevo::cuda::worker {
+
+namespace w = kevo::cpu::worker;
+
+// Uploads every buffer of `a` into fresh device allocations (outputs carry
+// the judge's NaN poison), calls `entry` with device pointers, checks the
+// CUDA error state after the call and after a device-wide synchronize (work
+// on any stream counts), and downloads every buffer (inputs too, so that the
+// judge sees modified inputs). A CUDA error throws std::runtime_error.
+void call_on_device(w::Entry entry, w::ArgSet& a);
+
+struct GpuTiming {
+  double peak_tflops = 67.0;
+  double peak_gbps = 4800.0;
+  double floor_fraction = 0.9;
+  std::int64_t flush_bytes = 0;   // 0: 2 x the device's L2
+};
+
+// Times candidate and reference on every visible shape (fresh inputs from
+// `seed`) and fills the timing fields of `v`; a CUDA error or a time under
+// the roofline floor settles `v` as runtime_error. Returns the per-shape
+// timings.
+nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint64_t seed, const GpuTiming& g,
+                              w::Entry cand, w::Entry ref, Verdict& v);
+
+// 2 x L2 of the current device, at least 64 MiB.
+std::int64_t default_gpu_flush_bytes();
+
+}  // namespace kevo::cuda::worker

@@ -1,0 +1,52 @@
+// `kevo run` and `kevo resume` over MPI (docs/islands.md). Every rank is an
+// island; a process started without mpirun/srun is a world of one rank and
+// behaves exactly as the single-island engine.
+//
+//   1. Rank 0 reads the config, applies --set, validates it (and the tasks)
+//      and creates the run directory; then it broadcasts the outcome. A bad
+//      config stops every rank with one error from rank 0 (exit 2) and
+//      leaves nothing behind.
+//   2. Ranks are split into task groups (MPI_Comm_split): with T tasks and N
+//      ranks, G = min(T, N) groups; rank r works on the tasks t with
+//      t mod G == r mod G. Migration stays inside a group.
+//   3. Ids: base + k * N + r for the k-th candidate of rank r: unique across
+//      ranks; base is 0 for a fresh run and above every id ever used or
+//      reserved for a resumed one.
+//   4. Each rank writes RUN_DIR/lineage/rank-NNNN.h5 and
+//      RUN_DIR/checkpoint/rank-NNNN.json; rank 0 writes best/ and
+//      report.json once every rank is done.
+#pragma once
+
+#include "kevo/engine/config.hpp"
+#include "kevo/engine/progress.hpp"
+#include "kevo/mpi/mpi.hpp"
+
+#include <atomic>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace kevo::mpi {
+
+struct IslandsRunArgs {
+  std::string config;                  // fresh run: the config file
+  std::string resume_dir;              // resume: the run directory
+  std::vector<std::string> overrides;  // --set
+  std::string out;                     // fresh run: --out
+};
+
+struct IslandsRunResult {
+  int exit_code = 0;
+  bool printed = false;                // rank 0 printed the table
+};
+
+// Runs the whole thing on every rank. Returns the process exit code; input
+// errors are reported once (by rank 0) and give 2 on every rank.
+int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsRunArgs& args,
+                const std::atomic<int>& stop);
+
+// The local rank on this node: OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID, or
+// the rank in MPI_COMM_TYPE_SHARED.
+int local_rank(const Comm& world);
+
+}  // namespace kevo::mpi

@@ -1,0 +1,495 @@
+#include "kevo/mpi/run_islands.hpp"
+
+#include "kevo/core/error.hpp"
+#include "kevo/core/strict_json.hpp"
+#include "kevo/engine/island.hpp"
+#include "kevo/engine/lineage_sink.hpp"
+#include "kevo/engine/report.hpp"
+#include "kevo/engine/run.hpp"
+#include "kevo/lineage/reader.hpp"
+#include "kevo/lineage/writer.hpp"
+#include "kevo/mpi/network.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <set>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+namespace kevo::mpi {
+namespace fs = std::filesystem;
+
+namespace {
+
+double unix_now() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+fs::path checkpoint_file(const fs::path& run_dir, int rank) {
+  return run_dir / "checkpoint" / fmt::format("rank-{:04d}.json", rank);
+}
+
+// Ids reserved ahead by a checkpoint (in units of the id stride): a resumed
+// run starts above every reservation, so an id created after the last
+// flush and lost with the process is never handed out again either.
+constexpr std::uint64_t kReserveAhead = 1 << 16;
+
+// Writes RUN_DIR/checkpoint/rank-NNNN.json (atomically): the id state and the
+// ids in flight, every checkpoint_seconds and whenever the id reservation
+// runs low; wraps the network hook of a multi-rank run.
+class CheckpointHook final : public engine::IslandHook {
+ public:
+  CheckpointHook(fs::path file, int rank, int ranks, std::uint64_t stride, double period,
+                 std::vector<std::string> task_names, std::vector<std::uint32_t> task_map, engine::IslandHook* inner)
+      : file_(std::move(file)), rank_(rank), ranks_(ranks), stride_(stride), period_(period),
+        names_(std::move(task_names)), map_(std::move(task_map)), inner_(inner) {}
+
+  int poll(engine::Island& island) override {
+    const int level = inner_ ? inner_->poll(island) : 0;
+    if (island.next_id() + stride_ * (kReserveAhead / 4) > reserved_ || steady() - last_ >= period_)
+      write(island, false, level > 0);
+    return level;
+  }
+
+  nlohmann::json extra = nlohmann::json::object();   // added to the final checkpoint (costs)
+
+  void write(engine::Island& island, bool final, bool stopped) {
+    reserved_ = island.next_id() + stride_ * kReserveAhead;
+    last_ = steady();
+    nlohmann::json in_flight = nlohmann::json::array();
+    for (const auto& [id, task] : island.in_flight_ids())
+      in_flight.push_back({{"id", id}, {"task", names_.at(map_.empty() ? task : map_.at(task))}});
+    nlohmann::json j = {{"format", "kevo-checkpoint/1"}, {"rank", rank_},       {"ranks", ranks_},
+                              {"next_id", island.next_id()},   {"id_stride", stride_}, {"reserved_id", reserved_},
+                              {"in_flight", in_flight},        {"time", unix_now()},   {"final", final},
+                              {"stopped", stopped}};
+    if (final && !extra.empty()) j["costs"] = extra;
+    engine::write_file(file_, j.dump(1) + "\n");
+    island.record_event(engine::LineageSink::EventKind::checkpoint, static_cast<std::int64_t>(island.next_id()), rank_,
+                        -1, final ? "final" : "");
+  }
+
+ private:
+  static double steady() {
+    using namespace std::chrono;
+    return duration<double>(steady_clock::now().time_since_epoch()).count();
+  }
+  fs::path file_;
+  int rank_, ranks_;
+  std::uint64_t stride_;
+  double period_;
+  std::vector<std::string> names_;
+  std::vector<std::uint32_t> map_;
+  engine::IslandHook* inner_;
+  std::uint64_t reserved_ = 0;
+  double last_ = -1e18;
+};
+
+// What a resumed run takes over from the files of the runs before it.
+struct Prior {
+  std::uint64_t base = 0;                                  // first id of this session
+  std::vector<std::int64_t> spent;                         // per task: evaluations recorded
+  std::vector<std::vector<Candidate>> members;             // per local task: this rank's share of the correct ones
+  std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> seen;   // per local task: (hash, id)
+  struct Lost {
+    std::uint64_t id;
+    std::uint32_t task;
+    std::int32_t rank;
+  };
+  std::vector<Lost> lost;                                  // in flight at the kill, never recorded
+  std::int64_t old_ranks = 0;
+};
+
+// An flock(2) on RUN_DIR/run.lock held by rank 0 for the whole run, so that
+// `kevo resume` refuses a run directory a live run is still writing. The
+// kernel drops it when the process dies, however it dies.
+class RunLock {
+ public:
+  RunLock() = default;
+  explicit RunLock(const fs::path& file) {
+    fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw Failure("cannot open " + file.string());
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd_);
+      fd_ = -1;
+      throw InputError(file.parent_path().string(), "", "a run directory that no running kevo is writing (run.lock is held)");
+    }
+  }
+  RunLock(RunLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  RunLock& operator=(RunLock&& o) noexcept {
+    std::swap(fd_, o.fd_);
+    return *this;
+  }
+  RunLock(const RunLock&) = delete;
+  RunLock& operator=(const RunLock&) = delete;
+  ~RunLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+bool judged(Status s) { return s != Status::duplicate && s != Status::invalid && s != Status::lost; }
+
+Prior read_prior(const fs::path& run_dir, const std::vector<std::string>& names,
+                 const std::vector<std::shared_ptr<const Task>>& all_tasks, const std::vector<std::uint32_t>& local,
+                 int group_rank, int group_size, int population) {
+  Prior p;
+  p.spent.assign(names.size(), 0);
+  p.members.resize(local.size());
+  p.seen.resize(local.size());
+  std::map<std::string, std::uint32_t> index;
+  for (std::uint32_t g = 0; g < names.size(); ++g) index[names[g]] = g;
+  const auto readers = lineage::read_run_dir(run_dir);
+  std::uint64_t max_id = 0;
+  bool any = false;
+  std::set<std::uint64_t> ids;
+  struct Ref {
+    double fitness;
+    std::uint64_t id;
+    std::size_t reader;
+    std::size_t row;
+  };
+  std::vector<std::vector<Ref>> correct(names.size());
+  for (std::size_t r = 0; r < readers.size(); ++r) {
+    const auto& rd = readers[r];
+    p.old_ranks = std::max<std::int64_t>(p.old_ranks, rd.run().nranks);
+    const auto& fnames = rd.run().tasks;
+    for (std::size_t k = 0; k < rd.rows().size(); ++k) {
+      const auto& row = rd.rows()[k];
+      if (!row.written()) continue;
+      ids.insert(row.id);
+      max_id = std::max(max_id, row.id);
+      any = true;
+      if (row.task >= fnames.size()) continue;
+      const auto it = index.find(fnames[row.task]);
+      if (it == index.end()) continue;   // a task the resumed config no longer has
+      const std::uint32_t g = it->second;
+      const auto li = std::find(local.begin(), local.end(), g);
+      if (li != local.end()) p.seen[static_cast<std::size_t>(li - local.begin())].emplace_back(row.hash, row.id);
+      if (row.origin_rank != row.rank) continue;   // a migrant's copy: counted where it was made
+      if (judged(row.status)) ++p.spent[g];
+      if (row.status == Status::correct) correct[g].push_back({row.speedup, row.id, r, k});
+    }
+  }
+  // Checkpoints: id reservations and ids in flight.
+  std::uint64_t reserved = 0;
+  for (int r = 0; r < std::max<std::int64_t>(p.old_ranks, 1); ++r) {
+    const auto f = checkpoint_file(run_dir, r);
+    if (!fs::exists(f)) continue;
+    nlohmann::json j;
+    try {
+      j = read_json_file(f.string());
+    } catch (const std::exception&) {
+      continue;   // written atomically: only a foreign file can be unreadable
+    }
+    reserved = std::max(reserved, j.value("reserved_id", std::uint64_t{0}));
+    for (const auto& x : j.value("in_flight", nlohmann::json::array())) {
+      const auto id = x.at("id").get<std::uint64_t>();
+      const auto it = index.find(x.at("task").get<std::string>());
+      if (ids.count(id) || it == index.end()) continue;
+      p.lost.push_back({id, it->second, r});
+      ids.insert(id);
+      max_id = std::max(max_id, id);
+    }
+  }
+  p.base = std::max(any ? max_id + 1 : 0, reserved + 1);
+  // This rank's share of each task's correct candidates: the best of all,
+  // dealt round-robin over the group so islands start different.
+  for (std::size_t li = 0; li < local.size(); ++li) {
+    auto& refs = correct[local[li]];
+    std::sort(refs.begin(), refs.end(), [](const Ref& a, const Ref& b) {
+      return a.fitness != b.fitness ? a.fitness > b.fitness : a.id < b.id;
+    });
+    std::vector<Ref> mine;
+    for (std::size_t k = static_cast<std::size_t>(group_rank); k < refs.size() && mine.size() < static_cast<std::size_t>(population);
+         k += static_cast<std::size_t>(group_size))
+      mine.push_back(refs[k]);
+    if (mine.empty())
+      for (std::size_t k = 0; k < refs.size() && mine.size() < static_cast<std::size_t>(population); ++k) mine.push_back(refs[k]);
+    std::map<std::size_t, std::vector<lineage::Row>> by_reader;
+    for (const auto& m : mine) by_reader[m.reader].push_back(readers[m.reader].rows()[m.row]);
+    for (auto& [r, rows] : by_reader)
+      for (auto& c : readers[r].candidates(rows)) {
+        const Task& task = *all_tasks[local[li]];
+        c.point = point_from_source(task.space, c.source);
+        p.members[li].push_back(std::move(c));
+      }
+  }
+  return p;
+}
+
+// Writes the lost rows into rank 0's file (before its writer opens it).
+void record_lost(const fs::path& file, const std::vector<Prior::Lost>& lost, int flush_records) {
+  if (lost.empty() || !fs::exists(file)) return;
+  lineage::WriterOptions opts;
+  opts.flush_records = static_cast<std::size_t>(flush_records);
+  auto w = lineage::LineageWriter::open_append(file, opts);
+  for (const auto& l : lost) {
+    Candidate c;
+    c.id = l.id;
+    c.task = l.task;
+    c.op = "unknown";
+    c.verdict.status = Status::lost;
+    c.verdict.message = fmt::format("in flight on rank {} when the run was killed; recorded on resume", l.rank);
+    c.t_created = c.t_finished = unix_now();
+    w.append(c);
+  }
+  w.close();
+}
+
+void bind_device(const engine::Config::Islands& is, int local) {
+  if (is.device_binding == "none") return;
+  const int device = is.devices > 0 ? local % is.devices : local;
+  // Set before any backend starts a worker: workers inherit the environment.
+  if (is.device_binding == "cuda_visible_devices") setenv("CUDA_VISIBLE_DEVICES", std::to_string(device).c_str(), 1);
+  else setenv("KEVO_DEVICE_INDEX", std::to_string(device).c_str(), 1);
+}
+
+}  // namespace
+
+int local_rank(const Comm& world) {
+  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID", "PMI_LOCAL_RANK"})
+    if (const char* v = std::getenv(var); v && *v) return std::atoi(v);
+  return world.split_shared().rank();
+}
+
+int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsRunArgs& args,
+                const std::atomic<int>& stop) {
+  const Comm world = Comm::world();
+  const int rank = world.rank(), size = world.size();
+  const bool resume = !args.resume_dir.empty();
+
+  // 1. Rank 0 validates; everyone learns the outcome.
+  std::string doc_text, file, run_dir_text, message;
+  std::int64_t code = 0;
+  engine::Config config;
+  std::vector<std::shared_ptr<const Task>> tasks;
+  RunLock lock;   // rank 0 only
+  auto setup = [&](const nlohmann::json& doc) {
+    config = engine::parse_config(doc, file, plugins);
+    tasks = engine::load_tasks(config);
+  };
+  if (rank == 0) {
+    try {
+      fs::path run_dir;
+      if (resume) {
+        run_dir = args.resume_dir;
+        if (!fs::is_directory(run_dir / "lineage"))
+          throw InputError(args.resume_dir, "", "a run directory (holding lineage/ and config.json)");
+        lock = RunLock(run_dir / "run.lock");
+        file = (run_dir / "config.json").string();
+      } else {
+        file = args.config;
+      }
+      nlohmann::json doc = read_json_file(file);
+      for (const auto& o : args.overrides) engine::apply_override(doc, o);
+      setup(doc);
+      if (!resume) {
+        run_dir = args.out.empty() ? engine::default_run_dir(config) : fs::path(args.out);
+        if (fs::exists(run_dir) && !(fs::is_directory(run_dir) && fs::is_empty(run_dir)))
+          throw InputError("--out", run_dir.string(), "a new or empty directory (use another --out, or `kevo resume`)");
+      }
+      doc_text = doc.dump();
+      run_dir_text = run_dir.string();
+    } catch (const InputError& e) {
+      code = 2;
+      message = e.what();
+    } catch (const std::exception& e) {
+      code = 1;
+      message = e.what();
+    }
+  }
+  world.broadcast(code, 0);
+  if (code != 0) {
+    if (rank == 0) fmt::print(stderr, "kevo: {}: {}\n", code == 2 ? "error" : "failure", message);
+    return static_cast<int>(code);
+  }
+  world.broadcast(doc_text, 0);
+  world.broadcast(file, 0);
+  world.broadcast(run_dir_text, 0);
+  const fs::path run_dir = run_dir_text;
+  if (rank != 0) {
+    try {
+      setup(nlohmann::json::parse(doc_text));
+    } catch (const std::exception& e) {
+      code = 1;
+      fmt::print(stderr, "kevo: rank {}: failure: {}\n", rank, e.what());
+    }
+  }
+  if (world.allreduce_max(code) != 0) return 1;
+
+  // 2. Task groups.
+  std::vector<std::string> names;
+  for (const auto& t : tasks) names.push_back(t->name);
+  const int groups = std::max(1, std::min<int>(static_cast<int>(tasks.size()), size));
+  const int color = rank % groups;
+  const Comm group = world.split(color, rank);
+  std::vector<std::uint32_t> local;
+  std::vector<std::shared_ptr<const Task>> local_tasks;
+  for (std::uint32_t t = 0; t < tasks.size(); ++t)
+    if (static_cast<int>(t % static_cast<std::uint32_t>(groups)) == color) {
+      local.push_back(t);
+      local_tasks.push_back(tasks[t]);
+    }
+  bool identity = local.size() == tasks.size();
+  const std::vector<std::uint32_t> task_map = identity ? std::vector<std::uint32_t>{} : local;
+
+  // 3. The run directory (rank 0), then what a resume takes over (everyone
+  // reads before anyone writes).
+  if (rank == 0) {
+    fs::create_directories(run_dir / "lineage");
+    if (!resume) lock = RunLock(run_dir / "run.lock");
+    fs::create_directories(run_dir / "best");
+    fs::create_directories(run_dir / "checkpoint");
+    engine::write_file(run_dir / "config.json", config.effective.dump(2) + "\n");
+  }
+  Prior prior;
+  prior.spent.assign(tasks.size(), 0);
+  prior.members.resize(local.size());
+  prior.seen.resize(local.size());
+  if (resume) {
+    world.barrier();
+    prior = read_prior(run_dir, names, tasks, local, group.rank(), group.size(), config.island.population);
+  }
+  world.barrier();
+  if (resume && rank == 0) {
+    record_lost(run_dir / "lineage" / lineage::rank_file_name(0), prior.lost, config.lineage.flush_records);
+    // Files of ranks this session does not have: make them readable by every tool.
+    for (std::int64_t r = size; r < prior.old_ranks; ++r) {
+      const auto f = run_dir / "lineage" / lineage::rank_file_name(static_cast<int>(r));
+      if (fs::exists(f)) lineage::recover(f);
+    }
+  }
+
+  const int lrank = local_rank(world);
+  bind_device(config.islands, lrank);
+
+  // 4. This rank's lineage.
+  engine::RunAttributes attrs;
+  attrs.config = config.effective;
+  attrs.tasks = nlohmann::json::array();
+  for (const auto& t : tasks) attrs.tasks.push_back(t->manifest);
+  attrs.task_names = names;
+  attrs.seed = config.seed;
+  attrs.host = engine::host_name();
+  attrs.start_time = unix_now();
+  attrs.rank = rank;
+  attrs.ranks = size;
+  attrs.task_map = task_map;
+  attrs.append = resume;
+  auto sink = engine::open_hdf5_sink(run_dir / "lineage" / lineage::rank_file_name(rank), attrs,
+                                     config.lineage.flush_records, config.lineage.flush_seconds);
+  if (config.islands.device_binding != "none")
+    sink->event(engine::LineageSink::EventKind::note, -1, rank, -1,
+                fmt::format("device binding {}: local rank {} -> device {}", config.islands.device_binding, lrank,
+                            config.islands.devices > 0 ? lrank % config.islands.devices : lrank));
+  if (resume)
+    sink->event(engine::LineageSink::EventKind::note, static_cast<std::int64_t>(prior.base), rank, -1,
+                fmt::format("resumed with {} rank(s) (was {}); ids from {}; {} candidate(s) recorded as lost",
+                            size, prior.old_ranks, prior.base, prior.lost.size()));
+
+  // 5. The island.
+  engine::ProgressView view(rank == 0 ? config.progress.mode : engine::ProgressMode::off,
+                            config.progress.interval_seconds);
+  std::unique_ptr<IslandNetwork> network;
+  if (size > 1) {
+    NetworkOptions no;
+    no.islands = config.islands;
+    no.seed = config.seed;
+    no.all_tasks = names;
+    for (auto t : local) no.local_to_global.push_back(static_cast<int>(t));
+    no.budget = config.budget.evaluations_per_task;
+    no.spent = prior.spent;
+    no.view = rank == 0 ? &view : nullptr;
+    network = std::make_unique<IslandNetwork>(world, group, std::move(no), stop);
+  }
+  CheckpointHook checkpoint(checkpoint_file(run_dir, rank), rank, size, static_cast<std::uint64_t>(size),
+                            config.islands.checkpoint_seconds, names, task_map, network.get());
+  engine::IslandOptions opts;
+  opts.seed = config.seed;
+  opts.budget = config.budget;
+  opts.island = config.island;
+  opts.first_id = prior.base + static_cast<std::uint64_t>(rank);
+  opts.id_stride = static_cast<std::uint64_t>(size);
+  opts.hook = &checkpoint;
+  engine::Island island(opts, local_tasks, *config.backend, config.operators, *sink);
+  for (std::size_t i = 0; i < local.size(); ++i) {
+    if (resume) island.restore(i, std::move(prior.members[i]), prior.seen[i], prior.spent[local[i]]);
+  }
+  if (network) network->start(island);
+  island.run(stop, [&](const engine::IslandSnapshot& s) {
+    if (!network) view.update(s);
+  });
+  const bool ok = network ? network->finish(island) : true;
+  const auto snap = island.snapshot();
+  if (!network) view.finish(snap);
+  const bool stopped = stop.load() > 0 || (network && network->stop_level() > 0);
+  if (network) {
+    // For the overhead benchmark (scripts/bench_islands.sh).
+    const auto& c = network->costs();
+    checkpoint.extra = {{"loop_seconds", snap.elapsed_seconds}, {"network_seconds", c.poll_seconds},
+                        {"finish_seconds", c.finish_seconds}, {"polls", c.polls}, {"rounds", c.rounds},
+                        {"network_cpu_seconds", c.poll_cpu_seconds}, {"loop_cpu_seconds", c.loop_cpu_seconds},
+                        {"messages_sent", c.messages_sent}, {"migrants_sent", c.migrants_sent},
+                        {"migrants_received", c.migrants_received}};
+  }
+  checkpoint.write(island, true, stopped || !ok);
+
+  if (!ok) {
+    // A rank is lost: what this rank has is flushed and checkpointed; leave
+    // without MPI_Finalize, which could wait forever on the lost peer.
+    sink.reset();
+    fmt::print(stderr, "kevo: rank {}: lineage flushed and checkpointed; continue with `kevo resume {}`\n", rank,
+               run_dir.string());
+    std::fflush(stdout);
+    std::fflush(stderr);
+    env.skip_finalize();
+    std::_Exit(1);
+  }
+  sink.reset();   // final flush and close, before rank 0 reads every file
+  world.barrier();
+
+  // 6. Results (rank 0): best kernels and the report, from every rank's lineage.
+  if (rank == 0) {
+    const auto report = engine::read_report(run_dir);
+    const auto readers = lineage::read_run_dir(run_dir);
+    for (const auto& row : report.rows) {
+      if (row.best_id < 0) continue;
+      const auto t = std::find(names.begin(), names.end(), row.task);
+      if (t == names.end()) continue;
+      for (const auto& rd : readers) {
+        const auto* found = rd.find(static_cast<std::uint64_t>(row.best_id));
+        if (!found || found->origin_rank != found->rank) continue;
+        const Candidate c = rd.candidate(*found);
+        engine::write_file(run_dir / "best" / (row.task + ".cpp"),
+                           engine::best_file_text(*tasks[static_cast<std::size_t>(t - names.begin())], c));
+        break;
+      }
+    }
+    nlohmann::json rj = {{"run_dir", run_dir.string()},
+                         {"tasks", engine::rows_to_json(report.rows)},
+                         {"stopped", stopped},
+                         {"elapsed_seconds", network ? network->global_snapshot().elapsed_seconds : snap.elapsed_seconds},
+                         {"ranks", size}};
+    engine::write_file(run_dir / "report.json", rj.dump(2) + "\n");
+    fmt::print("\n{}", engine::format_table(report.rows));
+    fmt::print("run directory: {}\n", run_dir.string());
+    if (stopped)
+      fmt::print("stopped by a signal; everything judged so far is in the lineage (continue with `kevo resume {}`)\n",
+                 run_dir.string());
+  }
+  return 0;
+}
+
+}  // namespace kevo::mpi

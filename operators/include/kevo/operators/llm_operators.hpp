@@ -1,0 +1,163 @@
+// LLM mutation operators and the service they share: the "llm" config
+// section (models, budget, cache, prompts, knowledge), prompt templates with
+// named slots, knowledge retrieval (BM25 over snippets), and the operators
+// llm_rewrite, llm_diff, llm_crossover, llm_analyst and llm_param_hint.
+// Operators never run candidate code; they only make sources.
+#pragma once
+
+#include "kevo/core/mutation_operator.hpp"
+#include "kevo/core/strict_json.hpp"
+#include "kevo/operators/llm_client.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kevo::operators::llm {
+
+// Knowledge snippets of one backend: a markdown file whose "## " headings
+// start snippets. retrieve() ranks them by BM25 against a query (the task
+// description and the current feedback, e.g. a compiler error) and returns
+// the best ones that fit in `max_tokens` (4 bytes a token).
+class Knowledge {
+ public:
+  struct Snippet {
+    std::string title, text;
+  };
+  void add_file(const std::filesystem::path& file);
+  void add(Snippet s);
+  std::vector<const Snippet*> retrieve(const std::string& query, std::size_t max_tokens) const;
+  std::size_t size() const { return snippets_.size(); }
+
+ private:
+  std::vector<Snippet> snippets_;
+  std::vector<std::map<std::string, int>> tf_;
+  std::vector<std::size_t> len_;
+};
+
+std::vector<std::string> tokenize(const std::string& text);
+
+// Prompt templates: text with {{slot}} names. Unknown slots are an input error
+// when the template is loaded, so a typo never sends "{{parnet_source}}".
+class Template {
+ public:
+  static Template load(const std::filesystem::path& file);
+  static Template from_text(std::string text, std::string origin);
+  std::string render(const std::map<std::string, std::string>& slots) const;
+
+ private:
+  std::string text_, origin_;
+};
+const std::vector<std::string>& template_slots();
+
+struct ServiceConfig {
+  std::vector<Model> models;
+  ClientOptions client;
+  BudgetLimits budget;
+  CacheMode cache_mode = CacheMode::off;
+  std::filesystem::path cache_dir;
+  std::filesystem::path prompts_dir;
+  std::filesystem::path knowledge_dir;
+  std::size_t knowledge_tokens = 600;
+  std::size_t inspiration_chars = 6000;   // of inspiration sources per prompt
+  std::string hardware;                   // "" = described from this machine
+  bool probe = true;                      // connect check at start
+  nlohmann::json effective;
+};
+
+// Parses the "llm" section. `base` anchors relative paths (the config
+// file's folder). Throws InputError.
+ServiceConfig parse_service_config(StrictObject& o, const std::filesystem::path& base);
+
+// What the LLM operators share: one client (one curl multi handle), the
+// budget, the cache, templates and knowledge. Results are routed to the
+// operator that asked.
+class Service {
+ public:
+  explicit Service(ServiceConfig config);
+  const ServiceConfig& config() const { return config_; }
+  Client& client() { return *client_; }
+
+  // Checks once that every model answers a TCP connect (and that its key
+  // variable is set); throws Failure naming the model and URL.
+  void probe();
+
+  std::size_t pick_model(Rng& rng) const;
+  std::uint64_t submit(const void* owner, std::size_t model, Conversation c, std::uint64_t sample);
+  std::vector<std::pair<std::uint64_t, ChatResult>> poll(const void* owner, std::chrono::milliseconds max_wait);
+  std::size_t in_flight(const void* owner) const;
+  // A deterministic sample index: how often this exact conversation was
+  // asked before in this run (so replay keys repeat identically).
+  std::uint64_t next_sample(const Model& m, const Conversation& c);
+
+  const Template& prompt(const std::string& name);   // loads <prompts_dir>/<name>.md once
+  const Knowledge& knowledge(const std::string& backend);
+  std::string hardware() const;
+
+ private:
+  ServiceConfig config_;
+  std::unique_ptr<Client> client_;
+  std::map<std::uint64_t, const void*> owner_of_;
+  std::map<const void*, std::vector<std::pair<std::uint64_t, ChatResult>>> ready_;
+  std::map<std::string, std::uint64_t> samples_;
+  std::map<std::string, Template> prompts_;
+  std::map<std::string, Knowledge> knowledge_;
+  bool probed_ = false;
+};
+
+enum class Kind { rewrite, diff, crossover, analyst, param_hint, fix };
+
+struct LlmOperatorOptions {
+  Kind kind = Kind::rewrite;
+  int inspirations = 2;          // inspiration sources in the prompt
+  double slow_below = 1e300;     // analyst: only for parents under this speedup (else plain rewrite)
+  int max_turns = 3;             // fix: repair turns per conversation
+  std::size_t queue = 64;        // fix: failed candidates waiting for repair (oldest dropped)
+};
+
+// Builds every slot of the generation prompts for a request (exposed for
+// tests: hidden shapes must never appear).
+std::map<std::string, std::string> prompt_slots(const OperatorRequest& request, Service& service,
+                                                std::size_t inspirations);
+
+class LlmOperator final : public MutationOperator {
+ public:
+  LlmOperator(std::string name, std::shared_ptr<Service> service, LlmOperatorOptions options);
+  ~LlmOperator() override;
+  bool applicable(const Task& task) const override;
+  bool deterministic() const override { return false; }
+  std::size_t in_flight() const override { return service_->in_flight(this); }
+  // fix: LLM-made candidates that failed to compile or gave wrong answers
+  // are queued for repair.
+  void observe(const Candidate& c) override;
+
+ protected:
+  std::optional<OperatorOutcome> do_begin(const OperatorRequest& request) override;
+  std::vector<OperatorOutcome> do_poll(std::chrono::milliseconds max_wait) override;
+
+ private:
+  struct Job;
+  // The outcome, or nullopt when the conversation continues with job.conv.
+  std::optional<OperatorOutcome> finish(Job& job, const ChatResult& r);
+  void send(Job& job, std::uint64_t key);
+
+  std::shared_ptr<Service> service_;
+  LlmOperatorOptions options_;
+  std::map<std::uint64_t, std::unique_ptr<Job>> jobs_;   // client ticket -> job
+  struct Repair {
+    std::uint32_t task = 0;
+    std::uint64_t id = 0;        // the failed candidate
+    int turn = 0;                // repair turns already in its conversation
+    Conversation conv;           // up to and including its reply
+    std::string feedback;
+    std::string source;
+  };
+  std::deque<Repair> repairs_;
+};
+
+}  // namespace kevo::operators::llm

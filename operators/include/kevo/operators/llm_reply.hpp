@@ -1,0 +1,64 @@
+// Turning an LLM reply into a candidate source: fenced code blocks,
+// SEARCH/REPLACE diff blocks (applied whitespace-tolerantly), the kernel
+// signature check, and JSON parameter hints. Every rejection is a value with
+// a reason that goes into the lineage.
+#pragma once
+
+#include "kevo/core/task.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kevo::operators::llm {
+
+struct CodeBlock {
+  std::string lang;     // the info string after the fence ("cpp", "" ...)
+  std::string code;
+};
+
+// Every ``` fenced block of the reply, in order.
+std::vector<CodeBlock> fenced_blocks(std::string_view reply);
+
+// The result of a parse: source on success, else the reason.
+struct Parsed {
+  std::optional<std::string> source;
+  std::string error;
+};
+
+// The kernel source of a full-rewrite reply: the one fenced block that
+// defines task.function (several that do are ambiguous), with the task's C
+// signature (parameter types and order) unchanged.
+Parsed parse_code_reply(std::string_view reply, const Task& task);
+
+// "" when `source` defines task.function with the task's parameter types,
+// else the reason.
+std::string check_signature(std::string_view source, const Task& task);
+
+struct DiffBlock {
+  std::string search, replace;
+};
+// The SEARCH/REPLACE blocks of a reply:
+//   <<<<<<< SEARCH
+//   old lines
+//   =======
+//   new lines
+//   >>>>>>> REPLACE
+// A malformed block (no divider or end marker) yields an error.
+struct DiffParse {
+  std::vector<DiffBlock> blocks;
+  std::string error;
+};
+DiffParse parse_diff_blocks(std::string_view reply);
+
+// Applies the blocks in order. Exact match first; else a line-wise match
+// that ignores leading/trailing whitespace and runs of blanks, which must be
+// unique. A block that matches nowhere fails the whole edit with its index.
+Parsed apply_diff(std::string_view source, const std::vector<DiffBlock>& blocks);
+
+// The first JSON object in the reply (a ```json block, else the outermost
+// braces); nullopt-like empty string when none parses.
+std::string extract_json_object(std::string_view reply);
+
+}  // namespace kevo::operators::llm

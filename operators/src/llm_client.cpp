@@ -1,0 +1,498 @@
+#include "kevo/operators/llm_client.hpp"
+
+#include "kevo/core/error.hpp"
+#include "kevo/core/hash.hpp"
+
+#include <curl/curl.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace kevo::operators::llm {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+double now_s() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+// curl_global_init is not thread-safe and must run once per process.
+void global_init() {
+  static const bool ok = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+  if (!ok) throw Failure("curl_global_init failed");
+}
+
+// One RAII holder per C handle.
+struct EasyHandle {
+  CURL* h = nullptr;
+  EasyHandle() : h(curl_easy_init()) {
+    if (!h) throw Failure("curl_easy_init returned null");
+  }
+  ~EasyHandle() {
+    if (h) curl_easy_cleanup(h);
+  }
+  EasyHandle(const EasyHandle&) = delete;
+  EasyHandle& operator=(const EasyHandle&) = delete;
+};
+
+struct HeaderList {
+  curl_slist* list = nullptr;
+  void add(const std::string& line) {
+    curl_slist* n = curl_slist_append(list, line.c_str());
+    if (!n) throw Failure("curl_slist_append failed");
+    list = n;
+  }
+  ~HeaderList() {
+    if (list) curl_slist_free_all(list);
+  }
+  HeaderList() = default;
+  HeaderList(const HeaderList&) = delete;
+  HeaderList& operator=(const HeaderList&) = delete;
+};
+
+std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
+  auto* s = static_cast<std::string*>(user);
+  s->append(data, size * n);
+  return size * n;
+}
+
+// Worst-case token count of a conversation: a BPE token is at least one
+// byte, so the byte count bounds the input tokens; a little per message for
+// the chat template.
+std::int64_t input_bound(const Conversation& c) {
+  std::int64_t n = static_cast<std::int64_t>(c.system.size()) + 16;
+  for (const auto& m : c.messages) n += static_cast<std::int64_t>(m.content.size()) + 16;
+  return n;
+}
+
+double cost(const Model& m, std::int64_t in, std::int64_t out) {
+  return (static_cast<double>(in) * m.usd_per_mtok_in + static_cast<double>(out) * m.usd_per_mtok_out) / 1e6;
+}
+
+std::string snippet(const std::string& body) {
+  std::string s = body.substr(0, 200);
+  for (char& ch : s)
+    if (ch == '\n' || ch == '\r') ch = ' ';
+  return s;
+}
+
+}  // namespace
+
+CacheMode cache_mode_from_string(const std::string& s) {
+  if (s == "off") return CacheMode::off;
+  if (s == "record") return CacheMode::record;
+  if (s == "replay") return CacheMode::replay;
+  if (s == "replay_or_call") return CacheMode::replay_or_call;
+  throw std::invalid_argument(s);
+}
+
+std::string to_string(CacheMode m) {
+  switch (m) {
+    case CacheMode::off: return "off";
+    case CacheMode::record: return "record";
+    case CacheMode::replay: return "replay";
+    case CacheMode::replay_or_call: return "replay_or_call";
+  }
+  return "off";
+}
+
+bool Budget::reserve(std::int64_t tokens, double usd) {
+  if (limits_.tokens > 0 && used_tokens_ + reserved_tokens_ + tokens > limits_.tokens) return false;
+  if (limits_.usd > 0.0 && used_usd_ + reserved_usd_ + usd > limits_.usd) return false;
+  reserved_tokens_ += tokens;
+  reserved_usd_ += usd;
+  return true;
+}
+
+void Budget::settle(std::int64_t reserved_tokens, double reserved_usd, std::int64_t used_tokens, double used_usd) {
+  reserved_tokens_ -= reserved_tokens;
+  reserved_usd_ -= reserved_usd;
+  used_tokens_ += used_tokens;
+  used_usd_ += used_usd;
+}
+
+// ---- wire formats ----------------------------------------------------------
+
+std::string request_body(const Model& m, const Conversation& c) {
+  json msgs = json::array();
+  json body;
+  if (m.provider == Provider::openai) {
+    if (!c.system.empty()) msgs.push_back({{"role", "system"}, {"content", c.system}});
+    for (const auto& x : c.messages) msgs.push_back({{"role", x.role}, {"content", x.content}});
+    body = {{"model", m.model}, {"messages", msgs}, {"temperature", m.temperature}, {"max_tokens", m.max_tokens}};
+  } else {
+    for (const auto& x : c.messages) msgs.push_back({{"role", x.role}, {"content", x.content}});
+    body = {{"model", m.model}, {"messages", msgs}, {"temperature", m.temperature}, {"max_tokens", m.max_tokens}};
+    if (!c.system.empty()) body["system"] = c.system;
+  }
+  return body.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+ParsedReply parse_response(Provider p, const std::string& body) {
+  ParsedReply r;
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    r.error = "invalid JSON in reply: " + snippet(body);
+    return r;
+  }
+  try {
+    if (p == Provider::openai) {
+      if (auto u = j.find("usage"); u != j.end() && u->is_object()) {
+        r.input_tokens = u->value("prompt_tokens", std::int64_t{0});
+        r.output_tokens = u->value("completion_tokens", std::int64_t{0});
+      }
+      auto ch = j.find("choices");
+      if (ch == j.end() || !ch->is_array() || ch->empty()) {
+        r.error = "empty choices in reply";
+        return r;
+      }
+      const json& msg = (*ch)[0].at("message");
+      if (auto ref = msg.find("refusal"); ref != msg.end() && ref->is_string() && !ref->get<std::string>().empty()) {
+        r.error = "refusal: " + snippet(ref->get<std::string>());
+        return r;
+      }
+      if ((*ch)[0].value("finish_reason", std::string()) == "content_filter") {
+        r.error = "refusal: content filter";
+        return r;
+      }
+      const auto c = msg.find("content");
+      if (c == msg.end() || !c->is_string() || c->get<std::string>().empty()) {
+        r.error = "empty reply content";
+        return r;
+      }
+      r.text = c->get<std::string>();
+    } else {
+      if (auto u = j.find("usage"); u != j.end() && u->is_object()) {
+        r.input_tokens = u->value("input_tokens", std::int64_t{0});
+        r.output_tokens = u->value("output_tokens", std::int64_t{0});
+      }
+      if (j.value("stop_reason", std::string()) == "refusal") {
+        r.error = "refusal: stop_reason refusal";
+        return r;
+      }
+      auto content = j.find("content");
+      if (content == j.end() || !content->is_array() || content->empty()) {
+        r.error = "empty content in reply";
+        return r;
+      }
+      for (const auto& part : *content)
+        if (part.value("type", std::string()) == "text") r.text += part.value("text", std::string());
+      if (r.text.empty()) {
+        r.error = "empty reply content";
+        return r;
+      }
+    }
+  } catch (const json::exception& e) {
+    r.error = std::string("unexpected reply layout: ") + e.what();
+    return r;
+  }
+  r.ok = true;
+  return r;
+}
+
+bool retryable_status(int s) {
+  if (s == 408 || s == 409 || s == 425 || s == 429) return true;
+  return s >= 500 && s != 501 && s != 505;
+}
+
+// ---- reply cache -----------------------------------------------------------
+
+ReplyCache::ReplyCache(CacheMode mode, fs::path dir) : mode_(mode), dir_(std::move(dir)) {}
+
+std::string ReplyCache::key(const Model& m, const Conversation& c, std::uint64_t sample) {
+  json k = {{"provider", m.provider_label}, {"model", m.model}, {"temperature", m.temperature},
+            {"max_tokens", m.max_tokens}, {"system", c.system}, {"sample", sample},
+            {"messages", json::array()}};
+  for (const auto& x : c.messages) k["messages"].push_back({{"role", x.role}, {"content", x.content}});
+  const std::string text = k.dump(-1, ' ', false, json::error_handler_t::replace);
+  // Two independent 64-bit hashes: 128 bits make accidental collisions moot.
+  return hex64(fnv1a64(text)) + hex64(fnv1a64(text, 0x84222325cbf29ce4ULL));
+}
+
+std::optional<ChatResult> ReplyCache::lookup(const std::string& key) const {
+  if (mode_ == CacheMode::off || mode_ == CacheMode::record) return std::nullopt;
+  std::ifstream in(dir_ / key.substr(0, 2) / (key + ".json"), std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  json j = json::parse(ss.str(), nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("text"))
+    throw Failure("reply cache entry is corrupt: " + (dir_ / key.substr(0, 2) / (key + ".json")).string());
+  ChatResult r;
+  r.ok = true;
+  r.text = j.at("text").get<std::string>();
+  r.input_tokens = j.value("input_tokens", std::int64_t{0});
+  r.output_tokens = j.value("output_tokens", std::int64_t{0});
+  r.cached = true;
+  r.cache_key = key;
+  return r;
+}
+
+void ReplyCache::store(const std::string& key, const ChatResult& r) const {
+  if (mode_ != CacheMode::record && mode_ != CacheMode::replay_or_call) return;
+  const fs::path dir = dir_ / key.substr(0, 2);
+  fs::create_directories(dir);
+  const json j = {{"text", r.text}, {"input_tokens", r.input_tokens}, {"output_tokens", r.output_tokens},
+                  {"model", r.model}};
+  const fs::path final_path = dir / (key + ".json");
+  const fs::path tmp = final_path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << j.dump(-1, ' ', false, json::error_handler_t::replace);
+    if (!out) throw Failure("cannot write reply cache entry " + tmp.string());
+  }
+  fs::rename(tmp, final_path);   // readers never see half an entry
+}
+
+// ---- client ----------------------------------------------------------------
+
+struct Client::Job {
+  std::size_t model = 0;
+  Conversation conversation;
+  std::string body;
+  std::uint64_t sample = 0;
+  std::string cache_key;
+  int attempts = 0;
+  double started = 0.0;
+  double not_before = 0.0;     // next attempt's earliest start
+  bool running = false;
+  ChatResult partial;          // usage summed over attempts
+};
+
+struct Client::Transfer {
+  std::uint64_t ticket = 0;
+  EasyHandle easy;
+  HeaderList headers;
+  std::string body;            // must outlive the transfer (CURLOPT_POSTFIELDS)
+  std::string response;
+  std::int64_t reserved_tokens = 0;
+  double reserved_usd = 0.0;
+};
+
+Client::Client(std::vector<Model> models, ClientOptions options, BudgetLimits budget,
+               std::shared_ptr<ReplyCache> cache)
+    : models_(std::move(models)), options_(options), budget_(budget), cache_(std::move(cache)) {
+  global_init();
+  multi_ = curl_multi_init();
+  if (!multi_) throw Failure("curl_multi_init returned null");
+  active_.assign(models_.size(), 0);
+}
+
+Client::~Client() {
+  for (auto& [h, t] : transfers_) curl_multi_remove_handle(static_cast<CURLM*>(multi_), static_cast<CURL*>(h));
+  transfers_.clear();
+  curl_multi_cleanup(static_cast<CURLM*>(multi_));
+}
+
+std::uint64_t Client::submit(std::size_t model, Conversation conversation, std::uint64_t sample) {
+  if (model >= models_.size()) throw Failure(fmt::format("llm client: no model {}", model));
+  const std::uint64_t ticket = next_ticket_++;
+  auto job = std::make_unique<Job>();
+  job->model = model;
+  job->sample = sample;
+  job->started = now_s();
+  job->partial.model = models_[model].name;
+  if (cache_ && cache_->mode() != CacheMode::off) job->cache_key = ReplyCache::key(models_[model], conversation, sample);
+  if (cache_ && (cache_->mode() == CacheMode::replay || cache_->mode() == CacheMode::replay_or_call)) {
+    if (auto hit = cache_->lookup(job->cache_key)) {
+      hit->model = models_[model].name;
+      done_.emplace_back(ticket, std::move(*hit));
+      return ticket;
+    }
+    if (cache_->mode() == CacheMode::replay) {
+      ChatResult miss = job->partial;
+      miss.error = "replay: no cached reply for key " + job->cache_key;
+      miss.cache_key = job->cache_key;
+      done_.emplace_back(ticket, std::move(miss));
+      return ticket;
+    }
+  }
+  job->body = request_body(models_[model], conversation);
+  job->conversation = std::move(conversation);
+  jobs_.emplace(ticket, std::move(job));
+  return ticket;
+}
+
+void Client::end_job(std::uint64_t ticket, ChatResult result) {
+  auto it = jobs_.find(ticket);
+  result.latency_s = now_s() - it->second->started;
+  result.cache_key = it->second->cache_key;
+  if (result.ok && cache_ && !it->second->cache_key.empty()) cache_->store(it->second->cache_key, result);
+  done_.emplace_back(ticket, std::move(result));
+  jobs_.erase(it);
+}
+
+void Client::start_attempt(std::uint64_t ticket, Job& job, double now) {
+  const Model& m = models_[job.model];
+  const std::int64_t tokens = input_bound(job.conversation) + m.max_tokens;
+  const double usd = cost(m, input_bound(job.conversation), m.max_tokens);
+  if (!budget_.reserve(tokens, usd)) {
+    ChatResult r = job.partial;
+    r.retries = std::max(0, job.attempts - 1);
+    r.error = fmt::format("budget exhausted: {} tokens / {:.4f} USD used of {} / {:.4f} (this request may need {} tokens)",
+                          budget_.used_tokens(), budget_.used_usd(), budget_.limits().tokens, budget_.limits().usd,
+                          tokens);
+    end_job(ticket, std::move(r));
+    return;
+  }
+  auto t = std::make_unique<Transfer>();
+  t->ticket = ticket;
+  t->reserved_tokens = tokens;
+  t->reserved_usd = usd;
+  t->body = job.body;
+  CURL* h = t->easy.h;
+  std::string url = m.base_url;
+  url += m.provider == Provider::openai ? "/chat/completions" : "/messages";
+  t->headers.add("Content-Type: application/json");
+  t->headers.add("Expect:");   // no 100-continue round trip
+  if (m.provider == Provider::openai) {
+    if (!m.api_key.empty()) t->headers.add("Authorization: Bearer " + m.api_key);
+  } else {
+    if (!m.api_key.empty()) t->headers.add("x-api-key: " + m.api_key);
+    t->headers.add("anthropic-version: 2023-06-01");
+  }
+  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, t->headers.list);
+  curl_easy_setopt(h, CURLOPT_POSTFIELDS, t->body.c_str());
+  curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t->body.size()));
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &on_body);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &t->response);
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout_s * 1000));
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(options_.timeout_s * 1000));
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);       // timeouts without SIGALRM
+  curl_easy_setopt(h, CURLOPT_PRIVATE, t.get());
+  const CURLMcode rc = curl_multi_add_handle(static_cast<CURLM*>(multi_), h);
+  if (rc != CURLM_OK) throw Failure(std::string("curl_multi_add_handle: ") + curl_multi_strerror(rc));
+  ++job.attempts;
+  job.running = true;
+  job.not_before = now;
+  ++active_[job.model];
+  transfers_.emplace(h, std::move(t));
+}
+
+void Client::start_ready(double now) {
+  for (auto& [ticket, job] : jobs_) {
+    if (job->running || job->not_before > now) continue;
+    if (active_[job->model] >= models_[job->model].concurrency) continue;
+    start_attempt(ticket, *job, now);
+    // end_job may have erased the job (budget); the map iterator of a
+    // different element stays valid, but this one does not: restart.
+    if (!jobs_.count(ticket)) return start_ready(now);
+  }
+}
+
+void Client::finish_transfer(Transfer* t, int code) {
+  CURL* h = t->easy.h;
+  const std::uint64_t ticket = t->ticket;
+  Job& job = *jobs_.at(ticket);
+  const Model& m = models_[job.model];
+  long status = 0;
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+  curl_off_t retry_after = -1;
+  curl_easy_getinfo(h, CURLINFO_RETRY_AFTER, &retry_after);
+  --active_[job.model];
+  job.running = false;
+  job.partial.http_status = static_cast<int>(status);
+
+  bool retry = false;
+  bool ok = false;
+  std::string error;
+  ParsedReply parsed;
+  if (code != CURLE_OK) {
+    error = fmt::format("transport: {} ({})", curl_easy_strerror(static_cast<CURLcode>(code)), m.base_url);
+    retry = true;   // refused, reset, timed out, truncated: all transient
+  } else if (status < 200 || status >= 300) {
+    error = fmt::format("http {}: {}", status, snippet(t->response));
+    retry = retryable_status(static_cast<int>(status));
+  } else {
+    parsed = parse_response(m.provider, t->response);
+    ok = parsed.ok;
+    error = parsed.error;
+    // A garbled 200 is the server's or the network's fault: try again. An
+    // empty or refused answer is the model's: recorded, not retried.
+    retry = !ok && parsed.error.rfind("invalid JSON", 0) == 0;
+  }
+  job.partial.input_tokens += parsed.input_tokens;
+  job.partial.output_tokens += parsed.output_tokens;
+  const double used = cost(m, parsed.input_tokens, parsed.output_tokens);
+  job.partial.cost_usd += used;
+  budget_.settle(t->reserved_tokens, t->reserved_usd, parsed.input_tokens + parsed.output_tokens, used);
+
+  curl_multi_remove_handle(static_cast<CURLM*>(multi_), h);
+  transfers_.erase(h);   // t is gone from here on
+
+  if (ok) {
+    ChatResult r = job.partial;
+    r.ok = true;
+    r.text = std::move(parsed.text);
+    r.retries = job.attempts - 1;
+    end_job(ticket, std::move(r));
+    return;
+  }
+  if (retry && job.attempts <= options_.max_retries) {
+    double delay = std::min(options_.backoff_max_s, options_.backoff_initial_s * std::pow(2.0, job.attempts - 1));
+    // Full jitter on the upper half, so that many ranks do not retry in step.
+    jitter_state_ = jitter_state_ * 6364136223846793005ULL + 1442695040888963407ULL;
+    delay *= 0.5 + 0.5 * static_cast<double>(jitter_state_ >> 11) / 9007199254740992.0;
+    if ((status == 429 || status == 503) && retry_after >= 0)
+      delay = std::max(delay, std::min(static_cast<double>(retry_after), options_.backoff_max_s));
+    job.not_before = now_s() + delay;
+    job.partial.error = error;
+    return;
+  }
+  ChatResult r = job.partial;
+  r.error = error + (retry ? fmt::format(" (gave up after {} attempts)", job.attempts) : "");
+  r.retries = job.attempts - 1;
+  end_job(ticket, std::move(r));
+}
+
+std::vector<std::pair<std::uint64_t, ChatResult>> Client::poll(std::chrono::milliseconds max_wait) {
+  const double deadline = now_s() + static_cast<double>(max_wait.count()) / 1000.0;
+  auto* multi = static_cast<CURLM*>(multi_);
+  while (true) {
+    start_ready(now_s());
+    int running = 0;
+    curl_multi_perform(multi, &running);
+    int left = 0;
+    while (CURLMsg* msg = curl_multi_info_read(multi, &left)) {
+      if (msg->msg != CURLMSG_DONE) continue;
+      void* priv = nullptr;
+      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &priv);
+      finish_transfer(static_cast<Transfer*>(priv), msg->data.result);
+    }
+    start_ready(now_s());
+    if (!done_.empty()) break;
+    const double now = now_s();
+    if (now >= deadline || jobs_.empty()) break;
+    double wait = deadline - now;
+    for (const auto& [ticket, job] : jobs_)
+      if (!job->running) wait = std::min(wait, std::max(0.0, job->not_before - now));
+    int fds = 0;
+    curl_multi_poll(multi, nullptr, 0, static_cast<int>(std::ceil(wait * 1000.0)), &fds);
+  }
+  std::vector<std::pair<std::uint64_t, ChatResult>> out;
+  out.swap(done_);
+  return out;
+}
+
+std::string Client::connect_check(std::size_t model) const {
+  const Model& m = models_.at(model);
+  EasyHandle e;
+  curl_easy_setopt(e.h, CURLOPT_URL, m.base_url.c_str());
+  curl_easy_setopt(e.h, CURLOPT_CONNECT_ONLY, 1L);
+  curl_easy_setopt(e.h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout_s * 1000));
+  curl_easy_setopt(e.h, CURLOPT_NOSIGNAL, 1L);
+  const CURLcode rc = curl_easy_perform(e.h);
+  if (rc == CURLE_OK) return {};
+  return curl_easy_strerror(rc);
+}
+
+}  // namespace kevo::operators::llm

@@ -1,0 +1,659 @@
+#include "kevo/operators/llm_operators.hpp"
+
+#include "kevo/core/error.hpp"
+#include "kevo/core/hash.hpp"
+#include "kevo/core/rng.hpp"
+#include "kevo/core/search_space.hpp"
+#include "kevo/operators/llm_reply.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace kevo::operators::llm {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+std::string read_text(const fs::path& p, const std::string& what) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw InputError(p.string(), "", fmt::format("a readable {} file", what));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string status_name(Status s) { return std::string(to_string(s)); }
+
+std::string verdict_text(const Candidate& c) {
+  const auto& v = c.verdict;
+  std::string s = "status " + status_name(v.status);
+  if (v.is_correct())
+    s += fmt::format(", speedup {:.3f}x over the reference (median {:.1f} us, reference {:.1f} us, IQR {:.1f} us)",
+                     v.speedup, v.cand_median_ns / 1e3, v.ref_median_ns / 1e3, v.cand_iqr_ns / 1e3);
+  if (!c.params_json.empty()) s += "; parameters " + c.params_json;
+  return s;
+}
+
+std::string space_text(const SearchSpace& space) {
+  std::string s;
+  for (const auto& p : space.params()) {
+    s += "- " + p.name + ": [";
+    for (std::size_t k = 0; k < p.values.size(); ++k) s += (k ? ", " : "") + p.values[k].to_string();
+    s += "]\n";
+  }
+  for (const auto& r : space.restrictions()) s += "- restriction: " + r.text() + "\n";
+  return s;
+}
+
+}  // namespace
+
+// ---- knowledge -------------------------------------------------------------
+
+std::vector<std::string> tokenize(const std::string& text) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (std::isalnum(c) || c == '_') {
+      cur += static_cast<char>(std::tolower(c));
+    } else if (!cur.empty()) {
+      if (cur.size() > 1) out.push_back(cur);
+      cur.clear();
+    }
+  }
+  if (cur.size() > 1) out.push_back(cur);
+  return out;
+}
+
+void Knowledge::add(Snippet s) {
+  std::map<std::string, int> tf;
+  const auto toks = tokenize(s.title + " " + s.text);
+  for (const auto& t : toks) ++tf[t];
+  tf_.push_back(std::move(tf));
+  len_.push_back(toks.size());
+  snippets_.push_back(std::move(s));
+}
+
+void Knowledge::add_file(const fs::path& file) {
+  const std::string text = read_text(file, "knowledge");
+  Snippet cur;
+  bool open = false;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("## ", 0) == 0) {
+      if (open) add(std::move(cur));
+      cur = {line.substr(3), {}};
+      open = true;
+    } else if (open) {
+      cur.text += line + "\n";
+    }
+  }
+  if (open) add(std::move(cur));
+}
+
+std::vector<const Knowledge::Snippet*> Knowledge::retrieve(const std::string& query, std::size_t max_tokens) const {
+  if (snippets_.empty()) return {};
+  // BM25 with the usual k1 = 1.2, b = 0.75.
+  const double n = static_cast<double>(snippets_.size());
+  double avg = 0.0;
+  for (auto l : len_) avg += static_cast<double>(l);
+  avg = std::max(1.0, avg / n);
+  std::set<std::string> terms;
+  for (auto& t : tokenize(query)) terms.insert(t);
+  std::vector<std::pair<double, std::size_t>> scored;
+  for (std::size_t d = 0; d < snippets_.size(); ++d) {
+    double score = 0.0;
+    for (const auto& t : terms) {
+      auto it = tf_[d].find(t);
+      if (it == tf_[d].end()) continue;
+      double df = 0;
+      for (const auto& m : tf_) df += m.count(t) ? 1 : 0;
+      const double idf = std::log(1.0 + (n - df + 0.5) / (df + 0.5));
+      const double f = it->second;
+      score += idf * f * 2.2 / (f + 1.2 * (0.25 + 0.75 * static_cast<double>(len_[d]) / avg));
+    }
+    if (score > 0.0) scored.emplace_back(score, d);
+  }
+  std::stable_sort(scored.begin(), scored.end(), [](auto& a, auto& b) { return a.first > b.first; });
+  std::vector<const Snippet*> out;
+  std::size_t used = 0;
+  for (const auto& [s, d] : scored) {
+    const std::size_t cost = (snippets_[d].title.size() + snippets_[d].text.size()) / 4 + 1;
+    if (used + cost > max_tokens) continue;
+    used += cost;
+    out.push_back(&snippets_[d]);
+  }
+  return out;
+}
+
+// ---- templates -------------------------------------------------------------
+
+const std::vector<std::string>& template_slots() {
+  static const std::vector<std::string> slots = {
+      "task_name", "task_description", "signature", "visible_shapes", "parent_source", "parent_verdict",
+      "parent2_source", "parent2_verdict", "feedback", "inspirations", "hardware", "knowledge",
+      "recommendations", "search_space", "backend"};
+  return slots;
+}
+
+Template Template::from_text(std::string text, std::string origin) {
+  const auto& known = template_slots();
+  for (std::size_t pos = text.find("{{"); pos != std::string::npos; pos = text.find("{{", pos + 2)) {
+    const auto end = text.find("}}", pos);
+    if (end == std::string::npos) throw InputError(origin, "", "every {{ closed by }}");
+    const std::string name = text.substr(pos + 2, end - pos - 2);
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      throw InputError(origin, "{{" + name + "}}", "a known slot (" + list + ")");
+    }
+  }
+  Template t;
+  t.text_ = std::move(text);
+  t.origin_ = std::move(origin);
+  return t;
+}
+
+Template Template::load(const fs::path& file) { return from_text(read_text(file, "prompt template"), file.string()); }
+
+std::string Template::render(const std::map<std::string, std::string>& slots) const {
+  std::string out;
+  std::size_t at = 0;
+  for (std::size_t pos = text_.find("{{"); pos != std::string::npos; pos = text_.find("{{", at)) {
+    const auto end = text_.find("}}", pos);
+    out += text_.substr(at, pos - at);
+    auto it = slots.find(text_.substr(pos + 2, end - pos - 2));
+    if (it != slots.end()) out += it->second;
+    at = end + 2;
+  }
+  return out + text_.substr(at);
+}
+
+// ---- config ----------------------------------------------------------------
+
+ServiceConfig parse_service_config(StrictObject& o, const fs::path& base) {
+  ServiceConfig c;
+  const auto& models = o.at("models");
+  if (!models.is_array() || models.empty()) o.fail("models", "a non-empty list of model objects");
+  json models_eff = json::array();
+  std::set<std::string> names;
+  for (std::size_t k = 0; k < models.size(); ++k) {
+    StrictObject m(models[k], o.file(), fmt::format("{}/models/{}", o.pointer(), k));
+    Model x;
+    x.provider_label = m.choice("provider", {"openai", "anthropic", "openai-compatible"});
+    x.provider = x.provider_label == "anthropic" ? Provider::anthropic : Provider::openai;
+    x.base_url = m.string("base_url");
+    while (!x.base_url.empty() && x.base_url.back() == '/') x.base_url.pop_back();
+    if (x.base_url.rfind("http://", 0) != 0 && x.base_url.rfind("https://", 0) != 0)
+      m.fail("base_url", "an http:// or https:// URL");
+    x.model = m.string("model");
+    x.name = m.string("name", x.model);
+    if (!names.insert(x.name).second) m.fail("name", "a model name unique in the list");
+    x.api_key_env = m.string("api_key_env", "");
+    x.weight = m.number("weight", 1.0, 0.0, 1e9);
+    x.usd_per_mtok_in = m.number("usd_per_mtok_in", 0.0, 0.0, 1e6);
+    x.usd_per_mtok_out = m.number("usd_per_mtok_out", 0.0, 0.0, 1e6);
+    x.concurrency = static_cast<int>(m.integer("concurrency", 4, 1, 4096));
+    x.temperature = m.number("temperature", 0.7, 0.0, 2.0);
+    x.max_tokens = static_cast<int>(m.integer("max_tokens", 4096, 1, 1 << 20));
+    m.finish();
+    // The key itself is never part of the effective config.
+    models_eff.push_back({{"name", x.name}, {"provider", x.provider_label}, {"base_url", x.base_url},
+                          {"model", x.model}, {"api_key_env", x.api_key_env}, {"weight", x.weight},
+                          {"usd_per_mtok_in", x.usd_per_mtok_in}, {"usd_per_mtok_out", x.usd_per_mtok_out},
+                          {"concurrency", x.concurrency}, {"temperature", x.temperature},
+                          {"max_tokens", x.max_tokens}});
+    c.models.push_back(std::move(x));
+  }
+  double wsum = 0;
+  for (const auto& m : c.models) wsum += m.weight;
+  if (wsum <= 0) o.fail("models", "at least one model with a positive weight");
+  if (auto b = o.optional_object("budget")) {
+    c.budget.tokens = b->integer("tokens", 0, 0);
+    c.budget.usd = b->number("usd", 0.0, 0.0);
+    b->finish();
+  }
+  if (auto k = o.optional_object("client")) {
+    c.client.connect_timeout_s = k->number("connect_timeout_s", c.client.connect_timeout_s, 0.001, 3600);
+    c.client.timeout_s = k->number("timeout_s", c.client.timeout_s, 0.001, 86400);
+    c.client.max_retries = static_cast<int>(k->integer("max_retries", c.client.max_retries, 0, 100));
+    c.client.backoff_initial_s = k->number("backoff_initial_s", c.client.backoff_initial_s, 0.0, 3600);
+    c.client.backoff_max_s = k->number("backoff_max_s", c.client.backoff_max_s, 0.0, 86400);
+    k->finish();
+  }
+  std::string cache_dir = "llm-cache";
+  if (auto k = o.optional_object("cache")) {
+    c.cache_mode = cache_mode_from_string(k->choice("mode", {"off", "record", "replay", "replay_or_call"}, "off"));
+    cache_dir = k->string("dir", cache_dir);
+    k->finish();
+  }
+  c.cache_dir = cache_dir;   // relative to the working directory, like out_dir
+  auto rel = [&](const std::string& p) { return fs::path(p).is_relative() ? base / p : fs::path(p); };
+  const std::string prompts = o.string("prompts_dir", "prompts");
+  const std::string knowledge = o.string("knowledge_dir", "knowledge");
+  c.prompts_dir = rel(prompts);
+  c.knowledge_dir = rel(knowledge);
+  if (!fs::is_directory(c.prompts_dir)) o.fail("prompts_dir", "an existing folder of prompt templates");
+  if (!fs::is_directory(c.knowledge_dir)) o.fail("knowledge_dir", "an existing folder of knowledge files");
+  c.knowledge_tokens = static_cast<std::size_t>(o.integer("knowledge_tokens", 600, 0, 1 << 20));
+  c.inspiration_chars = static_cast<std::size_t>(o.integer("inspiration_chars", 6000, 0, 1 << 24));
+  c.hardware = o.string("hardware", "");
+  c.probe = o.boolean("probe", true);
+  o.finish();
+  c.effective = {{"models", models_eff},
+                 {"budget", {{"tokens", c.budget.tokens}, {"usd", c.budget.usd}}},
+                 {"client",
+                  {{"connect_timeout_s", c.client.connect_timeout_s}, {"timeout_s", c.client.timeout_s},
+                   {"max_retries", c.client.max_retries}, {"backoff_initial_s", c.client.backoff_initial_s},
+                   {"backoff_max_s", c.client.backoff_max_s}}},
+                 {"cache", {{"mode", to_string(c.cache_mode)}, {"dir", cache_dir}}},
+                 {"prompts_dir", c.prompts_dir.string()},
+                 {"knowledge_dir", c.knowledge_dir.string()},
+                 {"knowledge_tokens", c.knowledge_tokens},
+                 {"inspiration_chars", c.inspiration_chars},
+                 {"hardware", c.hardware},
+                 {"probe", c.probe}};
+  return c;
+}
+
+// ---- service ---------------------------------------------------------------
+
+Service::Service(ServiceConfig config) : config_(std::move(config)) {
+  std::shared_ptr<ReplyCache> cache;
+  if (config_.cache_mode != CacheMode::off) cache = std::make_shared<ReplyCache>(config_.cache_mode, config_.cache_dir);
+  for (auto& m : config_.models) {
+    // A model with weight 0 is listed but switched off: its key is not needed.
+    if (m.api_key_env.empty() || m.weight <= 0.0 || config_.cache_mode == CacheMode::replay) continue;
+    const char* key = std::getenv(m.api_key_env.c_str());
+    if (!key || !*key)
+      throw InputError("environment", m.api_key_env,
+                       fmt::format("the API key of model '{}' (or api_key_env \"\" for a server without keys)", m.name));
+    m.api_key = key;
+  }
+  client_ = std::make_unique<Client>(config_.models, config_.client, config_.budget, std::move(cache));
+}
+
+void Service::probe() {
+  if (probed_ || !config_.probe || config_.cache_mode == CacheMode::replay) return;
+  probed_ = true;
+  for (std::size_t k = 0; k < config_.models.size(); ++k) {
+    if (config_.models[k].weight <= 0.0) continue;
+    const auto why = client_->connect_check(k);
+    if (!why.empty())
+      throw Failure(fmt::format("LLM model '{}' is not reachable at {}: {} (start the server, fix llm.models[{}].base_url,"
+                                " or set llm.probe=false)",
+                                config_.models[k].name, config_.models[k].base_url, why, k));
+  }
+}
+
+std::size_t Service::pick_model(Rng& rng) const {
+  double total = 0;
+  for (const auto& m : config_.models) total += m.weight;
+  double x = rng.uniform() * total;
+  for (std::size_t k = 0; k < config_.models.size(); ++k) {
+    x -= config_.models[k].weight;
+    if (x < 0 && config_.models[k].weight > 0) return k;
+  }
+  return config_.models.size() - 1;
+}
+
+std::uint64_t Service::next_sample(const Model& m, const Conversation& c) {
+  return samples_[ReplyCache::key(m, c, 0)]++;
+}
+
+std::uint64_t Service::submit(const void* owner, std::size_t model, Conversation c, std::uint64_t sample) {
+  const auto ticket = client_->submit(model, std::move(c), sample);
+  owner_of_[ticket] = owner;
+  return ticket;
+}
+
+std::vector<std::pair<std::uint64_t, ChatResult>> Service::poll(const void* owner, std::chrono::milliseconds max_wait) {
+  auto& mine = ready_[owner];
+  if (mine.empty()) {
+    for (auto& [ticket, r] : client_->poll(max_wait)) {
+      auto it = owner_of_.find(ticket);
+      const void* who = it->second;
+      owner_of_.erase(it);
+      ready_[who].emplace_back(ticket, std::move(r));
+    }
+  }
+  std::vector<std::pair<std::uint64_t, ChatResult>> out;
+  out.swap(ready_[owner]);
+  return out;
+}
+
+std::size_t Service::in_flight(const void* owner) const {
+  std::size_t n = 0;
+  for (const auto& [t, o] : owner_of_) n += o == owner;
+  if (auto it = ready_.find(owner); it != ready_.end()) n += it->second.size();
+  return n;
+}
+
+const Template& Service::prompt(const std::string& name) {
+  auto it = prompts_.find(name);
+  if (it == prompts_.end()) it = prompts_.emplace(name, Template::load(config_.prompts_dir / (name + ".md"))).first;
+  return it->second;
+}
+
+const Knowledge& Service::knowledge(const std::string& backend) {
+  auto it = knowledge_.find(backend);
+  if (it == knowledge_.end()) {
+    Knowledge k;
+    const fs::path f = config_.knowledge_dir / (backend + ".md");
+    if (fs::exists(f)) k.add_file(f);
+    it = knowledge_.emplace(backend, std::move(k)).first;
+  }
+  return it->second;
+}
+
+std::string Service::hardware() const {
+  if (!config_.hardware.empty()) return config_.hardware;
+  std::string model = "unknown CPU";
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0) {
+      model = line.substr(line.find(':') + 2);
+      break;
+    }
+  return fmt::format("{} with {} hardware threads", model, std::thread::hardware_concurrency());
+}
+
+// ---- prompts ---------------------------------------------------------------
+
+std::map<std::string, std::string> prompt_slots(const OperatorRequest& req, Service& service, std::size_t inspirations) {
+  const Task& task = *req.task;
+  const Candidate& p = *req.parents.front();
+  std::map<std::string, std::string> s;
+  s["task_name"] = task.name;
+  s["task_description"] = task.description;
+  s["signature"] = task.c_signature();
+  s["backend"] = task.backend;
+  // Only the visible shapes: hidden ones are the held-out correctness check.
+  std::string shapes;
+  for (const auto& v : task.visible) shapes += "- " + v.label + "\n";
+  s["visible_shapes"] = shapes;
+  s["parent_source"] = p.source;
+  s["parent_verdict"] = verdict_text(p);
+  if (req.parents.size() > 1) {
+    s["parent2_source"] = req.parents[1]->source;
+    s["parent2_verdict"] = verdict_text(*req.parents[1]);
+  }
+  // The engine's feedback has hidden shapes redacted already.
+  s["feedback"] = req.feedback.empty() ? "(none)" : req.feedback;
+  std::string insp;
+  std::size_t used = 0;
+  for (std::size_t k = 0; k < req.inspirations.size() && k < inspirations; ++k) {
+    const Candidate& c = *req.inspirations[k];
+    if (used + c.source.size() > service.config().inspiration_chars) break;
+    used += c.source.size();
+    insp += fmt::format("Candidate {} ({}):\n```cpp\n{}```\n\n", c.id, verdict_text(c), c.source);
+  }
+  s["inspirations"] = insp.empty() ? "(none)" : insp;
+  s["hardware"] = service.hardware();
+  std::string know;
+  for (const auto* sn : service.knowledge(task.backend).retrieve(task.description + "\n" + req.feedback,
+                                                                 service.config().knowledge_tokens))
+    know += "### " + sn->title + "\n" + sn->text + "\n";
+  s["knowledge"] = know.empty() ? "(none)" : know;
+  s["search_space"] = task.space.empty() ? "(no parameters)" : space_text(task.space);
+  s["recommendations"] = "(none)";
+  return s;
+}
+
+// ---- operators -------------------------------------------------------------
+
+struct LlmOperator::Job {
+  std::uint64_t id = 0;
+  const Task* task = nullptr;
+  std::string parent_source;
+  std::optional<Point> parent_point;
+  std::map<std::string, std::string> slots;
+  Conversation conv;
+  std::size_t model = 0;
+  int step = 0;                  // analyst: 0 = analysis, 1 = generation
+  std::uint64_t sample = 0;      // reply-cache sample index, fixed at begin()
+  std::int64_t repair_of = -1;   // fix: the failed candidate this repairs
+  int repair_turn = 0;           // fix: 1 for the first repair of a conversation
+  json turns = json::array();    // lineage records, one per request
+};
+
+LlmOperator::LlmOperator(std::string name, std::shared_ptr<Service> service, LlmOperatorOptions options)
+    : MutationOperator(std::move(name), options.kind == Kind::crossover ? 2 : 1),
+      service_(std::move(service)),
+      options_(options) {
+  // Load the templates now, so that a missing or broken one is an input
+  // error before the run starts.
+  switch (options_.kind) {
+    case Kind::rewrite: service_->prompt("rewrite"); break;
+    case Kind::diff: service_->prompt("diff"); break;
+    case Kind::crossover: service_->prompt("crossover"); break;
+    case Kind::analyst: service_->prompt("analyst"); service_->prompt("rewrite"); break;
+    case Kind::param_hint: service_->prompt("param_hint"); break;
+    case Kind::fix: service_->prompt("fix"); service_->prompt("rewrite"); break;
+  }
+}
+
+void LlmOperator::observe(const Candidate& c) {
+  if (options_.kind != Kind::fix || c.llm.empty() || c.source.empty()) return;
+  if (c.verdict.status != Status::compile_error && c.verdict.status != Status::wrong_answer) return;
+  const auto turns = json::parse(c.llm, nullptr, false);
+  if (!turns.is_array() || turns.empty()) return;
+  const json& last = turns.back();
+  const int turn = last.value("repair_turn", 0);
+  if (turn >= options_.max_turns || !last.value("ok", false)) return;
+  // The conversation that made the candidate, its reply included: the repair
+  // continues it, so the model sees what it wrote and what went wrong.
+  Repair r;
+  r.task = c.task;
+  r.id = c.id;
+  r.turn = turn;
+  r.feedback = c.verdict.feedback.empty() ? std::string(to_string(c.verdict.status)) : c.verdict.feedback;
+  r.source = c.source;
+  for (const auto& m : last.at("prompt")) {
+    if (m.value("role", "") == "system") r.conv.system = m.value("content", "");
+    else r.conv.messages.push_back({m.value("role", ""), m.value("content", "")});
+  }
+  r.conv.messages.push_back({"assistant", last.value("reply", "")});
+  repairs_.push_back(std::move(r));
+  if (repairs_.size() > options_.queue) repairs_.pop_front();
+}
+
+LlmOperator::~LlmOperator() = default;
+
+bool LlmOperator::applicable(const Task& task) const {
+  return options_.kind != Kind::param_hint || !task.space.empty();
+}
+
+void LlmOperator::send(Job& job, std::uint64_t) {
+  // The sample index is taken when the job begins (in id order under
+  // deterministic ordering), never when a reply arrives: later turns of two
+  // identical conversations must not swap indices between record and replay.
+  const auto ticket = service_->submit(this, job.model, job.conv, job.sample);
+  jobs_[ticket].reset(&job);   // owned from here on
+}
+
+std::optional<OperatorOutcome> LlmOperator::do_begin(const OperatorRequest& req) {
+  auto job = std::make_unique<Job>();
+  job->id = req.id;
+  job->task = req.task;
+  job->parent_source = req.parents.front()->source;
+  job->parent_point = req.parents.front()->point;
+  job->slots = prompt_slots(req, *service_, static_cast<std::size_t>(options_.inspirations));
+  job->model = service_->pick_model(*req.rng);
+  std::string system_name = "system_" + req.task->backend;
+  job->conv.system = service_->prompt(system_name).render(job->slots);
+  if (options_.kind == Kind::fix) {
+    const auto task_index = req.parents.front()->task;
+    auto it = std::find_if(repairs_.begin(), repairs_.end(), [&](const Repair& r) { return r.task == task_index; });
+    if (it != repairs_.end()) {
+      job->conv = std::move(it->conv);
+      job->repair_of = static_cast<std::int64_t>(it->id);
+      job->repair_turn = it->turn + 1;
+      job->parent_source = it->source;
+      job->slots["feedback"] = it->feedback;
+      // Knowledge retrieved for this failure (e.g. the compiler's error text).
+      std::string know;
+      for (const auto* sn : service_->knowledge(req.task->backend).retrieve(it->feedback,
+                                                                              service_->config().knowledge_tokens))
+        know += "### " + sn->title + "\n" + sn->text + "\n";
+      job->slots["knowledge"] = know.empty() ? "(none)" : know;
+      repairs_.erase(it);
+      job->conv.messages.push_back({"user", service_->prompt("fix").render(job->slots)});
+      job->sample = service_->next_sample(service_->config().models[job->model], job->conv);
+      Job* raw = job.release();
+      send(*raw, 0);
+      return std::nullopt;
+    }
+    // Nothing to repair for this task: a plain rewrite of the parent.
+  }
+  std::string tmpl;
+  switch (options_.kind) {
+    case Kind::fix:
+    case Kind::rewrite: tmpl = "rewrite"; break;
+    case Kind::diff: tmpl = "diff"; break;
+    case Kind::crossover: tmpl = "crossover"; break;
+    case Kind::param_hint: tmpl = "param_hint"; break;
+    case Kind::analyst:
+      // The analyst speaks only about correct but slow candidates; others
+      // get a plain rewrite prompt.
+      if (req.parents.front()->verdict.is_correct() && req.parents.front()->verdict.speedup < options_.slow_below) {
+        tmpl = "analyst";
+      } else {
+        tmpl = "rewrite";
+        job->step = 1;
+      }
+      break;
+  }
+  job->conv.messages.push_back({"user", service_->prompt(tmpl).render(job->slots)});
+  job->sample = service_->next_sample(service_->config().models[job->model], job->conv);
+  Job* raw = job.release();
+  send(*raw, 0);
+  return std::nullopt;
+}
+
+std::optional<OperatorOutcome> LlmOperator::finish(Job& job, const ChatResult& r) {
+  const std::string purpose = options_.kind == Kind::analyst && job.step == 0 ? "analyse"
+                              : job.repair_of >= 0                         ? "repair"
+                                                                           : "generate";
+  json prompt = json::array();
+  if (!job.conv.system.empty()) prompt.push_back({{"role", "system"}, {"content", job.conv.system}});
+  for (const auto& m : job.conv.messages) prompt.push_back({{"role", m.role}, {"content", m.content}});
+  job.turns.push_back({{"turn", job.turns.size()}, {"purpose", purpose}, {"model", r.model},
+                       {"prompt", prompt}, {"reply", r.text}, {"ok", r.ok}, {"error", r.error},
+                       {"http_status", r.http_status}, {"input_tokens", r.input_tokens},
+                       {"output_tokens", r.output_tokens}, {"latency_s", r.latency_s}, {"retries", r.retries},
+                       {"cost_usd", r.cost_usd}, {"cached", r.cached}});
+  if (job.repair_of >= 0) {
+    job.turns.back()["repair_of"] = job.repair_of;
+    job.turns.back()["repair_turn"] = job.repair_turn;
+  }
+  auto done = [&](OperatorOutcome o) {
+    o.llm = job.turns.dump(-1, ' ', false, json::error_handler_t::replace);
+    return o;
+  };
+  if (!r.ok) return done(OperatorOutcome::failed(job.id, "llm: " + r.error));
+  const Task& task = *job.task;
+  switch (options_.kind) {
+    case Kind::rewrite:
+    case Kind::crossover:
+    case Kind::fix: {
+      auto p = parse_code_reply(r.text, task);
+      if (!p.source) return done(OperatorOutcome::failed(job.id, "reply rejected: " + p.error));
+      std::string note = "model " + r.model;
+      if (job.repair_of >= 0) note += fmt::format(", repair {} of candidate {}", job.repair_turn, job.repair_of);
+      return done(OperatorOutcome::ok(job.id, Proposal{std::move(*p.source), std::nullopt, note}));
+    }
+    case Kind::diff: {
+      auto d = parse_diff_blocks(r.text);
+      if (!d.error.empty()) return done(OperatorOutcome::failed(job.id, "reply rejected: " + d.error));
+      auto applied = apply_diff(job.parent_source, d.blocks);
+      if (!applied.source) return done(OperatorOutcome::failed(job.id, "diff failed: " + applied.error));
+      if (auto why = check_signature(*applied.source, task); !why.empty())
+        return done(OperatorOutcome::failed(job.id, "reply rejected: " + why));
+      return done(OperatorOutcome::ok(
+          job.id, Proposal{std::move(*applied.source), std::nullopt,
+                           fmt::format("model {}: {} diff blocks applied", r.model, d.blocks.size())}));
+    }
+    case Kind::analyst: {
+      if (job.step == 1) {
+        auto p = parse_code_reply(r.text, task);
+        if (!p.source) return done(OperatorOutcome::failed(job.id, "reply rejected: " + p.error));
+        return done(OperatorOutcome::ok(job.id, Proposal{std::move(*p.source), std::nullopt,
+                                                         "model " + r.model + ", after performance analysis"}));
+      }
+      // Step 0 answered: the recommendations go into a generation prompt.
+      job.step = 1;
+      job.slots["recommendations"] = r.text;
+      job.conv.messages.assign(1, {"user", service_->prompt("rewrite").render(job.slots)});
+      return std::nullopt;   // the conversation continues (see do_poll)
+    }
+    case Kind::param_hint: {
+      const SearchSpace& space = task.space;
+      std::string why;
+      std::optional<Point> point;
+      const std::string text = extract_json_object(r.text);
+      if (text.empty()) {
+        why = "no JSON object in the reply";
+      } else {
+        json j = json::parse(text);
+        const json& values = j.contains("values") ? j["values"] : j;
+        std::vector<std::pair<std::string, std::string>> assign;
+        if (!values.is_object()) why = "\"values\" is not an object";
+        for (auto it = values.begin(); why.empty() && it != values.end(); ++it)
+          assign.emplace_back(it.key(), it->is_string() ? it->get<std::string>() : it->dump());
+        // Parameters the reply leaves out keep the parent's value.
+        if (why.empty() && job.parent_point)
+          for (std::size_t k = 0; k < space.params().size(); ++k)
+            if (!values.contains(space.params()[k].name))
+              assign.emplace_back(space.params()[k].name, space.value(*job.parent_point, k).to_string());
+        if (why.empty()) {
+          point = space.find(assign);
+          if (!point) why = "unknown parameter or value in " + text.substr(0, 200);
+          else if (!space.valid(*point)) {
+            why = "point violates the restrictions: " + space.key(*point);
+            point.reset();
+          }
+        }
+      }
+      if (!point) {
+        // Invalid hints fall back to the baseline (the task's seed point).
+        if (!task.seed_point) return done(OperatorOutcome::failed(job.id, "invalid parameter hint: " + why));
+        return done(OperatorOutcome::ok(job.id, Proposal{apply_point(space, *task.seed_point, job.parent_source),
+                                                         task.seed_point,
+                                                         "invalid parameter hint (" + why + "); baseline point"}));
+      }
+      return done(OperatorOutcome::ok(job.id, Proposal{apply_point(space, *point, job.parent_source), point,
+                                                       "model " + r.model + " hint " + space.key(*point)}));
+    }
+  }
+  return done(OperatorOutcome::failed(job.id, "unknown operator kind"));
+}
+
+std::vector<OperatorOutcome> LlmOperator::do_poll(std::chrono::milliseconds max_wait) {
+  std::vector<OperatorOutcome> out;
+  for (auto& [ticket, r] : service_->poll(this, max_wait)) {
+    auto it = jobs_.find(ticket);
+    if (it == jobs_.end()) throw Failure(fmt::format("llm operator {}: result for unknown ticket {}", name(), ticket));
+    std::unique_ptr<Job> job = std::move(it->second);
+    jobs_.erase(it);
+    auto o = finish(*job, r);
+    if (!o) {
+      send(*job.release(), 0);   // the next turn of the same conversation
+      continue;
+    }
+    out.push_back(std::move(*o));
+  }
+  return out;
+}
+
+}  // namespace kevo::operators::llm

@@ -1,0 +1,234 @@
+#include "kevo/operators/llm_reply.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <regex>
+
+namespace kevo::operators::llm {
+namespace {
+
+std::string trim(std::string_view s) {
+  std::size_t a = 0, b = s.size();
+  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
+  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
+  return std::string(s.substr(a, b - a));
+}
+
+// A line with leading/trailing blanks dropped and inner runs of blanks made one.
+std::string squash(std::string_view s) {
+  std::string out;
+  bool space = false;
+  for (char c : trim(s)) {
+    if (c == ' ' || c == '\t' || c == '\r') {
+      space = true;
+      continue;
+    }
+    if (space && !out.empty()) out += ' ';
+    space = false;
+    out += c;
+  }
+  return out;
+}
+
+std::vector<std::string> split_lines(std::string_view s) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    const auto nl = s.find('\n', start);
+    if (nl == std::string_view::npos) {
+      out.emplace_back(s.substr(start));
+      break;
+    }
+    out.emplace_back(s.substr(start, nl - start));
+    start = nl + 1;
+  }
+  return out;
+}
+
+// The C type of one parameter declaration with the name and restrict
+// qualifiers removed and spacing normalised ("const float*").
+std::string param_type(std::string p) {
+  for (const char* q : {"__restrict__", "__restrict", "restrict"}) {
+    for (auto pos = p.find(q); pos != std::string::npos; pos = p.find(q)) p.erase(pos, std::string(q).size());
+  }
+  std::string t = squash(p);
+  // Drop the trailing identifier (the parameter name), if any.
+  std::size_t e = t.size();
+  while (e > 0 && (std::isalnum(static_cast<unsigned char>(t[e - 1])) || t[e - 1] == '_')) --e;
+  if (e > 0 && e < t.size()) t = t.substr(0, e);
+  std::string out;
+  for (char c : t)
+    if (c != ' ' || (!out.empty() && out.back() != '*')) out += c;
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  for (auto pos = out.find(" *"); pos != std::string::npos; pos = out.find(" *")) out.erase(pos, 1);
+  for (auto pos = out.find("std::"); pos != std::string::npos; pos = out.find("std::")) out.erase(pos, 5);
+  if (out == "int") out = "int32_t";
+  if (out == "const int") out = "const int32_t";
+  if (out == "long long" || out == "long") out = "int64_t";
+  return out;
+}
+
+}  // namespace
+
+std::vector<CodeBlock> fenced_blocks(std::string_view reply) {
+  std::vector<CodeBlock> out;
+  const auto lines = split_lines(reply);
+  std::optional<CodeBlock> open;
+  for (const auto& raw : lines) {
+    const std::string t = trim(raw);
+    if (t.rfind("```", 0) == 0) {
+      if (!open) {
+        open = CodeBlock{trim(std::string_view(t).substr(3)), {}};
+      } else {
+        out.push_back(std::move(*open));
+        open.reset();
+      }
+      continue;
+    }
+    if (open) open->code += raw + "\n";
+  }
+  // An unterminated fence (a reply cut at max_tokens) is not a block.
+  return out;
+}
+
+std::string check_signature(std::string_view source, const Task& task) {
+  const std::string src(source);
+  const std::regex decl("extern\\s*\"C\"\\s*void\\s+" + task.function + "\\s*\\(");
+  std::smatch m;
+  if (!std::regex_search(src, m, decl))
+    return fmt::format("the code does not define extern \"C\" void {}(...)", task.function);
+  const std::size_t open = static_cast<std::size_t>(m.position(0) + m.length(0));
+  const std::size_t close = src.find(')', open);
+  if (close == std::string::npos) return "unterminated parameter list of " + task.function;
+  std::vector<std::string> got;
+  std::string list = src.substr(open, close - open);
+  std::size_t start = 0;
+  while (true) {
+    const auto comma = list.find(',', start);
+    got.push_back(param_type(list.substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (got.size() == 1 && (got[0].empty() || got[0] == "void")) got.clear();
+  std::vector<std::string> want;
+  for (const auto& a : task.args)
+    want.push_back((a.role == Role::in ? "const " : "") + std::string(c_type(a.dtype)) + (a.is_buffer() ? "*" : ""));
+  if (got != want) {
+    std::string g, w;
+    for (const auto& x : got) g += (g.empty() ? "" : ", ") + x;
+    for (const auto& x : want) w += (w.empty() ? "" : ", ") + x;
+    return fmt::format("changed kernel signature: {}({}) instead of {}({})", task.function, g, task.function, w);
+  }
+  return {};
+}
+
+Parsed parse_code_reply(std::string_view reply, const Task& task) {
+  const auto blocks = fenced_blocks(reply);
+  if (blocks.empty()) return {std::nullopt, "no code block in the reply"};
+  const std::regex defines("\\b" + task.function + "\\s*\\(");
+  std::vector<const CodeBlock*> defining;
+  for (const auto& b : blocks)
+    if (std::regex_search(b.code, defines) && b.code.find("extern") != std::string::npos) defining.push_back(&b);
+  if (defining.empty()) {
+    if (blocks.size() == 1) {
+      const auto why = check_signature(blocks[0].code, task);
+      return {std::nullopt, why.empty() ? "code block does not define the kernel" : why};
+    }
+    return {std::nullopt, fmt::format("none of the {} code blocks defines {}", blocks.size(), task.function)};
+  }
+  if (defining.size() > 1)
+    return {std::nullopt, fmt::format("ambiguous reply: {} code blocks define {}", defining.size(), task.function)};
+  if (auto why = check_signature(defining[0]->code, task); !why.empty()) return {std::nullopt, why};
+  return {defining[0]->code, {}};
+}
+
+DiffParse parse_diff_blocks(std::string_view reply) {
+  DiffParse out;
+  const auto lines = split_lines(reply);
+  enum { outside, search, replace } state = outside;
+  DiffBlock cur;
+  for (const auto& raw : lines) {
+    const std::string t = trim(raw);
+    const bool start = t.rfind("<<<<<<<", 0) == 0 && t.find("SEARCH") != std::string::npos;
+    const bool mid = t.size() >= 7 && t.find_first_not_of('=') == std::string::npos;
+    const bool end = t.rfind(">>>>>>>", 0) == 0 && t.find("REPLACE") != std::string::npos;
+    if (state == outside) {
+      if (start) {
+        state = search;
+        cur = {};
+      }
+    } else if (state == search) {
+      if (mid) state = replace;
+      else if (start || end) {
+        out.error = fmt::format("diff block {} has no ======= divider", out.blocks.size());
+        return out;
+      } else cur.search += raw + "\n";
+    } else {
+      if (end) {
+        out.blocks.push_back(std::move(cur));
+        state = outside;
+      } else if (start) {
+        out.error = fmt::format("diff block {} has no >>>>>>> REPLACE end", out.blocks.size());
+        return out;
+      } else cur.replace += raw + "\n";
+    }
+  }
+  if (state != outside) out.error = fmt::format("diff block {} is not terminated", out.blocks.size());
+  return out;
+}
+
+Parsed apply_diff(std::string_view source, const std::vector<DiffBlock>& blocks) {
+  if (blocks.empty()) return {std::nullopt, "no SEARCH/REPLACE block in the reply"};
+  std::string text(source);
+  for (std::size_t k = 0; k < blocks.size(); ++k) {
+    const auto& b = blocks[k];
+    if (trim(b.search).empty()) return {std::nullopt, fmt::format("diff block {} has an empty SEARCH part", k)};
+    if (auto pos = text.find(b.search); pos != std::string::npos) {
+      text.replace(pos, b.search.size(), b.replace);
+      continue;
+    }
+    // Whitespace-tolerant, line-wise: blank lines at the ends of the SEARCH
+    // part are ignored, every other line must match after squashing.
+    auto want = split_lines(b.search);
+    while (!want.empty() && trim(want.back()).empty()) want.pop_back();
+    while (!want.empty() && trim(want.front()).empty()) want.erase(want.begin());
+    for (auto& w : want) w = squash(w);
+    auto have = split_lines(text);
+    std::vector<std::size_t> hits;
+    for (std::size_t i = 0; i + want.size() <= have.size(); ++i) {
+      bool same = true;
+      for (std::size_t j = 0; j < want.size() && same; ++j) same = squash(have[i + j]) == want[j];
+      if (same) hits.push_back(i);
+    }
+    if (hits.empty())
+      return {std::nullopt, fmt::format("diff block {} does not match the parent source (SEARCH starts '{}')", k,
+                                        want.empty() ? "" : want.front().substr(0, 60))};
+    if (hits.size() > 1)
+      return {std::nullopt, fmt::format("diff block {} matches {} places in the parent source", k, hits.size())};
+    std::string rebuilt;
+    for (std::size_t i = 0; i < hits[0]; ++i) rebuilt += have[i] + "\n";
+    rebuilt += b.replace;
+    for (std::size_t i = hits[0] + want.size(); i < have.size(); ++i)
+      rebuilt += have[i] + (i + 1 < have.size() ? "\n" : "");
+    text = std::move(rebuilt);
+  }
+  return {text, {}};
+}
+
+std::string extract_json_object(std::string_view reply) {
+  for (const auto& b : fenced_blocks(reply)) {
+    auto j = nlohmann::json::parse(b.code, nullptr, false);
+    if (!j.is_discarded() && j.is_object()) return b.code;
+  }
+  const auto a = reply.find('{');
+  const auto z = reply.rfind('}');
+  if (a == std::string_view::npos || z == std::string_view::npos || z < a) return {};
+  std::string cand(reply.substr(a, z - a + 1));
+  auto j = nlohmann::json::parse(cand, nullptr, false);
+  return (!j.is_discarded() && j.is_object()) ? cand : std::string();
+}
+
+}  // namespace kevo::operators::llm

@@ -1,0 +1,190 @@
+// bench_cuda: the CUDA backend's figures (docs/benchmarks.md#cuda-backend).
+//   bench_cuda compile TASKS_DIR [a,b]  NVRTC vs nvcc -cubin vs nvcc -shared (the backend's
+//                                       command) latency per bundled seed, median of 3
+//   bench_cuda throughput TASK_DIR N    N distinct search-space points submitted at once (proposals
+//                                       arrive instantly): candidates verified and timed per
+//                                       GPU-minute, and the duty cycle of the one timing slot
+//   bench_cuda cv TASK_DIR K            the seed judged K times: coefficient of variation of its
+//                                       median time across judgements
+// Needs a GPU for throughput and cv; compile runs anywhere nvcc does.
+#include "kevo/core/rng.hpp"
+#include "kevo/core/search_space.hpp"
+#include "kevo/core/task.hpp"
+#include "kevo/cpu/cpu_backend.hpp"
+#include "kevo/cuda/cuda_backend.hpp"
+
+#include <nvrtc.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using namespace kevo;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : " ") + x;
+  return s;
+}
+
+int compile_bench(const fs::path& tasks, const std::string& only) {
+  const cpu::CpuOptions c = cuda::to_cpu_options(cuda::CudaOptions{});
+  const fs::path tmp = fs::temp_directory_path() / "kevo-bench-cuda";
+  fs::create_directories(tmp);
+  std::printf("%-12s %10s %12s %12s\n", "task", "nvrtc_s", "nvcc_cubin_s", "nvcc_so_s");
+  std::vector<double> all_rtc, all_cubin, all_so;
+  for (const auto& d : find_task_dirs(tasks)) {
+    const Task t = load_task(d);
+    if (!only.empty() && ("," + only + ",").find("," + t.name + ",") == std::string::npos) continue;
+    const std::string src = cpu::compiled_source(t, t.seed_source);
+    const fs::path file = tmp / (t.name + ".cu");
+    std::ofstream(file) << src;
+    std::vector<double> rtc, cubin, so;
+    for (int r = 0; r < 3; ++r) {
+      {
+        // The device code only (the seed up to its host function, with the
+        // fixed-width types declared): NVRTC has no host compiler and no C++
+        // standard headers, so the entry adapter and the host launch code
+        // cannot be built this way (docs/cuda.md).
+        std::string dev = t.seed_source.substr(0, t.seed_source.find("extern \"C\""));
+        for (std::size_t p; (p = dev.find("#include <cstdint>")) != std::string::npos;)
+          dev.replace(p, 18, "typedef int int32_t; typedef long long int64_t;");
+        for (std::size_t p; (p = dev.find("#include <cfloat>")) != std::string::npos;)
+          dev.replace(p, 17, "#define FLT_MAX 3.402823466e+38F");
+        auto t0 = Clock::now();
+        nvrtcProgram prog;
+        nvrtcCreateProgram(&prog, dev.c_str(), file.c_str(), 0, nullptr, nullptr);
+        const char* opts[] = {"-arch=sm_90", "-std=c++17"};
+        nvrtcResult res = nvrtcCompileProgram(prog, 2, opts);
+        rtc.push_back(since(t0));
+        if (res != NVRTC_SUCCESS && r == 0) {
+          size_t n = 0;
+          nvrtcGetProgramLogSize(prog, &n);
+          std::string log(n, '\0');
+          nvrtcGetProgramLog(prog, log.data());
+          std::printf("  (nvrtc on %s: %s; first lines: %.200s)\n", t.name.c_str(), nvrtcGetErrorString(res), log.c_str());
+        }
+        nvrtcDestroyProgram(&prog);
+      }
+      {
+        const std::string cmd = c.compiler + " " + join(c.flags) + " -cubin -o " + (tmp / (t.name + ".cubin")).string() +
+                                " " + file.string() + " > /dev/null 2>&1";
+        auto t0 = Clock::now();
+        if (std::system(cmd.c_str()) != 0 && r == 0) std::printf("  (nvcc -cubin failed on %s)\n", t.name.c_str());
+        cubin.push_back(since(t0));
+      }
+      {
+        const std::string cmd = c.compiler + " " + join(c.flags) + " " + join(c.flavour.link_flags) + " -o " +
+                                (tmp / (t.name + ".so")).string() + " " + file.string() + " > /dev/null 2>&1";
+        auto t0 = Clock::now();
+        if (std::system(cmd.c_str()) != 0 && r == 0) std::printf("  (nvcc -shared failed on %s)\n", t.name.c_str());
+        so.push_back(since(t0));
+      }
+    }
+    std::printf("%-12s %10.3f %12.3f %12.3f\n", t.name.c_str(), median(rtc), median(cubin), median(so));
+    all_rtc.push_back(median(rtc));
+    all_cubin.push_back(median(cubin));
+    all_so.push_back(median(so));
+  }
+  std::printf("%-12s %10.3f %12.3f %12.3f\n", "MEDIAN", median(all_rtc), median(all_cubin), median(all_so));
+  return 0;
+}
+
+std::unique_ptr<Backend> backend() {
+  cuda::CudaOptions o;
+  o.base.cache_dir = "";   // every candidate really compiles
+  return cuda::make_cuda_backend(std::move(o));
+}
+
+int throughput_bench(const fs::path& dir, int n) {
+  auto task = std::make_shared<const Task>(load_task(dir));
+  auto b = backend();
+  auto* cb = dynamic_cast<cpu::CpuBackend*>(b.get());
+  b->prepare(*task);
+  std::vector<Point> pts = task->space.enumerate();
+  Rng rng(42);
+  for (std::size_t i = pts.size(); i > 1; --i) std::swap(pts[i - 1], pts[rng.range(0, static_cast<std::int64_t>(i - 1))]);
+  if (static_cast<int>(pts.size()) < n) n = static_cast<int>(pts.size());
+  const auto s0 = cb->stats();
+  const auto t0 = Clock::now();
+  int submitted = 0, done = 0, correct = 0;
+  while (done < n) {
+    // Proposals arrive instantly: keep the backend's queues as full as it wants.
+    for (std::size_t w = b->wanted(); w > 0 && submitted < n; --w, ++submitted)
+      b->submit({static_cast<std::uint64_t>(submitted + 1), task,
+                 apply_point(task->space, pts[static_cast<std::size_t>(submitted)], task->seed_source), 7});
+    for (const EvalResult& r : b->poll(std::chrono::milliseconds(50))) {
+      ++done;
+      correct += r.verdict.is_correct() ? 1 : 0;
+    }
+  }
+  const double wall = since(t0);
+  const auto s1 = cb->stats();
+  const double busy = s1.worker_wall_seconds - s0.worker_wall_seconds;
+  std::printf("task %s: %d candidates (%d correct) in %.1f s: %.1f candidates verified+timed per GPU-minute\n",
+              task->name.c_str(), n, correct, wall, 60.0 * n / wall);
+  std::printf("compiles %llu; timing slot busy %.1f s of %.1f s: duty cycle %.1f%%\n",
+              static_cast<unsigned long long>(s1.compiles - s0.compiles), busy, wall, 100.0 * busy / wall);
+  return 0;
+}
+
+int cv_bench(const fs::path& dir, int k) {
+  auto task = std::make_shared<const Task>(load_task(dir));
+  auto b = backend();
+  b->prepare(*task);
+  std::vector<double> t;
+  for (int i = 0; i < k; ++i) {
+    const Verdict v = b->evaluate(task, task->seed_source, 100 + static_cast<std::uint64_t>(i));
+    if (!v.is_correct()) {
+      std::printf("judgement %d: %s\n", i, v.message.c_str());
+      return 1;
+    }
+    t.push_back(v.cand_median_ns);
+  }
+  double m = 0, s = 0;
+  for (double x : t) m += x;
+  m /= static_cast<double>(t.size());
+  for (double x : t) s += (x - m) * (x - m);
+  s = std::sqrt(s / static_cast<double>(t.size() - 1));
+  std::printf("task %s seed: %d judgements, mean of medians %.2f us, CV %.3f%%\n", task->name.c_str(), k, m / 1e3,
+              100.0 * s / m);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: bench_cuda compile TASKS_DIR | throughput TASK_DIR N | cv TASK_DIR K\n");
+    return 2;
+  }
+  const std::string mode = argv[1];
+  try {
+    if (mode == "compile") return compile_bench(argv[2], argc > 3 ? argv[3] : "");
+    if (mode == "throughput") return throughput_bench(argv[2], argc > 3 ? std::atoi(argv[3]) : 60);
+    if (mode == "cv") return cv_bench(argv[2], argc > 3 ? std::atoi(argv[3]) : 10);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_cuda: %s\n", e.what());
+    return 1;
+  }
+  std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
+  return 2;
+}

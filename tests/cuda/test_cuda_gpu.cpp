@@ -1,0 +1,149 @@
+// The CUDA backend on a GPU (label gpu). Without a usable CUDA device every
+// test skips and says why. With one: every bundled task prepares (reference
+// self-check, null candidates rejected, seed correct and timed) and the
+// adversarial candidates of tests/cuda/adversarial get the verdicts they
+// must get.
+#include "kevo/cuda/cuda_backend.hpp"
+
+#include "kevo/core/task.hpp"
+#include "kevo/core/verdict.hpp"
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+namespace fs = std::filesystem;
+using namespace kevo;
+
+namespace {
+
+std::string no_gpu_reason() {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) return std::string("no CUDA device: ") + cudaGetErrorString(e);
+  if (n == 0) return "no CUDA device visible";
+  return {};
+}
+
+#define REQUIRE_GPU()                                      \
+  do {                                                     \
+    const std::string why = no_gpu_reason();               \
+    if (!why.empty()) GTEST_SKIP() << why;                 \
+  } while (0)
+
+std::unique_ptr<Backend> make_backend(double wall_seconds) {
+  cuda::CudaOptions o;
+  o.base.worker = KEVO_CUDA_WORKER;
+  o.base.cache_dir = "";
+  o.base.limits.wall_seconds = wall_seconds;
+  return cuda::make_cuda_backend(std::move(o));
+}
+
+std::string read(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST(CudaGpu, EveryTaskPreparesAndItsSeedIsCorrectAndTimed) {
+  REQUIRE_GPU();
+  auto backend = make_backend(120);
+  for (const auto& d : find_task_dirs(KEVO_CUDA_TASKS)) {
+    auto task = std::make_shared<const Task>(load_task(d));
+    ASSERT_NO_THROW(backend->prepare(*task)) << task->name;
+    const Verdict v = backend->evaluate(task, task->seed_source, 7);
+    EXPECT_EQ(v.status, Status::correct) << task->name << ": " << v.message;
+    EXPECT_GT(v.speedup, 0.0) << task->name;
+    EXPECT_GT(v.cand_median_ns, 0.0) << task->name;
+    std::cout << "[ seed     ] " << task->name << ": " << v.message << " (worker " << v.worker_seconds << " s)\n";
+  }
+}
+
+class Adversarial : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!no_gpu_reason().empty()) return;
+    backend_ = make_backend(20).release();
+    task_ = std::make_shared<const Task>(load_task(fs::path(KEVO_CUDA_TASKS) / "axpy"));
+    backend_->prepare(*task_);
+  }
+  static void TearDownTestSuite() {
+    delete backend_;
+    backend_ = nullptr;
+  }
+  Verdict judge(const std::string& file) {
+    const Verdict v = backend_->evaluate(task_, read(fs::path(KEVO_CUDA_ADVERSARIAL) / file), 11);
+    std::cout << "[ verdict  ] " << file << ": " << to_string(v.status) << ": " << v.message << "\n";
+    return v;
+  }
+  static Backend* backend_;
+  static std::shared_ptr<const Task> task_;
+};
+Backend* Adversarial::backend_ = nullptr;
+std::shared_ptr<const Task> Adversarial::task_;
+
+TEST_F(Adversarial, WorkOnANonBlockingStreamCounts) {
+  REQUIRE_GPU();
+  const Verdict v = judge("other_stream.cu");
+  EXPECT_EQ(v.status, Status::correct) << v.message;
+  EXPECT_GT(v.cand_median_ns, 1000.0) << "the stream's work must be inside the timing";
+}
+
+TEST_F(Adversarial, SkippedWorkIsWrong) {
+  REQUIRE_GPU();
+  EXPECT_EQ(judge("skipped_work.cu").status, Status::wrong_answer);
+}
+
+TEST_F(Adversarial, PartlyWrittenOutputIsWrong) {
+  REQUIRE_GPU();
+  const Verdict v = judge("partial_output.cu");
+  EXPECT_EQ(v.status, Status::wrong_answer);
+  EXPECT_NE(v.message.find("never written"), std::string::npos) << v.message;
+}
+
+TEST_F(Adversarial, ResultCachedAcrossCallsIsWrong) {
+  REQUIRE_GPU();
+  EXPECT_EQ(judge("cached_result.cu").status, Status::wrong_answer);
+}
+
+TEST_F(Adversarial, InfiniteLoopTimesOut) {
+  REQUIRE_GPU();
+  EXPECT_EQ(judge("infinite_loop.cu").status, Status::timeout);
+  // The GPU is usable afterwards.
+  EXPECT_EQ(judge("other_stream.cu").status, Status::correct);
+}
+
+TEST_F(Adversarial, IllegalAddressIsARuntimeError) {
+  REQUIRE_GPU();
+  const Verdict v = judge("illegal_address.cu");
+  EXPECT_EQ(v.status, Status::runtime_error);
+  EXPECT_NE(v.message.find("CUDA error"), std::string::npos) << v.message;
+}
+
+TEST_F(Adversarial, TooMuchSharedMemoryIsARuntimeError) {
+  REQUIRE_GPU();
+  const Verdict v = judge("too_much_shared.cu");
+  EXPECT_EQ(v.status, Status::runtime_error);
+  EXPECT_NE(v.message.find("CUDA error"), std::string::npos) << v.message;
+}
+
+TEST_F(Adversarial, AKernelThatNeverLaunchesIsWrong) {
+  REQUIRE_GPU();
+  EXPECT_EQ(judge("never_launches.cu").status, Status::wrong_answer);
+}
+
+TEST_F(Adversarial, TimesUnderTheRooflineFloorAreErrors) {
+  REQUIRE_GPU();
+  const Verdict v = judge("stops_working.cu");
+  EXPECT_EQ(v.status, Status::runtime_error);
+  EXPECT_NE(v.message.find("roofline"), std::string::npos) << v.message;
+}

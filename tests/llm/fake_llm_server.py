@@ -1,0 +1,329 @@
+#!/usr/bin/env python3
+"""A fake LLM server for kevo's tests: real HTTP on 127.0.0.1, speaking the
+OpenAI Chat Completions (POST .../chat/completions) and Anthropic Messages
+(POST .../messages) wire formats, with scripted replies and fault injection.
+
+usage: fake_llm_server.py [--script FILE] [--log FILE] [--port-file FILE] [--port N]
+
+The script is JSON: {"sequence": [B, ...], "default": B}. Request n (from 0)
+gets sequence[n] while it lasts, then "default" (default: {"kind": "auto"}).
+A behaviour B is an object with "kind":
+
+  auto           reply to what the prompt asks: a kernel variant for a
+                 rewrite/crossover prompt (rotating improve, improve,
+                 compile_error, wrong, improve, no_code), a SEARCH/REPLACE edit
+                 for a diff prompt (rotating good_diff, bad_diff), ranked
+                 advice for a performance review, a JSON hint for parameter
+                 tuning
+  improve | compile_error | wrong | no_code | ambiguous | signature_change |
+  good_diff | bad_diff | analysis | param_hint | bad_param_hint
+                 that variant of the parent kernel found in the prompt
+  text           {"text": "..."}: this reply verbatim
+  status         {"status": 429, "retry_after": 2, "body": "..."}: an HTTP error
+  stall          {"seconds": 5}: wait, then reply like auto
+  truncate       a 200 whose body is cut short of its Content-Length
+  invalid_json   a 200 with a body that is not JSON
+  empty_choices  a 200 without choices / content
+  refusal        a 200 carrying a refusal
+  reset          close the connection without an answer (RST)
+
+Every request is logged as one JSON line to --log: n, path, format, model,
+kind, has_key (whether an API key header came; the key itself is never
+written), bytes.
+
+The bound port is printed on stdout as "PORT <n>" (and written to --port-file).
+"""
+import argparse
+import json
+import re
+import socket
+import struct
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+LOCK = threading.Lock()
+STATE = {"n": 0, "code": 0, "diff": 0, "hint": 0}
+SCRIPT = {"sequence": [], "default": {"kind": "auto"}}
+LOG = None
+
+CODE_ROTATION = ["improve", "improve", "compile_error", "wrong", "improve", "no_code"]
+DIFF_ROTATION = ["good_diff", "bad_diff"]
+IMPROVE_RULES = [
+    ("#define THREADS 1", "#define THREADS 2"),
+    ("#define UNROLL 1", "#define UNROLL 4"),
+    ("#define VEC 1", "#define VEC 8"),
+    ("#define UNROLL 2", "#define UNROLL 4"),
+]
+
+
+def parent_source(prompt):
+    m = re.search(r"```cpp\n(.*?)```", prompt, re.S)
+    return m.group(1) if m else ""
+
+
+def signature(prompt):
+    m = re.search(r'(extern "C" void (\w+)\(([^)]*)\))', prompt)
+    if not m:
+        return None
+    params = [p.strip() for p in m.group(3).split(",") if p.strip()]
+    return m.group(1), m.group(2), params
+
+
+def improve(src, n):
+    for k in range(len(IMPROVE_RULES)):
+        a, b = IMPROVE_RULES[(n + k) % len(IMPROVE_RULES)]
+        if a in src:
+            return src.replace(a, b, 1)
+    return src + "\nstatic const int kevo_fake_variant_%d = %d;\n" % (n, n)
+
+
+def wrong(src, prompt):
+    sig = signature(prompt)
+    if not sig:
+        return src.replace("+=", "-=", 1)
+    full, name, params = sig
+    names = [p.replace("*", " ").split()[-1] for p in params]
+    outs = [p for p in params if "*" in p and not p.startswith("const")]
+    out = outs[0].replace("*", " ").split()[-1] if outs else None
+    body = src.replace('extern "C" void %s(' % name, "static void %s_orig(" % name, 1)
+    body += "\n%s {\n  %s_orig(%s);\n" % (full, name, ", ".join(names))
+    if out:
+        body += "  %s[0] = %s[0] * 1.5f + 1.0f;\n" % (out, out)
+    return body + "}\n"
+
+
+def repair(src, prompt):
+    """Undoes what compile_error and wrong did to a kernel."""
+    src = src.replace("static int kevo_broken = undeclared_symbol_xyz;\n", "")
+    sig = signature(prompt)
+    if sig and "%s_orig(" % sig[1] in src:
+        full, name, _ = sig
+        cut = src.rfind("\n" + full + " {")
+        if cut >= 0:
+            src = src[:cut + 1]
+        src = src.replace("static void %s_orig(" % name, 'extern "C" void %s(' % name, 1)
+    return src
+
+
+def code_reply(variant, prompt, n):
+    src = parent_source(prompt)
+    if variant == "repair":
+        return "The failure came from my last edit; fixed.\n\n```cpp\n" + improve(repair(src, prompt), n) + "```\n"
+    if variant == "improve":
+        return "A faster variant: more parallel work per step.\n\n```cpp\n" + improve(src, n) + "```\n"
+    if variant == "compile_error":
+        bad = src.replace('extern "C"', "static int kevo_broken = undeclared_symbol_xyz;\nextern \"C\"", 1)
+        return "Try this.\n\n```cpp\n" + bad + "```\n"
+    if variant == "wrong":
+        return "Reordered the accumulation.\n\n```cpp\n" + wrong(src, prompt) + "```\n"
+    if variant == "no_code":
+        return "I would restructure the loops for better locality, tile the inner loop and use OpenMP."
+    if variant == "ambiguous":
+        return "Option 1:\n```cpp\n" + src + "```\nOption 2:\n```cpp\n" + improve(src, n) + "```\n"
+    if variant == "signature_change":
+        sig = signature(prompt)
+        changed = src.replace("int32_t", "int64_t") if sig else src
+        return "```cpp\n" + changed + "```\n"
+    if variant == "good_diff":
+        for a, b in IMPROVE_RULES:
+            if a in src:
+                # Extra blanks: the client must match whitespace-tolerantly.
+                return "<<<<<<< SEARCH\n  %s  \n=======\n%s\n>>>>>>> REPLACE\n" % (a.replace(" ", "   "), b)
+        first = src.splitlines()[0] if src else ""
+        return "<<<<<<< SEARCH\n%s\n=======\n%s\n// tuned\n>>>>>>> REPLACE\n" % (first, first)
+    if variant == "bad_diff":
+        return "<<<<<<< SEARCH\nfor (int nonexistent = 0; nonexistent < 1; ++nonexistent) {}\n=======\n// gone\n>>>>>>> REPLACE\n"
+    if variant == "analysis":
+        return ("1. Use all hardware threads with OpenMP over the outer loop.\n"
+                "2. Unroll the inner loop by 4 to hide latency.\n3. Vectorise along contiguous memory.\n")
+    if variant in ("param_hint", "bad_param_hint"):
+        if variant == "bad_param_hint":
+            return '```json\n{"values": {"NO_SUCH_PARAM": 3}}\n```'
+        values = {}
+        for m in re.finditer(r"^- (\w+): \[([^\]]*)\]", prompt, re.M):
+            name, vals = m.group(1), [v.strip() for v in m.group(2).split(",")]
+            if name == "restriction" or not vals:
+                continue
+            v = vals[(n + len(values)) % len(vals)]
+            values[name] = int(v) if re.fullmatch(r"-?\d+", v) else v
+        return "```json\n" + json.dumps({"values": values, "priorities": list(values)}) + "\n```\n"
+    raise ValueError("unknown variant " + variant)
+
+
+def auto_variant(prompt):
+    with LOCK:
+        if "was judged and failed" in prompt:
+            STATE["code"] += 1
+            return "repair", STATE["code"]
+        if "Performance review" in prompt:
+            return "analysis", 0
+        if "Parameter tuning" in prompt:
+            STATE["hint"] += 1
+            return "param_hint", STATE["hint"]
+        if "SEARCH/REPLACE" in prompt:
+            STATE["diff"] += 1
+            return DIFF_ROTATION[(STATE["diff"] - 1) % len(DIFF_ROTATION)], STATE["diff"]
+        STATE["code"] += 1
+        return CODE_ROTATION[(STATE["code"] - 1) % len(CODE_ROTATION)], STATE["code"]
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"   # keep-alive, as real providers
+
+    def log_message(self, *args):
+        pass
+
+    def send_json(self, status, obj, extra=None):
+        body = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def reply(self, fmt, model, text, prompt_len):
+        usage_in, usage_out = max(1, prompt_len // 4), max(1, len(text) // 4)
+        if fmt == "openai":
+            self.send_json(200, {"id": "fake", "object": "chat.completion", "model": model,
+                                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                              "finish_reason": "stop"}],
+                                 "usage": {"prompt_tokens": usage_in, "completion_tokens": usage_out,
+                                           "total_tokens": usage_in + usage_out}})
+        else:
+            self.send_json(200, {"id": "fake", "type": "message", "role": "assistant", "model": model,
+                                 "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                                 "usage": {"input_tokens": usage_in, "output_tokens": usage_out}})
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length", "0"))
+        raw = self.rfile.read(length)
+        fmt = "anthropic" if self.path.endswith("/messages") else "openai"
+        if not (self.path.endswith("/messages") or self.path.endswith("/chat/completions")):
+            self.send_json(404, {"error": {"message": "no such endpoint " + self.path}})
+            return
+        try:
+            req = json.loads(raw)
+        except ValueError:
+            self.send_json(400, {"error": {"message": "request is not JSON"}})
+            return
+        msgs = req.get("messages", [])
+        last = msgs[-1]["content"] if msgs else ""
+        # The kernel to vary: the latest code block of the conversation (a
+        # repair turn's own message has none; the model's last reply does).
+        prompt = last
+        if not parent_source(last):
+            for m in reversed(msgs):
+                if parent_source(m.get("content") or ""):
+                    prompt = last + "\n" + m["content"]
+                    break
+        if not signature(prompt):
+            for m in msgs:
+                if signature(m.get("content") or ""):
+                    prompt += "\n" + m["content"][:0] + signature(m["content"])[0]
+                    break
+        model = req.get("model", "?")
+        with LOCK:
+            n = STATE["n"]
+            STATE["n"] += 1
+        seq = SCRIPT.get("sequence", [])
+        b = seq[n] if n < len(seq) else SCRIPT.get("default", {"kind": "auto"})
+        kind = b.get("kind", "auto")
+        has_key = bool(self.headers.get("Authorization") or self.headers.get("x-api-key"))
+        if LOG:
+            with LOCK:
+                LOG.write(json.dumps({"n": n, "path": self.path, "format": fmt, "model": model, "kind": kind,
+                                      "has_key": has_key, "bytes": len(raw),
+                                      "max_tokens": req.get("max_tokens"), "turns": len(msgs)}) + "\n")
+                LOG.flush()
+        if kind == "stall":
+            time.sleep(float(b.get("seconds", 5)))
+            kind = "auto"
+        if kind == "status":
+            extra = {}
+            if "retry_after" in b:
+                extra["Retry-After"] = str(b["retry_after"])
+            self.send_json(int(b["status"]), {"error": {"message": b.get("body", "scripted error")}}, extra)
+            return
+        if kind == "reset":
+            # SO_LINGER 0: close() sends RST instead of FIN.
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            self.connection.close()
+            return
+        if kind == "truncate":
+            body = b'{"choices": [{"message": {"content": "```cpp\\nint x;'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body) + 500))
+            self.end_headers()
+            self.wfile.write(body)
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if kind == "invalid_json":
+            body = b"<html>502 gateway hiccup</html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        if kind == "empty_choices":
+            if fmt == "openai":
+                self.send_json(200, {"id": "fake", "choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 0}})
+            else:
+                self.send_json(200, {"id": "fake", "content": [], "usage": {"input_tokens": 5, "output_tokens": 0}})
+            return
+        if kind == "refusal":
+            if fmt == "openai":
+                self.send_json(200, {"id": "fake", "choices": [{"index": 0, "message": {
+                    "role": "assistant", "content": None, "refusal": "I can't help with that."},
+                    "finish_reason": "stop"}], "usage": {"prompt_tokens": 5, "completion_tokens": 3}})
+            else:
+                self.send_json(200, {"id": "fake", "content": [{"type": "text", "text": ""}],
+                                     "stop_reason": "refusal", "usage": {"input_tokens": 5, "output_tokens": 3}})
+            return
+        if kind == "text":
+            text = b["text"]
+        else:
+            variant, k = auto_variant(prompt) if kind == "auto" else (kind, n)
+            text = code_reply(variant, prompt, k)
+        self.reply(fmt, model, text, len(raw))
+
+
+def main():
+    global LOG, SCRIPT
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--script")
+    ap.add_argument("--log")
+    ap.add_argument("--port-file")
+    ap.add_argument("--port", type=int, default=0)
+    a = ap.parse_args()
+    if a.script:
+        with open(a.script) as f:
+            SCRIPT = json.load(f)
+    if a.log:
+        LOG = open(a.log, "a")
+    ThreadingHTTPServer.daemon_threads = True
+    ThreadingHTTPServer.request_queue_size = 1024
+    srv = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
+    port = srv.server_address[1]
+    if a.port_file:
+        with open(a.port_file + ".tmp", "w") as f:
+            f.write(str(port))
+        import os
+        os.replace(a.port_file + ".tmp", a.port_file)
+    print("PORT %d" % port, flush=True)
+    try:
+        srv.serve_forever(poll_interval=0.1)
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,498 @@
+// LLM operators: reply parsing, diff application, retrieval, prompts, and the
+// HTTP client against the fake server (both wire formats, faults, budget,
+// record/replay).
+#include "fake_server.hpp"
+
+#include "kevo/core/error.hpp"
+#include "kevo/core/rng.hpp"
+#include "kevo/core/task.hpp"
+#include "kevo/operators/llm_client.hpp"
+#include "kevo/operators/llm_operators.hpp"
+#include "kevo/operators/llm_reply.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <regex>
+
+namespace kevo {
+namespace {
+namespace fs = std::filesystem;
+using namespace kevo::operators::llm;
+using nlohmann::json;
+
+const fs::path kSource = KEVO_SOURCE_DIR;
+
+const Task& reduce_sum() {
+  static const Task t = load_task(kSource / "configs/tasks/cpu/reduce_sum");
+  return t;
+}
+
+std::string fence(const std::string& code) { return "```cpp\n" + code + "```\n"; }
+
+// ---- reply parsing ---------------------------------------------------------
+
+TEST(LlmReply, TakesTheOneBlockThatDefinesTheKernel) {
+  const auto& t = reduce_sum();
+  const std::string reply = "Idea first.\n```text\nnot code\n```\n" + fence(t.seed_source);
+  auto p = parse_code_reply(reply, t);
+  ASSERT_TRUE(p.source) << p.error;
+  EXPECT_EQ(*p.source, t.seed_source);
+}
+
+TEST(LlmReply, RejectsNoCodeAmbiguousAndChangedSignature) {
+  const auto& t = reduce_sum();
+  auto none = parse_code_reply("Use tiling and OpenMP.", t);
+  EXPECT_FALSE(none.source);
+  EXPECT_NE(none.error.find("no code block"), std::string::npos);
+
+  auto two = parse_code_reply(fence(t.seed_source) + fence(t.seed_source), t);
+  EXPECT_FALSE(two.source);
+  EXPECT_NE(two.error.find("ambiguous"), std::string::npos);
+
+  std::string changed = t.seed_source;
+  changed.replace(changed.find("int32_t R"), 9, "int64_t R");
+  auto sig = parse_code_reply(fence(changed), t);
+  EXPECT_FALSE(sig.source);
+  EXPECT_NE(sig.error.find("changed kernel signature"), std::string::npos) << sig.error;
+
+  // A cut-off reply (unterminated fence) has no block.
+  EXPECT_FALSE(parse_code_reply("```cpp\n" + t.seed_source, t).source);
+}
+
+TEST(LlmReply, SignatureToleratesRestrictAndSpacing) {
+  const auto& t = reduce_sum();
+  const std::string src =
+      "#include <cstdint>\nextern \"C\" void reduce_sum(const float * __restrict__ X,\n  float* __restrict__ Y, int R, "
+      "std::int32_t C) {}\n";
+  EXPECT_EQ(check_signature(src, t), "");
+}
+
+TEST(LlmDiff, AppliesExactAndWhitespaceTolerantBlocks) {
+  const std::string src = "int a = 1;\n  for (int i = 0; i < n; ++i)\n    s += x[i];\nreturn s;\n";
+  auto d = parse_diff_blocks(
+      "<<<<<<< SEARCH\nint a = 1;\n=======\nint a = 2;\n>>>>>>> REPLACE\n"
+      "<<<<<<< SEARCH\nfor (int i = 0;   i < n; ++i)\n        s += x[i];\n=======\n  for (int i = n; i-- > 0;)\n    s += "
+      "x[i];\n>>>>>>> REPLACE\n");
+  ASSERT_EQ(d.error, "");
+  ASSERT_EQ(d.blocks.size(), 2u);
+  auto r = apply_diff(src, d.blocks);
+  ASSERT_TRUE(r.source) << r.error;
+  EXPECT_EQ(*r.source, "int a = 2;\n  for (int i = n; i-- > 0;)\n    s += x[i];\nreturn s;\n");
+}
+
+TEST(LlmDiff, NonMatchingOrAmbiguousBlockIsAFailure) {
+  const std::string src = "x += 1;\ny = 2;\nx += 1;\n";
+  auto miss = apply_diff(src, {{"z = 3;\n", "z = 4;\n"}});
+  EXPECT_FALSE(miss.source);
+  EXPECT_NE(miss.error.find("does not match"), std::string::npos);
+  auto amb = apply_diff(src, {{"  x += 1;  \n", "x += 2;\n"}});
+  EXPECT_FALSE(amb.source);
+  EXPECT_NE(amb.error.find("2 places"), std::string::npos) << amb.error;
+  EXPECT_FALSE(apply_diff(src, {}).source);
+  auto bad = parse_diff_blocks("<<<<<<< SEARCH\nx\n>>>>>>> REPLACE\n");
+  EXPECT_NE(bad.error, "");
+}
+
+TEST(LlmReply, ExtractsJsonObjects) {
+  EXPECT_EQ(json::parse(extract_json_object("Here:\n```json\n{\"values\": {\"A\": 1}}\n```"))["values"]["A"], 1);
+  EXPECT_EQ(json::parse(extract_json_object("sure {\"A\": 2} done"))["A"], 2);
+  EXPECT_EQ(extract_json_object("no json here"), "");
+}
+
+// ---- knowledge and prompts -------------------------------------------------
+
+TEST(LlmKnowledge, RetrievesTheSnippetForACompilerError) {
+  Knowledge k;
+  k.add_file(kSource / "configs/knowledge/cpu.md");
+  ASSERT_GT(k.size(), 5u);
+  auto hits = k.retrieve("error: 'int32_t' was not declared in this scope", 200);
+  ASSERT_FALSE(hits.empty());
+  EXPECT_NE(hits.front()->title.find("int32_t"), std::string::npos) << hits.front()->title;
+  // The token budget holds.
+  std::size_t bytes = 0;
+  for (auto* h : k.retrieve("matrix loop order tiling vectorisation threads softmax", 150))
+    bytes += h->title.size() + h->text.size();
+  EXPECT_LE(bytes / 4, 150u + 10u);
+  EXPECT_TRUE(k.retrieve("zzzz qqqq", 500).empty());
+}
+
+TEST(LlmPrompts, UnknownSlotIsAnInputError) {
+  EXPECT_THROW(Template::from_text("x {{parnet_source}}", "t.md"), InputError);
+  auto t = Template::from_text("a {{task_name}} b {{feedback}}", "t.md");
+  EXPECT_EQ(t.render({{"task_name", "T"}, {"feedback", "F"}}), "a T b F");
+}
+
+ServiceConfig service_config(const std::string& url, const std::string& provider = "openai-compatible") {
+  json j = {{"models", {{{"name", "fake"}, {"provider", provider}, {"base_url", url}, {"model", "fake-coder"},
+                         {"usd_per_mtok_in", 1.0}, {"usd_per_mtok_out", 2.0}, {"max_tokens", 256}}}},
+            {"client", {{"timeout_s", 2.0}, {"connect_timeout_s", 1.0}, {"max_retries", 2},
+                        {"backoff_initial_s", 0.01}, {"backoff_max_s", 3.0}}},
+            {"probe", false}, {"hardware", "a test CPU with 2 threads"}};
+  StrictObject o(j, "test", "/llm");
+  return parse_service_config(o, kSource / "configs");
+}
+
+TEST(LlmPrompts, HiddenShapesNeverAppear) {
+  const auto& t = reduce_sum();
+  Service svc(service_config("http://127.0.0.1:9"));
+  Candidate parent;
+  parent.source = t.seed_source;
+  parent.verdict.status = Status::correct;
+  parent.verdict.speedup = 1.2;
+  parent.verdict.feedback = "correct on all shapes; median 120 us";
+  Rng rng(1);
+  OperatorRequest req;
+  req.id = 7;
+  req.task = &t;
+  req.parents = {&parent};
+  req.feedback = parent.verdict.feedback;
+  req.rng = &rng;
+  auto slots = prompt_slots(req, svc, 2);
+  std::string all;
+  for (const char* name : {"system_cpu", "rewrite", "diff", "analyst", "param_hint", "crossover"})
+    all += svc.prompt(name).render(slots);
+  EXPECT_NE(all.find(t.visible.front().label), std::string::npos);
+  EXPECT_NE(all.find(t.c_signature()), std::string::npos);
+  for (const auto& h : t.hidden) {
+    EXPECT_EQ(all.find(h.label), std::string::npos) << h.label;
+    // Distinctive sizes as whole words ("C=1" would also match "VEC=1").
+    for (const auto& [dim, v] : h.dims)
+      if (v >= 1000) {
+        EXPECT_FALSE(std::regex_search(all, std::regex("\\b" + std::to_string(v) + "\\b"))) << v;
+      }
+  }
+  EXPECT_EQ(all.find("{{"), std::string::npos);
+}
+
+// ---- the client against the fake server -----------------------------------
+
+Model model_for(const test::FakeServer& s, Provider p) {
+  Model m;
+  m.name = p == Provider::openai ? "oa" : "an";
+  m.provider = p;
+  m.provider_label = p == Provider::openai ? "openai" : "anthropic";
+  m.base_url = s.url();
+  m.model = "fake-coder";
+  m.max_tokens = 128;
+  m.usd_per_mtok_in = 1.0;
+  m.usd_per_mtok_out = 2.0;
+  m.api_key = "sk-test-secret";
+  return m;
+}
+
+ClientOptions fast_options() {
+  ClientOptions o;
+  o.connect_timeout_s = 1.0;
+  o.timeout_s = 1.5;
+  o.max_retries = 2;
+  o.backoff_initial_s = 0.01;
+  o.backoff_max_s = 3.0;
+  return o;
+}
+
+Conversation hello() { return {"be brief", {{"user", "say hi"}}}; }
+
+std::vector<ChatResult> run_all(Client& c, std::size_t n, double limit_s = 30) {
+  std::vector<ChatResult> out(n);
+  std::size_t got = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (got < n && std::chrono::steady_clock::now() - t0 < std::chrono::duration<double>(limit_s))
+    for (auto& [ticket, r] : c.poll(std::chrono::milliseconds(50))) {
+      out.at(ticket - 1) = std::move(r);
+      ++got;
+    }
+  EXPECT_EQ(got, n);
+  return out;
+}
+
+TEST(LlmClient, BothWireFormats) {
+  test::FakeServer s(json{{"default", {{"kind", "text"}, {"text", "hello there"}}}});
+  ASSERT_TRUE(s.up());
+  for (Provider p : {Provider::openai, Provider::anthropic}) {
+    Client c({model_for(s, p)}, fast_options(), {});
+    c.submit(0, hello());
+    auto r = run_all(c, 1);
+    ASSERT_TRUE(r[0].ok) << r[0].error;
+    EXPECT_EQ(r[0].text, "hello there");
+    EXPECT_GT(r[0].input_tokens, 0);
+    EXPECT_GT(r[0].output_tokens, 0);
+    EXPECT_NEAR(r[0].cost_usd, (r[0].input_tokens * 1.0 + r[0].output_tokens * 2.0) / 1e6, 1e-12);
+    EXPECT_EQ(r[0].retries, 0);
+  }
+  auto log = s.log();
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[0]["format"], "openai");
+  EXPECT_EQ(log[1]["format"], "anthropic");
+  EXPECT_TRUE(log[0]["has_key"].get<bool>());
+}
+
+TEST(LlmClient, RetriesTransientFaultsThenSucceeds) {
+  // Each fault once, then a good answer: 2 retries allowed per request.
+  const std::vector<json> faults = {
+      {{"kind", "status"}, {"status", 429}},   {{"kind", "status"}, {"status", 500}},
+      {{"kind", "status"}, {"status", 502}},   {{"kind", "status"}, {"status", 503}},
+      {{"kind", "truncate"}},                  {{"kind", "invalid_json"}},
+      {{"kind", "reset"}},                     {{"kind", "stall"}, {"seconds", 2.5}}};
+  for (const auto& f : faults) {
+    test::FakeServer s(json{{"sequence", {f}}, {"default", {{"kind", "text"}, {"text", "ok"}}}});
+    ASSERT_TRUE(s.up());
+    Client c({model_for(s, Provider::openai)}, fast_options(), {});
+    c.submit(0, hello());
+    auto r = run_all(c, 1);
+    EXPECT_TRUE(r[0].ok) << f.dump() << ": " << r[0].error;
+    EXPECT_EQ(r[0].retries, 1) << f.dump();
+    EXPECT_EQ(s.log().size(), 2u) << f.dump();
+  }
+}
+
+TEST(LlmClient, HonoursRetryAfter) {
+  test::FakeServer s(json{{"sequence", {{{"kind", "status"}, {"status", 429}, {"retry_after", 1}}}},
+                      {"default", {{"kind", "text"}, {"text", "ok"}}}});
+  ASSERT_TRUE(s.up());
+  Client c({model_for(s, Provider::anthropic)}, fast_options(), {});
+  const auto t0 = std::chrono::steady_clock::now();
+  c.submit(0, hello());
+  auto r = run_all(c, 1);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_TRUE(r[0].ok) << r[0].error;
+  EXPECT_GE(took, 0.95);   // the backoff alone would be 10 ms
+}
+
+TEST(LlmClient, FinalErrorsAreNotRetried) {
+  const std::vector<std::pair<json, std::string>> cases = {
+      {{{"kind", "status"}, {"status", 401}, {"body", "invalid api key"}}, "http 401"},
+      {{{"kind", "status"}, {"status", 400}, {"body", "context length exceeded"}}, "http 400"},
+      {{{"kind", "empty_choices"}}, "empty"},
+      {{{"kind", "refusal"}}, "refusal"}};
+  for (Provider p : {Provider::openai, Provider::anthropic})
+    for (const auto& [f, want] : cases) {
+      test::FakeServer s(json{{"sequence", {f}}, {"default", {{"kind", "text"}, {"text", "ok"}}}});
+      ASSERT_TRUE(s.up());
+      Client c({model_for(s, p)}, fast_options(), {});
+      c.submit(0, hello());
+      auto r = run_all(c, 1);
+      EXPECT_FALSE(r[0].ok) << f.dump();
+      EXPECT_NE(r[0].error.find(want), std::string::npos) << r[0].error;
+      EXPECT_EQ(s.log().size(), 1u) << f.dump();
+      // The key never appears in what is recorded.
+      EXPECT_EQ(r[0].error.find("sk-test-secret"), std::string::npos);
+    }
+}
+
+TEST(LlmClient, GivesUpAfterMaxRetriesAndOnRefusedConnections) {
+  test::FakeServer s(json{{"default", {{"kind", "status"}, {"status", 503}}}});
+  ASSERT_TRUE(s.up());
+  Client c({model_for(s, Provider::openai)}, fast_options(), {});
+  c.submit(0, hello());
+  auto r = run_all(c, 1);
+  EXPECT_FALSE(r[0].ok);
+  EXPECT_EQ(r[0].retries, 2);
+  EXPECT_EQ(s.log().size(), 3u);
+  EXPECT_NE(r[0].error.find("gave up after 3 attempts"), std::string::npos) << r[0].error;
+
+  Model dead = model_for(s, Provider::openai);
+  dead.base_url = "http://127.0.0.1:9/v1";   // discard port: nothing listens
+  Client d({dead}, fast_options(), {});
+  EXPECT_NE(d.connect_check(0), "");
+  d.submit(0, hello());
+  auto e = run_all(d, 1);
+  EXPECT_FALSE(e[0].ok);
+  EXPECT_NE(e[0].error.find("transport"), std::string::npos) << e[0].error;
+}
+
+TEST(LlmClient, ManyInFlightDoNotBlockEachOther) {
+  // 8 requests that each stall 1 s, concurrency 8: about 1 s in all, and
+  // poll() returns control within its max_wait meanwhile.
+  test::FakeServer s(json{{"default", {{"kind", "stall"}, {"seconds", 1.0}}}});
+  ASSERT_TRUE(s.up());
+  Model m = model_for(s, Provider::openai);
+  m.concurrency = 8;
+  Client c({m}, fast_options(), {});
+  for (int k = 0; k < 8; ++k) c.submit(0, hello());
+  const auto t0 = std::chrono::steady_clock::now();
+  double longest_poll = 0;
+  std::size_t got = 0;
+  while (got < 8 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20)) {
+    const auto p0 = std::chrono::steady_clock::now();
+    got += c.poll(std::chrono::milliseconds(20)).size();
+    longest_poll = std::max(longest_poll, std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count());
+  }
+  EXPECT_EQ(got, 8u);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.9);
+  EXPECT_LT(longest_poll, 0.25);
+}
+
+TEST(LlmBudget, NeverExceededRetriesIncluded) {
+  // Every request first fails with 500 (usage unknown), then succeeds. The
+  // token budget fits only a few worst-case reservations.
+  test::FakeServer s(json{{"default", {{"kind", "text"}, {"text", "fine"}}},
+                      {"sequence", {{{"kind", "status"}, {"status", 500}}, {{"kind", "status"}, {"status", 500}}}}});
+  ASSERT_TRUE(s.up());
+  Model m = model_for(s, Provider::openai);
+  m.concurrency = 1;
+  BudgetLimits lim;
+  const std::int64_t one = static_cast<std::int64_t>(std::string("be brief").size() + std::string("say hi").size()) +
+                           32 + m.max_tokens;   // the client's worst case for hello()
+  lim.tokens = one + 10;   // one request; what it really used leaves too little for another
+  Client c({m}, fast_options(), lim);
+  for (int k = 0; k < 6; ++k) c.submit(0, hello());
+  auto r = run_all(c, 6);
+  int ok = 0, refused = 0;
+  for (const auto& x : r) {
+    ok += x.ok;
+    refused += !x.ok && x.error.find("budget exhausted") != std::string::npos;
+  }
+  EXPECT_GT(ok, 0);
+  EXPECT_GT(refused, 0);
+  EXPECT_EQ(ok + refused, 6);
+  EXPECT_LE(c.budget().used_tokens(), lim.tokens);
+  // Refused requests were never sent.
+  EXPECT_EQ(static_cast<int>(s.log().size()), 2 + ok);
+
+  BudgetLimits usd;
+  usd.usd = 1e-9;   // below one request's worst case
+  Client d({m}, fast_options(), usd);
+  d.submit(0, hello());
+  auto e = run_all(d, 1);
+  EXPECT_FALSE(e[0].ok);
+  EXPECT_NE(e[0].error.find("budget exhausted"), std::string::npos);
+  EXPECT_EQ(d.budget().used_usd(), 0.0);
+}
+
+TEST(LlmCache, RecordThenReplayWithoutServer) {
+  const fs::path dir = fs::temp_directory_path() / ("kevo-llm-cache-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  std::string recorded;
+  {
+    test::FakeServer s(json{{"default", {{"kind", "text"}, {"text", "cached words"}}}});
+    ASSERT_TRUE(s.up());
+    Client c({model_for(s, Provider::openai)}, fast_options(), {},
+             std::make_shared<ReplyCache>(CacheMode::record, dir));
+    c.submit(0, hello(), 0);
+    auto r = run_all(c, 1);
+    ASSERT_TRUE(r[0].ok);
+    recorded = r[0].text;
+  }
+  Model m;
+  m.name = "oa";
+  m.provider_label = "openai";
+  m.base_url = "http://127.0.0.1:9/v1";
+  m.model = "fake-coder";
+  m.max_tokens = 128;
+  Client replay({m}, fast_options(), {}, std::make_shared<ReplyCache>(CacheMode::replay, dir));
+  replay.submit(0, hello(), 0);
+  replay.submit(0, hello(), 1);   // another sample index: not recorded
+  auto r = run_all(replay, 2);
+  EXPECT_TRUE(r[0].ok);
+  EXPECT_TRUE(r[0].cached);
+  EXPECT_EQ(r[0].text, recorded);
+  EXPECT_FALSE(r[1].ok);
+  EXPECT_NE(r[1].error.find("replay: no cached reply"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kevo
+
+namespace kevo {
+namespace {
+
+// Drives an operator until its outcome arrives.
+OperatorOutcome await_outcome(MutationOperator& op, const OperatorRequest& req) {
+  if (auto now = op.begin(req)) return *now;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30))
+    for (auto& o : op.poll(std::chrono::milliseconds(50))) return o;
+  ADD_FAILURE() << "no outcome";
+  return {};
+}
+
+TEST(LlmOperators, FixContinuesTheFailedConversation) {
+  test::FakeServer s(json{{"sequence", {{{"kind", "compile_error"}}}}, {"default", {{"kind", "auto"}}}});
+  ASSERT_TRUE(s.up());
+  auto svc = std::make_shared<Service>(service_config(s.url()));
+  const auto& t = reduce_sum();
+  Candidate parent;
+  parent.id = 3;
+  parent.task = 0;
+  parent.source = t.seed_source;
+  parent.verdict.status = Status::correct;
+  parent.verdict.speedup = 1.0;
+  Rng rng(5);
+  OperatorRequest req;
+  req.task = &t;
+  req.parents = {&parent};
+  req.rng = &rng;
+
+  // A rewrite whose reply is the scripted compile error, then its failure
+  // observed by the fix operator.
+  LlmOperator rewrite("llm_rewrite", svc, {Kind::rewrite});
+  LlmOperator fix("llm_fix", svc, {Kind::fix});
+  req.id = 11;
+  auto broken = await_outcome(rewrite, req);  // compile_error
+  ASSERT_TRUE(broken.proposal) << broken.failure;
+  ASSERT_NE(broken.proposal->source.find("undeclared_symbol_xyz"), std::string::npos);
+  Candidate failed;
+  failed.id = 11;
+  failed.task = 0;
+  failed.op = "llm_rewrite";
+  failed.source = broken.proposal->source;
+  failed.llm = broken.llm;
+  failed.verdict.status = Status::compile_error;
+  failed.verdict.feedback = "error: 'undeclared_symbol_xyz' was not declared in this scope";
+  fix.observe(failed);
+
+  req.id = 12;
+  auto repaired = await_outcome(fix, req);
+  ASSERT_TRUE(repaired.proposal) << repaired.failure;
+  EXPECT_EQ(repaired.proposal->source.find("undeclared_symbol_xyz"), std::string::npos);
+  EXPECT_NE(repaired.proposal->note.find("repair 1 of candidate 11"), std::string::npos) << repaired.proposal->note;
+  const auto rec = json::parse(repaired.llm);
+  ASSERT_EQ(rec.size(), 1u);
+  EXPECT_EQ(rec[0]["purpose"], "repair");
+  EXPECT_EQ(rec[0]["repair_turn"], 1);
+  // system + user + assistant + user: one conversation carrying the feedback.
+  ASSERT_EQ(rec[0]["prompt"].size(), 4u);
+  EXPECT_EQ(rec[0]["prompt"][2]["role"], "assistant");
+  EXPECT_NE(rec[0]["prompt"][3]["content"].get<std::string>().find("was not declared"), std::string::npos);
+  EXPECT_EQ(s.log().back()["turns"], 4);
+
+  // With nothing left to repair the fix operator rewrites the parent.
+  req.id = 13;
+  auto plain = await_outcome(fix, req);
+  EXPECT_EQ(json::parse(plain.llm)[0]["purpose"], "generate");
+}
+
+TEST(LlmOperators, ParamHintValidatesAndFallsBackToTheBaseline) {
+  test::FakeServer s(json{{"sequence", {{{"kind", "param_hint"}}, {{"kind", "bad_param_hint"}}}}});
+  ASSERT_TRUE(s.up());
+  auto svc = std::make_shared<Service>(service_config(s.url()));
+  const auto& t = reduce_sum();
+  Candidate parent;
+  parent.id = 1;
+  parent.source = t.seed_source;
+  parent.point = t.seed_point;
+  parent.verdict.status = Status::correct;
+  Rng rng(9);
+  OperatorRequest req;
+  req.task = &t;
+  req.parents = {&parent};
+  req.rng = &rng;
+  LlmOperator hint("llm_param_hint", svc, {Kind::param_hint});
+  req.id = 2;
+  auto good = await_outcome(hint, req);
+  ASSERT_TRUE(good.proposal) << good.failure;
+  ASSERT_TRUE(good.proposal->point);
+  EXPECT_TRUE(t.space.valid(*good.proposal->point));
+  EXPECT_NE(good.proposal->note.find("hint"), std::string::npos);
+  req.id = 3;
+  auto bad = await_outcome(hint, req);
+  ASSERT_TRUE(bad.proposal) << bad.failure;
+  EXPECT_EQ(bad.proposal->point, t.seed_point);
+  EXPECT_NE(bad.proposal->note.find("invalid parameter hint"), std::string::npos) << bad.proposal->note;
+}
+
+}  // namespace
+}  // namespace kevo
