@@ -80,54 +80,5 @@ std::vector<std::shared_ptr<const Task>> load_tasks(const Config& config) {
   return tasks;
 }
 
-RunOutcome execute_run(Config& config, const fs::path& out, const std::atomic<int>& stop) {
-  // 1. Validate everything before anything is written.
-  auto tasks = load_tasks(config);
-  fs::path run_dir = out.empty() ? default_run_dir(config) : out;
-  if (fs::exists(run_dir) && !(fs::is_directory(run_dir) && fs::is_empty(run_dir)))
-    throw InputError("--out", run_dir.string(), "a new or empty directory (use another --out, or `kevo resume`)");
-
-  // 2. The run directory.
-  fs::create_directories(run_dir / "lineage");
-  fs::create_directories(run_dir / "best");
-  write_file(run_dir / "config.json", config.effective.dump(2) + "\n");
-
-  RunAttributes attrs;
-  attrs.config = config.effective;
-  attrs.tasks = nlohmann::json::array();
-  for (const auto& t : tasks) {
-    attrs.tasks.push_back(t->manifest);
-    attrs.task_names.push_back(t->name);
-  }
-  attrs.seed = config.seed;
-  attrs.host = host_name();
-  attrs.start_time = unix_now();
-  auto sink = open_hdf5_sink(run_dir / "lineage" / "rank-0000.h5", attrs, config.lineage.flush_records,
-                             config.lineage.flush_seconds);
-
-  // 3. Search.
-  IslandOptions opts;
-  opts.seed = config.seed;
-  opts.budget = config.budget;
-  opts.island = config.island;
-  Island island(opts, tasks, *config.backend, config.operators, *sink);
-  ProgressView view(config.progress.mode, config.progress.interval_seconds);
-  island.run(stop, [&](const IslandSnapshot& s) { view.update(s); });
-  const auto snap = island.snapshot();
-  view.finish(snap);
-  sink->flush();
-
-  // 4. Results.
-  RunOutcome outcome;
-  outcome.run_dir = run_dir;
-  outcome.rows = rows_from_snapshot(snap);
-  outcome.stopped = stop.load() > 0;
-  for (std::size_t i = 0; i < tasks.size(); ++i)
-    if (auto best = island.best(i)) write_file(run_dir / "best" / (tasks[i]->name + ".cpp"), best_file_text(*tasks[i], *best));
-  nlohmann::json report = {{"run_dir", run_dir.string()}, {"tasks", rows_to_json(outcome.rows)},
-                           {"stopped", outcome.stopped}, {"elapsed_seconds", snap.elapsed_seconds}};
-  write_file(run_dir / "report.json", report.dump(2) + "\n");
-  return outcome;
-}
 
 }  // namespace kevo::engine

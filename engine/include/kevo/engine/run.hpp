@@ -26,15 +26,6 @@ namespace kevo::engine {
 // InputError naming the manifest.
 std::vector<std::shared_ptr<const Task>> load_tasks(const Config& config);
 
-struct RunOutcome {
-  std::filesystem::path run_dir;
-  std::vector<TaskRow> rows;
-  bool stopped = false;
-};
-
-// `out` overrides the run directory (must be new or empty).
-RunOutcome execute_run(Config& config, const std::filesystem::path& out, const std::atomic<int>& stop);
-
 // The host name, for run attributes.
 std::string host_name();
 
