@@ -10,6 +10,8 @@ packages=(
   libboost-dev libcurl4-openssl-dev nlohmann-json3-dev
   libspdlog-dev libfmt-dev libcli11-dev libgtest-dev
   python3 python3-h5py python3-numpy
+  # tests/slurm runs scripts/slurm/*.sbatch under a private single-node Slurm.
+  slurm-wlm munge
 )
 
 missing=()

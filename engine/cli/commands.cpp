@@ -1,6 +1,6 @@
 #include "commands.hpp"
 
-#include "plugins.hpp"
+#include "kevo/app/plugins.hpp"
 
 #include "kevo/core/error.hpp"
 #include "kevo/core/strict_json.hpp"

@@ -33,6 +33,11 @@ struct LineageArgs {
   std::uint64_t id = 0;
   bool json = false;
 };
+struct MergeArgs {
+  std::string run_dir;
+  std::string out;   // default RUN_DIR/merged.h5
+  bool force = false;
+};
 struct TasksArgs {
   std::string dir = "configs/tasks";
   bool prepare = false;
@@ -45,5 +50,6 @@ int cmd_eval(const EvalArgs& args);
 int cmd_report(const ReportArgs& args);
 int cmd_lineage(const LineageArgs& args);
 int cmd_tasks(const TasksArgs& args);
+int cmd_merge(const MergeArgs& args, const std::atomic<int>& stop);
 
 }  // namespace kevo::app

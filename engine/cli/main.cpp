@@ -50,14 +50,20 @@ int main(int argc, char** argv) {
 
   kevo::app::ReportArgs report_args;
   auto* report = app.add_subcommand("report", "Summarise a run: per task evaluations, verdicts, best speedup");
-  report->add_option("run_dir", report_args.run_dir, "Run directory")->required();
+  report->add_option("run_dir", report_args.run_dir, "Run directory, or one lineage file (kevo merge)")->required();
   report->add_flag("--json", report_args.json, "Print JSON");
 
   kevo::app::LineageArgs lineage_args;
   auto* lineage = app.add_subcommand("lineage", "Print the ancestry of one candidate");
-  lineage->add_option("run_dir", lineage_args.run_dir, "Run directory")->required();
+  lineage->add_option("run_dir", lineage_args.run_dir, "Run directory, or one lineage file (kevo merge)")->required();
   lineage->add_option("id", lineage_args.id, "Candidate id")->required();
   lineage->add_flag("--json", lineage_args.json, "Print JSON");
+
+  kevo::app::MergeArgs merge_args;
+  auto* merge = app.add_subcommand("merge", "Write one HDF5 file holding every rank's lineage of a run");
+  merge->add_option("run_dir", merge_args.run_dir, "Run directory (also of a running or killed run)")->required();
+  merge->add_option("-o,--out", merge_args.out, "Output file (default RUN_DIR/merged.h5)");
+  merge->add_flag("--force", merge_args.force, "Replace an existing output file");
 
   kevo::app::TasksArgs tasks_args;
   auto* tasks = app.add_subcommand("tasks", "List and validate tasks");
@@ -85,6 +91,7 @@ int main(int argc, char** argv) {
     if (*report) return kevo::app::cmd_report(report_args);
     if (*lineage) return kevo::app::cmd_lineage(lineage_args);
     if (*tasks) return kevo::app::cmd_tasks(tasks_args);
+    if (*merge) return kevo::app::cmd_merge(merge_args, g_stop);
   } catch (const kevo::InputError& e) {
     fmt::print(stderr, "kevo: error: {}\n", e.what());
     return 2;

@@ -1,23 +1,39 @@
-#include "plugins.hpp"
+#include "kevo/app/plugins.hpp"
 
+#include "kevo/core/error.hpp"
 #include "kevo/cpu/cpu_backend.hpp"
 #ifdef KEVO_HAVE_CUDA
+#include "kevo/cuda/baselines.hpp"
 #include "kevo/cuda/cuda_backend.hpp"
 #endif
 #include "kevo/null/null_backend.hpp"
 #include "kevo/operators/llm_operators.hpp"
 #include "kevo/operators/registry.hpp"
 
+#include <cstdio>
 #include <memory>
+#include <optional>
 
 namespace kevo::app {
 
 engine::Plugins builtin_plugins() {
-  engine::Plugins p;
-  p.backend_types = {"cpu", "null"};
+  std::vector<std::string> types = {"cpu", "null"};
 #ifdef KEVO_HAVE_CUDA
-  p.backend_types.push_back("cuda");   // built only where the CUDA toolkit was found
+  types.push_back("cuda");   // built only where the CUDA toolkit was found
 #endif
+  return builtin_plugins(types);
+}
+
+engine::Plugins builtin_plugins(const std::vector<std::string>& backend_types) {
+  engine::Plugins p;
+  for (const auto& t : backend_types) {
+    bool known = t == "cpu" || t == "null";
+#ifdef KEVO_HAVE_CUDA
+    known = known || t == "cuda";
+#endif
+    if (!known) throw Failure("builtin_plugins: this build has no backend type '" + t + "'");
+  }
+  p.backend_types = backend_types;
   p.make_backend = [](const std::string& type, StrictObject& options) {
     engine::BuiltBackend b;
     if (type == "cpu") {
@@ -26,8 +42,18 @@ engine::Plugins builtin_plugins() {
       b.backend = cpu::make_cpu_backend(std::move(o));
 #ifdef KEVO_HAVE_CUDA
     } else if (type == "cuda") {
+      // backend.cuda.baselines is read first, so that the backend's own
+      // parser knows the key.
+      std::optional<StrictObject> bo = options.optional_object("baselines");
+      auto bl = cuda::parse_baseline_options(bo ? &*bo : nullptr);
       auto o = cuda::parse_cuda_options(options);
       b.effective = cuda::to_json(o);
+      b.effective["baselines"] = cuda::to_json(bl);
+      if (bl.enabled)
+        b.baselines = [setup = cuda::baseline_setup(bl, o)](const std::vector<std::shared_ptr<const Task>>& tasks,
+                                                            std::uint64_t seed) {
+          return cuda::measure_baselines(setup, tasks, seed, stderr);
+        };
       b.backend = cuda::make_cuda_backend(std::move(o));
 #endif
     } else {
@@ -48,6 +74,13 @@ engine::Plugins builtin_plugins() {
     nlohmann::json eff = cfg.effective;
     *llm = std::make_shared<operators::llm::Service>(std::move(cfg));
     return eff;
+  };
+  // The LLM token/USD budget is run-wide: the engine shares it between ranks
+  // (the aliasing pointer keeps the service alive).
+  p.shared_budgets = [llm]() {
+    std::vector<std::shared_ptr<SharedBudget>> v;
+    if (*llm) v.emplace_back(std::shared_ptr<SharedBudget>(*llm, &(*llm)->client().budget()));
+    return v;
   };
   p.make_operator = [llm](StrictObject& spec) {
     auto s = operators::make_operator(spec, *llm);

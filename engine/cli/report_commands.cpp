@@ -1,7 +1,8 @@
-// `kevo report` and `kevo lineage`: read a run's lineage files.
+// `kevo report`, `kevo lineage` and `kevo merge`: read a run's lineage files.
 #include "commands.hpp"
 
 #include "kevo/engine/report.hpp"
+#include "kevo/lineage/merge.hpp"
 
 #include <fmt/format.h>
 
@@ -16,6 +17,7 @@ int cmd_report(const ReportArgs& args) {
   fmt::print("run {}  ({} rank file(s), {} records, seed {}, host {})\n", r.run_dir.string(), r.ranks, r.records,
              r.seed, r.host);
   fmt::print("{}", engine::format_table(r.rows));
+  if (!r.baselines.is_null()) fmt::print("\n{}", engine::format_baselines(r.rows, r.baselines));
   return 0;
 }
 
@@ -37,6 +39,21 @@ int cmd_lineage(const LineageArgs& args) {
                s.status == "correct" ? fmt::format("{:.3f}x", s.speedup) : std::string("-"),
                s.parent1 >= 0 ? fmt::format("{}", s.parent1) : std::string(""), s.params);
   if (!chain.empty()) fmt::print("task {}: {} step(s) back to the seed\n", chain.front().task, chain.size() - 1);
+  return 0;
+}
+
+int cmd_merge(const MergeArgs& args, const std::atomic<int>& stop) {
+  const std::filesystem::path out =
+      args.out.empty() ? std::filesystem::path(args.run_dir) / "merged.h5" : std::filesystem::path(args.out);
+  lineage::MergeOptions options;
+  options.force = args.force;
+  options.stop = &stop;
+  const auto m = lineage::merge_run(args.run_dir, out, options);
+  fmt::print("merged {} rank file(s): {} rows, {} events, {} texts -> {}\n", m.files, m.rows, m.events, m.texts,
+             out.string());
+  if (m.skipped_rows + m.skipped_events > 0)
+    fmt::print("skipped {} row(s) and {} event(s) of interrupted flushes (never written)\n", m.skipped_rows,
+               m.skipped_events);
   return 0;
 }
 

@@ -147,6 +147,7 @@ Config parse_config(const nlohmann::json& doc, const std::string& file, const Pl
     StrictObject opts(inner ? *inner : empty, file, b.pointer(c.backend_type));
     BuiltBackend built = plugins.make_backend(c.backend_type, opts);
     c.backend = std::move(built.backend);
+    c.baselines = std::move(built.baselines);
     // Option blocks of the other backend types may stay in the file so that
     // `--set backend.type=...` switches between them; they are not validated.
     for (const auto& t : plugins.backend_types) (void)b.find(t);
@@ -176,6 +177,7 @@ Config parse_config(const nlohmann::json& doc, const std::string& file, const Pl
     if (total <= 0.0) root.fail("operators", "at least one enabled operator with a positive weight");
   }
   root.finish();
+  if (plugins.shared_budgets) c.shared_budgets = plugins.shared_budgets();
 
   c.effective = {
       {"name", c.name},

@@ -58,7 +58,12 @@ double Island::now() const { return unix_now(); }
 
 bool Island::can_propose(const TaskState& t) const {
   if (t.population.empty()) return false;   // nothing to breed from (yet)
-  if (t.judged_submitted + t.op_pending >= t.cap) return false;
+  // Under deterministic ordering the claim on the budget changes only at
+  // proposals and commits (every uncommitted candidate may still be judged),
+  // never when an asynchronous outcome happens to arrive: whether child k is
+  // proposed after commit k - in_flight must not depend on reply timing.
+  const std::int64_t claimed = deterministic() ? t.judged_committed + t.pending : t.judged_submitted + t.op_pending;
+  if (claimed >= t.cap) return false;
   if (t.proposed >= options_.budget.max_candidates_per_task) return false;
   if (t.unjudged_streak >= options_.budget.stagnation) return false;
   return true;
@@ -157,7 +162,7 @@ bool Island::propose() {
     c.verdict.message = "no enabled operator applies to this task with the current population";
     c.op_note = c.verdict.message;
     slot.where = Where::finished;
-    ++t.unjudged_streak;
+    if (!deterministic()) ++t.unjudged_streak;   // deterministic: counted at commit
     slots_.emplace(id, std::move(slot));
     return true;
   }
@@ -192,8 +197,17 @@ bool Island::propose() {
   slots_.emplace(id, std::move(slot));
   if (outcome) {
     deliver(std::move(*outcome));
+    // Deterministic: a synchronous proposal's point is known from now on,
+    // even while its acceptance waits behind older asynchronous outcomes
+    // (accepted at once, accept_source has recorded it already).
+    if (auto h = held_.find(id); h != held_.end() && h->second.proposal) {
+      const auto& pr = *h->second.proposal;
+      const auto point = pr.point ? pr.point : point_from_source(t.task->space, pr.source);
+      if (point) t.seen_points.insert(variant_key(source_hashes(pr.source).body, *point));
+    }
   } else {
-    slots_.at(id).async = true;
+    Slot& s = slots_.at(id);
+    s.async = s.async_made = true;
     ++t.op_pending;
   }
   return true;
@@ -227,7 +241,7 @@ void Island::handle_outcome(OperatorOutcome outcome) {
     slot.c.verdict.message = "operator failed: " + outcome.failure;
     slot.c.op_note = outcome.failure;
     slot.where = Where::finished;
-    ++tasks_[slot.c.task].unjudged_streak;
+    if (!deterministic()) ++tasks_[slot.c.task].unjudged_streak;   // deterministic: at commit
     return;
   }
   slot.c.op_note = outcome.proposal->note;
@@ -243,7 +257,9 @@ void Island::accept_source(Slot& slot, std::string source, std::optional<Point> 
   c.body_hash = hashes.body;
   c.point = std::move(point);
   if (!c.point) c.point = point_from_source(t.task->space, c.source);
-  if (c.point) t.seen_points.insert(variant_key(c.body_hash, *c.point));
+  // Deterministic: an asynchronous proposal's point becomes known at its
+  // commit (in id order), not when its reply happened to arrive.
+  if (c.point && !(deterministic() && slot.async_made)) t.seen_points.insert(variant_key(c.body_hash, *c.point));
   c.params_json = c.point ? t.task->space.to_json(*c.point) : std::string();
   c.eval_seed = Rng::derive(options_.seed, c.id ^ 0x5eedULL).next();
   const auto [seen, fresh] = t.seen.emplace(c.hash, c.id);
@@ -253,10 +269,10 @@ void Island::accept_source(Slot& slot, std::string source, std::optional<Point> 
     c.verdict.message = fmt::format("same normalised source as candidate {}", seen->second);
     c.t_finished = now();
     slot.where = Where::finished;
-    ++t.unjudged_streak;
+    if (!deterministic()) ++t.unjudged_streak;
     return;
   }
-  t.unjudged_streak = 0;
+  if (!deterministic()) t.unjudged_streak = 0;
   ++t.judged_submitted;
   c.t_submitted = now();
   slot.where = Where::backend;
@@ -295,7 +311,9 @@ void Island::commit(Candidate c) {
   if (judged) {
     ++p.evaluations;
     ++evaluations_;
+    ++t.judged_committed;
   }
+  if (deterministic()) t.unjudged_streak = judged ? 0 : t.unjudged_streak + 1;
   if (c.verdict.is_correct()) {
     if (!t.best || c.fitness() > t.best->fitness()) {
       t.best = c;
@@ -314,6 +332,8 @@ void Island::commit_ready() {
     while (true) {
       auto it = slots_.find(next_commit_);
       if (it == slots_.end() || it->second.where != Where::finished) break;
+      if (it->second.async_made && it->second.c.point)
+        tasks_[it->second.c.task].seen_points.insert(variant_key(it->second.c.body_hash, *it->second.c.point));
       Candidate c = std::move(it->second.c);
       slots_.erase(it);
       next_commit_ += options_.id_stride;

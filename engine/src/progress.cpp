@@ -114,7 +114,9 @@ nlohmann::json rows_to_json(const std::vector<TaskRow>& rows) {
                    {"status", counts},
                    {"best_id", r.best_id >= 0 ? nlohmann::json(r.best_id) : nlohmann::json()},
                    {"best_speedup", r.best_id >= 0 ? nlohmann::json(r.best_speedup) : nlohmann::json()},
-                   {"best_params", r.best_params.empty() ? nlohmann::json() : nlohmann::json::parse(r.best_params)}});
+                   {"best_params", r.best_params.empty() ? nlohmann::json() : nlohmann::json::parse(r.best_params)},
+                   {"best_ms", r.best_ms >= 0 ? nlohmann::json(r.best_ms) : nlohmann::json()},
+                   {"ref_ms", r.ref_ms >= 0 ? nlohmann::json(r.ref_ms) : nlohmann::json()}});
   }
   return out;
 }

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <fstream>
 #include <map>
 #include <unordered_map>
 
@@ -14,7 +15,9 @@ RunReport read_report(const std::filesystem::path& run_dir) {
   auto readers = lineage::read_run_dir(run_dir);
   RunReport r;
   r.run_dir = run_dir;
-  r.ranks = static_cast<std::int64_t>(readers.size());
+  // A merged file (kevo merge, rank attribute -1) stands for nranks rank files.
+  r.ranks = 0;
+  for (const auto& reader : readers) r.ranks += reader.run().rank < 0 ? reader.run().nranks : 1;
   std::map<std::string, TaskRow> by_task;
   std::vector<std::string> order;
   for (const auto& reader : readers) {
@@ -47,18 +50,148 @@ RunReport read_report(const std::filesystem::path& run_dir) {
       if (row.status == Status::correct && row.speedup > t.best_speedup) {
         t.best_speedup = row.speedup;
         t.best_id = static_cast<std::int64_t>(row.id);
+        t.best_ms = row.cand_median_ns > 0 ? row.cand_median_ns / 1e6 : -1.0;
+        t.ref_ms = row.ref_median_ns > 0 ? row.ref_median_ns / 1e6 : -1.0;
         best[name] = &row;
       }
     }
     for (const auto& [name, row] : best) by_task[name].best_params = reader.text(row->params);
   }
   for (const auto& name : order) r.rows.push_back(by_task[name]);
+  r.baselines = read_baselines(run_dir);
   return r;
 }
 
 nlohmann::json to_json(const RunReport& r) {
-  return {{"run_dir", r.run_dir.string()}, {"ranks", r.ranks},   {"records", r.records},
-          {"seed", r.seed},                {"host", r.host},     {"tasks", rows_to_json(r.rows)}};
+  nlohmann::json j = {{"run_dir", r.run_dir.string()}, {"ranks", r.ranks},   {"records", r.records},
+                      {"seed", r.seed},                {"host", r.host},     {"tasks", rows_to_json(r.rows)}};
+  if (!r.baselines.is_null()) j["baselines"] = r.baselines;
+  return j;
+}
+
+nlohmann::json read_baselines(const std::filesystem::path& run_dir) {
+  const auto file = run_dir / "baselines.json";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec)) return nullptr;
+  std::ifstream in(file, std::ios::binary);
+  auto doc = nlohmann::json::parse(in, nullptr, false);
+  if (!doc.is_object())
+    return {{"format", "kevo-baselines/1"}, {"measured", false}, {"note", file.string() + " is not a JSON object"},
+            {"tasks", nlohmann::json::object()}};
+  return doc;
+}
+
+namespace {
+
+// The task's entry of baselines.json, or null.
+const nlohmann::json* baseline_entry(const nlohmann::json& baselines, const std::string& task) {
+  if (!baselines.is_object()) return nullptr;
+  const auto tasks = baselines.find("tasks");
+  if (tasks == baselines.end() || !tasks->is_object()) return nullptr;
+  const auto it = tasks->find(task);
+  return it == tasks->end() || !it->is_object() ? nullptr : &*it;
+}
+
+// One measured baseline ("eager", "compile") of a task entry, or null.
+const nlohmann::json* measured(const nlohmann::json* entry, const char* key) {
+  if (!entry) return nullptr;
+  const auto it = entry->find(key);
+  if (it == entry->end() || !it->is_object() || it->contains("error")) return nullptr;
+  const auto ms = it->find("median_ms");
+  return ms != it->end() && ms->is_number() && ms->get<double>() > 0 ? &*it : nullptr;
+}
+
+bool passed(const nlohmann::json& b) {
+  const auto c = b.find("check");
+  return c == b.end() || (c->is_string() && c->get<std::string>() == "ok");
+}
+
+std::string str(const nlohmann::json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+constexpr std::pair<const char*, const char*> kKinds[] = {{"eager", "torch eager"}, {"compile", "torch.compile"}};
+
+}  // namespace
+
+std::pair<double, std::string> fastest_baseline(const nlohmann::json& baselines, const std::string& task) {
+  std::pair<double, std::string> best{-1.0, ""};
+  const nlohmann::json* e = baseline_entry(baselines, task);
+  for (const auto& [key, label] : kKinds) {
+    const nlohmann::json* b = measured(e, key);
+    if (!b || !passed(*b)) continue;   // a wrong baseline is no yardstick
+    const double ms = b->at("median_ms").get<double>();
+    if (best.first < 0 || ms < best.first) best = {ms, label};
+  }
+  return best;
+}
+
+std::string format_baselines(const std::vector<TaskRow>& rows, const nlohmann::json& baselines) {
+  auto ms = [](double v) { return v > 0 ? fmt::format("{:.4f}", v) : std::string("-"); };
+  std::string out = fmt::format("{:<14} {:>10} {:>10} {:>10} {:>11} {:>8} {:>8}  {}\n", "task", "best ms", "ref ms",
+                                "torch ms", "compile ms", "vs ref", "vs lib", "fastest library");
+  std::vector<std::string> notes;
+  bool flagged = false;
+  for (const auto& r : rows) {
+    const nlohmann::json* e = baseline_entry(baselines, r.task);
+    std::vector<std::string> cell;   // torch eager, torch.compile
+    for (int k = 0; k < 2; ++k) {
+      const nlohmann::json* b = measured(e, kKinds[k].first);
+      cell.push_back(b ? ms(b->at("median_ms").get<double>()) : std::string("-"));
+      if (!b) continue;
+      if (!passed(*b)) {
+        cell[k] += "*";   // measured, but its output is outside the task's tolerance
+        flagged = true;
+        notes.push_back(fmt::format("{}: {} output {}", r.task, kKinds[k].second, str(*b, "check")));
+      }
+    }
+    const auto [lib_ms, lib] = fastest_baseline(baselines, r.task);
+    const bool best = r.best_id >= 0;
+    out += fmt::format("{:<14} {:>10} {:>10} {:>10} {:>11} {:>8} {:>8}  {}\n", r.task, best ? ms(r.best_ms) : "-",
+                       best ? ms(r.ref_ms) : "-", cell[0], cell[1],
+                       best ? fmt::format("{:.2f}x", r.best_speedup) : std::string("-"),
+                       best && lib_ms > 0 && r.best_ms > 0 ? fmt::format("{:.2f}x", lib_ms / r.best_ms) : std::string("-"),
+                       lib_ms > 0 ? lib : std::string("-"));
+    if (e) {
+      if (const std::string err = str(*e, "error"); !err.empty()) notes.push_back(fmt::format("{}: failed: {}", r.task, err));
+      for (const auto& [key, label] : kKinds) {
+        const auto it = e->find(key);
+        if (it != e->end() && it->is_object() && it->contains("error"))
+          notes.push_back(fmt::format("{}: {} failed: {}", r.task, label, str(*it, "error")));
+      }
+      if (const nlohmann::json* c = measured(e, "compile"); c && c->contains("compile_seconds"))
+        notes.push_back(fmt::format("{}: torch.compile took {:.1f} s to compile (not in its time)", r.task,
+                                    c->at("compile_seconds").get<double>()));
+    }
+  }
+  if (flagged) out += "* output outside the task's tolerance against its reference: not used for 'vs lib'\n";
+  if (baselines.is_object()) {
+    if (const std::string note = str(baselines, "note"); !note.empty()) out += "library baselines: " + note + "\n";
+    else if (const std::string torch = str(baselines, "torch"); !torch.empty())
+      out += fmt::format("library baselines: torch {} on {}, measured when the run started\n", torch,
+                         str(baselines, "device_name"));
+  }
+  for (const auto& n : notes) out += "  " + n + "\n";
+  return out;
+}
+
+std::vector<std::string> baseline_notes(const nlohmann::json& baselines) {
+  std::vector<std::string> lines;
+  if (!baselines.is_object()) return lines;
+  if (const std::string note = str(baselines, "note"); !note.empty()) lines.push_back("library baselines: " + note);
+  const auto tasks = baselines.find("tasks");
+  if (tasks == baselines.end() || !tasks->is_object()) return lines;
+  for (const auto& [task, e] : tasks->items()) {
+    std::string line = "library baseline " + task + ":";
+    if (const std::string err = str(e, "error"); !err.empty()) line += " failed: " + err;
+    for (const auto& [key, label] : kKinds)
+      if (const nlohmann::json* b = measured(&e, key))
+        line += fmt::format(" {} {:.4f} ms (IQR {:.4f}, check {})", label, b->at("median_ms").get<double>(),
+                            b->value("iqr_ms", 0.0), str(*b, "check").empty() ? "ok" : str(*b, "check"));
+    lines.push_back(line);
+  }
+  return lines;
 }
 
 std::vector<AncestryStep> ancestry(const std::filesystem::path& run_dir, std::uint64_t id) {

@@ -62,6 +62,23 @@ std::string best_file_text(const Task& task, const Candidate& c) {
   return header + c.source;
 }
 
+nlohmann::json record_baselines(const BaselineHook& hook, const std::vector<std::shared_ptr<const Task>>& tasks,
+                                std::uint64_t seed, const fs::path& run_dir, std::FILE* log) {
+  if (!hook) return nullptr;
+  nlohmann::json doc;
+  try {
+    doc = hook(tasks, seed);
+  } catch (const std::exception& e) {
+    // Baselines are context for the report, not part of the search: losing
+    // them must not lose the run.
+    doc = {{"format", "kevo-baselines/1"}, {"measured", false},
+           {"note", std::string("measuring failed: ") + e.what()}, {"tasks", nlohmann::json::object()}};
+    if (log) fmt::print(log, "kevo: library baselines: {}\n", doc["note"].get<std::string>());
+  }
+  write_file(run_dir / "baselines.json", doc.dump(2) + "\n");
+  return doc;
+}
+
 std::vector<std::shared_ptr<const Task>> load_tasks(const Config& config) {
   std::vector<std::shared_ptr<const Task>> tasks;
   std::set<std::string> names;

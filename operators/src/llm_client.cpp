@@ -104,19 +104,127 @@ std::string to_string(CacheMode m) {
   return "off";
 }
 
-bool Budget::reserve(std::int64_t tokens, double usd) {
-  if (limits_.tokens > 0 && used_tokens_ + reserved_tokens_ + tokens > limits_.tokens) return false;
-  if (limits_.usd > 0.0 && used_usd_ + reserved_usd_ + usd > limits_.usd) return false;
-  reserved_tokens_ += tokens;
-  reserved_usd_ += usd;
-  return true;
+Budget::Budget(BudgetLimits limits) : limits_(limits) {
+  limit_[0] = static_cast<double>(limits_.tokens);
+  limit_[1] = limits_.usd;
+}
+
+Budget::Grant Budget::reserve(std::int64_t tokens, double usd) {
+  const double need[kQ] = {static_cast<double>(tokens), usd};
+  if (exhausted_) return Grant::refused;
+  // Does it fit in what the whole run has left, reservations aside?
+  for (int q = 0; q < kQ; ++q)
+    if (limited(q) && run_used(q) + need[q] > limit_[q]) {
+      exhausted_ = true;
+      return Grant::refused;
+    }
+  // Does it fit in what this rank may hold now?
+  bool fits = !round_open_;
+  for (int q = 0; q < kQ && fits; ++q) {
+    if (!limited(q)) continue;
+    const double allowance = shared_ ? cap_[q] : limit_[q] - prior_[q];
+    fits = used_[q] + reserved_[q] + need[q] <= allowance;
+  }
+  if (!fits) {
+    if (!wanting_) {
+      wanting_ = true;
+      demand_[0] = need[0];
+      demand_[1] = need[1];
+    }
+    return Grant::wait;
+  }
+  reserved_[0] += need[0];
+  reserved_[1] += need[1];
+  return Grant::ok;
 }
 
 void Budget::settle(std::int64_t reserved_tokens, double reserved_usd, std::int64_t used_tokens, double used_usd) {
-  reserved_tokens_ -= reserved_tokens;
-  reserved_usd_ -= reserved_usd;
-  used_tokens_ += used_tokens;
-  used_usd_ += used_usd;
+  reserved_[0] -= static_cast<double>(reserved_tokens);
+  reserved_[1] -= reserved_usd;
+  used_[0] += static_cast<double>(used_tokens);
+  used_[1] += used_usd;
+}
+
+// Round layout: used (2), reserved (2), exhausted (1), then per rank its
+// demand (2): a sum in which each rank fills its own slots is a gather.
+constexpr std::size_t kFixedSlots = 5;
+
+void Budget::start_shared(int rank, int ranks) {
+  shared_ = true;
+  rank_ = rank;
+  ranks_ = std::max(1, ranks);
+  // Before the first round: an even share of what is left.
+  for (int q = 0; q < kQ; ++q) cap_[q] = std::max(0.0, limit_[q] - prior_[q]) / ranks_;
+}
+
+std::size_t Budget::width() const { return kFixedSlots + 2 * static_cast<std::size_t>(ranks_); }
+
+void Budget::open_round(double* out) {
+  std::fill(out, out + width(), 0.0);
+  for (int q = 0; q < kQ; ++q) {
+    out[q] = used_[q];
+    out[2 + q] = reserved_[q];
+    used_at_open_[q] = used_[q];
+    at_open_[q] = used_[q] + reserved_[q];
+  }
+  out[4] = exhausted_ ? 1.0 : 0.0;
+  if (wanting_) {
+    out[kFixedSlots + 2 * rank_] = demand_[0];
+    out[kFixedSlots + 2 * rank_ + 1] = demand_[1];
+  }
+  wanting_ = false;
+  round_open_ = true;   // nothing new until the round closes
+}
+
+void Budget::close_round(const double* sums) {
+  round_open_ = false;
+  if (sums[4] > 0.5) exhausted_ = true;
+  double left[kQ];
+  for (int q = 0; q < kQ; ++q) {
+    others_used_[q] = std::max(0.0, sums[q] - used_at_open_[q]);
+    left[q] = std::max(0.0, limit_[q] - prior_[q] - sums[q] - sums[2 + q]);
+  }
+  // Waiting requests first, whole, in a rank order that rotates every round
+  // (so no rank waits for ever); the rest evenly. Every rank computes the
+  // same grants from the same sums.
+  const int start = static_cast<int>(rounds_++ % static_cast<std::uint64_t>(ranks_));
+  double mine[kQ] = {0.0, 0.0};
+  for (int k = 0; k < ranks_; ++k) {
+    const int r = (start + k) % ranks_;
+    const double* d = sums + kFixedSlots + 2 * r;
+    if (d[0] <= 0.0 && d[1] <= 0.0) continue;
+    bool fits = true;
+    for (int q = 0; q < kQ; ++q) fits = fits && (!limited(q) || d[q] <= left[q]);
+    if (!fits) continue;
+    for (int q = 0; q < kQ; ++q) {
+      left[q] -= d[q];
+      if (r == rank_) mine[q] = d[q];
+    }
+  }
+  for (int q = 0; q < kQ; ++q) cap_[q] = at_open_[q] + mine[q] + left[q] / ranks_;
+}
+
+std::string Budget::summary() const {
+  std::string s = "llm budget";
+  if (limited(0)) s += fmt::format(": {} of {} tokens", run_tokens(), limits_.tokens);
+  if (limited(1)) s += fmt::format("{} {:.4f} of {:.4f} USD", limited(0) ? "," : ":", run_usd(), limits_.usd);
+  if (!limited(0) && !limited(1)) s += ": unlimited";
+  return s + (exhausted_ ? " (spent)" : "");
+}
+
+void Budget::restore(const std::vector<std::string_view>& records) {
+  auto add = [&](const json& r) {
+    if (!r.is_object() || r.value("cached", false)) return;   // a replayed reply cost nothing
+    prior_[0] += static_cast<double>(r.value("input_tokens", std::int64_t{0}) + r.value("output_tokens", std::int64_t{0}));
+    prior_[1] += r.value("cost_usd", 0.0);
+  };
+  for (const auto text : records) {
+    const json j = json::parse(text.begin(), text.end(), nullptr, false);
+    if (j.is_array())
+      for (const auto& r : j) add(r);
+    else
+      add(j);
+  }
 }
 
 // ---- wire formats ----------------------------------------------------------
@@ -334,12 +442,17 @@ void Client::start_attempt(std::uint64_t ticket, Job& job, double now) {
   const Model& m = models_[job.model];
   const std::int64_t tokens = input_bound(job.conversation) + m.max_tokens;
   const double usd = cost(m, input_bound(job.conversation), m.max_tokens);
-  if (!budget_.reserve(tokens, usd)) {
+  const auto grant = budget_.reserve(tokens, usd);
+  if (grant == Budget::Grant::wait) {
+    // Stays queued; asked again in 5 ms (poll() sleeps until then instead
+    // of spinning).
+    job.not_before = now + 0.005;
+    return;
+  }
+  if (grant == Budget::Grant::refused) {
     ChatResult r = job.partial;
     r.retries = std::max(0, job.attempts - 1);
-    r.error = fmt::format("budget exhausted: {} tokens / {:.4f} USD used of {} / {:.4f} (this request may need {} tokens)",
-                          budget_.used_tokens(), budget_.used_usd(), budget_.limits().tokens, budget_.limits().usd,
-                          tokens);
+    r.error = fmt::format("budget exhausted: {} (this request may need {} tokens)", budget_.summary(), tokens);
     end_job(ticket, std::move(r));
     return;
   }

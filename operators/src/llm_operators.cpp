@@ -142,7 +142,7 @@ const std::vector<std::string>& template_slots() {
   static const std::vector<std::string> slots = {
       "task_name", "task_description", "signature", "visible_shapes", "parent_source", "parent_verdict",
       "parent2_source", "parent2_verdict", "feedback", "inspirations", "hardware", "knowledge",
-      "recommendations", "search_space", "backend"};
+      "recommendations", "search_space", "backend", "profile"};
   return slots;
 }
 
@@ -221,6 +221,7 @@ ServiceConfig parse_service_config(StrictObject& o, const fs::path& base) {
   if (auto b = o.optional_object("budget")) {
     c.budget.tokens = b->integer("tokens", 0, 0);
     c.budget.usd = b->number("usd", 0.0, 0.0);
+    c.budget.stop_when_spent = b->choice("on_exhausted", {"stop", "continue"}, "stop") == "stop";
     b->finish();
   }
   if (auto k = o.optional_object("client")) {
@@ -251,7 +252,10 @@ ServiceConfig parse_service_config(StrictObject& o, const fs::path& base) {
   c.probe = o.boolean("probe", true);
   o.finish();
   c.effective = {{"models", models_eff},
-                 {"budget", {{"tokens", c.budget.tokens}, {"usd", c.budget.usd}}},
+                 {"budget",
+                  {{"tokens", c.budget.tokens},
+                   {"usd", c.budget.usd},
+                   {"on_exhausted", c.budget.stop_when_spent ? "stop" : "continue"}}},
                  {"client",
                   {{"connect_timeout_s", c.client.connect_timeout_s}, {"timeout_s", c.client.timeout_s},
                    {"max_retries", c.client.max_retries}, {"backoff_initial_s", c.client.backoff_initial_s},
@@ -390,6 +394,11 @@ std::map<std::string, std::string> prompt_slots(const OperatorRequest& req, Serv
   }
   // The engine's feedback has hidden shapes redacted already.
   s["feedback"] = req.feedback.empty() ? "(none)" : req.feedback;
+  // The parent's profiler summary (CUDA: ncu) feeds the analyst's review;
+  // with no enabled analyst, generation prompts get it with the feedback.
+  s["profile"] = p.verdict.profile.empty() ? "(no profiler data)" : p.verdict.profile;
+  if (!p.verdict.profile.empty() && !service.analyst_enabled())
+    s["feedback"] += "\n\nProfiler summary of this kernel:\n" + p.verdict.profile;
   std::string insp;
   std::size_t used = 0;
   for (std::size_t k = 0; k < req.inspirations.size() && k < inspirations; ++k) {

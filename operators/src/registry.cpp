@@ -33,6 +33,8 @@ Factory llm_factory(llm::Kind kind) {
     auto op = std::make_unique<llm::LlmOperator>(type, service, opt);
     // An enabled LLM operator needs its models now, not an hour into the run.
     if (eff.value("enabled", true)) service->probe();
+    if (kind == llm::Kind::analyst && eff.value("enabled", true) && eff.value("weight", 1.0) > 0.0)
+      service->set_analyst_enabled();
     return op;
   };
 }
@@ -45,9 +47,15 @@ const std::map<std::string, Factory>& builtins() {
          opt.rate = o.number("rate", opt.rate, 0.0, 1.0);
          opt.step_bias = o.number("step_bias", opt.step_bias, 0.0, 1.0);
          opt.attempts = static_cast<int>(o.integer("attempts", opt.attempts, 1, 100000));
+         opt.local = o.number("local", opt.local, 0.0, 1.0);
+         opt.guided = o.number("guided", opt.guided, 0.0, 1.0);
+         opt.radius = static_cast<int>(o.integer("radius", opt.radius, 0, 1 << 20));
          eff["rate"] = opt.rate;
          eff["step_bias"] = opt.step_bias;
          eff["attempts"] = opt.attempts;
+         eff["local"] = opt.local;
+         eff["guided"] = opt.guided;
+         eff["radius"] = opt.radius;
          return std::make_unique<ParamMutation>(opt);
        }},
       {"param_crossover",

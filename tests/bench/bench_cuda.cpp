@@ -1,7 +1,7 @@
 // bench_cuda: the CUDA backend's figures (docs/benchmarks.md#cuda-backend).
 //   bench_cuda compile TASKS_DIR [a,b]  NVRTC vs nvcc -cubin vs nvcc -shared (the backend's
 //                                       command) latency per bundled seed, median of 3
-//   bench_cuda throughput TASK_DIR N    N distinct search-space points submitted at once (proposals
+//   bench_cuda throughput TASK_DIR N [J] N distinct search-space points submitted at once (proposals
 //                                       arrive instantly): candidates verified and timed per
 //                                       GPU-minute, and the duty cycle of the one timing slot
 //   bench_cuda cv TASK_DIR K            the seed judged K times: coefficient of variation of its
@@ -108,15 +108,16 @@ int compile_bench(const fs::path& tasks, const std::string& only) {
   return 0;
 }
 
-std::unique_ptr<Backend> backend() {
+std::unique_ptr<Backend> backend(int eval_jobs = 0) {
   cuda::CudaOptions o;
   o.base.cache_dir = "";   // every candidate really compiles
+  if (eval_jobs > 0) o.base.eval_jobs = eval_jobs;
   return cuda::make_cuda_backend(std::move(o));
 }
 
-int throughput_bench(const fs::path& dir, int n) {
+int throughput_bench(const fs::path& dir, int n, int eval_jobs) {
   auto task = std::make_shared<const Task>(load_task(dir));
-  auto b = backend();
+  auto b = backend(eval_jobs);
   auto* cb = dynamic_cast<cpu::CpuBackend*>(b.get());
   b->prepare(*task);
   std::vector<Point> pts = task->space.enumerate();
@@ -126,23 +127,32 @@ int throughput_bench(const fs::path& dir, int n) {
   const auto s0 = cb->stats();
   const auto t0 = Clock::now();
   int submitted = 0, done = 0, correct = 0;
+  double slot = 0.0, worker = 0.0;
+  std::set<std::string> devices;
   while (done < n) {
     // Proposals arrive instantly: keep the backend's queues as full as it wants.
     for (std::size_t w = b->wanted(); w > 0 && submitted < n; --w, ++submitted)
       b->submit({static_cast<std::uint64_t>(submitted + 1), task,
                  apply_point(task->space, pts[static_cast<std::size_t>(submitted)], task->seed_source), 7});
-    for (const EvalResult& r : b->poll(std::chrono::milliseconds(50))) {
+    for (const EvalResult& r : b->poll(std::chrono::milliseconds(20))) {
       ++done;
       correct += r.verdict.is_correct() ? 1 : 0;
+      // The time the worker held the GPU's exclusive timing slot.
+      slot += r.verdict.slot_seconds;
+      worker += r.verdict.worker_seconds;
+      if (!r.verdict.device.empty()) devices.insert(r.verdict.device);
+      if (!r.verdict.is_correct()) std::printf("  not correct: %s\n", r.verdict.message.c_str());
     }
   }
   const double wall = since(t0);
   const auto s1 = cb->stats();
-  const double busy = s1.worker_wall_seconds - s0.worker_wall_seconds;
   std::printf("task %s: %d candidates (%d correct) in %.1f s: %.1f candidates verified+timed per GPU-minute\n",
               task->name.c_str(), n, correct, wall, 60.0 * n / wall);
-  std::printf("compiles %llu; timing slot busy %.1f s of %.1f s: duty cycle %.1f%%\n",
-              static_cast<unsigned long long>(s1.compiles - s0.compiles), busy, wall, 100.0 * busy / wall);
+  std::printf("compiles %llu, %d workers at once; worker time %.1f s; timing slot held %.1f s of %.1f s: duty "
+              "cycle %.1f%%\n",
+              static_cast<unsigned long long>(s1.compiles - s0.compiles), cb->options().eval_jobs, worker, slot, wall,
+              100.0 * slot / wall);
+  for (const auto& d : devices) std::printf("device: %s\n", d.c_str());
   return 0;
 }
 
@@ -179,7 +189,7 @@ int main(int argc, char** argv) {
   const std::string mode = argv[1];
   try {
     if (mode == "compile") return compile_bench(argv[2], argc > 3 ? argv[3] : "");
-    if (mode == "throughput") return throughput_bench(argv[2], argc > 3 ? std::atoi(argv[3]) : 60);
+    if (mode == "throughput") return throughput_bench(argv[2], argc > 3 ? std::atoi(argv[3]) : 60, argc > 4 ? std::atoi(argv[4]) : 0);
     if (mode == "cv") return cv_bench(argv[2], argc > 3 ? std::atoi(argv[3]) : 10);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_cuda: %s\n", e.what());

@@ -5,12 +5,11 @@
 // 10,000 candidates/s on one rank.
 //
 //   kevo_bench_engine [--candidates N] [--repeats R]
+#include "kevo/app/plugins.hpp"
 #include "kevo/engine/config.hpp"
 #include "kevo/engine/island.hpp"
 #include "kevo/engine/lineage_sink.hpp"
 #include "kevo/engine/run.hpp"
-#include "kevo/null/null_backend.hpp"
-#include "kevo/operators/registry.hpp"
 
 #include <fmt/format.h>
 
@@ -62,19 +61,7 @@ fs::path make_task(const fs::path& dir) {
   return dir;
 }
 
-engine::Plugins plugins() {
-  engine::Plugins p;
-  p.backend_types = {"null"};
-  p.make_backend = [](const std::string&, StrictObject& o) {
-    auto opt = null_backend::parse_null_options(o);
-    return engine::BuiltBackend{null_backend::make_null_backend(opt), null_backend::to_json(opt)};
-  };
-  p.make_operator = [](StrictObject& spec) {
-    auto s = operators::make_operator(spec);
-    return engine::BuiltOperator{s.type, s.weight, s.enabled, std::move(s.op), s.effective};
-  };
-  return p;
-}
+engine::Plugins plugins() { return app::builtin_plugins({"null"}); }
 
 struct CountingSink final : engine::LineageSink {
   std::int64_t n = 0;

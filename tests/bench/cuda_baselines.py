@@ -6,8 +6,9 @@
                                               torch eager (cuBLAS for sgemm, TF32 off) and torch.compile,
                                               all timed with triton.testing.do_bench (median, ms)
   cuda_baselines.py cv TASKS_DIR K            do_bench CV over K runs on the axpy seed kernel
-  cuda_baselines.py load_inline TASKS_DIR N   the KernelBench-style path: build N variants of the axpy
-                                              seed with torch load_inline, check and time each
+  cuda_baselines.py load_inline TASKS_DIR N [JOBS]   the KernelBench-style path: build N variants of
+                                              the axpy seed with torch load_inline (JOBS builds at once),
+                                              check and time each
 Kernels are built with nvcc into shared objects and called through ctypes with
 torch's device pointers, so both timers see the same kernels.
 """
@@ -119,6 +120,19 @@ def table(tasks_dir, run_dir):
             "%.2fx" % (r["ref_ms"] / b) if b else "-", "%.2fx" % (tm / b) if b and tm else "-"))
 
 
+def cv_fresh(tasks_dir, k):
+    """As kevo measures: each judgement in a fresh process (new context, new
+    allocations), one do_bench median each; CV across the K processes."""
+    ms = []
+    for _ in range(k):
+        out = subprocess.run([sys.executable, __file__, "cv", tasks_dir, "1"], capture_output=True, text=True, check=True)
+        ms.append(float(re.search(r"mean of medians ([0-9.]+) us", out.stdout).group(1)))
+    m = sum(ms) / k
+    s = (sum((x - m) ** 2 for x in ms) / (k - 1)) ** 0.5
+    print("do_bench on the axpy seed, one fresh process per run: %d runs, mean of medians %.2f us, CV %.3f%%"
+          % (k, m, 100 * s / m))
+
+
 def cv(tasks_dir, k):
     tdir = os.path.join(tasks_dir, "axpy")
     task = json.load(open(os.path.join(tdir, "task.json")))
@@ -126,40 +140,78 @@ def cv(tasks_dir, k):
     f = getattr(build(os.path.join(tdir, "seed.cu"), "axpy-seed"), "axpy")
     ms = [bench(lambda: f(*cargs)) for _ in range(k)]
     m = sum(ms) / k
-    s = (sum((x - m) ** 2 for x in ms) / (k - 1)) ** 0.5
+    s = (sum((x - m) ** 2 for x in ms) / (k - 1)) ** 0.5 if k > 1 else 0.0
     print("do_bench on the axpy seed: %d runs, mean of medians %.2f us, CV %.3f%%" % (k, m * 1e3, 100 * s / m))
 
 
-def load_inline(tasks_dir, n):
-    from torch.utils.cpp_extension import load_inline as li
-    seed = open(os.path.join(tasks_dir, "axpy", "seed.cu")).read()
-    body = re.sub(r"// kevo:params begin.*?// kevo:params end\n", "", seed, flags=re.S)
-    wrapper = """
+_WRAPPER = """
 torch::Tensor run(torch::Tensor x, torch::Tensor y, double a) {
   auto out = torch::empty_like(x);
   axpy(x.data_ptr<float>(), y.data_ptr<float>(), out.data_ptr<float>(), (float)a, (int32_t)x.numel());
   return out;
 }
 """
+
+
+def _variants(tasks_dir, n):
+    """n distinct axpy kernels (search-space points of the seed) as load_inline sources."""
+    seed = open(os.path.join(tasks_dir, "axpy", "seed.cu")).read()
+    body = re.sub(r"// kevo:params begin.*?// kevo:params end\n", "", seed, flags=re.S)
+    points = [(b, v, i) for b in (64, 128, 256, 512, 1024) for v in (1, 2, 4) for i in (1, 2, 4, 8)][:n]
+    return [("kevo_axpy_%d_%d_%d" % (b, v, i),
+             "#include <torch/extension.h>\n#define BLOCK %d\n#define VEC %d\n#define ITEMS %d\n%s\n%s" % (b, v, i, body, _WRAPPER))
+            for b, v, i in points]
+
+
+def _build(job):
+    name, src, build_dir = job
+    from torch.utils.cpp_extension import load_inline as li
+    os.makedirs(build_dir, exist_ok=True)
+    t0 = time.time()
+    li(name=name, cpp_sources="torch::Tensor run(torch::Tensor x, torch::Tensor y, double a);", cuda_sources=src,
+       functions=["run"], extra_cuda_cflags=["-O3", "-arch=sm_90"], build_directory=build_dir, verbose=False)
+    return time.time() - t0
+
+
+def load_inline(tasks_dir, n, jobs=1):
+    """The KernelBench-style path: each candidate a torch extension built with
+    load_inline (jobs builds at once, in separate processes, as a batch
+    evaluator would), then loaded, checked against torch and timed with
+    do_bench on the GPU one at a time. Prints candidates per minute."""
+    import concurrent.futures, multiprocessing
+    variants = _variants(tasks_dir, n)
+    root = tempfile.mkdtemp(prefix="kevo-load-inline-")
+    jobs_list = [(name, src, os.path.join(root, name)) for name, src in variants]
+    t0 = time.time()
+    # Builds first, in processes that never touch the GPU (spawned: no CUDA
+    # state is forked).
+    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as ex:
+        build_s = list(ex.map(_build, jobs_list))
+    t_build = time.time() - t0
     x = torch.rand(1 << 24, device="cuda")
     y = torch.rand(1 << 24, device="cuda")
-    t0 = time.time()
-    for i, block in enumerate([64, 128, 256, 512, 1024][:n]):
-        src = "#include <torch/extension.h>\n#define BLOCK %d\n#define VEC 1\n#define ITEMS 1\n%s\n%s" % (block, body, wrapper)
-        mod = li(name="kevo_axpy_%d_%d" % (os.getpid(), i), cpp_sources="torch::Tensor run(torch::Tensor x, torch::Tensor y, double a);",
-                 cuda_sources=src, functions=["run"], extra_cuda_cflags=["-O3", "-arch=sm_90"], verbose=False)
-        out = mod.run(x, y, 1.5)
-        assert torch.allclose(out, 1.5 * x + y)
+    for name, src, bdir in jobs_list:
+        from torch.utils.cpp_extension import load_inline as li   # built above: only loads
+        mod = li(name=name, cpp_sources="torch::Tensor run(torch::Tensor x, torch::Tensor y, double a);",
+                 cuda_sources=src, functions=["run"], extra_cuda_cflags=["-O3", "-arch=sm_90"], build_directory=bdir,
+                 verbose=False)
+        for _ in range(5):   # correctness trials on fresh inputs, as KernelBench does
+            xs, ys = torch.rand_like(x), torch.rand_like(y)
+            assert torch.allclose(mod.run(xs, ys, 1.5), 1.5 * xs + ys)
         bench(lambda: mod.run(x, y, 1.5))
     dt = time.time() - t0
-    print("load_inline path: %d candidates built, checked and timed in %.1f s: %.2f per minute" % (n, dt, 60 * n / dt))
+    print("load_inline path: %d candidates, %d build process(es): built in %.1f s (median %.1f s per build), "
+          "built+checked+timed in %.1f s: %.2f candidates per minute"
+          % (n, jobs, t_build, sorted(build_s)[len(build_s) // 2], dt, 60 * n / dt))
 
 
 if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "table":
         table(sys.argv[2], sys.argv[3])
+    elif mode == "cv_fresh":
+        cv_fresh(sys.argv[2], int(sys.argv[3]))
     elif mode == "cv":
         cv(sys.argv[2], int(sys.argv[3]))
     elif mode == "load_inline":
-        load_inline(sys.argv[2], int(sys.argv[3]))
+        load_inline(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 1)

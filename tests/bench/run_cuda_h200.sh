@@ -1,39 +1,82 @@
 #!/usr/bin/env bash
-# One call on the GPU machine: build, GPU tests, the cuda-quickstart run and
-# the CUDA benchmarks; logs go to $OUT (docs/benchmarks.md#cuda-backend).
-# Each step has its own time limit so that the later ones still run.
+# Runs on the GPU machine: build, GPU tests, CUDA benchmarks, the multi-GPU
+# scaling run and the cuda-quickstart, each with its own time limit so that
+# the later ones still run; logs go to $OUT (docs/benchmarks.md#cuda-backend,
+# #multi-gpu).
+#   run_cuda_h200.sh PHASE...   build gpu throughput multigpu cv load_inline quickstart baselines
 set -u
 OUT=${OUT:-/tmp/kevo-cuda-out}
 mkdir -p "$OUT"
+# NVLink multicast stays off on shared multi-GPU hosts (the device docs).
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 PYTHONUNBUFFERED=1
+B=build-gpu/bin
 step() { echo "=== $(date +%T) $*" | tee -a "$OUT/steps.log"; }
-phase=${1:-all}
-if [[ $phase == all || $phase == test ]]; then
-step configure
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-step build
-cmake --build build-gpu -j16 --target kevo kevo-cuda-worker kevo-cpu-worker test_cuda_gpu test_cuda_backend bench_cuda >> "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
-nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem,driver_version --format=csv | tee -a "$OUT/steps.log"
-step gpu tests
-(cd build-gpu && timeout 200 ctest -L 'gpu|cuda' --output-on-failure -V) > "$OUT/ctest.log" 2>&1
-grep -E "\[ (verdict|seed) |tests passed|Failed|FAILED|SKIPPED|Passed" "$OUT/ctest.log" | tail -40
-step quickstart
-timeout 170 build-gpu/bin/kevo run configs/cuda-quickstart.json --set budget.wall_seconds=90 --set progress.mode=lines --out runs/cq > "$OUT/quickstart.log" 2>&1
-tail -25 "$OUT/quickstart.log"
-build-gpu/bin/kevo report runs/cq >> "$OUT/quickstart.log" 2>&1
-tar cf "$OUT/best.tar" runs/cq/best runs/cq/report.json 2>/dev/null
-fi
-if [[ $phase == all || $phase == bench ]]; then
-step bench compile
-timeout 90 build-gpu/bin/bench_cuda compile configs/tasks/cuda axpy,softmax,sgemm 2>&1 | tee "$OUT/bench.log"
-step bench throughput
-timeout 100 build-gpu/bin/bench_cuda throughput configs/tasks/cuda/axpy 32 2>&1 | tee -a "$OUT/bench.log"
-step bench cv
-timeout 60 build-gpu/bin/bench_cuda cv configs/tasks/cuda/axpy 8 2>&1 | tee -a "$OUT/bench.log"
-timeout 60 python3 tests/bench/cuda_baselines.py cv configs/tasks/cuda 8 2>&1 | tee -a "$OUT/bench.log"
-step baselines
-timeout 120 python3 tests/bench/cuda_baselines.py table configs/tasks/cuda runs/cq > "$OUT/baselines.log" 2>&1
-tail -12 "$OUT/baselines.log"
-step load_inline
-timeout 100 python3 tests/bench/cuda_baselines.py load_inline configs/tasks/cuda 1 2>&1 | tail -3 | tee -a "$OUT/bench.log"
-fi
+for phase in "$@"; do
+case $phase in
+build)
+  step build
+  nvidia-smi --query-gpu=index,name,pci.bus_id,memory.total,clocks.sm,driver_version --format=csv | tee -a "$OUT/steps.log"
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+  cmake --build build-gpu -j32 --target kevo kevo-cuda-worker kevo-cpu-worker test_cuda_gpu test_cuda_backend \
+    test_cuda_tools bench_cuda >> "$OUT/build.log" 2>&1 || { grep -B2 -A12 "error" "$OUT/build.log" | head -60; exit 1; }
+  ;;
+gpu)
+  step gpu tests
+  (cd build-gpu && timeout 280 ctest -L 'gpu|cuda' -j1 --output-on-failure -V) > "$OUT/ctest.log" 2>&1
+  grep -E "\[ (verdict|seed|device|profile) |tests passed|Failed|FAILED|SKIPPED|Passed|\(Failed\)" "$OUT/ctest.log" | cut -c1-400 | tail -45
+  ;;
+gpu_quick)
+  step gpu tests: the tool, slot and adversarial ones
+  (cd build-gpu && timeout 200 ctest -L gpu -R "${GPU_RE:-Adversarial|CudaTools}" -j1 --output-on-failure -V) > "$OUT/ctest.log" 2>&1
+  grep -E "\[ (verdict|seed|device|profile) |tests passed|\(Failed\)|^output" "$OUT/ctest.log" | cut -c1-600 | tail -30
+  ;;
+throughput)
+  step throughput: 16, 8 and 1 workers at once
+  for J in 16 8 1; do
+    timeout 120 $B/bench_cuda throughput configs/tasks/cuda/axpy $((J > 1 ? 48 : 12)) $J 2>&1 | tee -a "$OUT/bench.log"
+  done
+  ;;
+multigpu)
+  step multi-GPU: 1 and 2 ranks, one island per GPU
+  T=${MG_SECONDS:-75}
+  rm -rf runs/mg1 runs/mg2
+  timeout $((T + 90)) mpirun -np 1 --bind-to none $B/kevo run configs/cuda-islands.json \
+    --set budget.wall_seconds=$T --out runs/mg1 > "$OUT/multigpu.log" 2>&1
+  nvidia-smi --query-compute-apps=gpu_bus_id,pid,process_name --format=csv -l 5 > "$OUT/smi.log" 2>&1 &
+  SMI=$!
+  timeout $((T + 90)) mpirun -np 2 --bind-to none $B/kevo run configs/cuda-islands.json \
+    --set budget.wall_seconds=$T --out runs/mg2 >> "$OUT/multigpu.log" 2>&1
+  kill $SMI 2>/dev/null
+  tail -8 "$OUT/multigpu.log"
+  python3 tests/bench/multigpu_report.py runs/mg1 runs/mg2 2>&1 | tee -a "$OUT/bench.log"
+  echo "nvidia-smi compute apps seen per GPU bus id during the 2-rank run:" | tee -a "$OUT/bench.log"
+  grep -v "^gpu_bus_id" "$OUT/smi.log" | awk -F, '{print $1}' | sort | uniq -c | tee -a "$OUT/bench.log"
+  ;;
+cv)
+  step timing CV: kevo worker vs do_bench
+  timeout 90 $B/bench_cuda cv configs/tasks/cuda/axpy 10 2>&1 | tee -a "$OUT/bench.log"
+  timeout 90 python3 tests/bench/cuda_baselines.py cv configs/tasks/cuda 10 2>&1 | tee -a "$OUT/bench.log"
+  timeout 150 python3 tests/bench/cuda_baselines.py cv_fresh configs/tasks/cuda ${CV_FRESH:-10} 2>&1 | tee -a "$OUT/bench.log"
+  ;;
+load_inline)
+  step KernelBench-style path: torch load_inline, 16 builds at once
+  timeout 280 python3 tests/bench/cuda_baselines.py load_inline configs/tasks/cuda 16 16 2>&1 | tail -3 | tee -a "$OUT/bench.log"
+  ;;
+quickstart)
+  step cuda-quickstart
+  rm -rf runs/cq
+  timeout ${CQ_TIMEOUT:-420} $B/kevo run configs/cuda-quickstart.json --set budget.wall_seconds=${CQ_SECONDS:-120} \
+    --set progress.mode=lines --out runs/cq > "$OUT/quickstart.log" 2>&1
+  grep -v "^\[" "$OUT/quickstart.log" | tail -40
+  grep "^\[" "$OUT/quickstart.log" | tail -3
+  cp runs/cq/baselines.json "$OUT/" 2>/dev/null
+  ;;
+baselines)
+  step library baselines of the best kernels
+  timeout 150 python3 tests/bench/cuda_baselines.py table configs/tasks/cuda runs/cq 2>&1 | tail -14 | tee -a "$OUT/bench.log"
+  ;;
+*) echo "unknown phase $phase"; exit 2 ;;
+esac
+done
 step done

@@ -19,6 +19,10 @@ TEST(BundledTasks, AllLoad) {
         EXPECT_EQ(t.name, dir.filename().string());
         EXPECT_FALSE(t.visible.empty());
         EXPECT_FALSE(t.description.empty());
+        // Every CUDA task is reported against a library (docs/cuda.md#library-baselines).
+        if (t.backend == "cuda") {
+          EXPECT_EQ(t.baselines.count("torch"), 1u) << "no \"baselines\": {\"torch\": ...}";
+        }
         if (!t.space.empty()) {
           ASSERT_TRUE(t.seed_point.has_value());
           EXPECT_TRUE(t.space.valid(*t.seed_point));

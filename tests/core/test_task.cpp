@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
+#include <limits>
 
 namespace kevo {
 namespace {
@@ -170,7 +172,7 @@ TEST_F(TaskTest, MinimalTaskWithDefaults) {
 
 TEST_F(TaskTest, BadManifestsNameFileAndPointer) {
   expect_error_after([](json& j) { j["args"][2]["dtype"] = "float16"; }, "/args/2/dtype",
-                     "expected one of: float32, float64, int32, int64, got \"float16\"");
+                     "expected one of: float32, float64, int32, int64, bfloat16, got \"float16\"");
   expect_error_after([](json& j) { j["args"][0]["role"] = "input"; }, "/args/0/role", "one of: in, out, inout, scalar");
   expect_error_after([](json& j) { j["args"][1]["name"] = "A"; }, "/args/1/name", "unique argument name");
   expect_error_after([](json& j) { j["args"][1]["name"] = "2B"; }, "/args/1/name", "C identifier");
@@ -194,6 +196,65 @@ TEST_F(TaskTest, BadManifestsNameFileAndPointer) {
   expect_error_after([](json& j) { j["function"] = "void"; }, "/function", "C identifier");
   expect_error_after([](json& j) { j["name"] = "bad name"; }, "/name", "letters, digits");
   expect_error_after([](json& j) { j["refrence"] = "x.cpp"; }, "/refrence", "unknown key; expected one of:");
+}
+
+TEST_F(TaskTest, Bfloat16BuffersForCudaTasks) {
+  json m = valid_manifest();
+  m["backend"] = "cuda";
+  for (int k : {0, 1, 2}) m["args"][k]["dtype"] = "bfloat16";
+  m["args"][1]["distribution"] = {{"kind", "integers"}, {"low", -256}, {"high", 256}};
+  const Task t = load_task(write_task("bf16", m));
+  EXPECT_EQ(t.args[0].dtype, DType::bf16);
+  EXPECT_EQ(to_string(DType::bf16), "bfloat16");
+  EXPECT_EQ(dtype_size(DType::bf16), 2u);
+  EXPECT_TRUE(is_floating(DType::bf16));
+  EXPECT_EQ(t.args[0].dist.kind, Distribution::Kind::uniform);   // the floating default
+  EXPECT_EQ(t.c_signature(),
+            "extern \"C\" void sgemm(const __nv_bfloat16* A, const __nv_bfloat16* B, __nv_bfloat16* C, int32_t M, "
+            "int32_t N, int32_t K)");
+  // Integers are exact in bfloat16 up to 2^8 only.
+  m["args"][1]["distribution"]["high"] = 257;
+  expect_error(m, "/args/1/distribution/high", "an integer");
+  m["args"][1]["distribution"] = {{"kind", "constant"}, {"value", 0.1}};   // rounded when stored: fine
+  EXPECT_NO_THROW(load_task(write_task("bf16c", m)));
+  // Not for scalars, not for the CPU backend (its compilers have no bfloat16 type).
+  json scalar = m;
+  scalar["args"][3]["dtype"] = "bfloat16";
+  expect_error(scalar, "/args/3/dtype", "bfloat16 is for buffers only");
+  m["backend"] = "cpu";
+  expect_error(m, "/args/0/dtype", "bfloat16 is supported by the \"cuda\" backend only");
+}
+
+TEST(Bfloat16, RoundsToNearestEvenOnceAndWidensExactly) {
+  EXPECT_EQ(bf16_from_double(1.0), 0x3F80);
+  EXPECT_EQ(bf16_from_double(-2.0), 0xC000);
+  EXPECT_EQ(bf16_from_double(0.0), 0x0000);
+  EXPECT_EQ(bf16_from_double(-0.0), 0x8000);
+  // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties go to the even 1.
+  EXPECT_EQ(bf16_from_double(1.0 + 0x1p-8), 0x3F80);
+  // 1 + 3*2^-8 is halfway between 1 + 2^-7 (odd) and 1 + 2^-6 (even).
+  EXPECT_EQ(bf16_from_double(1.0 + 3 * 0x1p-8), 0x3F82);
+  // Just above a tie rounds up, even where a float in between would round to
+  // the tie itself (the double rounding through float that this avoids).
+  EXPECT_EQ(bf16_from_double(1.0 + 0x1p-8 + 0x1p-40), 0x3F81);
+  EXPECT_EQ(bf16_from_double(1.0 + 0x1p-8 - 0x1p-40), 0x3F80);
+  EXPECT_EQ(bf16_from_double(0.1), 0x3DCD);
+  EXPECT_EQ(bf16_from_double(1e39), 0x7F80);    // beyond the largest bf16: inf
+  EXPECT_EQ(bf16_from_double(-1e39), 0xFF80);
+  EXPECT_EQ(bf16_from_double(3.3895313892515355e38), 0x7F7F);   // the largest bf16 stays finite
+  EXPECT_EQ(bf16_from_double(1e-45), 0x0000);   // under half the smallest subnormal (2^-133)
+  EXPECT_EQ(bf16_from_double(0x1p-133), 0x0001);
+  EXPECT_EQ(bf16_from_double(std::numeric_limits<double>::quiet_NaN()), 0x7FC0);
+  EXPECT_EQ(bf16_from_double(std::numeric_limits<double>::infinity()), 0x7F80);
+  EXPECT_EQ(bf16_to_double(0x3F81), 1.0 + 0x1p-7);
+  EXPECT_EQ(bf16_to_double(0x0001), 0x1p-133);
+  EXPECT_TRUE(std::isnan(bf16_to_double(0x7FC0)));
+  // Every finite bf16 survives the round trip.
+  for (std::uint32_t b = 0; b < 0x10000; ++b) {
+    const double d = bf16_to_double(static_cast<std::uint16_t>(b));
+    if (std::isnan(d)) continue;
+    ASSERT_EQ(bf16_from_double(d), b) << std::hex << b;
+  }
 }
 
 TEST_F(TaskTest, BadShapes) {
@@ -256,6 +317,31 @@ TEST_F(TaskTest, MissingManifestAndBadJson) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("task.json: expected valid JSON; line 1"), std::string::npos) << e.what();
   }
+}
+
+TEST_F(TaskTest, LibraryBaselines) {
+  // Absent: none; present: carried verbatim for the backend's script.
+  EXPECT_TRUE(load_task(write_task("plain", valid_manifest())).baselines.empty());
+  json m = valid_manifest();
+  m["baselines"] = {{"torch", "torch.mm(A, B)"}};
+  const Task t = load_task(write_task("good", m));
+  ASSERT_EQ(t.baselines.size(), 1u);
+  EXPECT_EQ(t.baselines.at("torch"), "torch.mm(A, B)");
+  m["baselines"] = json::object();
+  EXPECT_TRUE(load_task(write_task("empty", m)).baselines.empty());
+
+  expect_error_after([](json& j) { j["baselines"] = {{"cublas", "torch.mm(A, B)"}}; }, "/baselines/cublas",
+                     "unknown key; expected one of: torch");
+  expect_error_after([](json& j) { j["baselines"] = {{"torch", 3}}; }, "/baselines/torch",
+                     "a Python expression (a string)");
+  expect_error_after([](json& j) { j["baselines"] = {{"torch", "  "}}; }, "/baselines/torch", "non-empty");
+  expect_error_after([](json& j) { j["baselines"] = {{"torch", "torch.mm(A,\n B)"}}; }, "/baselines/torch",
+                     "one-line");
+  expect_error_after([](json& j) { j["baselines"] = {{"torch", "torch.mm(AA, BB)"}}; }, "/baselines/torch",
+                     "uses at least one argument name (A, B, C, M, N, K)");
+  expect_error_after([](json& j) { j["baselines"] = "torch.mm(A, B)"; }, "/baselines", "object");
+  expect_error_after([](json& j) { j["baseline"] = {{"torch", "torch.mm(A, B)"}}; }, "/baseline",
+                     "did you mean 'baselines'?");
 }
 
 TEST_F(TaskTest, FindTaskDirs) {

@@ -308,6 +308,45 @@ extern "C" void rowsum(const float* A, float* out, int32_t M, int32_t N) {
   EXPECT_NE(v.feedback.find("Wrong answer"), std::string::npos);
 }
 
+// A rowsum scaled by `scale`, plus `offset` with alternating sign.
+std::string scaled_rowsum(const char* scale, const char* offset) {
+  return std::string(R"(
+#include <cstdint>
+extern "C" void rowsum(const float* A, float* out, int32_t M, int32_t N) {
+  for (int32_t i = 0; i < M; ++i) {
+    float s = 0.0f;
+    for (int32_t j = 0; j < N; ++j) s += A[static_cast<int64_t>(i) * N + j];
+    out[i] = )") + scale + "f * s + (i % 2 ? 1.0f : -1.0f) * " + offset + "f;\n  }\n}\n";
+}
+
+TEST(CpuBackend, RelativeL2HasAnAbsoluteFloorForNearZeroOutputs) {
+  // Outputs of RMS ~1e-5, below atol 1e-4: the relative L2 error is taken
+  // against the floor atol * sqrt(n). Error 5e-8 per element is 5e-4 of the
+  // floor (passes rel_l2 1e-3) but 5e-3 of ||want|| (failed before the floor).
+  TaskCopy t;
+  const std::string ref = scaled_rowsum("1e-6", "0.0");
+  write(t.dir.path() / "reference.cpp", ref);
+  write(t.dir.path() / "seed.cpp", ref);
+  auto m = t.manifest();
+  m["tolerance"] = {{"atol", 1e-4}, {"rtol", 1e-4}, {"rel_l2", 1e-3}};
+  t.set_manifest(m);
+  auto task = t.load();
+  kevo::cpu::CpuBackend b(options());
+  b.prepare(*task);   // the null candidates (zeros among them) still fail: 0.09 of the floor
+
+  kevo::Verdict near = b.evaluate(task, scaled_rowsum("1e-6", "5e-8"), 5);
+  EXPECT_EQ(near.status, Status::correct) << near.message;
+  EXPECT_GT(near.rel_l2_error, 1e-4);
+  EXPECT_LT(near.rel_l2_error, 1e-3);
+
+  // 1.5x the answer: every element within atol, but the RMS error is ~5% of
+  // the floor. The L2 check still rejects it.
+  kevo::Verdict wrong = b.evaluate(task, scaled_rowsum("1.5e-6", "0.0"), 5);
+  EXPECT_EQ(wrong.status, Status::wrong_answer) << wrong.message;
+  EXPECT_NE(wrong.message.find("relative L2 error"), std::string::npos) << wrong.message;
+  EXPECT_GT(wrong.rel_l2_error, 1e-2);
+}
+
 TEST(CpuBackend, VerdictJsonRoundTripsAndOutputIsClean) {
   auto task = std::make_shared<kevo::Task>(kevo::load_task(kTask));
   kevo::cpu::CpuBackend b(options());

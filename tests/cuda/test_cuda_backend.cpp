@@ -10,7 +10,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
+#include <sstream>
 #include <string>
+#include <vector>
 
 namespace fs = std::filesystem;
 using namespace kevo;
@@ -29,14 +32,50 @@ TEST(CudaOptions, DefaultsAreTheCudaOnes) {
   const cuda::CudaOptions o = parse("{}");
   EXPECT_EQ(o.arch, "sm_90");
   EXPECT_EQ(o.base.flavour.name, "cuda");
-  EXPECT_EQ(o.base.eval_jobs, 1);   // one timing slot per GPU
+  // Several workers at once; the GPU's timing slot keeps their timings apart.
+  EXPECT_EQ(o.base.eval_jobs, 8);
   EXPECT_EQ(o.base.limits.memory_mb, 0);
+  EXPECT_EQ(o.lock_dir, "/tmp");
+  EXPECT_TRUE(o.sanitizer.empty());
+  EXPECT_EQ(o.profile_every, 0);
   const cpu::CpuOptions c = cuda::to_cpu_options(o);
+  EXPECT_EQ(c.flavour.worker_request.at("lock_dir"), "/tmp");
+  EXPECT_FALSE(c.flavour.worker_request.contains("profiler"));
+  EXPECT_FALSE(c.flavour.worker_request.contains("sanitizer"));
+  EXPECT_EQ(c.flavour.health_argv, (std::vector<std::string>{"--health", "0"}));
+  EXPECT_NE(std::find(c.flags.begin(), c.flags.end(), "-Xptxas=-v"), c.flags.end());
   EXPECT_NE(std::find(c.flags.begin(), c.flags.end(), "-arch=sm_90"), c.flags.end());
   EXPECT_EQ(c.flavour.worker_request.at("floor_fraction"), 0.9);
   const nlohmann::json eff = cuda::to_json(o);
   EXPECT_EQ(eff.at("arch"), "sm_90");
   EXPECT_EQ(eff.at("roofline").at("peak_gbps"), 4800.0);
+}
+
+TEST(CudaOptions, ToolStagesAreCheckedAtStart) {
+  // A tool that cannot be found is a config error naming the key.
+  try {
+    parse(R"({"profile": {"every": 5, "path": "no-such-ncu-kevo"}})");
+    FAIL() << "no error for a missing ncu";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("profile"), std::string::npos) << e.what();
+  }
+  try {
+    parse(R"({"sanitizer": {"tool": "memcheck", "path": "no-such-sanitizer-kevo"}})");
+    FAIL() << "no error for a missing compute-sanitizer";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("sanitizer"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(parse(R"({"sanitizer": {"tool": "leakcheck"}})"), InputError);
+  EXPECT_THROW(parse(R"({"lock_dir": "/nonexistent-kevo-locks"})"), InputError);
+  // Found tools reach the worker's request as absolute paths ("true"
+  // stands in for the tool: CI has neither ncu nor compute-sanitizer).
+  const cuda::CudaOptions o =
+      parse(R"({"profile": {"every": 3, "path": "true"}, "sanitizer": {"tool": "racecheck", "path": "true"}})");
+  const cpu::CpuOptions c = cuda::to_cpu_options(o);
+  EXPECT_EQ(c.flavour.profile_every, 3);
+  EXPECT_EQ(c.flavour.worker_request.at("profiler").get<std::string>().front(), '/');
+  EXPECT_EQ(c.flavour.worker_request.at("sanitizer_tool"), "racecheck");
+  EXPECT_EQ(c.flavour.worker_request.at("sanitizer").get<std::string>().front(), '/');
 }
 
 TEST(CudaOptions, ReadsItsKeysAndTheSharedOnes) {
@@ -118,6 +157,74 @@ TEST(CudaTasks, EverySourceCompilesWithTheBackendsCommand) {
       std::string what;
       for (const auto& j : running)
         if (j.id == f.id) what = j.what;
+      EXPECT_EQ(f.outcome, sandbox::Outcome::exited) << what;
+      EXPECT_EQ(f.exit_code, 0) << what << ":\n" << f.output;
+      EXPECT_TRUE(fs::exists(f.scratch.path() / "kernel.so")) << what;
+    }
+  }
+}
+
+// Every point of the bf16 GEMM's search space compiles: its parameters select
+// code paths (#if) that the seed point alone does not reach. Points share a few
+// translation units, one namespace per point (the function renamed by a
+// macro), each body under a #line that names the point, so that an error says
+// which point broke; the nvcc command is the backend's.
+TEST(CudaTasks, EveryPointOfTheBf16GemmSpaceCompiles) {
+  const Task t = load_task(fs::path(KEVO_CUDA_TASKS) / "gemm_bf16_bias_relu");
+  const std::vector<Point> points = t.space.enumerate();
+  ASSERT_GE(points.size(), 32u);
+  // About 0.8 s of nvcc per point: keep the space small enough for CI.
+  ASSERT_LE(points.size(), 96u);
+  const std::string body = split_params_block(t.seed_source).body;
+  // The body's #include lines go first, outside the namespaces: their include
+  // guards make the copies inside the namespaces empty.
+  std::string includes;
+  {
+    std::istringstream in(body);
+    std::string line;
+    while (std::getline(in, line))
+      if (line.rfind("#include", 0) == 0) includes += line + "\n";
+  }
+  ASSERT_FALSE(includes.empty());
+  constexpr std::size_t kUnits = 4;
+  std::vector<std::string> units(kUnits, includes);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const std::string ns = "kevo_point_" + std::to_string(i);
+    std::string& u = units[i % kUnits];
+    u += "namespace " + ns + " {\n" + t.space.render_block(points[i]);
+    u += "#define " + t.function + " " + ns + "_" + t.function + "\n";
+    u += "#line 1 \"point " + t.space.key(points[i]) + "\"\n" + body + "\n";
+    u += "#undef " + t.function + "\n";
+    for (std::size_t k = 0; k < t.space.params().size(); ++k) {
+      const Param& p = t.space.params()[k];
+      u += "#undef " + p.name + "\n";
+      const Value v = t.space.value(points[i], k);
+      if (v.kind == Value::Kind::string) u += "#undef " + p.name + "_" + v.s + "\n";
+    }
+    u += "}  // namespace " + ns + "\n";
+  }
+
+  const cpu::CpuOptions c = cuda::to_cpu_options(parse("{}"));
+  sandbox::Runner runner;
+  std::map<std::uint64_t, std::size_t> unit_of;
+  std::size_t next = 0, done = 0;
+  while (done < units.size()) {
+    while (next < units.size() && runner.running() < 2) {
+      sandbox::Spec s;
+      s.argv = {c.compiler};
+      s.argv.insert(s.argv.end(), c.flags.begin(), c.flags.end());
+      s.argv.insert(s.argv.end(), c.flavour.link_flags.begin(), c.flavour.link_flags.end());
+      for (const std::string& a : {std::string("-o"), std::string("kernel.so"), c.flavour.source_file})
+        s.argv.push_back(a);
+      s.files = {{c.flavour.source_file, units[next]}};
+      s.scratch_base = fs::temp_directory_path();
+      s.env = {std::string("PATH=") + (std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin")};
+      s.limits.wall_seconds = 280;
+      unit_of[runner.start(std::move(s))] = next++;
+    }
+    for (sandbox::Finished& f : runner.poll(std::chrono::milliseconds(500))) {
+      ++done;
+      const std::string what = "unit " + std::to_string(unit_of[f.id]) + " of " + std::to_string(units.size());
       EXPECT_EQ(f.outcome, sandbox::Outcome::exited) << what;
       EXPECT_EQ(f.exit_code, 0) << what << ":\n" << f.output;
       EXPECT_TRUE(fs::exists(f.scratch.path() / "kernel.so")) << what;

@@ -4,6 +4,7 @@
 // adversarial candidates of tests/cuda/adversarial get the verdicts they
 // must get.
 #include "kevo/cuda/cuda_backend.hpp"
+#include "kevo/cpu/cpu_backend.hpp"
 
 #include "kevo/core/task.hpp"
 #include "kevo/core/verdict.hpp"
@@ -37,8 +38,12 @@ std::string no_gpu_reason() {
     if (!why.empty()) GTEST_SKIP() << why;                 \
   } while (0)
 
-std::unique_ptr<Backend> make_backend(double wall_seconds) {
+std::unique_ptr<Backend> make_backend(double wall_seconds, const std::string& sanitizer = "", int profile_every = 0) {
   cuda::CudaOptions o;
+  o.sanitizer = sanitizer;
+  o.profile_every = profile_every;
+  o.sanitizer_path = KEVO_CUDA_BIN "/compute-sanitizer";
+  o.profiler_path = KEVO_CUDA_BIN "/ncu";
   o.base.worker = KEVO_CUDA_WORKER;
   o.base.cache_dir = "";
   o.base.limits.wall_seconds = wall_seconds;
@@ -146,4 +151,61 @@ TEST_F(Adversarial, TimesUnderTheRooflineFloorAreErrors) {
   const Verdict v = judge("stops_working.cu");
   EXPECT_EQ(v.status, Status::runtime_error);
   EXPECT_NE(v.message.find("roofline"), std::string::npos) << v.message;
+}
+
+TEST_F(Adversarial, IllegalAddressTriggersAHealthCheckAndTheGpuStaysInUse) {
+  REQUIRE_GPU();
+  auto* cb = dynamic_cast<cpu::CpuBackend*>(backend_);
+  ASSERT_NE(cb, nullptr);
+  const auto before = cb->stats().health_checks;
+  EXPECT_EQ(judge("illegal_address.cu").status, Status::runtime_error);
+  EXPECT_EQ(cb->stats().health_checks, before + 1);
+  const Verdict v = judge("other_stream.cu");
+  EXPECT_EQ(v.status, Status::correct) << "the health check passed, the GPU is still judged on: " << v.message;
+}
+
+TEST_F(Adversarial, EveryVerdictNamesItsGpuAndItsTimingSlotTime) {
+  REQUIRE_GPU();
+  const Verdict v = backend_->evaluate(task_, task_->seed_source, 5);
+  ASSERT_EQ(v.status, Status::correct) << v.message;
+  EXPECT_NE(v.device.find("GPU-"), std::string::npos) << v.device;
+  EXPECT_GT(v.slot_seconds, 0.0);
+  EXPECT_LT(v.slot_seconds, v.worker_seconds);
+  std::cout << "[ device   ] " << v.device << ", slot " << v.slot_seconds << " s of worker " << v.worker_seconds
+            << " s\n";
+}
+
+TEST(CudaTools, SanitizerCatchesAWriteThatTheOutputsHide) {
+  REQUIRE_GPU();
+  auto task = std::make_shared<const Task>(load_task(fs::path(KEVO_CUDA_TASKS) / "axpy"));
+  const std::string src = read(fs::path(KEVO_CUDA_ADVERSARIAL) / "oob_scratch.cu");
+  auto plain = make_backend(60);
+  plain->prepare(*task);
+  const Verdict without = plain->evaluate(task, src, 3);
+  EXPECT_EQ(without.status, Status::correct) << without.message;
+  auto checked = make_backend(180, "memcheck");
+  checked->prepare(*task);
+  const Verdict with = checked->evaluate(task, src, 3);
+  std::cout << "[ verdict  ] oob_scratch.cu under memcheck: " << to_string(with.status) << ": " << with.message << "\n";
+  if (with.status != Status::runtime_error) std::cout << "output: " << with.output_tail << "\n";
+  EXPECT_EQ(with.status, Status::runtime_error);
+  EXPECT_NE(with.message.find("compute-sanitizer memcheck found errors"), std::string::npos) << with.message;
+  EXPECT_NE(with.message.find("Invalid __global__ write"), std::string::npos) << with.message;
+  // The seed is clean under the sanitizer.
+  const Verdict seed = checked->evaluate(task, task->seed_source, 3);
+  EXPECT_EQ(seed.status, Status::correct) << seed.message;
+}
+
+TEST(CudaTools, ProfileOfACorrectCandidateIsCondensedIntoTheVerdict) {
+  REQUIRE_GPU();
+  auto task = std::make_shared<const Task>(load_task(fs::path(KEVO_CUDA_TASKS) / "softmax"));
+  auto b = make_backend(180, "", 1);
+  b->prepare(*task);
+  const Verdict v = b->evaluate(task, task->seed_source, 3);
+  ASSERT_EQ(v.status, Status::correct) << v.message;
+  std::cout << "[ profile  ] " << v.profile << "\n";
+  EXPECT_NE(v.profile.find("DRAM"), std::string::npos) << v.profile;
+  EXPECT_NE(v.profile.find("registers/thread"), std::string::npos) << v.profile;
+  EXPECT_NE(v.profile.find("occupancy"), std::string::npos) << v.profile;
+  EXPECT_NE(v.feedback.find("Profile:"), std::string::npos) << v.feedback;
 }

@@ -1,39 +1,18 @@
 // Helpers shared by the engine tests.
 #pragma once
 
+#include "kevo/app/plugins.hpp"
 #include "kevo/core/task.hpp"
 #include "kevo/engine/config.hpp"
 #include "kevo/engine/island.hpp"
-#include "kevo/null/null_backend.hpp"
-#include "kevo/operators/registry.hpp"
 
 #include <memory>
 #include <vector>
 
 namespace kevo::test {
 
-inline engine::Plugins test_plugins() {
-  engine::Plugins p;
-  p.backend_types = {"null"};
-  p.make_backend = [](const std::string&, StrictObject& o) {
-    auto opt = null_backend::parse_null_options(o);
-    engine::BuiltBackend b;
-    b.effective = null_backend::to_json(opt);
-    b.backend = null_backend::make_null_backend(opt);
-    return b;
-  };
-  p.make_operator = [](StrictObject& spec) {
-    auto s = operators::make_operator(spec);
-    engine::BuiltOperator b;
-    b.type = s.type;
-    b.weight = s.weight;
-    b.enabled = s.enabled;
-    b.op = std::move(s.op);
-    b.effective = s.effective;
-    return b;
-  };
-  return p;
-}
+// The application's plugin table with only the null backend.
+inline engine::Plugins test_plugins() { return app::builtin_plugins({"null"}); }
 
 class VectorSink final : public engine::LineageSink {
  public:

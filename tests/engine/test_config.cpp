@@ -25,7 +25,10 @@ TEST(Config, ValidConfigFillsDefaults) {
   EXPECT_EQ(c.operators.size(), 2u);
   EXPECT_EQ(c.effective["island"]["selection"], "tournament");
   EXPECT_EQ(c.effective["backend"]["null"]["wrong_fraction"], 0.1);
-  EXPECT_EQ(c.effective["operators"][0]["rate"], 0.3);
+  EXPECT_EQ(c.effective["operators"][0]["rate"], 0.1);
+  EXPECT_EQ(c.effective["operators"][0]["local"], 1.0);
+  EXPECT_EQ(c.effective["operators"][0]["guided"], 1.0);
+  EXPECT_EQ(c.effective["operators"][0]["radius"], 0);
 }
 
 TEST(Config, UnknownKeyNamesPointerAndAllowedKeys) {

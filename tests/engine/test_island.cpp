@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iterator>
 #include <map>
+#include <random>
 #include <set>
 
 namespace kevo::test {
@@ -121,6 +124,75 @@ TEST(Island, StopRecordsInFlightAsLost) {
   std::atomic<int> stop{2};   // stopped before it starts: nothing judged is lost, nothing left pending
   island.run(stop, {});
   for (const auto& c : sink.rows) EXPECT_NE(c.verdict.status, Status::pending);
+}
+
+// An asynchronous operator whose replies come back in an order chosen by
+// `order_seed` (a random subset per poll, shuffled), like LLM replies: it
+// wraps a synchronous parameter operator and fails every seventh child.
+class ShuffledReplies final : public MutationOperator {
+ public:
+  ShuffledReplies(std::unique_ptr<MutationOperator> inner, std::uint64_t order_seed)
+      : MutationOperator(inner->name(), inner->arity()), inner_(std::move(inner)), order_(order_seed) {}
+  bool applicable(const Task& t) const override { return inner_->applicable(t); }
+  bool deterministic() const override { return false; }
+  std::size_t in_flight() const override { return held_.size(); }
+
+ protected:
+  std::optional<OperatorOutcome> do_begin(const OperatorRequest& req) override {
+    auto o = inner_->begin(req);
+    if (req.id % 7 == 3) o = OperatorOutcome::failed(req.id, "scripted failure");
+    held_.push_back(std::move(*o));
+    return std::nullopt;
+  }
+  std::vector<OperatorOutcome> do_poll(std::chrono::milliseconds) override {
+    std::shuffle(held_.begin(), held_.end(), order_);
+    const auto n = static_cast<std::ptrdiff_t>(order_() % (held_.size() + 1));
+    std::vector<OperatorOutcome> out(std::make_move_iterator(held_.end() - n), std::make_move_iterator(held_.end()));
+    held_.resize(held_.size() - static_cast<std::size_t>(n));
+    return out;
+  }
+
+ private:
+  std::unique_ptr<MutationOperator> inner_;
+  std::mt19937_64 order_;
+  std::vector<OperatorOutcome> held_;
+};
+
+// Deterministic ordering: the order in which asynchronous outcomes arrive
+// (LLM replies; all at once when replayed from the cache) changes nothing in
+// the lineage, with a synchronous operator beside them whose duplicate
+// avoidance looks at known points, operator failures, and a budget that ends
+// while replies are outstanding.
+TEST(Island, AsynchronousArrivalOrderChangesNothing) {
+  auto run = [](std::uint64_t order_seed) {
+    auto doc = toy_config();
+    doc["budget"]["evaluations_per_task"] = 40;
+    doc["island"]["in_flight"] = 8;
+    auto config = engine::parse_config(doc, "conf.json", test_plugins());
+    config.operators[0].op = std::make_unique<ShuffledReplies>(std::move(config.operators[0].op), order_seed);
+    auto tasks = engine::load_tasks(config);
+    VectorSink sink;
+    engine::IslandOptions opts;
+    opts.seed = config.seed;
+    opts.budget = config.budget;
+    opts.island = config.island;
+    engine::Island island(opts, tasks, *config.backend, config.operators, sink);
+    std::atomic<int> stop{0};
+    island.run(stop, {});
+    return sink.rows;
+  };
+  const auto a = run(1);
+  for (std::uint64_t order : {2, 3, 4}) {
+    const auto b = run(order);
+    ASSERT_EQ(a.size(), b.size()) << "arrival order " << order;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(a[i].id, b[i].id) << i;
+      EXPECT_EQ(a[i].op, b[i].op) << i;
+      EXPECT_EQ(a[i].hash, b[i].hash) << "arrival order " << order << ", row " << i;
+      EXPECT_EQ(a[i].parent0, b[i].parent0) << i;
+      EXPECT_EQ(a[i].verdict.status, b[i].verdict.status) << i;
+    }
+  }
 }
 
 }  // namespace

@@ -78,9 +78,12 @@ inline kevo::Candidate make_candidate(std::uint64_t id) {
   v.status = static_cast<Status>(1 + id % 11);   // correct .. internal_error
   v.message = std::string(kevo::to_string(v.status)) + " (candidate " + std::to_string(id) + ")";
   v.feedback = "feedback group " + std::to_string(id % 7) + ": keep the loop order ✓";
+  if (id % 3 == 0) v.profile = "dram 71% of peak, sm 12%, occupancy 88%, stall long_scoreboard";
+  if (id % 2 == 0) v.device = "NVIDIA H200 0000:19:00.0";
   v.compile_seconds = 0.5 + static_cast<double>(id % 10) * 0.01;
   v.compile_cached = id % 3 == 0;
   v.worker_seconds = 0.1 * static_cast<double>(id % 4);
+  v.slot_seconds = 0.05 * static_cast<double>(id % 3);
   v.max_rss_kb = 1000 + static_cast<std::int64_t>(id);
   switch (v.status) {
     case Status::correct:

@@ -78,11 +78,14 @@ inline void expect_same(const kevo::Candidate& want, const kevo::Candidate& got)
   EXPECT_EQ(a.repeats, b.repeats);
   EXPECT_TRUE(same_double(a.speedup, b.speedup));
   EXPECT_TRUE(same_double(a.worker_seconds, b.worker_seconds));
+  EXPECT_TRUE(same_double(a.slot_seconds, b.slot_seconds));
   EXPECT_EQ(a.exit_code, b.exit_code);
   EXPECT_EQ(a.signal, b.signal);
   EXPECT_EQ(a.max_rss_kb, b.max_rss_kb);
   EXPECT_EQ(a.output_tail, b.output_tail);
   EXPECT_EQ(a.feedback, b.feedback);
+  EXPECT_EQ(a.profile, b.profile);
+  EXPECT_EQ(a.device, b.device);
 }
 
 // Runs argv to completion; returns (exit code, stdout).

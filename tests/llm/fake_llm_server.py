@@ -29,7 +29,8 @@ A behaviour B is an object with "kind":
 
 Every request is logged as one JSON line to --log: n, path, format, model,
 kind, has_key (whether an API key header came; the key itself is never
-written), bytes.
+written), bytes; with "log_content": true in the script also content (the
+last message's text, for tests that check what a prompt carried).
 
 The bound port is printed on stdout as "PORT <n>" (and written to --port-file).
 """
@@ -235,9 +236,12 @@ class Handler(BaseHTTPRequestHandler):
         has_key = bool(self.headers.get("Authorization") or self.headers.get("x-api-key"))
         if LOG:
             with LOCK:
-                LOG.write(json.dumps({"n": n, "path": self.path, "format": fmt, "model": model, "kind": kind,
-                                      "has_key": has_key, "bytes": len(raw),
-                                      "max_tokens": req.get("max_tokens"), "turns": len(msgs)}) + "\n")
+                entry = {"n": n, "path": self.path, "format": fmt, "model": model, "kind": kind,
+                         "has_key": has_key, "bytes": len(raw),
+                         "max_tokens": req.get("max_tokens"), "turns": len(msgs)}
+                if SCRIPT.get("log_content"):
+                    entry["content"] = last if isinstance(last, str) else json.dumps(last)
+                LOG.write(json.dumps(entry) + "\n")
                 LOG.flush()
         if kind == "stall":
             time.sleep(float(b.get("seconds", 5)))

@@ -335,7 +335,7 @@ TEST(LlmBudget, NeverExceededRetriesIncluded) {
   BudgetLimits lim;
   const std::int64_t one = static_cast<std::int64_t>(std::string("be brief").size() + std::string("say hi").size()) +
                            32 + m.max_tokens;   // the client's worst case for hello()
-  lim.tokens = one + 10;   // one request; what it really used leaves too little for another
+  lim.tokens = one + 10;   // a few requests: each waits for the one before, then one no longer fits
   Client c({m}, fast_options(), lim);
   for (int k = 0; k < 6; ++k) c.submit(0, hello());
   auto r = run_all(c, 6);
@@ -492,6 +492,117 @@ TEST(LlmOperators, ParamHintValidatesAndFallsBackToTheBaseline) {
   ASSERT_TRUE(bad.proposal) << bad.failure;
   EXPECT_EQ(bad.proposal->point, t.seed_point);
   EXPECT_NE(bad.proposal->note.find("invalid parameter hint"), std::string::npos) << bad.proposal->note;
+}
+
+}  // namespace
+}  // namespace kevo
+
+namespace kevo {
+namespace {
+
+// The analyst's review carries the parent's profiler summary (CUDA: ncu);
+// with no analyst in the config, the generation prompts' feedback does.
+TEST(LlmOperators, AnalystPromptCarriesTheParentsProfile) {
+  test::FakeServer s(json{{"log_content", true}, {"default", {{"kind", "auto"}}}});
+  ASSERT_TRUE(s.up());
+  const auto& t = reduce_sum();
+  const std::string profile = "dram__throughput 91.3% of peak; achieved occupancy 23%; top stall long_scoreboard";
+  Candidate parent;
+  parent.id = 4;
+  parent.source = t.seed_source;
+  parent.verdict.status = Status::correct;
+  parent.verdict.speedup = 1.0;
+  parent.verdict.profile = profile;
+  Rng rng(3);
+  OperatorRequest req;
+  req.task = &t;
+  req.parents = {&parent};
+  req.rng = &rng;
+
+  auto with_analyst = std::make_shared<Service>(service_config(s.url()));
+  with_analyst->set_analyst_enabled();
+  LlmOperator analyst("llm_analyst", with_analyst, {Kind::analyst});
+  req.id = 5;
+  auto reviewed = await_outcome(analyst, req);
+  auto log = s.log();
+  ASSERT_EQ(log.size(), 2u) << reviewed.failure;   // the review, then the rewrite
+  const std::string review = log[0].at("content");
+  EXPECT_NE(review.find("Profiler data"), std::string::npos);
+  EXPECT_NE(review.find(profile), std::string::npos) << review;
+  // The rewrite carries the recommendations, not the raw profile again.
+  EXPECT_EQ(log[1].at("content").get<std::string>().find(profile), std::string::npos);
+
+  // A parent without profiler data says so.
+  Candidate plain = parent;
+  plain.verdict.profile.clear();
+  req.parents = {&plain};
+  req.id = 6;
+  (void)await_outcome(analyst, req);
+  log = s.log();
+  ASSERT_EQ(log.size(), 4u);
+  EXPECT_NE(log[2].at("content").get<std::string>().find("(no profiler data)"), std::string::npos);
+
+  // No analyst enabled: the rewrite prompt's evaluator feedback has it.
+  auto without = std::make_shared<Service>(service_config(s.url()));
+  LlmOperator rewrite("llm_rewrite", without, {Kind::rewrite});
+  req.parents = {&parent};
+  req.id = 7;
+  (void)await_outcome(rewrite, req);
+  log = s.log();
+  ASSERT_EQ(log.size(), 5u);
+  EXPECT_NE(log[4].at("content").get<std::string>().find(profile), std::string::npos);
+}
+
+// Two ranks' budgets driven through rounds by hand (the engine sums the
+// contributions with MPI_Iallreduce): allowances never add up past the
+// limit, a waiting request is granted whole at the next round, and a request
+// that no longer fits in what the run has left ends the budget everywhere.
+TEST(LlmBudget, SharedBetweenRanksThroughRounds) {
+  BudgetLimits lim;
+  lim.tokens = 1000;
+  Budget a(lim), b(lim);
+  a.start_shared(0, 2);
+  b.start_shared(1, 2);
+  ASSERT_EQ(a.width(), b.width());
+  std::vector<double> ca(a.width()), cb(b.width()), sum(a.width());
+  auto round = [&] {
+    a.open_round(ca.data());
+    b.open_round(cb.data());
+    for (std::size_t k = 0; k < sum.size(); ++k) sum[k] = ca[k] + cb[k];
+    a.close_round(sum.data());
+    b.close_round(sum.data());
+  };
+  // Before any round: half each.
+  EXPECT_EQ(a.reserve(400, 0.0), Budget::Grant::ok);
+  EXPECT_EQ(a.reserve(400, 0.0), Budget::Grant::wait);   // over a's half, not over the run's budget
+  a.settle(400, 0.0, 300, 0.0);                          // used 300 of what it reserved
+  round();   // a's waiting 400 is granted whole from the 700 left; the other 300 split evenly
+  EXPECT_EQ(a.reserve(400, 0.0), Budget::Grant::ok);
+  EXPECT_EQ(b.reserve(150, 0.0), Budget::Grant::ok);
+  EXPECT_EQ(b.reserve(100, 0.0), Budget::Grant::wait);
+  a.settle(400, 0.0, 400, 0.0);
+  b.settle(150, 0.0, 150, 0.0);
+  round();   // used 850: b's waiting 100 granted, 50 left
+  EXPECT_EQ(b.reserve(100, 0.0), Budget::Grant::ok);
+  EXPECT_EQ(a.reserve(100, 0.0), Budget::Grant::wait);   // a's share is 25 now
+  EXPECT_EQ(b.reserve(200, 0.0), Budget::Grant::refused);   // 950 + 200 never fits
+  EXPECT_TRUE(b.exhausted());
+  EXPECT_FALSE(a.exhausted());
+  b.settle(100, 0.0, 100, 0.0);
+  round();   // the spent budget reaches every rank
+  EXPECT_TRUE(a.exhausted());
+  EXPECT_EQ(a.reserve(1, 0.0), Budget::Grant::refused);
+  EXPECT_EQ(a.used_tokens() + b.used_tokens(), 950);
+  EXPECT_EQ(a.run_tokens(), 950);
+
+  // While a round is open nothing new is granted.
+  Budget x(lim);
+  x.start_shared(0, 1);
+  std::vector<double> cx(x.width());
+  x.open_round(cx.data());
+  EXPECT_EQ(x.reserve(1, 0.0), Budget::Grant::wait);
+  x.close_round(cx.data());
+  EXPECT_EQ(x.reserve(1, 0.0), Budget::Grant::ok);
 }
 
 }  // namespace

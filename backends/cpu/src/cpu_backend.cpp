@@ -165,6 +165,9 @@ std::string compiled_source(const Task& task, const std::string& source) {
   s += "#line 1 \"kevo-entry.cpp\"\n";
   s += "// kevo: the entry point through which the evaluation worker calls " + task.function + "\n";
   s += "#include <cstdint>\n";
+  // bfloat16 buffers are __nv_bfloat16* (load_task allows them for CUDA tasks only).
+  if (std::any_of(task.args.begin(), task.args.end(), [](const Arg& a) { return a.dtype == DType::bf16; }))
+    s += "#include <cuda_bf16.h>\n";
   s += std::string("extern \"C\" void ") + proto::kEntrySymbol + "(void* const* kevo_args_) {\n";
   s += "  " + task.function + "(";
   for (std::size_t k = 0; k < task.args.size(); ++k) {
@@ -188,7 +191,16 @@ struct CpuBackend::Impl {
   std::string compiler_path, compiler_version, host_id;
   fs::path worker_path, cache_root, scratch_base;
   sb::ScratchDir private_cache;
-  std::vector<std::string> compile_env, worker_env;
+  std::vector<std::string> compile_env;
+  // The worker's environment is read when each worker starts: the islands
+  // bind a device (CUDA_VISIBLE_DEVICES, KEVO_DEVICE_INDEX) after the
+  // backend exists.
+  std::vector<std::string> worker_env_fixed, worker_env_names;
+  std::vector<std::string> worker_env() const {
+    return pass_env_prefixed({"OMP_", "GOMP_", "KMP_"}, pass_env(worker_env_names, worker_env_fixed));
+  }
+  std::uint64_t timed_started = 0;   // for flavour.profile_every
+  std::string unhealthy;             // set when the health check failed after an accelerator error
   sb::Runner runner;
   Stats stats;
 
@@ -227,6 +239,7 @@ struct CpuBackend::Impl {
   void schedule();
   void start_compile(Job& j);
   void start_eval(Job& j);
+  void check_health();
   void start_failed(Job& j, const std::string& what, const std::exception& e);
   void to_eval(Job& j);
   void handle(sb::Finished& f);
@@ -238,7 +251,7 @@ struct CpuBackend::Impl {
 };
 
 CpuBackend::Impl::Impl(CpuOptions o) : opt(std::move(o)) {
-  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  const int cores = usable_cores();   // this rank's share of the host
   if (opt.compile_jobs <= 0) opt.compile_jobs = cores;
   if (opt.eval_jobs <= 0) opt.eval_jobs = 1;
   if (opt.limits.cpu_seconds <= 0) opt.limits.cpu_seconds = opt.limits.wall_seconds * cores;
@@ -260,7 +273,8 @@ CpuBackend::Impl::Impl(CpuOptions o) : opt(std::move(o)) {
     fixed.insert(fixed.end(), opt.flavour.worker_env.begin(), opt.flavour.worker_env.end());
     std::vector<std::string> passed = {"LD_LIBRARY_PATH"};
     passed.insert(passed.end(), opt.flavour.worker_env_pass.begin(), opt.flavour.worker_env_pass.end());
-    worker_env = pass_env_prefixed({"OMP_", "GOMP_", "KMP_"}, pass_env(passed, fixed));
+    worker_env_fixed = std::move(fixed);
+    worker_env_names = std::move(passed);
   }
 
   std::string path_value;
@@ -418,7 +432,30 @@ void CpuBackend::Impl::to_eval(Job& j) {
   eval_q.push_back(j.key);
 }
 
+void CpuBackend::Impl::check_health() {
+  sb::Spec s;
+  s.argv = {worker_path.string()};
+  s.argv.insert(s.argv.end(), opt.flavour.health_argv.begin(), opt.flavour.health_argv.end());
+  s.env = worker_env();
+  s.scratch_base = scratch_base;
+  s.limits.wall_seconds = 60;
+  s.limits.processes = opt.limits.processes;
+  s.limits.open_files = std::max(opt.limits.open_files, 1024);
+  sb::Finished f = runner.run(std::move(s));
+  ++stats.health_checks;
+  if (f.outcome == sb::Outcome::exited && f.exit_code == 0) return;
+  unhealthy = "the " + opt.flavour.name + " device failed its health check after an error (" +
+              clean_text(head(f.output, 400)) + "); no further candidates are judged on it";
+  std::fprintf(stderr, "kevo: %s\n", unhealthy.c_str());
+}
+
 void CpuBackend::Impl::start_eval(Job& j) {
+  if (!unhealthy.empty()) {
+    j.v.status = Status::internal_error;
+    j.v.message = unhealthy;
+    finish(j);
+    return;
+  }
   j.nonce = random_hex(16);
   nlohmann::json req = {
       {"nonce", j.nonce},
@@ -427,6 +464,9 @@ void CpuBackend::Impl::start_eval(Job& j) {
       {"reference_so", j.ref_so.string()},
       {"seed", j.seed},
       {"trials", opt.trials},
+      {"judge_threads", opt.judge_threads > 0 ? opt.judge_threads
+                                              : std::max(1, usable_cores() /
+                                                                std::max(opt.eval_jobs, 1))},
       {"timing", j.timing},
       {"warmup", opt.timing.warmup},
       {"min_repeats", opt.timing.min_repeats},
@@ -438,13 +478,15 @@ void CpuBackend::Impl::start_eval(Job& j) {
       {"wall_seconds", opt.limits.wall_seconds},
   };
   for (const auto& [k, v] : opt.flavour.worker_request.items()) req[k] = v;
+  if (opt.flavour.profile_every > 0 && j.timing && j.mode == proto::kModeJudge)
+    req["profile"] = ++timed_started % static_cast<std::uint64_t>(opt.flavour.profile_every) == 0;
   if (j.mode == proto::kModeNull) req["null_kind"] = j.null_kind;
   else req["candidate_so"] = j.so_path.string();
 
   sb::Spec s;
   s.argv = {worker_path.string(), "--request-fd", std::to_string(proto::kRequestFd), "--result-fd",
             std::to_string(proto::kResultFd)};
-  s.env = worker_env;
+  s.env = worker_env();
   s.scratch_base = scratch_base;
   s.input_fd = proto::kRequestFd;
   s.input = req.dump();
@@ -673,7 +715,20 @@ void CpuBackend::Impl::on_eval_done(Job& j, sb::Finished& f) {
     v.ref_iqr_ns = r.ref_iqr_ns;
     v.repeats = r.repeats;
     v.speedup = r.speedup;
+    v.slot_seconds = r.slot_seconds;
+    v.device = r.device;
+    v.profile = r.profile;
+    if (!v.profile.empty()) {
+      // Registers and spills as the compiler reported them (-Xptxas -v).
+      std::istringstream log(v.compile_log);
+      for (std::string line; std::getline(log, line);)
+        if (line.find("registers") != std::string::npos || line.find("spill") != std::string::npos) {
+          const auto at = line.find("ptxas info");
+          v.profile += "\n" + (at == std::string::npos ? line : line.substr(at));
+        }
+    }
     if (r.status == Status::correct && !j.timing) v.stage = Stage::done;
+    if (ev.result->value("cuda_error", false) && !opt.flavour.health_argv.empty()) check_health();
     j.mismatch_hidden = ev.result->value("mismatch_hidden", false);
     ++stats.worker_results;
     stats.worker_wall_seconds += f.wall_seconds;
@@ -720,6 +775,7 @@ std::string feedback_for(const Verdict& v, const Task& task, const std::string& 
         o << " Median time " << fmt(v.cand_median_ns / 1e3) << " us vs reference " << fmt(v.ref_median_ns / 1e3)
           << " us: speedup " << fmt(v.speedup) << "x (IQR " << fmt(v.cand_iqr_ns / 1e3) << " us, " << v.repeats
           << " repeats).";
+      if (!v.profile.empty()) o << "\nProfile:\n" << v.profile;
       break;
     case Status::compile_error:
       o << "Compilation failed: " << v.message << "\n" << first_lines(v.compile_log, 40, 4000);

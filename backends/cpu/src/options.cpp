@@ -50,8 +50,8 @@ std::int64_t default_flush_kb() {
 namespace {
 
 int cores() {
-  unsigned n = std::thread::hardware_concurrency();
-  return n ? static_cast<int>(n) : 1;
+  // This rank's share of the host (several ranks may share it).
+  return usable_cores();
 }
 
 }  // namespace
@@ -82,6 +82,7 @@ CpuOptions parse_cpu_options(StrictObject& obj, CpuOptions defaults) {
   }
   if (auto cor = obj.optional_object("correctness")) {
     o.trials = static_cast<int>(cor->integer("trials", o.trials, 3, 1000));
+    o.judge_threads = static_cast<int>(cor->integer("threads", o.judge_threads, 0, 256));
     cor->finish();
   }
   if (auto tim = obj.optional_object("timing")) {
@@ -102,6 +103,7 @@ CpuOptions parse_cpu_options(StrictObject& obj, CpuOptions defaults) {
   }
   obj.finish();
   if (o.compile_jobs == 0) o.compile_jobs = cores();
+  if (o.judge_threads == 0) o.judge_threads = std::max(1, cores() / std::max(o.eval_jobs, 1));
   if (o.timing.flush_kb == 0) o.timing.flush_kb = default_flush_kb();
   if (o.limits.cpu_seconds == 0) o.limits.cpu_seconds = o.limits.wall_seconds * cores();
   return o;
@@ -127,7 +129,9 @@ nlohmann::json to_json(const CpuOptions& o) {
         {"compile_wall_seconds", l.compile_wall_seconds},
         {"compile_memory_mb", l.compile_memory_mb},
         {"file_mb", l.file_mb}}},
-      {"correctness", {{"trials", o.trials}}},
+      {"correctness",
+       {{"trials", o.trials},
+        {"threads", o.judge_threads > 0 ? o.judge_threads : std::max(1, cores() / std::max(o.eval_jobs, 1))}}},
       {"timing",
        {{"warmup", t.warmup},
         {"min_repeats", t.min_repeats},

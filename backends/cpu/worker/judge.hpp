@@ -36,6 +36,7 @@ struct Options {
   // The process's wall-clock limit and start: timing stops early (after at
   // least one repeat) rather than turn a slow correct kernel into a timeout.
   double wall_seconds = 0.0;
+  int threads = 1;           // see set_protocol_threads
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
 
@@ -127,6 +128,17 @@ class Judge {
 // as "Y[3, 17]: expected 1.5, got nan"; empty when every element matches.
 // For checks outside the trials (the CUDA worker's last timed call).
 std::string first_mismatch(const Task& task, const Case& c, const ArgSet& want, const ArgSet& got);
+
+// Threads the protocol's own bulk work (input generation, copies, input
+// checks, comparisons) may use; 1 by default. The candidate's code is not
+// affected. Results do not depend on the number: inputs are drawn per fixed
+// block of elements and sums are combined in block order.
+void set_protocol_threads(int n);
+int protocol_threads();
+
+// Runs fn(begin, end) over [0, n) in blocks of `block` elements, on up to
+// protocol_threads() threads (the calling thread included).
+void for_blocks(std::int64_t n, std::int64_t block, const std::function<void(std::int64_t, std::int64_t)>& fn);
 
 // The q-quantile of v (linear interpolation), 0 for an empty v.
 double quantile(std::vector<double> v, double q);

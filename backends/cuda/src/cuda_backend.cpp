@@ -1,6 +1,10 @@
 #include "kevo/cuda/cuda_backend.hpp"
 
+#include "kevo/sandbox/runner.hpp"
+
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <thread>
 #include <utility>
 
@@ -13,14 +17,18 @@ cpu::CpuOptions cuda_base_defaults() {
   // The candidate and the reference share the one CUDA runtime the worker
   // loads (-cudart shared): device pointers and the primary context are
   // common to all three.
-  o.flavour.link_flags = {"-shared", "-Xcompiler", "-fPIC", "-cudart", "shared", "-Xlinker", "-z,defs"};
+  // cuBLAS for references (and candidates) that call it; only objects that
+  // use it load it. The rpath finds it where no ld.so.conf entry does.
+  o.flavour.link_flags = {"-shared", "-Xcompiler", "-fPIC", "-cudart", "shared", "-Xlinker", "-z,defs",
+                          "-lcublas", "-Xlinker", "-rpath," KEVO_CUDA_LIB_DIR};
   o.flavour.worker_name = "kevo-cuda-worker";
   o.flavour.accelerator = true;
   // TF32 off for cuBLAS/cuDNN in candidates and references alike.
   o.flavour.worker_env = {"NVIDIA_TF32_OVERRIDE=0"};
   o.flavour.worker_env_pass = {"CUDA_VISIBLE_DEVICES", "CUDA_HOME"};
   o.compiler = KEVO_NVCC;
-  o.flags = {"-O3", "-std=c++17", "-lineinfo"};
+  // -Xptxas -v: registers and spills in the compile log, for the profile.
+  o.flags = {"-O3", "-std=c++17", "-lineinfo", "-Xptxas=-v"};
   // Every GPU context reserves far more address space than any RLIMIT_AS
   // would allow: the device memory is the limit, not the worker's.
   o.limits.memory_mb = 0;
@@ -29,7 +37,9 @@ cpu::CpuOptions cuda_base_defaults() {
   o.limits.processes = 4096;   // the driver starts threads
   o.limits.open_files = 1024;  // the driver opens device files as it goes
   o.seccomp = false;           // the driver's ioctl/mmap traffic is outside the CPU policy (docs/cuda.md)
-  o.eval_jobs = 1;             // one timing slot per GPU
+  // Workers judging at once: their correctness work overlaps, their timings
+  // never do (the GPU's timing slot, docs/cuda.md).
+  o.eval_jobs = 8;
   o.timing.min_repeats = 10;
   o.timing.max_repeats = 200;
   o.timing.budget_seconds = 0.3;
@@ -44,12 +54,41 @@ CudaOptions parse_cuda_options(StrictObject& obj) {
   o.device = static_cast<int>(obj.integer("device", o.device, 0, 1023));
   if (auto r = obj.optional_object("roofline")) {
     o.peak_tflops = r->number("peak_tflops", o.peak_tflops, 1e-3, 1e6);
+    o.peak_tflops_bf16 = r->number("peak_tflops_bf16", o.peak_tflops_bf16, 1e-3, 1e6);
     o.peak_gbps = r->number("peak_gbps", o.peak_gbps, 1e-3, 1e9);
     o.floor_fraction = r->number("floor_fraction", o.floor_fraction, 0, 1);
     r->finish();
   }
   o.reverify_speedup = obj.number("reverify_speedup", o.reverify_speedup, 1, 1e9);
+  o.lock_dir = obj.string("lock_dir", o.lock_dir);
+  o.slot_covers_transfers = obj.boolean("slot_covers_transfers", o.slot_covers_transfers);
+  if (!o.lock_dir.empty() && !std::filesystem::is_directory(o.lock_dir))
+    obj.fail("lock_dir", "an existing directory shared by the workers of one host (\"" + o.lock_dir + "\" is none)");
+  if (auto s = obj.optional_object("sanitizer")) {
+    o.sanitizer = s->choice("tool", {"", "memcheck", "racecheck", "initcheck", "synccheck"}, o.sanitizer);
+    o.sanitizer_path = s->string("path", o.sanitizer_path);
+    s->finish();
+  }
+  if (auto p = obj.optional_object("profile")) {
+    o.profile_every = static_cast<int>(p->integer("every", o.profile_every, 0, 1000000));
+    o.profiler_path = p->string("path", o.profiler_path);
+    p->finish();
+  }
+  o.tool_seconds = obj.number("tool_seconds", o.tool_seconds, 1, 86400);
   o.base = cpu::parse_cpu_options(obj, cuda_base_defaults());
+  // Tools are looked up now, so that a missing one is a clear error at start.
+  const char* path_env = std::getenv("PATH");
+  const std::string path_value = std::string(path_env ? path_env : "") + ":" + KEVO_CUDA_BIN_DIR;
+  if (!o.sanitizer.empty()) {
+    const std::string found = sandbox::find_in_path(o.sanitizer_path, path_value);
+    if (found.empty()) obj.fail("sanitizer", "compute-sanitizer in PATH or at sanitizer.path (\"" + o.sanitizer_path + "\" not found)");
+    o.sanitizer_path = found;
+  }
+  if (o.profile_every > 0) {
+    const std::string found = sandbox::find_in_path(o.profiler_path, path_value);
+    if (found.empty()) obj.fail("profile", "ncu in PATH or at profile.path (\"" + o.profiler_path + "\" not found)");
+    o.profiler_path = found;
+  }
   return o;
 }
 
@@ -57,8 +96,16 @@ nlohmann::json to_json(const CudaOptions& o) {
   nlohmann::json j = cpu::to_json(o.base);
   j["arch"] = o.arch;
   j["device"] = o.device;
-  j["roofline"] = {{"peak_tflops", o.peak_tflops}, {"peak_gbps", o.peak_gbps}, {"floor_fraction", o.floor_fraction}};
+  j["roofline"] = {{"peak_tflops", o.peak_tflops},
+                   {"peak_tflops_bf16", o.peak_tflops_bf16},
+                   {"peak_gbps", o.peak_gbps},
+                   {"floor_fraction", o.floor_fraction}};
   j["reverify_speedup"] = o.reverify_speedup;
+  j["lock_dir"] = o.lock_dir;
+  j["slot_covers_transfers"] = o.slot_covers_transfers;
+  j["sanitizer"] = {{"tool", o.sanitizer}, {"path", o.sanitizer_path}};
+  j["profile"] = {{"every", o.profile_every}, {"path", o.profiler_path}};
+  j["tool_seconds"] = o.tool_seconds;
   return j;
 }
 
@@ -68,9 +115,24 @@ cpu::CpuOptions to_cpu_options(CudaOptions o) {
   b.flags.push_back("-arch=" + o.arch);
   b.flavour.worker_request = {{"device", o.device},
                               {"peak_tflops", o.peak_tflops},
+                              {"peak_tflops_bf16", o.peak_tflops_bf16},
                               {"peak_gbps", o.peak_gbps},
                               {"floor_fraction", o.floor_fraction},
-                              {"reverify_speedup", o.reverify_speedup}};
+                              {"reverify_speedup", o.reverify_speedup},
+                              {"lock_dir", o.lock_dir},
+                              {"slot_covers_transfers", o.slot_covers_transfers},
+                              {"child_seconds", o.tool_seconds}};
+  if (!o.sanitizer.empty()) {
+    b.flavour.worker_request["sanitizer"] = o.sanitizer_path;
+    b.flavour.worker_request["sanitizer_tool"] = o.sanitizer;
+  }
+  if (o.profile_every > 0) {
+    b.flavour.worker_request["profiler"] = o.profiler_path;
+    b.flavour.profile_every = o.profile_every;
+  }
+  b.flavour.health_argv = {"--health", std::to_string(o.device)};
+  // The islands' device binding (docs/islands.md) reaches the worker.
+  b.flavour.worker_env_pass.push_back("KEVO_DEVICE_INDEX");
   return b;
 }
 

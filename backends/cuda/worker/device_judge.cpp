@@ -3,9 +3,11 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -100,14 +102,29 @@ struct DevSet {
   }
 };
 
-std::string fmt(double v, int prec = 3) {
-  std::ostringstream o;
-  o.precision(prec);
-  o << v;
-  return o.str();
-}
+std::string fmt(double v) { return format_number(v); }
 
 }  // namespace
+
+std::string device_identity(std::string& bus_id) {
+  int dev = 0;
+  cudaDeviceProp p{};
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&p, dev) != cudaSuccess) return "unknown GPU";
+  char bus[32] = {};
+  if (cudaDeviceGetPCIBusId(bus, sizeof bus, dev) != cudaSuccess) std::snprintf(bus, sizeof bus, "device-%d", dev);
+  bus_id = bus;
+  char uuid[64];
+  std::snprintf(uuid, sizeof uuid, "GPU-");
+  std::string u = uuid;
+  static const char* hex = "0123456789abcdef";
+  for (int i = 0; i < 16; ++i) {
+    const auto b = static_cast<unsigned char>(p.uuid.bytes[i]);
+    if (i == 4 || i == 6 || i == 8 || i == 10) u += '-';
+    u += hex[b >> 4];
+    u += hex[b & 15];
+  }
+  return std::string(p.name) + " " + bus_id + " " + u;
+}
 
 std::int64_t default_gpu_flush_bytes() {
   int dev = 0, l2 = 0;
@@ -117,13 +134,26 @@ std::int64_t default_gpu_flush_bytes() {
   return std::int64_t{256} << 20;
 }
 
+bool g_slot_covers_transfers = false;
+
+void set_slot_covers_transfers(bool on) { g_slot_covers_transfers = on; }
+
 void call_on_device(w::Entry entry, w::ArgSet& a) {
+  // The call's kernels may overlap other workers' correctness kernels, never
+  // a timing: they run inside the shared slot. Uploads and downloads are
+  // outside it unless slot_covers_transfers (docs/cuda.md).
+  std::optional<SharedSlot> slot;
+  if (g_slot_covers_transfers) slot.emplace();
   DevSet d(a);
   d.upload(a);
   check(cudaDeviceSynchronize(), "before the call");
+  if (!slot) slot.emplace();
   entry(d.ptr.data());
-  check(cudaGetLastError(), "after the call (a launch failed: too many threads or too much shared memory?)");
-  check(cudaDeviceSynchronize(), "while the kernel ran (device-wide synchronize)");
+  const cudaError_t launch = cudaGetLastError();
+  const cudaError_t run = cudaDeviceSynchronize();
+  if (!g_slot_covers_transfers) slot.reset();
+  check(launch, "after the call (a launch failed: too many threads or too much shared memory?)");
+  check(run, "while the kernel ran (device-wide synchronize)");
   d.download(a);
 }
 
@@ -147,15 +177,27 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     // calls: a result cached across calls (by pointer or size) goes stale,
     // and the last timed output is checked below.
     w::ArgSet orig[2] = {w::make_inputs(task, c, seed, "timing"), w::make_inputs(task, c, seed, "timing-b")};
-    DevSet pristine[2] = {DevSet(orig[0]), DevSet(orig[1])};
-    pristine[0].upload(orig[0]);
-    pristine[1].upload(orig[1]);
     w::ArgSet host_c = w::clone_for_call(task, orig[0], true), host_r = w::clone_for_call(task, orig[0], true);
     // Separate allocations for candidate and reference.
+    DevSet pristine[2] = {DevSet(orig[0]), DevSet(orig[1])};
     DevSet dc(host_c), dr(host_r);
-    dc.upload(host_c);
-    dr.upload(host_r);
+    {
+      std::optional<SharedSlot> slot;
+      if (g_slot_covers_transfers) slot.emplace();
+      pristine[0].upload(orig[0]);
+      pristine[1].upload(orig[1]);
+      dc.upload(host_c);
+      dr.upload(host_r);
+    }
     int calls_c = 0, calls_r = 0;
+    // The outputs of the last timed call and of one more call on the other
+    // input set (checked below, after the slot is released).
+    w::ArgSet got[2] = {w::clone_for_call(task, orig[0], true), w::clone_for_call(task, orig[0], true)};
+    int got_set[2] = {0, 0};
+    // From here to the end of the verification calls no other kevo work
+    // runs on this GPU (every worker on the host honours the slot).
+    std::optional<ExclusiveSlot> exclusive;
+    exclusive.emplace();
 
     struct Series {
       std::vector<double> ev, host;
@@ -212,6 +254,22 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       if (opt.wall_seconds > 0 && std::chrono::duration<double>(now - opt.started).count() > 0.6 * opt.wall_seconds)
         break;
     }
+    // The last timed output, then one more (untimed) call on the other
+    // input set: between them they catch a result kept from any one
+    // earlier call.
+    got_set[0] = (calls_c - 1) % 2;
+    dc.download(got[0]);
+    got_set[1] = calls_c % 2;
+    dc.load_inputs(pristine[got_set[1]], task);
+    // The copy above is on the legacy stream; a candidate working on a
+    // non-blocking stream must not start before it lands.
+    check(cudaDeviceSynchronize(), "before the verification call");
+    ++calls_c;
+    cand(dc.ptr.data());
+    check(cudaGetLastError(), "after the verification call of the candidate");
+    check(cudaDeviceSynchronize(), "while the verification call of the candidate ran");
+    dc.download(got[1]);
+    exclusive.reset();
     // Host wall-clock cross-check: events on the legacy stream miss work on
     // non-blocking streams; then the host times (which include the device
     // synchronize) are the honest ones.
@@ -232,7 +290,11 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     // Roofline floor from the task's counts.
     double floor_ns = 0.0;
     const Env env = c.shape->env();
-    if (!task.flops.empty()) floor_ns = std::max(floor_ns, task.flops.eval(env).as_double() / (g.peak_tflops * 1e3));
+    // bf16 inputs may run on tensor cores: their peak, not the fp32 one.
+    bool bf16 = false;
+    for (const auto& a : task.args) bf16 = bf16 || (a.is_buffer() && a.dtype == DType::bf16);
+    const double peak = bf16 ? g.peak_tflops_bf16 : g.peak_tflops;
+    if (!task.flops.empty()) floor_ns = std::max(floor_ns, task.flops.eval(env).as_double() / (peak * 1e3));
     if (!task.bytes.empty()) floor_ns = std::max(floor_ns, task.bytes.eval(env).as_double() / g.peak_gbps);
     shapes.push_back({{"shape", c.label()},
                       {"cand_median_ns", cm},
@@ -250,23 +312,11 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
                   fmt(floor_ns / 1e3) + " us (flops / peak, bytes / bandwidth): an error, not a speedup";
       return shapes;
     }
-    // The last timed output must be right for the inputs it was given, and
-    // so must one more (untimed) call on the other input set: between them
-    // they catch a result kept from any one earlier call.
+    // Both must be right for the inputs they were given.
     for (int extra = 0; extra < 2; ++extra) {
-      const int set = (calls_c - 1) % 2;
-      if (extra) {
-        dc.load_inputs(pristine[(set + 1) % 2], task);
-        ++calls_c;
-        cand(dc.ptr.data());
-        check(cudaGetLastError(), "after the verification call of the candidate");
-        check(cudaDeviceSynchronize(), "while the verification call of the candidate ran");
-      }
-      const int used = (calls_c - 1) % 2;
-      w::ArgSet got = w::clone_for_call(task, orig[used], true), want = w::clone_for_call(task, orig[used], true);
-      dc.download(got);
+      w::ArgSet want = w::clone_for_call(task, orig[got_set[extra]], true);
       call_on_device(ref, want);
-      const std::string bad = w::first_mismatch(task, c, want, got);
+      const std::string bad = w::first_mismatch(task, c, want, got[extra]);
       if (!bad.empty()) {
         v.status = Status::wrong_answer;
         v.stage = Stage::timing;

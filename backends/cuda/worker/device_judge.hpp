@@ -6,17 +6,25 @@
 #pragma once
 
 #include "judge.hpp"
+#include "profile.hpp"
+#include "slot.hpp"
 
 #include "kevo/core/task.hpp"
 #include "kevo/core/verdict.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstdint>
+#include <string>
 
 namespace kevo::cuda::worker {
 
 namespace w = kevo::cpu::worker;
+
+// "NVIDIA H200 0000:19:00.0 GPU-8f2c..." for the current device; its PCI
+// bus id in `bus_id`.
+std::string device_identity(std::string& bus_id);
 
 // Uploads every buffer of `a` into fresh device allocations (outputs carry
 // the judge's NaN poison), calls `entry` with device pointers, checks the
@@ -25,8 +33,15 @@ namespace w = kevo::cpu::worker;
 // judge sees modified inputs). A CUDA error throws std::runtime_error.
 void call_on_device(w::Entry entry, w::ArgSet& a);
 
+// Whether uploads and downloads of correctness calls also hold the shared
+// slot (so that no transfer of another worker overlaps a timing). Off by
+// default: a PCIe transfer uses at most ~1% of the HBM bandwidth a timed
+// kernel sees, and holding the slot for transfers leaves the GPU idle.
+void set_slot_covers_transfers(bool on);
+
 struct GpuTiming {
   double peak_tflops = 67.0;
+  double peak_tflops_bf16 = 989.0;   // dense bf16 tensor-core peak (tasks with bf16 inputs)
   double peak_gbps = 4800.0;
   double floor_fraction = 0.9;
   std::int64_t flush_bytes = 0;   // 0: 2 x the device's L2

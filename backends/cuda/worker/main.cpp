@@ -2,11 +2,16 @@
 // corrupted CUDA context dies with it. Started by the CUDA backend inside the
 // sandbox runner (own process group, wall-clock kill, scratch dir). It runs
 // the shared correctness protocol (kevo_worker_judge: fresh seeded inputs per
-// trial, NaN-poisoned outputs, input hashing, repeat consistency, hidden
+// trial, NaN-poisoned outputs, input checks, repeat consistency, hidden
 // shapes) with every call executed on the GPU, then times the candidate
-// against the reference on the GPU. See docs/cuda.md.
+// against the reference on the GPU inside the GPU's exclusive timing slot.
+// Optional stages run this same program as a child under a tool:
+// compute-sanitizer before the protocol, ncu after a correct timing.
+// `kevo-cuda-worker --health DEVICE` checks that a GPU still works (the
+// backend runs it after any CUDA error). See docs/cuda.md.
 #include "device_judge.hpp"
 #include "judge.hpp"
+#include "profile.hpp"
 #include "worker_io.hpp"
 
 #include "kevo/core/task.hpp"
@@ -17,11 +22,18 @@
 
 #include <cfenv>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <vector>
 
 namespace {
 
+namespace fs = std::filesystem;
 namespace proto = kevo::cpu::protocol;
 namespace w = kevo::cpu::worker;
 namespace cw = kevo::cuda::worker;
@@ -29,27 +41,258 @@ namespace cw = kevo::cuda::worker;
 // The seed of the re-verification of a suspiciously large speedup: inputs
 // the first verdict never saw.
 constexpr std::uint64_t kReverifySalt = 0x9E3779B97F4A7C15ULL;
+// compute-sanitizer's exit code when it found errors (--error-exitcode).
+constexpr int kSanitizerFound = 86;
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Creates the context on `device`; "" on success, else the reason.
+std::string open_device(int device) {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0)
+    return std::string("no usable CUDA device: ") + (e != cudaSuccess ? cudaGetErrorString(e) : "none visible");
+  if (device >= count) return "device " + std::to_string(device) + " of " + std::to_string(count);
+  if ((e = cudaSetDevice(device)) != cudaSuccess || (e = cudaFree(nullptr)) != cudaSuccess)
+    return std::string("cannot create a CUDA context: ") + cudaGetErrorString(e);
+  return {};
+}
+
+// `kevo-cuda-worker --health DEVICE`: context, allocation, a device memset
+// and a copy back. Exit 0 and one line when the GPU works.
+int health(int device) {
+  if (std::string why = open_device(device); !why.empty()) {
+    std::printf("unhealthy: %s\n", why.c_str());
+    return 1;
+  }
+  constexpr std::size_t kBytes = std::size_t{64} << 20;
+  void* d = nullptr;
+  std::vector<unsigned char> h(kBytes, 0);
+  cudaError_t e = cudaMalloc(&d, kBytes);
+  if (e == cudaSuccess) e = cudaMemset(d, 0xA5, kBytes);
+  if (e == cudaSuccess) e = cudaMemcpy(h.data(), d, kBytes, cudaMemcpyDeviceToHost);
+  if (e == cudaSuccess) e = cudaDeviceSynchronize();
+  if (d) (void)cudaFree(d);
+  if (e != cudaSuccess) {
+    std::printf("unhealthy: %s (%s)\n", cudaGetErrorName(e), cudaGetErrorString(e));
+    return 1;
+  }
+  for (unsigned char b : h)
+    if (b != 0xA5) {
+      std::printf("unhealthy: a 64 MiB memset read back wrong\n");
+      return 1;
+    }
+  std::string bus;
+  std::printf("healthy: %s\n", cw::device_identity(bus).c_str());
+  return 0;
+}
+
+struct Extra {
+  int device = 0;
+  cw::GpuTiming gt;
+  double reverify_speedup = 10.0;
+  std::string lock_dir;
+  std::string sanitizer, sanitizer_tool = "memcheck";   // compute-sanitizer path ("" = off)
+  std::string profiler;                                  // ncu path ("" = off)
+  bool profile = false;                                  // profile this candidate if correct
+  double child_seconds = 60.0;
+};
+
+Extra parse_extra(const nlohmann::json& req, const w::Request& r) {
+  Extra x;
+  x.device = req.value("device", 0);
+  // The islands' device binding "index" (docs/islands.md) overrides it.
+  if (const char* d = std::getenv("KEVO_DEVICE_INDEX"); d && *d) x.device = std::atoi(d);
+  x.gt.peak_tflops = req.value("peak_tflops", x.gt.peak_tflops);
+  x.gt.peak_tflops_bf16 = req.value("peak_tflops_bf16", x.gt.peak_tflops_bf16);
+  x.gt.peak_gbps = req.value("peak_gbps", x.gt.peak_gbps);
+  x.gt.floor_fraction = req.value("floor_fraction", x.gt.floor_fraction);
+  x.gt.flush_bytes = r.opt.flush_bytes;
+  x.reverify_speedup = req.value("reverify_speedup", x.reverify_speedup);
+  x.lock_dir = req.value("lock_dir", std::string());
+  x.sanitizer = req.value("sanitizer", std::string());
+  x.sanitizer_tool = req.value("sanitizer_tool", x.sanitizer_tool);
+  x.profiler = req.value("profiler", std::string());
+  x.profile = req.value("profile", false);
+  x.child_seconds = req.value("child_seconds", x.child_seconds);
+  cw::set_slot_covers_transfers(req.value("slot_covers_transfers", false));
+  return x;
+}
+
+// The candidate's library for a child: the parent's private copy.
+fs::path candidate_copy() { return fs::current_path() / "candidate.so"; }
+
+// Writes the request a child reads, with the candidate pointing at the
+// parent's private copy (the child must not overwrite a loaded library).
+fs::path write_child_request(nlohmann::json req, const std::string& name) {
+  req["candidate_so"] = candidate_copy().string();
+  const fs::path p = fs::current_path() / (name + "-request.json");
+  std::ofstream(p) << req.dump();
+  return p;
+}
+
+// Keeps the seconds left for children: never past the worker's own limit.
+double child_limit(const Extra& x, const w::Options& opt) {
+  if (opt.wall_seconds <= 0) return x.child_seconds;
+  const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - opt.started).count();
+  return std::max(1.0, std::min(x.child_seconds, 0.45 * (opt.wall_seconds - spent)));
+}
+
+// --- child modes -----------------------------------------------------------
+
+// `--child sanitize|profile --request-file F --result-file R`. sanitize: one
+// correctness trial of the candidate on every shape (run under
+// compute-sanitizer); profile: one call of the candidate on the first
+// visible shape (run under ncu). The parent holds the timing slot for a
+// profile, so the child takes no lock.
+int child_main(const std::string& mode, const fs::path& request_file, const fs::path& result_file) {
+  const auto started = std::chrono::steady_clock::now();
+  nlohmann::json req;
+  w::Request r;
+  try {
+    req = nlohmann::json::parse(read_file(request_file));
+    r = w::parse_request(req, started);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kevo-cuda-worker child: bad request: %s\n", e.what());
+    return 2;
+  }
+  const Extra x = parse_extra(req, r);
+  ::setenv("NVIDIA_TF32_OVERRIDE", "0", 1);
+  if (std::string why = open_device(x.device); !why.empty()) {
+    std::fprintf(stderr, "kevo-cuda-worker child: %s\n", why.c_str());
+    return 2;
+  }
+  kevo::Task task;
+  w::Entry ref = nullptr, cand = nullptr;
+  try {
+    task = kevo::load_task(r.task_dir);
+    ref = w::entry_of(w::open_library(r.reference_so, "reference"));
+    cand = w::entry_of(w::open_library(r.candidate_so, "candidate"));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kevo-cuda-worker child: %s\n", e.what());
+    return 2;
+  }
+  nlohmann::json out;
+  try {
+    if (mode == "sanitize") {
+      std::string bus;
+      cw::device_identity(bus);
+      cw::gpu_slot().open(x.lock_dir, bus);
+      w::Options opt = r.opt;
+      opt.trials = 1;
+      opt.timing = false;
+      const w::Reference reference = [ref](w::ArgSet& a) { cw::call_on_device(ref, a); };
+      const w::Kernel k = [cand](w::ArgSet& a, const w::Case&) { cw::call_on_device(cand, a); };
+      std::fenv_t env;
+      std::fegetenv(&env);
+      out = w::Judge(task, opt, reference, k, env, env).run();
+    } else {
+      const w::Case c{&task.visible.at(0), false, 0};
+      w::ArgSet a = w::make_inputs(task, c, r.opt.seed, "profile");
+      cw::call_on_device(cand, a);
+      out = {{"profiled", c.label()}};
+    }
+  } catch (const std::exception& e) {
+    out = {{"error", e.what()}};
+  }
+  std::ofstream(result_file) << out.dump();
+  return 0;
+}
+
+// --- stages run in children ------------------------------------------------
+
+// compute-sanitizer on one trial; a report found is a runtime_error.
+bool sanitize(const nlohmann::json& req, const Extra& x, const w::Options& opt, kevo::Verdict& v) {
+  const fs::path request = write_child_request(req, "sanitize");
+  const fs::path log = fs::current_path() / "sanitizer.log";
+  const std::vector<std::string> argv = {x.sanitizer,
+                                         "--tool",
+                                         x.sanitizer_tool,
+                                         "--error-exitcode",
+                                         std::to_string(kSanitizerFound),
+                                         "--print-limit",
+                                         "20",
+                                         "--target-processes",
+                                         "all",
+                                         cw::self_executable(),
+                                         "--child",
+                                         "sanitize",
+                                         "--request-file",
+                                         request.string(),
+                                         "--result-file",
+                                         (fs::current_path() / "sanitize-result.json").string()};
+  const cw::ChildResult c = cw::run_child(argv, log, child_limit(x, opt));
+  if (c.exit_code != kSanitizerFound) return true;   // clean, or a failure the protocol will meet itself
+  v.status = kevo::Status::runtime_error;
+  v.stage = kevo::Stage::correctness;
+  v.message = "compute-sanitizer " + x.sanitizer_tool + " found errors: " + cw::sanitizer_summary(read_file(log));
+  return false;
+}
+
+// ncu on one call of a correct candidate; fills v.profile.
+void profile(const nlohmann::json& req, const Extra& x, const w::Options& opt, kevo::Verdict& v) {
+  const fs::path request = write_child_request(req, "profile");
+  const fs::path log = fs::current_path() / "ncu.csv";
+  const std::vector<std::string> argv = {x.profiler,
+                                         "--clock-control",
+                                         "none",
+                                         "--target-processes",
+                                         "all",
+                                         "--section",
+                                         "SpeedOfLight",
+                                         "--section",
+                                         "Occupancy",
+                                         "--section",
+                                         "LaunchStats",
+                                         "--section",
+                                         "WarpStateStats",
+                                         "--launch-count",
+                                         "8",
+                                         "--csv",
+                                         "--page",
+                                         "raw",
+                                         "--log-file",
+                                         log.string(),
+                                         cw::self_executable(),
+                                         "--child",
+                                         "profile",
+                                         "--request-file",
+                                         request.string(),
+                                         "--result-file",
+                                         (fs::current_path() / "profile-result.json").string()};
+  // ncu replays kernels: nothing else of kevo's may run on the GPU meanwhile.
+  cw::ExclusiveSlot slot;
+  const cw::ChildResult c = cw::run_child(argv, fs::current_path() / "ncu-console.log", child_limit(x, opt));
+  const std::string csv = read_file(log);
+  if (c.exit_code != 0 || csv.empty()) {
+    std::string why = c.timed_out ? "timed out" : "exit code " + std::to_string(c.exit_code);
+    const std::string console = read_file(fs::current_path() / "ncu-console.log");
+    v.profile = "profiler: ncu failed (" + why + "): " + console.substr(0, 400);
+    return;
+  }
+  v.profile = cw::ncu_summary(csv);
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   const auto started = std::chrono::steady_clock::now();
   w::set_program_name("kevo-cuda-worker");
+  if (argc == 3 && std::strcmp(argv[1], "--health") == 0) return health(std::atoi(argv[2]));
+  if (argc == 7 && std::strcmp(argv[1], "--child") == 0 && std::strcmp(argv[3], "--request-file") == 0 &&
+      std::strcmp(argv[5], "--result-file") == 0)
+    return child_main(argv[2], argv[4], argv[6]);
   int request_fd = -1, result_fd = -1;
   if (!w::parse_fds(argc, argv, request_fd, result_fd, "The evaluation worker of kevo's CUDA backend")) return 2;
   const nlohmann::json req = w::open_channel(request_fd, result_fd);
   w::Request r;
-  int device = 0;
-  cw::GpuTiming gt;
-  double reverify_speedup = 10.0;
+  Extra x;
   try {
     r = w::parse_request(req, started);
-    device = req.value("device", 0);
-    gt.peak_tflops = req.value("peak_tflops", gt.peak_tflops);
-    gt.peak_gbps = req.value("peak_gbps", gt.peak_gbps);
-    gt.floor_fraction = req.value("floor_fraction", gt.floor_fraction);
-    gt.flush_bytes = r.opt.flush_bytes;
-    reverify_speedup = req.value("reverify_speedup", reverify_speedup);
+    x = parse_extra(req, r);
   } catch (const std::exception& e) {
     w::fatal("bad_request", std::string("bad request: ") + e.what());
   }
@@ -67,15 +310,13 @@ int main(int argc, char** argv) {
   // TF32 off for library calls (the backend also sets NVIDIA_TF32_OVERRIDE=0).
   ::setenv("NVIDIA_TF32_OVERRIDE", "0", 1);
   // The context exists before any candidate code runs.
-  {
-    int count = 0;
-    cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess || count == 0)
-      w::fatal("no_gpu", std::string("no usable CUDA device: ") +
-                             (e != cudaSuccess ? cudaGetErrorString(e) : "none visible"));
-    if (device >= count) w::fatal("no_gpu", "device " + std::to_string(device) + " of " + std::to_string(count));
-    if ((e = cudaSetDevice(device)) != cudaSuccess || (e = cudaFree(nullptr)) != cudaSuccess)
-      w::fatal("no_gpu", std::string("cannot create a CUDA context: ") + cudaGetErrorString(e));
+  if (std::string why = open_device(x.device); !why.empty()) w::fatal("no_gpu", why);
+  std::string bus_id;
+  const std::string device = cw::device_identity(bus_id);
+  try {
+    cw::gpu_slot().open(x.lock_dir, bus_id);
+  } catch (const std::exception& e) {
+    w::fatal("gpu_slot", e.what());
   }
 
   const w::Libraries lib = w::load_libraries(r);
@@ -91,12 +332,19 @@ int main(int argc, char** argv) {
   std::fegetenv(&env);
 
   try {
-    nlohmann::json result = w::Judge(task, opt, reference, cand, env, env).run();
-    kevo::Verdict v = kevo::verdict_from_json(result.at("verdict"));
+    nlohmann::json result = {{"event", "result"}};
+    kevo::Verdict v;
+    const bool candidate_code = opt.mode == proto::kModeJudge;
+    if (candidate_code && !x.sanitizer.empty() && !sanitize(req, x, opt, v)) {
+      result["verdict"] = kevo::to_json(v);
+    } else {
+      result = w::Judge(task, opt, reference, cand, env, env).run();
+      v = kevo::verdict_from_json(result.at("verdict"));
+    }
     if (v.is_correct() && gpu_timing) {
       try {
-        result["shape_timings"] = cw::time_on_device(task, opt, opt.seed, gt, cand_entry, ref, v);
-        if (v.is_correct() && v.speedup > reverify_speedup) {
+        result["shape_timings"] = cw::time_on_device(task, opt, opt.seed, x.gt, cand_entry, ref, v);
+        if (v.is_correct() && v.speedup > x.reverify_speedup) {
           // Too good to take on trust: judge again on inputs from another
           // seed and time again; the verdict says it was flagged.
           const double first = v.speedup;
@@ -109,9 +357,9 @@ int main(int argc, char** argv) {
             result = second;
             v = v2;
           } else {
-            result["shape_timings"] = cw::time_on_device(task, again, again.seed, gt, cand_entry, ref, v);
+            result["shape_timings"] = cw::time_on_device(task, again, again.seed, x.gt, cand_entry, ref, v);
             if (v.is_correct())
-              v.message += "; flagged: speedup above " + std::to_string(reverify_speedup) +
+              v.message += "; flagged: speedup above " + std::to_string(x.reverify_speedup) +
                            "x, re-verified on fresh inputs and re-timed";
           }
         }
@@ -121,7 +369,19 @@ int main(int argc, char** argv) {
         v.message = std::string("during timing: ") + e.what();
       }
       if (v.is_correct()) v.stage = kevo::Stage::done;
+      if (v.is_correct() && x.profile && !x.profiler.empty()) {
+        try {
+          profile(req, x, opt, v);
+        } catch (const std::exception& e) {
+          v.profile = std::string("profiler: ") + e.what();
+        }
+      }
     }
+    // A CUDA error may have left the GPU unwell: the backend checks it.
+    if (v.status == kevo::Status::runtime_error && v.message.find("CUDA error") != std::string::npos)
+      result["cuda_error"] = true;
+    v.device = device;
+    v.slot_seconds = cw::gpu_slot().exclusive_seconds();
     result["verdict"] = kevo::to_json(v);
     result["worker_ns"] = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - started).count();
     w::emit(result);

@@ -2,9 +2,23 @@
 
 #include "kevo/core/error.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <limits>
+#include <thread>
 
 namespace kevo {
+
+namespace {
+std::atomic<int> g_ranks_on_host{1};
+}
+
+void set_ranks_on_host(int ranks) { g_ranks_on_host = std::max(ranks, 1); }
+
+int usable_cores() {
+  const int hw = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  return std::max(1, hw / g_ranks_on_host.load());
+}
 
 void Backend::prepare(const Task& task) {
   do_prepare(task);

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cstdint>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <set>
@@ -23,6 +24,7 @@ std::string_view to_string(DType t) {
     case DType::f64: return "float64";
     case DType::i32: return "int32";
     case DType::i64: return "int64";
+    case DType::bf16: return "bfloat16";
   }
   return "?";
 }
@@ -43,6 +45,9 @@ std::string_view c_type(DType t) {
     case DType::f64: return "double";
     case DType::i32: return "int32_t";
     case DType::i64: return "int64_t";
+    // CUDA's type (<cuda_bf16.h>, which the entry adapter includes): bf16
+    // is accepted for CUDA tasks only (load_task).
+    case DType::bf16: return "__nv_bfloat16";
   }
   return "?";
 }
@@ -53,11 +58,33 @@ std::size_t dtype_size(DType t) {
     case DType::f64: return 8;
     case DType::i32: return 4;
     case DType::i64: return 8;
+    case DType::bf16: return 2;
   }
   return 0;
 }
 
-bool is_floating(DType t) { return t == DType::f32 || t == DType::f64; }
+bool is_floating(DType t) { return t == DType::f32 || t == DType::f64 || t == DType::bf16; }
+
+std::uint16_t bf16_from_double(double v) {
+  if (std::isnan(v)) return std::signbit(v) ? 0xFFC0 : 0x7FC0;
+  // To float rounding towards zero, with the inexact part kept as a sticky
+  // low bit (round to odd): float has 16 more bits than bf16, so the one
+  // rounding to bf16 below is then the correctly rounded one, ties included.
+  float f = static_cast<float>(v);
+  if (std::fabs(static_cast<double>(f)) > std::fabs(v)) f = std::nextafter(f, 0.0f);
+  std::uint32_t u = 0;
+  std::memcpy(&u, &f, sizeof u);
+  if (static_cast<double>(f) != v) u |= 1u;
+  u += 0x7FFFu + ((u >> 16) & 1u);   // round to nearest, ties to even; carries into the exponent (to inf)
+  return static_cast<std::uint16_t>(u >> 16);
+}
+
+double bf16_to_double(std::uint16_t bits) {
+  const std::uint32_t u = static_cast<std::uint32_t>(bits) << 16;
+  float f = 0.0f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
 
 Env Shape::env() const {
   std::map<std::string, Value> vars;
@@ -149,6 +176,25 @@ std::string shown(const nlohmann::json& j) {
 
 std::string idx(std::size_t i) { return std::to_string(i); }
 
+// The library baselines a manifest may name (docs/tasks.md#baselines).
+constexpr const char* kBaselineKinds[] = {"torch"};
+
+// `word` occurs in `text` as a whole identifier.
+bool mentions_word(const std::string& text, const std::string& word) {
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (std::size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) {
+    const std::size_t end = at + word.size();
+    if ((at == 0 || !ident(text[at - 1])) && (end >= text.size() || !ident(text[end]))) return true;
+  }
+  return false;
+}
+
+std::string arg_names(const Task& t) {
+  std::vector<std::string> names;
+  for (const Arg& a : t.args) names.push_back(a.name);
+  return join(names);
+}
+
 // Reads an expression given as a string ("M*2") or a number (512).
 Expr read_expr(const nlohmann::json& j, const std::string& file, const std::string& pointer,
                const std::string& what) {
@@ -168,9 +214,10 @@ Distribution read_distribution(StrictObject d, DType dtype) {
   const std::string kind = d.choice("kind", {"uniform", "normal", "constant", "integers"}, "uniform");
   const bool integral = !is_floating(dtype);
   // The largest magnitude every value of the type can hold exactly.
-  const double exact = dtype == DType::f32 ? 16777216.0
-                       : dtype == DType::i32 ? 2147483647.0
-                                             : 9007199254740992.0;
+  const double exact = dtype == DType::f32    ? 16777216.0
+                       : dtype == DType::bf16 ? 256.0
+                       : dtype == DType::i32  ? 2147483647.0
+                                              : 9007199254740992.0;
   if (integral && (kind == "uniform" || kind == "normal"))
     d.fail("kind", "\"integers\" or \"constant\" for an " + std::string(to_string(dtype)) +
                        " argument, got \"" + kind + "\"");
@@ -305,7 +352,7 @@ Task load_task(const fs::path& dir_in) {
   // Unknown top-level keys first: a typo ("refrence") reads better as itself
   // than as the missing key it was meant to be.
   for (const char* k : {"name", "description", "backend", "function", "args", "shapes", "tolerance",
-                        "reference", "seed", "search_space", "flops", "bytes"})
+                        "reference", "seed", "search_space", "flops", "bytes", "baselines"})
     root.allow(k);
   root.finish();
 
@@ -344,10 +391,20 @@ Task load_task(const fs::path& dir_in) {
     if (auto it = arg_index.find(arg.name); it != arg_index.end())
       a.fail("name", "a unique argument name (\"" + arg.name + "\" is /args/" + idx(it->second) + "/name too)");
     arg_index[arg.name] = i;
-    const std::string dtype = a.choice("dtype", {"float32", "float64", "int32", "int64"});
-    arg.dtype = dtype == "float32" ? DType::f32 : dtype == "float64" ? DType::f64 : dtype == "int32" ? DType::i32 : DType::i64;
+    const std::string dtype = a.choice("dtype", {"float32", "float64", "int32", "int64", "bfloat16"});
+    arg.dtype = dtype == "float32" ? DType::f32 : dtype == "float64" ? DType::f64 : dtype == "int32" ? DType::i32
+              : dtype == "int64" ? DType::i64 : DType::bf16;
     const std::string role = a.choice("role", {"in", "out", "inout", "scalar"});
     arg.role = role == "in" ? Role::in : role == "out" ? Role::out : role == "inout" ? Role::inout : Role::scalar;
+    if (arg.dtype == DType::bf16) {
+      // Host compilers (g++ 12) have no bfloat16 arithmetic type, and a
+      // scalar would need one in the entry adapter: bf16 is a CUDA buffer type.
+      if (t.backend != "cuda")
+        a.fail("dtype", "float32, float64, int32 or int64 for the \"" + t.backend +
+                            "\" backend (bfloat16 is supported by the \"cuda\" backend only)");
+      if (arg.role == Role::scalar)
+        a.fail("dtype", "float32, float64, int32 or int64 for a scalar (bfloat16 is for buffers only)");
+    }
     if (arg.is_buffer()) {
       const nlohmann::json& shape = a.at("shape");
       if (!shape.is_array() || shape.empty())
@@ -607,6 +664,26 @@ Task load_task(const fs::path& dir_in) {
   };
   read_count("flops", t.flops);
   read_count("bytes", t.bytes);
+
+  // --- baselines: Python source for a library that kevo runs itself, so only
+  // its shape is checked here (the script reports a wrong or failing one).
+  if (auto bl = root.optional_object("baselines")) {
+    for (const char* kind : kBaselineKinds) {
+      const nlohmann::json* j = bl->find(kind);
+      if (!j) continue;
+      if (!j->is_string()) bl->fail(kind, "a Python expression (a string) over the argument names, got " + shown(*j));
+      const std::string expr = j->get<std::string>();
+      const bool blank = expr.find_first_not_of(" \t") == std::string::npos;
+      if (blank || expr.size() > 2000 || expr.find_first_of("\n\r") != std::string::npos ||
+          expr.find('\0') != std::string::npos)
+        bl->fail(kind, "a one-line, non-empty Python expression of at most 2000 characters");
+      bool uses_arg = false;
+      for (const Arg& a : t.args) uses_arg = uses_arg || mentions_word(expr, a.name);
+      if (!uses_arg) bl->fail(kind, "an expression that uses at least one argument name (" + arg_names(t) + ")");
+      t.baselines[kind] = expr;
+    }
+    bl->finish();
+  }
 
   root.finish();
   return t;

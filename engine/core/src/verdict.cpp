@@ -95,11 +95,14 @@ nlohmann::json to_json(const Verdict& v) {
   j["repeats"] = v.repeats;
   j["speedup"] = real(v.speedup);
   j["worker_seconds"] = real(v.worker_seconds);
+  j["slot_seconds"] = real(v.slot_seconds);
   j["exit_code"] = v.exit_code;
   j["signal"] = v.signal;
   j["max_rss_kb"] = v.max_rss_kb;
   j["output_tail"] = v.output_tail;
   j["feedback"] = v.feedback;
+  j["profile"] = v.profile;
+  j["device"] = v.device;
   return j;
 }
 
@@ -138,11 +141,14 @@ Verdict verdict_from_json(const nlohmann::json& j) {
   v.repeats = get<std::int32_t>(j, "repeats", 0);
   v.speedup = get_real(j, "speedup");
   v.worker_seconds = get_real(j, "worker_seconds");
+  v.slot_seconds = get_real(j, "slot_seconds");
   v.exit_code = get<std::int32_t>(j, "exit_code", 0);
   v.signal = get<std::int32_t>(j, "signal", 0);
   v.max_rss_kb = get<std::int64_t>(j, "max_rss_kb", 0);
   v.output_tail = get<std::string>(j, "output_tail", "");
   v.feedback = get<std::string>(j, "feedback", "");
+  v.profile = get<std::string>(j, "profile", "");
+  v.device = get<std::string>(j, "device", "");
   return v;
 }
 

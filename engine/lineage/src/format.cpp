@@ -65,6 +65,9 @@ h5::Datatype make_row_type() {
   KEVO_INSERT(Row, output_tail, H5T_NATIVE_INT64);
   KEVO_INSERT(Row, mismatch, H5T_NATIVE_INT64);
   KEVO_INSERT(Row, op_note, H5T_NATIVE_INT64);
+  KEVO_INSERT(Row, slot_seconds, H5T_NATIVE_DOUBLE);
+  KEVO_INSERT(Row, profile, H5T_NATIVE_INT64);
+  KEVO_INSERT(Row, device, H5T_NATIVE_INT64);
   KEVO_INSERT(Row, compile_seconds, H5T_NATIVE_DOUBLE);
   KEVO_INSERT(Row, worker_seconds, H5T_NATIVE_DOUBLE);
   KEVO_INSERT(Row, cand_median_ns, H5T_NATIVE_DOUBLE);
@@ -335,7 +338,7 @@ Recovered recover_file(const std::filesystem::path& path) {
       if (!r.written()) continue;
       keep_rows = start + i + 1;
       for (std::int64_t ref : {r.message, r.params, r.source, r.compile_log, r.feedback, r.output_tail,
-                               r.mismatch, r.op_note})
+                               r.mismatch, r.op_note, r.profile, r.device})
         note_ref(ref);
     }
   }

@@ -100,13 +100,26 @@ LineageReader LineageReader::open(const std::filesystem::path& path, ReaderOptio
     h5::Dataset ds = h5::open_dataset(file.get(), detail::kText);
     r.text_count_ = h5::extent(ds.get());
   }
+  // A merged file (kevo merge) says which rank's file held each event.
+  std::vector<std::int32_t> event_rank;
+  if (h5::check(H5Lexists(file.get(), "event_rank", H5P_DEFAULT), "H5Lexists(event_rank)") > 0) {
+    h5::Dataset ds = h5::open_dataset(file.get(), "event_rank");
+    if (h5::extent(ds.get()) != events.size())
+      throw InputError(path.string(), "/event_rank", "one rank per event (" + std::to_string(events.size()) + ")");
+    event_rank.resize(events.size());
+    h5::read_range(ds.get(), 0, events.size(), H5T_NATIVE_INT32, event_rank.data());
+  } else {
+    event_rank.assign(events.size(), r.run_.rank);
+  }
   file.reset();
   std::vector<std::int64_t> refs;
   std::vector<EventRow> written;
-  for (const EventRow& e : events) {
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const EventRow& e = events[i];
     if (e.written()) {
       written.push_back(e);
       refs.push_back(e.text);
+      r.event_ranks_.push_back(event_rank[i]);
     } else {
       ++r.skipped_events_;
     }
@@ -161,12 +174,12 @@ Candidate LineageReader::candidate(const Row& row) const {
 }
 
 std::vector<Candidate> LineageReader::candidates(std::span<const Row> rows) const {
-  constexpr std::size_t kRefs = 8;
+  constexpr std::size_t kRefs = 10;
   std::vector<std::int64_t> refs;
   refs.reserve(rows.size() * kRefs);
   for (const Row& r : rows)
     for (std::int64_t ref : {r.message, r.params, r.source, r.compile_log, r.feedback, r.output_tail, r.mismatch,
-                             r.op_note})
+                             r.op_note, r.profile, r.device})
       refs.push_back(ref);
   const std::vector<std::string> t = texts(refs);
   std::vector<Candidate> out;
@@ -198,8 +211,11 @@ std::vector<Candidate> LineageReader::candidates(std::span<const Row> rows) cons
     v.output_tail = s[5];
     if (r.mismatch != kNoText) v.mismatch = parse_mismatch(s[6], path_, r.mismatch);
     c.op_note = s[7];
+    v.profile = s[8];
+    v.device = s[9];
     v.compile_seconds = r.compile_seconds;
     v.worker_seconds = r.worker_seconds;
+    v.slot_seconds = r.slot_seconds;
     v.cand_median_ns = r.cand_median_ns;
     v.cand_iqr_ns = r.cand_iqr_ns;
     v.ref_median_ns = r.ref_median_ns;
@@ -217,9 +233,14 @@ std::vector<Candidate> LineageReader::candidates(std::span<const Row> rows) cons
 }
 
 std::vector<LineageReader> read_run_dir(const std::filesystem::path& run_dir, ReaderOptions options) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(run_dir, ec)) {
+    std::vector<LineageReader> one;
+    one.push_back(LineageReader::open(run_dir, options));
+    return one;
+  }
   const std::filesystem::path dir = run_dir / "lineage";
   std::map<long, std::filesystem::path> files;   // by rank number, not by name
-  std::error_code ec;
   if (std::filesystem::is_directory(dir, ec)) {
     for (const auto& entry : std::filesystem::directory_iterator(dir)) {
       const std::string name = entry.path().filename().string();

@@ -132,7 +132,7 @@ struct LineageWriter::Impl {
     };
     for (Row& r : rows)
       for (std::int64_t* ref : {&r.message, &r.params, &r.source, &r.compile_log, &r.feedback, &r.output_tail,
-                                &r.mismatch, &r.op_note})
+                                &r.mismatch, &r.op_note, &r.profile, &r.device})
         shift(*ref);
     for (EventRow& e : events) shift(e.text);
     for (auto& entry : text_refs) shift(entry.second);
@@ -362,8 +362,11 @@ void LineageWriter::append(const Candidate& c, std::optional<std::int32_t> origi
     r.mismatch = m.add_text(to_json(only)["mismatch"].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
   r.op_note = m.add_text(c.op_note);
+  r.profile = m.add_text(v.profile);
+  r.device = m.add_text(v.device);
   r.compile_seconds = v.compile_seconds;
   r.worker_seconds = v.worker_seconds;
+  r.slot_seconds = v.slot_seconds;
   r.cand_median_ns = v.cand_median_ns;
   r.cand_iqr_ns = v.cand_iqr_ns;
   r.ref_median_ns = v.ref_median_ns;

@@ -106,7 +106,13 @@ IslandNetwork::IslandNetwork(const Comm& world, const Comm& group, NetworkOption
   out_ = mpi::out_neighbours(topo, group_size_, group_rank_, o_.islands.degree, o_.seed);
   const std::size_t tasks = o_.all_tasks.size();
   o_.spent.resize(tasks, 0);
-  sum_in_.assign(s_fixed + kStatusCount + kPerTaskSum * tasks, 0.0);
+  budget_base_ = s_fixed + kStatusCount + kPerTaskSum * tasks;
+  std::size_t budget_slots = 0;
+  for (auto* b : o_.budgets) {
+    b->start_shared(world_rank_, world_size_);
+    budget_slots += b->width();
+  }
+  sum_in_.assign(budget_base_ + budget_slots, 0.0);
   sum_out_ = sum_in_;
   max_in_.assign(m_fixed + tasks, 0.0);
   max_out_ = max_in_;
@@ -273,6 +279,8 @@ void IslandNetwork::round(engine::Island& island, bool active) {
     sum_in_[base + 3] = (active && !tp.done) ? 1 : 0;
     if (tp.best_id >= 0) max_in_[m_fixed + g] = tp.best_speedup;
   }
+  for (std::size_t k = 0, at = budget_base_; k < o_.budgets.size(); at += o_.budgets[k]->width(), ++k)
+    o_.budgets[k]->open_round(&sum_in_[at]);
   active_at_round_ = active;
   check(MPI_Iallreduce(sum_in_.data(), sum_out_.data(), static_cast<int>(sum_in_.size()), MPI_DOUBLE, MPI_SUM,
                        stats_comm_.get(), sum_req_.out()),
@@ -287,6 +295,8 @@ void IslandNetwork::round(engine::Island& island, bool active) {
 void IslandNetwork::apply_round(engine::Island& island) {
   auto as_int = [](double x) { return static_cast<std::int64_t>(std::llround(x)); };
   global_stop_ = std::max(global_stop_, static_cast<int>(max_out_[m_stop]));
+  for (std::size_t k = 0, at = budget_base_; k < o_.budgets.size(); at += o_.budgets[k]->width(), ++k)
+    o_.budgets[k]->close_round(&sum_out_[at]);
   all_inactive_ = sum_out_[s_active] < 0.5;
   delivered_ = as_int(sum_out_[s_sent]) == as_int(sum_out_[s_received]);
   // The global view (rank 0 prints it).

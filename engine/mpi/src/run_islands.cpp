@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <string_view>
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -54,13 +55,23 @@ class CheckpointHook final : public engine::IslandHook {
         names_(std::move(task_names)), map_(std::move(task_map)), inner_(inner) {}
 
   int poll(engine::Island& island) override {
-    const int level = inner_ ? inner_->poll(island) : 0;
+    int level = inner_ ? inner_->poll(island) : 0;
+    // A plugin budget (LLM tokens/USD) spent for the whole run stops the
+    // run like a signal: drain, record, resumable.
+    for (const auto& b : budgets)
+      if (stop_reason.empty() && b->exhausted() && b->stop_when_exhausted()) {
+        stop_reason = b->summary();
+        island.record_event(engine::LineageSink::EventKind::note, -1, rank_, -1, "stop: " + stop_reason);
+      }
+    if (!stop_reason.empty()) level = std::max(level, 1);
     if (island.next_id() + stride_ * (kReserveAhead / 4) > reserved_ || steady() - last_ >= period_)
       write(island, false, level > 0);
     return level;
   }
 
   nlohmann::json extra = nlohmann::json::object();   // added to the final checkpoint (costs)
+  std::vector<std::shared_ptr<SharedBudget>> budgets;
+  std::string stop_reason;                            // the budget that stopped the run, "" = none
 
   void write(engine::Island& island, bool final, bool stopped) {
     reserved_ = island.next_id() + stride_ * kReserveAhead;
@@ -106,6 +117,7 @@ struct Prior {
     std::int32_t rank;
   };
   std::vector<Lost> lost;                                  // in flight at the kill, never recorded
+  std::vector<std::string> llm_records;                    // every rank's `llm` events (shared budgets)
   std::int64_t old_ranks = 0;
 };
 
@@ -164,6 +176,8 @@ Prior read_prior(const fs::path& run_dir, const std::vector<std::string>& names,
   for (std::size_t r = 0; r < readers.size(); ++r) {
     const auto& rd = readers[r];
     p.old_ranks = std::max<std::int64_t>(p.old_ranks, rd.run().nranks);
+    for (const auto& e : rd.events())
+      if (e.kind == lineage::EventKind::llm) p.llm_records.push_back(e.text);
     const auto& fnames = rd.run().tasks;
     for (std::size_t k = 0; k < rd.rows().size(); ++k) {
       const auto& row = rd.rows()[k];
@@ -251,17 +265,33 @@ void record_lost(const fs::path& file, const std::vector<Prior::Lost>& lost, int
 void bind_device(const engine::Config::Islands& is, int local) {
   if (is.device_binding == "none") return;
   const int device = is.devices > 0 ? local % is.devices : local;
-  // Set before any backend starts a worker: workers inherit the environment.
-  if (is.device_binding == "cuda_visible_devices") setenv("CUDA_VISIBLE_DEVICES", std::to_string(device).c_str(), 1);
-  else setenv("KEVO_DEVICE_INDEX", std::to_string(device).c_str(), 1);
+  // Set before any backend starts a worker: workers read the environment
+  // when they start.
+  if (is.device_binding == "cuda_visible_devices") {
+    // Within the devices the scheduler gave this job (Slurm sets a list),
+    // else the host's ordinals.
+    std::vector<std::string> given;
+    if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES"); v && *v) {
+      std::string s = v;
+      for (std::size_t at = 0; at <= s.size();) {
+        const std::size_t comma = std::min(s.find(',', at), s.size());
+        if (comma > at) given.push_back(s.substr(at, comma - at));
+        at = comma + 1;
+      }
+    }
+    const std::string pick = given.empty() ? std::to_string(device) : given[static_cast<std::size_t>(local) % given.size()];
+    setenv("CUDA_VISIBLE_DEVICES", pick.c_str(), 1);
+  } else {
+    setenv("KEVO_DEVICE_INDEX", std::to_string(device).c_str(), 1);
+  }
 }
 
 }  // namespace
 
-int local_rank(const Comm& world) {
+int local_rank(const Comm& node) {
   for (const char* var : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID", "PMI_LOCAL_RANK"})
     if (const char* v = std::getenv(var); v && *v) return std::atoi(v);
-  return world.split_shared().rank();
+  return node.rank();
 }
 
 int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsRunArgs& args,
@@ -269,6 +299,10 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
   const Comm world = Comm::world();
   const int rank = world.rank(), size = world.size();
   const bool resume = !args.resume_dir.empty();
+  // The ranks on this host share its cores: the backends' default job
+  // counts (compiles, workers, protocol threads) are per rank.
+  const Comm node = world.split_shared();
+  set_ranks_on_host(node.size());
 
   // 1. Rank 0 validates; everyone learns the outcome.
   std::string doc_text, file, run_dir_text, message;
@@ -361,6 +395,10 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
   if (resume) {
     world.barrier();
     prior = read_prior(run_dir, names, tasks, local, group.rank(), group.size(), config.island.population);
+    // What the sessions before spent of the plugin budgets (LLM tokens/USD).
+    const std::vector<std::string_view> records(prior.llm_records.begin(), prior.llm_records.end());
+    for (const auto& b : config.shared_budgets) b->restore(records);
+    prior.llm_records.clear();
   }
   world.barrier();
   if (resume && rank == 0) {
@@ -372,8 +410,18 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
     }
   }
 
-  const int lrank = local_rank(world);
+  const int lrank = local_rank(node);
   bind_device(config.islands, lrank);
+
+  // Library baselines (docs/cuda.md#library-baselines): measured once, by
+  // rank 0 on its device, before any island times a candidate; the other
+  // ranks wait, so no timing overlaps them. A resume keeps the first ones.
+  nlohmann::json baselines;
+  if (config.baselines) {
+    if (rank == 0 && !(resume && fs::exists(run_dir / "baselines.json")))
+      baselines = engine::record_baselines(config.baselines, tasks, config.seed, run_dir, stderr);
+    world.barrier();
+  }
 
   // 4. This rank's lineage.
   engine::RunAttributes attrs;
@@ -394,6 +442,8 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
     sink->event(engine::LineageSink::EventKind::note, -1, rank, -1,
                 fmt::format("device binding {}: local rank {} -> device {}", config.islands.device_binding, lrank,
                             config.islands.devices > 0 ? lrank % config.islands.devices : lrank));
+  for (const auto& line : engine::baseline_notes(baselines))
+    sink->event(engine::LineageSink::EventKind::note, -1, rank, -1, line);
   if (resume)
     sink->event(engine::LineageSink::EventKind::note, static_cast<std::int64_t>(prior.base), rank, -1,
                 fmt::format("resumed with {} rank(s) (was {}); ids from {}; {} candidate(s) recorded as lost",
@@ -412,10 +462,12 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
     no.budget = config.budget.evaluations_per_task;
     no.spent = prior.spent;
     no.view = rank == 0 ? &view : nullptr;
+    for (const auto& b : config.shared_budgets) no.budgets.push_back(b.get());
     network = std::make_unique<IslandNetwork>(world, group, std::move(no), stop);
   }
   CheckpointHook checkpoint(checkpoint_file(run_dir, rank), rank, size, static_cast<std::uint64_t>(size),
                             config.islands.checkpoint_seconds, names, task_map, network.get());
+  checkpoint.budgets = config.shared_budgets;
   engine::IslandOptions opts;
   opts.seed = config.seed;
   opts.budget = config.budget;
@@ -434,7 +486,12 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
   const bool ok = network ? network->finish(island) : true;
   const auto snap = island.snapshot();
   if (!network) view.finish(snap);
-  const bool stopped = stop.load() > 0 || (network && network->stop_level() > 0);
+  // A budget spent on another rank reaches this one through the rounds
+  // (finish() keeps taking part in them until every rank is done).
+  std::string budget_stop = checkpoint.stop_reason;
+  for (const auto& b : config.shared_budgets)
+    if (budget_stop.empty() && b->exhausted() && b->stop_when_exhausted()) budget_stop = b->summary();
+  const bool stopped = stop.load() > 0 || (network && network->stop_level() > 0) || !budget_stop.empty();
   if (network) {
     // For the overhead benchmark (scripts/bench_islands.sh).
     const auto& c = network->costs();
@@ -480,12 +537,19 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
     nlohmann::json rj = {{"run_dir", run_dir.string()},
                          {"tasks", engine::rows_to_json(report.rows)},
                          {"stopped", stopped},
+                         {"stop_reason", !budget_stop.empty() ? budget_stop : stopped ? "signal" : ""},
                          {"elapsed_seconds", network ? network->global_snapshot().elapsed_seconds : snap.elapsed_seconds},
                          {"ranks", size}};
+    if (!report.baselines.is_null()) rj["baselines"] = report.baselines;
     engine::write_file(run_dir / "report.json", rj.dump(2) + "\n");
     fmt::print("\n{}", engine::format_table(report.rows));
+    if (!report.baselines.is_null()) fmt::print("\n{}", engine::format_baselines(report.rows, report.baselines));
     fmt::print("run directory: {}\n", run_dir.string());
-    if (stopped)
+    if (!budget_stop.empty())
+      fmt::print("stopped: {}; everything judged so far is in the lineage (raise the budget and continue with "
+                 "`kevo resume {} --set llm.budget.tokens=...`)\n",
+                 budget_stop, run_dir.string());
+    else if (stopped)
       fmt::print("stopped by a signal; everything judged so far is in the lineage (continue with `kevo resume {}`)\n",
                  run_dir.string());
   }

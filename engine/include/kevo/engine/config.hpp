@@ -6,6 +6,7 @@
 
 #include "kevo/core/backend.hpp"
 #include "kevo/core/mutation_operator.hpp"
+#include "kevo/core/shared_budget.hpp"
 #include "kevo/core/strict_json.hpp"
 
 #include <nlohmann/json.hpp>
@@ -20,9 +21,17 @@ namespace kevo::engine {
 
 // Plugins are built by the application (which links the backends and
 // operators); the engine sees them only through their interfaces.
+// Measures a backend's library baselines of the run's tasks once, when a run
+// starts (the CUDA backend: torch eager and torch.compile); returns the
+// document stored as RUN_DIR/baselines.json. Expected failures (no torch)
+// are notes in it.
+using BaselineHook =
+    std::function<nlohmann::json(const std::vector<std::shared_ptr<const Task>>& tasks, std::uint64_t seed)>;
+
 struct BuiltBackend {
   std::unique_ptr<Backend> backend;
   nlohmann::json effective;
+  BaselineHook baselines;   // empty: the backend has none
 };
 using BackendFactory = std::function<BuiltBackend(const std::string& type, StrictObject& options)>;
 
@@ -45,6 +54,9 @@ struct Plugins {
   std::vector<std::string> sections;
   std::function<nlohmann::json(const std::string& name, StrictObject* section, const std::filesystem::path& base)>
       parse_section;
+  // Run-wide budgets of the plugins (the LLM tokens and USD), asked for after
+  // the sections and operators are built; may be empty.
+  std::function<std::vector<std::shared_ptr<SharedBudget>>()> shared_budgets;
 };
 
 enum class Selection { tournament, proportional };
@@ -106,7 +118,9 @@ struct Config {
 
   std::string backend_type = "cpu";
   std::unique_ptr<Backend> backend;
+  BaselineHook baselines;                        // from the backend; empty: none
   std::vector<BuiltOperator> operators;
+  std::vector<std::shared_ptr<SharedBudget>> shared_budgets;   // from Plugins::shared_budgets
 
   nlohmann::json effective;                      // the whole config, defaults filled in
 };

@@ -147,6 +147,7 @@ class Island {
     std::unordered_set<std::uint64_t> seen_points;           // variant_key(body hash, point)
     std::int64_t proposed = 0;                      // ids created for this task
     std::int64_t judged_submitted = 0;              // sent to the backend
+    std::int64_t judged_committed = 0;              // judged and committed (this session)
     std::int64_t unjudged_streak = 0;               // consecutive duplicates / operator failures
     std::int64_t pending = 0;                       // created, not yet committed
     std::int64_t op_pending = 0;                    // waiting on an asynchronous operator
@@ -162,9 +163,11 @@ class Island {
     Where where = Where::operator_pending;
     MutationOperator* op = nullptr;
     bool async = false;                 // outcome will arrive through poll()
+    bool async_made = false;            // it came (or comes) from an asynchronous operator
   };
 
   double now() const;
+  bool deterministic() const { return options_.island.ordering == Ordering::deterministic; }
   bool can_propose(const TaskState& t) const;
   std::optional<std::size_t> pick_task() const;
   bool propose();                                    // creates the next id; false when nothing eligible

@@ -37,6 +37,7 @@ struct TaskRow {
   std::int64_t best_id = -1;
   double best_speedup = 0.0;
   std::string best_params;
+  double best_ms = -1.0, ref_ms = -1.0;   // the best's median times (from its verdict); -1: unknown
 };
 
 std::string format_table(const std::vector<TaskRow>& rows);

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace kevo::engine {
@@ -17,11 +19,27 @@ struct RunReport {
   std::int64_t ranks = 0;
   std::uint64_t seed = 0;
   std::string host;
+  nlohmann::json baselines;   // RUN_DIR/baselines.json (null when the run has none)
 };
 
 // Reads every rank file of RUN_DIR. Throws InputError when it is not a run directory.
 RunReport read_report(const std::filesystem::path& run_dir);
 nlohmann::json to_json(const RunReport& r);
+
+// Library baselines (RUN_DIR/baselines.json, written when a CUDA run starts;
+// docs/cuda.md#library-baselines). read_baselines: null when the file is
+// absent; an unreadable file gives a document holding only a note.
+nlohmann::json read_baselines(const std::filesystem::path& run_dir);
+// The fastest library baseline of one task whose output passed the check:
+// (milliseconds, name), or (-1, "") when there is none.
+std::pair<double, std::string> fastest_baseline(const nlohmann::json& baselines, const std::string& task);
+// Per task: the best's and the reference's median times, torch eager and
+// torch.compile, and the best's speedup over the reference and over the
+// fastest library baseline; then notes (missing torch, failed or wrong
+// baselines, compile times).
+std::string format_baselines(const std::vector<TaskRow>& rows, const nlohmann::json& baselines);
+// One line per task (and the note, if any), for the lineage's events.
+std::vector<std::string> baseline_notes(const nlohmann::json& baselines);
 
 struct AncestryStep {
   std::uint64_t id = 0;

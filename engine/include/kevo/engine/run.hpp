@@ -7,6 +7,7 @@
 //   lineage/rank-0000.h5   the lineage (docs/lineage.md)
 //   best/<task>.cpp        best correct kernel of each task
 //   report.json            per-task summary (as `kevo report --json`)
+//   baselines.json         library baselines measured when the run started (CUDA backend)
 #pragma once
 
 #include "kevo/core/task.hpp"
@@ -15,6 +16,7 @@
 #include "kevo/engine/progress.hpp"
 
 #include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <vector>
@@ -36,5 +38,12 @@ void write_file(const std::filesystem::path& path, const std::string& text);
 std::filesystem::path default_run_dir(const Config& config);
 // The text of best/<task>.cpp.
 std::string best_file_text(const Task& task, const Candidate& c);
+
+// Runs the backend's baseline hook (when it has one) and writes
+// RUN_DIR/baselines.json. Never throws for the hook's sake: a failing hook
+// becomes a note in the file, printed to `log`, and the run goes on.
+// Returns the document written (null when the hook is empty).
+nlohmann::json record_baselines(const BaselineHook& hook, const std::vector<std::shared_ptr<const Task>>& tasks,
+                                std::uint64_t seed, const std::filesystem::path& run_dir, std::FILE* log);
 
 }  // namespace kevo::engine

@@ -7,6 +7,8 @@
 // (ChatResult::ok == false), never exceptions.
 #pragma once
 
+#include "kevo/core/shared_budget.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -58,8 +60,9 @@ struct ClientOptions {
 };
 
 struct BudgetLimits {
-  std::int64_t tokens = 0;        // input + output tokens per run; 0 = unlimited
-  double usd = 0.0;               // per run; 0 = unlimited
+  std::int64_t tokens = 0;        // input + output tokens per run (all ranks); 0 = unlimited
+  double usd = 0.0;               // per run (all ranks); 0 = unlimited
+  bool stop_when_spent = true;    // "on_exhausted": "stop" the run, or "continue" without LLM requests
 };
 
 enum class CacheMode { off, record, replay, replay_or_call };
@@ -82,26 +85,70 @@ struct ChatResult {
   std::string cache_key;
 };
 
-// Tokens and USD of a run. Every attempt reserves its worst case (input
-// bytes, which bound the token count, plus max_tokens) before it is sent; the
-// attempt is refused when the reservation does not fit, so the limits hold
-// whatever the server answers, retries included.
-class Budget {
+// Tokens and USD of a run, shared by every rank of a multi-rank run
+// (docs/llm.md#budget). Every attempt reserves its worst case (input bytes,
+// which bound the token count, plus max_tokens) before it is sent, and the
+// reservation is replaced by the usage the server reports.
+//
+// One rank: an attempt goes when its reservation fits under the limit next to
+// what is used and reserved; it waits while only reservations of requests in
+// flight are in the way, and is refused (the budget is spent) when it does
+// not fit next to what is used.
+//
+// Several ranks: each statistics round sums every rank's used and reserved
+// amounts; what is left of the run's budget is granted to the ranks with a
+// waiting request (their first waiting reservation, in a rotating rank
+// order), the rest split evenly, and each rank then reserves only within its
+// own allowance (what it had at the round plus its grant). While a round is
+// open a rank reserves nothing new. The allowances of all ranks add up to the
+// limit, so the budget holds strictly; only a server reporting more tokens
+// than an attempt reserved can push usage past it, by that excess.
+class Budget final : public SharedBudget {
  public:
-  explicit Budget(BudgetLimits limits) : limits_(limits) {}
-  // Reserves `tokens` and `usd`; false (and nothing reserved) when they would
-  // not fit under the limits.
-  bool reserve(std::int64_t tokens, double usd);
+  enum class Grant { ok, wait, refused };
+  explicit Budget(BudgetLimits limits);
+  // Reserves `tokens` and `usd` when they fit (ok); wait: not now, ask again
+  // later; refused: they do not fit in what the run has left (from then on
+  // every request is refused).
+  Grant reserve(std::int64_t tokens, double usd);
   // Replaces a reservation with what was actually used.
   void settle(std::int64_t reserved_tokens, double reserved_usd, std::int64_t used_tokens, double used_usd);
-  std::int64_t used_tokens() const { return used_tokens_; }
-  double used_usd() const { return used_usd_; }
+  // This rank, this session.
+  std::int64_t used_tokens() const { return static_cast<std::int64_t>(used_[0]); }
+  double used_usd() const { return used_[1]; }
+  // The whole run as this rank knows it (earlier sessions, other ranks at the
+  // last round, this rank now).
+  std::int64_t run_tokens() const { return static_cast<std::int64_t>(run_used(0)); }
+  double run_usd() const { return run_used(1); }
   const BudgetLimits& limits() const { return limits_; }
 
+  // SharedBudget
+  std::string name() const override { return "llm"; }
+  void start_shared(int rank, int ranks) override;
+  std::size_t width() const override;
+  void open_round(double* contribution) override;
+  void close_round(const double* sums) override;
+  bool exhausted() const override { return exhausted_; }
+  bool stop_when_exhausted() const override { return limits_.stop_when_spent; }
+  std::string summary() const override;
+  void restore(const std::vector<std::string_view>& records) override;
+
  private:
+  static constexpr int kQ = 2;   // quantities: tokens, USD
+  bool limited(int q) const { return limit_[q] > 0.0; }
+  double run_used(int q) const { return prior_[q] + others_used_[q] + used_[q]; }
   BudgetLimits limits_;
-  std::int64_t used_tokens_ = 0, reserved_tokens_ = 0;
-  double used_usd_ = 0.0, reserved_usd_ = 0.0;
+  double limit_[kQ] = {0, 0};
+  double used_[kQ] = {0, 0}, reserved_[kQ] = {0, 0};
+  double prior_[kQ] = {0, 0};          // earlier sessions (resume)
+  double others_used_[kQ] = {0, 0};    // other ranks, at the last round
+  double cap_[kQ] = {0, 0};            // shared: this rank's allowance (used + reserved)
+  double at_open_[kQ] = {0, 0};        // used + reserved when the round opened
+  double used_at_open_[kQ] = {0, 0};
+  double demand_[kQ] = {0, 0};         // first waiting reservation since the last round
+  bool wanting_ = false, exhausted_ = false, shared_ = false, round_open_ = false;
+  int rank_ = 0, ranks_ = 1;
+  std::uint64_t rounds_ = 0;
 };
 
 // Content-addressed reply cache: one JSON file per reply, named by a hash of
@@ -142,6 +189,7 @@ class Client {
 
   const std::vector<Model>& models() const { return models_; }
   const Budget& budget() const { return budget_; }
+  Budget& budget() { return budget_; }
 
   // Queues a request; returns its ticket. Never blocks.
   std::uint64_t submit(std::size_t model, Conversation conversation, std::uint64_t sample = 0);

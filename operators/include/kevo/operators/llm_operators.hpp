@@ -98,6 +98,11 @@ class Service {
   const Template& prompt(const std::string& name);   // loads <prompts_dir>/<name>.md once
   const Knowledge& knowledge(const std::string& backend);
   std::string hardware() const;
+  // Whether an enabled llm_analyst with a positive weight is in the config:
+  // then profiler data goes to the analyst's review, else into the feedback
+  // of the generation prompts.
+  bool analyst_enabled() const { return analyst_enabled_; }
+  void set_analyst_enabled() { analyst_enabled_ = true; }
 
  private:
   ServiceConfig config_;
@@ -108,6 +113,7 @@ class Service {
   std::map<std::string, Template> prompts_;
   std::map<std::string, Knowledge> knowledge_;
   bool probed_ = false;
+  bool analyst_enabled_ = false;
 };
 
 enum class Kind { rewrite, diff, crossover, analyst, param_hint, fix };

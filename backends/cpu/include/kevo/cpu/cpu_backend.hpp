@@ -50,6 +50,9 @@ struct CpuFlavour {
   std::vector<std::string> worker_env;           // extra "KEY=VALUE" for the worker
   std::vector<std::string> worker_env_pass;      // engine variables passed on to the worker
   nlohmann::json worker_request = nlohmann::json::object();   // merged into every worker request
+  int profile_every = 0;                         // > 0: "profile": true in every n-th timed request
+  std::vector<std::string> health_argv;          // worker arguments of a health check run after a
+                                                 // result flagged "cuda_error" (empty: none)
 };
 
 struct CpuOptions {
@@ -63,6 +66,7 @@ struct CpuOptions {
   std::string scratch_dir;             // base of scratch dirs ("" = $TMPDIR or /tmp)
   bool seccomp = true;                 // false: judge without the system-call policy
   int trials = 3;                      // correctness trials (fresh inputs each), at least 3
+  int judge_threads = 0;               // threads of the protocol's bulk work; 0: cores / eval_jobs
   CpuLimits limits;
   CpuTiming timing;
 };
@@ -98,6 +102,7 @@ class CpuBackend final : public Backend {
   struct Stats {
     std::uint64_t compiles = 0;        // compiler processes started
     std::uint64_t cache_hits = 0;      // compiles skipped
+    std::uint64_t health_checks = 0;   // device health checks run after an accelerator error
     std::uint64_t workers = 0;         // worker processes started
     std::uint64_t worker_results = 0;  // workers that sent a result
     double worker_wall_seconds = 0.0;  // engine-side wall time of those workers

@@ -25,10 +25,24 @@ struct CudaOptions {
   int device = 0;                // the GPU the worker uses (an ordinal among CUDA_VISIBLE_DEVICES)
   // Roofline floor: a time below max(flops / peak, bytes / bandwidth) times
   // floor_fraction is an error, not a speedup. H200 datasheet figures.
-  double peak_tflops = 67.0;     // fp32 (TF32 is off); bf16 tasks may raise it
+  double peak_tflops = 67.0;     // fp32 (TF32 is off)
+  double peak_tflops_bf16 = 989.0;   // dense bf16 (tensor cores): tasks with bf16 inputs
   double peak_gbps = 4800.0;
   double floor_fraction = 0.9;
   double reverify_speedup = 10.0;   // speedups above this are re-verified (fresh seed) and flagged
+  // The GPU's timing slot: lock files shared by every kevo worker on the
+  // host, named after the GPU's PCI bus id ("" = no cross-process slot).
+  std::string lock_dir = "/tmp";
+  // Uploads and downloads of correctness calls hold the slot too (timings
+  // then see no PCIe traffic of other workers; the GPU idles more).
+  bool slot_covers_transfers = false;
+  // Optional compute-sanitizer stage before the protocol ("" = off).
+  std::string sanitizer;                  // "memcheck", "racecheck", "initcheck", "synccheck"
+  std::string sanitizer_path = "compute-sanitizer";
+  // ncu on every n-th timed candidate that turns out correct (0 = off).
+  int profile_every = 0;
+  std::string profiler_path = "ncu";
+  double tool_seconds = 120.0;            // wall-clock limit of one sanitizer or profiler run
 };
 
 CudaOptions parse_cuda_options(StrictObject& obj);

@@ -89,4 +89,11 @@ class Backend {
   std::set<std::string> prepared_;   // task manifest paths
 };
 
+// The cores one process may use for its default job counts (compiles,
+// workers, protocol threads): the host's hardware threads divided among the
+// kevo ranks running on it. The islands set the number of ranks on the host
+// before any backend is built; a single process keeps all cores.
+void set_ranks_on_host(int ranks);
+int usable_cores();
+
 }  // namespace kevo

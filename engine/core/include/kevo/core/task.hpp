@@ -18,14 +18,21 @@
 
 namespace kevo {
 
-enum class DType { f32, f64, i32, i64 };
+// bf16: bfloat16 buffers (CUDA tasks only: the host compilers kevo supports
+// have no bfloat16 arithmetic type; the judge stores and reads the bits).
+enum class DType { f32, f64, i32, i64, bf16 };
 enum class Role { in, out, inout, scalar };
 
 std::string_view to_string(DType);
 std::string_view to_string(Role);
-std::string_view c_type(DType);       // "float", "double", "int32_t", "int64_t"
+std::string_view c_type(DType);       // "float", "double", "int32_t", "int64_t", "__nv_bfloat16"
 std::size_t dtype_size(DType);
-bool is_floating(DType);
+bool is_floating(DType);              // f32, f64, bf16
+// bfloat16 bits: from a double, rounded to nearest even once (no double
+// rounding through float; overflow gives inf, NaN the quiet NaN 0x7FC0, with
+// the sign); to a double, exactly.
+std::uint16_t bf16_from_double(double v);
+double bf16_to_double(std::uint16_t bits);
 
 struct Distribution {
   enum class Kind { uniform, normal, constant, integers };
@@ -56,7 +63,7 @@ struct Shape {
 struct Tolerance {
   double atol = 1e-5;
   double rtol = 1e-5;
-  double rel_l2 = 1e-5;   // ||got - want||_2 / max(||want||_2, tiny)
+  double rel_l2 = 1e-5;   // ||got - want||_2 / max(||want||_2, atol * sqrt(n))
 };
 
 struct Task {
@@ -76,6 +83,10 @@ struct Task {
   SearchSpace space;                    // may be empty
   std::optional<Point> seed_point;      // the seed's point when the space is not empty
   Expr flops, bytes;                    // optional (empty Expr)
+  // Library baselines: kind ("torch") -> a Python expression over the argument
+  // names giving the outputs. Measured by the CUDA backend when a run starts
+  // (docs/cuda.md#library-baselines); the engine only carries them.
+  std::map<std::string, std::string> baselines;
   nlohmann::json manifest;              // as read, for lineage attributes
 
   // "extern \"C\" void sgemm(const float* A, ..., int32_t M)" — what sources must define.

@@ -68,6 +68,7 @@ struct Verdict {
 
   // the worker process
   double worker_seconds = 0.0;     // wall time of the evaluation subprocess
+  double slot_seconds = 0.0;       // time it held the accelerator's exclusive timing slot
   std::int32_t exit_code = 0;
   std::int32_t signal = 0;
   std::int64_t max_rss_kb = 0;
@@ -75,6 +76,13 @@ struct Verdict {
 
   // A compact text for the next mutation (compiler errors, mismatch, timings).
   std::string feedback;
+
+  // Profiler summary of a correct candidate, where the backend made one (CUDA:
+  // ncu throughput, occupancy, stalls, registers); offered to prompts.
+  std::string profile;
+  // The accelerator that judged and timed it ("" for the CPU backend), e.g.
+  // "NVIDIA H200 0000:19:00.0 GPU-8f..." so a run can show where each timing ran.
+  std::string device;
 
   bool is_correct() const { return status == Status::correct; }
 };

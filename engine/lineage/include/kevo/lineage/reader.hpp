@@ -38,6 +38,9 @@ class LineageReader {
   const RunInfo& run() const { return run_; }
   const std::vector<Row>& rows() const { return rows_; }   // in file (append) order
   const std::vector<Event>& events() const { return events_; }
+  // The rank whose file held each event (parallel to events()): this file's
+  // rank, or, in a merged file (kevo merge), the /event_rank column.
+  const std::vector<std::int32_t>& event_ranks() const { return event_ranks_; }
   std::uint64_t text_count() const { return text_count_; }
   // Rows and events the file holds but that were never written (an
   // interrupted flush of a killed writer).
@@ -66,6 +69,7 @@ class LineageReader {
   RunInfo run_;
   std::vector<Row> rows_;
   std::vector<Event> events_;
+  std::vector<std::int32_t> event_ranks_;
   std::uint64_t text_count_ = 0;
   std::uint64_t skipped_rows_ = 0;
   std::uint64_t skipped_events_ = 0;
@@ -73,7 +77,8 @@ class LineageReader {
 };
 
 // Every RUN_DIR/lineage/rank-*.h5, in rank order. Throws InputError when the
-// folder has none.
+// folder has none. `run_dir` may also name one lineage file (a merged file
+// from `kevo merge`, or a single rank's file): then that file alone.
 std::vector<LineageReader> read_run_dir(const std::filesystem::path& run_dir, ReaderOptions options = {});
 
 // Makes a lineage file of a killed writer readable by every tool again

@@ -64,6 +64,9 @@ struct Row {
   std::int64_t output_tail = kNoText;
   std::int64_t mismatch = kNoText;    // JSON object, as in the verdict JSON
   std::int64_t op_note = kNoText;     // operator's remark or failure reason
+  double slot_seconds = 0.0;          // exclusive timing-slot time (CUDA)
+  std::int64_t profile = kNoText;     // profiler summary (CUDA: ncu), if any
+  std::int64_t device = kNoText;      // accelerator that judged it, if any
   // Timings (seconds / nanoseconds as named).
   double compile_seconds = 0.0;
   double worker_seconds = 0.0;

@@ -13,6 +13,10 @@
 // After each round a rank may submit ceil(remaining / unfinished ranks) more
 // evaluations of a task, so the run overshoots by at most ranks - 1.
 //
+// Plugin budgets (kevo::SharedBudget, the LLM tokens and USD) contribute
+// their own slots to the summed vector of every round; the budget decides
+// what this rank may spend from the sums (docs/llm.md#budget).
+//
 // Faults. A round not complete after heartbeat_seconds means a rank is gone
 // (or hung): the rank stops at once, and the caller flushes, checkpoints and
 // exits non-zero without MPI_Finalize. Any MPI error is treated the same way.
@@ -43,6 +47,8 @@ struct NetworkOptions {
   std::int64_t budget = 0;                   // evaluations per task, whole run
   std::vector<std::int64_t> spent;           // per global task, spent before this session (resume)
   engine::ProgressView* view = nullptr;      // rank 0 of a multi-rank run: the global view
+  // Run-wide budgets of plugins (LLM tokens/USD), shared in every round.
+  std::vector<SharedBudget*> budgets;
 };
 
 // Counters of the time spent in poll()/finish(), for the overhead benchmark.
@@ -114,6 +120,7 @@ class IslandNetwork final : public engine::IslandHook {
 
   Request sum_req_, max_req_;
   std::vector<double> sum_in_, sum_out_, max_in_, max_out_;
+  std::size_t budget_base_ = 0;                                  // first slot of the plugin budgets
   bool round_open_ = false;
   double round_started_ = 0.0, last_round_end_ = -1e9;
   std::vector<std::int64_t> my_submitted_at_round_;              // per global task

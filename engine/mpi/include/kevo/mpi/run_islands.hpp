@@ -46,7 +46,7 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
                 const std::atomic<int>& stop);
 
 // The local rank on this node: OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID, or
-// the rank in MPI_COMM_TYPE_SHARED.
-int local_rank(const Comm& world);
+// the rank in `node` (world.split_shared(), MPI_COMM_TYPE_SHARED).
+int local_rank(const Comm& node);
 
 }  // namespace kevo::mpi

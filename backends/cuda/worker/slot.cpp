@@ -1,0 +1,83 @@
+#include "slot.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <utility>
+
+namespace kevo::cuda::worker {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int flock_retry(int fd, int op) {
+  int rc;
+  while ((rc = ::flock(fd, op)) != 0 && errno == EINTR) {
+  }
+  return rc;
+}
+
+}  // namespace
+
+GpuSlot::~GpuSlot() {
+  if (gate_ >= 0) ::close(gate_);
+  if (lock_ >= 0) ::close(lock_);
+}
+
+void GpuSlot::open(const std::string& dir, const std::string& pci_bus_id) {
+  if (dir.empty()) return;
+  std::string id = pci_bus_id;
+  for (char& ch : id)
+    if (ch == ':' || ch == '/' || ch == '.') ch = '-';
+  const std::string base = dir + "/kevo-gpu-" + id;
+  for (auto [fd, path] : {std::pair<int*, std::string>{&gate_, base + ".gate"}, {&lock_, base + ".lock"}}) {
+    // World-writable, so that runs of several users on one node share it.
+    *fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (*fd < 0)
+      throw std::runtime_error("cannot open the GPU timing-slot file " + path + ": " + std::strerror(errno) +
+                               " (backend.cuda.lock_dir)");
+    (void)::fchmod(*fd, 0666);
+  }
+}
+
+void GpuSlot::lock_shared() {
+  if (lock_ < 0 || depth_++ > 0) return;
+  // Through the gate, so that a waiting timer is not starved.
+  if (flock_retry(gate_, LOCK_EX) != 0 || flock_retry(lock_, LOCK_SH) != 0 || flock_retry(gate_, LOCK_UN) != 0)
+    throw std::runtime_error(std::string("GPU timing slot: flock failed: ") + std::strerror(errno));
+}
+
+void GpuSlot::lock_exclusive() {
+  if (lock_ < 0) return;
+  if (depth_ > 0) throw std::logic_error("GPU timing slot: exclusive requested while held");
+  depth_ = 1;
+  if (flock_retry(gate_, LOCK_EX) != 0 || flock_retry(lock_, LOCK_EX) != 0)
+    throw std::runtime_error(std::string("GPU timing slot: flock failed: ") + std::strerror(errno));
+  exclusive_ = true;
+  since_ = Clock::now();
+}
+
+void GpuSlot::unlock() {
+  if (lock_ < 0 || depth_ == 0 || --depth_ > 0) return;
+  if (exclusive_) {
+    held_ += std::chrono::duration<double>(Clock::now() - since_).count();
+    exclusive_ = false;
+    (void)flock_retry(lock_, LOCK_UN);
+    (void)flock_retry(gate_, LOCK_UN);
+  } else {
+    (void)flock_retry(lock_, LOCK_UN);
+  }
+}
+
+GpuSlot& gpu_slot() {
+  static GpuSlot slot;
+  return slot;
+}
+
+}  // namespace kevo::cuda::worker

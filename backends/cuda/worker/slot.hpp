@@ -1,0 +1,58 @@
+// The timing slot of one GPU: a reader-writer lock on files, shared by
+// every kevo worker of the host. Plain POSIX (no CUDA), so that it is
+// tested without a GPU. Documented in docs/cuda.md (GPU scheduling).
+#pragma once
+
+#include <chrono>
+#include <string>
+
+namespace kevo::cuda::worker {
+
+// The timing slot of one GPU, shared by every kevo worker on the host (other
+// workers of this rank, other ranks, other runs): a reader-writer lock on
+// files named after the GPU's PCI bus id. GPU work for correctness holds it
+// shared; timing and profiling hold it exclusive, so no kevo work runs on
+// the GPU while a candidate is timed. A gate file taken before the lock
+// keeps a waiting timer from starving behind a stream of correctness calls.
+// Without open() (dir empty) every operation is a no-op.
+class GpuSlot {
+ public:
+  GpuSlot() = default;
+  ~GpuSlot();
+  GpuSlot(const GpuSlot&) = delete;
+  GpuSlot& operator=(const GpuSlot&) = delete;
+  // Throws std::runtime_error naming the file when it cannot be opened.
+  void open(const std::string& dir, const std::string& pci_bus_id);
+  void lock_shared();
+  void lock_exclusive();
+  void unlock();
+  bool exclusive() const { return exclusive_; }
+  // Seconds held exclusively so far.
+  double exclusive_seconds() const { return held_; }
+
+ private:
+  int gate_ = -1, lock_ = -1;
+  int depth_ = 0;
+  bool exclusive_ = false;
+  double held_ = 0.0;
+  std::chrono::steady_clock::time_point since_;
+};
+
+// The process-wide slot (opened by main once the device is known).
+GpuSlot& gpu_slot();
+
+// RAII holders.
+struct SharedSlot {
+  SharedSlot() { gpu_slot().lock_shared(); }
+  ~SharedSlot() { gpu_slot().unlock(); }
+  SharedSlot(const SharedSlot&) = delete;
+  SharedSlot& operator=(const SharedSlot&) = delete;
+};
+struct ExclusiveSlot {
+  ExclusiveSlot() { gpu_slot().lock_exclusive(); }
+  ~ExclusiveSlot() { gpu_slot().unlock(); }
+  ExclusiveSlot(const ExclusiveSlot&) = delete;
+  ExclusiveSlot& operator=(const ExclusiveSlot&) = delete;
+};
+
+}  // namespace kevo::cuda::worker

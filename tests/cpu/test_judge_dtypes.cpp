@@ -1,0 +1,156 @@
+// The shared judging protocol (kevo_worker_judge) on bfloat16 buffers, in
+// process: inputs are exact bfloat16 values, outputs are poisoned with a NaN
+// that a kernel's own NaN is told apart from, and comparisons happen on the
+// widened values. The kernels here are host functions on host buffers (the
+// protocol does not care who computes; the CUDA worker runs the same code on
+// downloads); CPU tasks cannot declare bfloat16, so this is the only place the
+// protocol meets it without a GPU.
+#include "judge.hpp"
+
+#include "kevo/core/task.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cfenv>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace kevo::cpu::worker {
+// The worker's event channel (main.cpp in the real workers): not needed here.
+void emit(nlohmann::json) {}
+}  // namespace kevo::cpu::worker
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace kevo;
+using namespace kevo::cpu::worker;
+
+class TempTask {
+ public:
+  TempTask() {
+    std::string tmpl = (fs::temp_directory_path() / "kevo-judge-test-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    dir_ = tmpl;
+    const std::string src = "extern \"C\" void twice(const __nv_bfloat16* X, __nv_bfloat16* Y, int n) {}\n";
+    std::ofstream(dir_ / "reference.cu") << src;
+    std::ofstream(dir_ / "seed.cu") << src;
+    std::ofstream(dir_ / "task.json") << R"({
+      "name": "twice", "description": "Y = 2 X", "backend": "cuda", "function": "twice",
+      "args": [{"name": "X", "dtype": "bfloat16", "role": "in", "shape": ["n"],
+                "distribution": {"kind": "uniform", "low": -3, "high": 3}},
+               {"name": "Y", "dtype": "bfloat16", "role": "out", "shape": ["n"]},
+               {"name": "n", "dtype": "int32", "role": "scalar", "value": "n"}],
+      "shapes": {"visible": [{"n": 1000}], "hidden": [{"n": 7}]},
+      "tolerance": {"atol": 0.01, "rtol": 0.01, "rel_l2": 0.01},
+      "reference": "reference.cu", "seed": "seed.cu"})";
+    task_ = load_task(dir_);
+  }
+  ~TempTask() {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  TempTask(const TempTask&) = delete;
+  TempTask& operator=(const TempTask&) = delete;
+  const Task& task() const { return task_; }
+
+ private:
+  fs::path dir_;
+  Task task_;
+};
+
+std::uint16_t* bits(ArgSet& a, std::size_t k) { return static_cast<std::uint16_t*>(a.buf[k].data()); }
+const std::uint16_t* bits(const ArgSet& a, std::size_t k) {
+  return static_cast<const std::uint16_t*>(a.buf[k].data());
+}
+
+// Y = 2 X, exact in bfloat16.
+void twice(ArgSet& a) {
+  for (std::int64_t i = 0; i < a.n[1]; ++i) bits(a, 1)[i] = bf16_from_double(2.0 * bf16_to_double(bits(a, 0)[i]));
+}
+
+Verdict judge(const Task& task, Kernel candidate) {
+  Options opt;
+  opt.mode = "judge";
+  opt.seed = 11;
+  opt.trials = 2;
+  opt.timing = false;
+  std::fenv_t env;
+  std::fegetenv(&env);
+  Judge j(task, opt, twice, std::move(candidate), env, env);
+  return verdict_from_json(j.run().at("verdict"));
+}
+
+TEST(JudgeBfloat16, InputsAreExactBfloat16ValuesAndOutputsArePoisoned) {
+  const TempTask tt;
+  const Task& t = tt.task();
+  const Case c{&t.visible[0], false, 0};
+  const ArgSet a = make_inputs(t, c, 5, "trial0");
+  ASSERT_EQ(a.buf[0].bytes(), 2000u);
+  double lo = 1e9, hi = -1e9;
+  for (std::int64_t i = 0; i < 1000; ++i) {
+    const double x = bf16_to_double(bits(a, 0)[i]);
+    ASSERT_EQ(bf16_from_double(x), bits(a, 0)[i]);
+    ASSERT_TRUE(x >= -3.0 && x <= 3.0) << x;
+    lo = std::min(lo, x);
+    hi = std::max(hi, x);
+    ASSERT_EQ(bits(a, 1)[i], 0x7FDE) << i;   // the output's poison
+  }
+  EXPECT_LT(lo, -2.5);
+  EXPECT_GT(hi, 2.5);
+  // Reproducible per seed, different for another seed.
+  const ArgSet same = make_inputs(t, c, 5, "trial0"), other = make_inputs(t, c, 6, "trial0");
+  EXPECT_EQ(std::memcmp(a.buf[0].data(), same.buf[0].data(), 2000), 0);
+  EXPECT_NE(std::memcmp(a.buf[0].data(), other.buf[0].data(), 2000), 0);
+
+  ArgSet want = clone_for_call(t, a, true), got = clone_for_call(t, a, true);
+  twice(want);
+  EXPECT_NE(first_mismatch(t, c, want, got).find("Y[0]: expected"), std::string::npos);
+  twice(got);
+  EXPECT_EQ(first_mismatch(t, c, want, got), "");
+  bits(got, 1)[17] = bf16_from_double(bf16_to_double(bits(got, 1)[17]) + 0.5);
+  EXPECT_NE(first_mismatch(t, c, want, got).find("Y[17]"), std::string::npos);
+}
+
+TEST(JudgeBfloat16, TheProtocolJudgesBfloat16Outputs) {
+  const TempTask tt;
+  const Task& t = tt.task();
+  EXPECT_EQ(judge(t, [](ArgSet& a, const Case&) { twice(a); }).status, Status::correct);
+
+  // One bfloat16 ulp off (2^-7 relative, under rtol 0.01) everywhere: correct.
+  const Verdict ulp = judge(t, [](ArgSet& a, const Case&) {
+    twice(a);
+    for (std::int64_t i = 0; i < a.n[1]; ++i)
+      if (bits(a, 1)[i] & 0x7FFF) bits(a, 1)[i] ^= 1;
+  });
+  EXPECT_EQ(ulp.status, Status::correct) << ulp.message;
+  EXPECT_GT(ulp.max_abs_error, 0.0);
+
+  // The last element never written: the poison is recognised.
+  const Verdict skipped = judge(t, [](ArgSet& a, const Case&) {
+    twice(a);
+    bits(a, 1)[a.n[1] - 1] = 0x7FDE;
+  });
+  EXPECT_EQ(skipped.status, Status::wrong_answer);
+  EXPECT_NE(skipped.message.find("never written"), std::string::npos) << skipped.message;
+
+  // A NaN the kernel computed (canonical 0x7FC0) is a NaN, not an unwritten element.
+  const Verdict nan = judge(t, [](ArgSet& a, const Case&) {
+    twice(a);
+    bits(a, 1)[3] = bf16_from_double(std::nan(""));
+  });
+  EXPECT_EQ(nan.status, Status::wrong_answer);
+  EXPECT_NE(nan.message.find("got a non-finite value"), std::string::npos) << nan.message;
+  EXPECT_EQ(nan.message.find("never written"), std::string::npos) << nan.message;
+
+  // Wrong by far more than the tolerance: Y = X.
+  const Verdict wrong = judge(t, [](ArgSet& a, const Case&) { std::memcpy(a.buf[1].data(), a.buf[0].data(), a.buf[0].bytes()); });
+  EXPECT_EQ(wrong.status, Status::wrong_answer);
+}
+
+}  // namespace

@@ -1,0 +1,183 @@
+// The CUDA worker's host-side pieces that need no GPU: the GPU timing slot
+// (file locks shared by every worker of a host) and the condensing of ncu
+// and compute-sanitizer reports into verdict text.
+#include "profile.hpp"
+#include "slot.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+namespace cw = kevo::cuda::worker;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+fs::path temp_dir() {
+  fs::path d = fs::temp_directory_path() / ("kevo-slot-test-" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return d;
+}
+
+}  // namespace
+
+// Two GpuSlot objects hold separate open file descriptions, so they exclude
+// each other exactly as two worker processes do.
+TEST(GpuSlot, ExclusiveExcludesSharedAndSharedAllowsShared) {
+  const fs::path dir = temp_dir();
+  cw::GpuSlot timer, judge_a, judge_b;
+  timer.open(dir.string(), "0000:19:00.0");
+  judge_a.open(dir.string(), "0000:19:00.0");
+  judge_b.open(dir.string(), "0000:19:00.0");
+  EXPECT_TRUE(fs::exists(dir / "kevo-gpu-0000-19-00-0.lock"));
+
+  // Two correctness holders at once: allowed.
+  judge_a.lock_shared();
+  judge_b.lock_shared();
+  judge_b.unlock();
+
+  // A timer waits for the shared holder to leave.
+  std::atomic<bool> timing{false};
+  std::thread t([&] {
+    timer.lock_exclusive();
+    timing = true;
+    std::this_thread::sleep_for(300ms);
+    timer.unlock();
+    timing = false;
+  });
+  std::this_thread::sleep_for(200ms);
+  EXPECT_FALSE(timing.load()) << "the exclusive slot was granted while a shared holder was in";
+  judge_a.unlock();
+  for (int i = 0; i < 100 && !timing.load(); ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(timing.load());
+  // While timing, a new correctness holder waits.
+  std::atomic<bool> got{false};
+  std::thread j([&] {
+    judge_b.lock_shared();
+    got = true;
+    judge_b.unlock();
+  });
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(got.load()) << "shared slot granted during a timing";
+  t.join();
+  j.join();
+  EXPECT_TRUE(got.load());
+  EXPECT_GT(timer.exclusive_seconds(), 0.25);
+  fs::remove_all(dir);
+}
+
+TEST(GpuSlot, DifferentGpusDoNotExclude) {
+  const fs::path dir = temp_dir();
+  cw::GpuSlot a, b;
+  a.open(dir.string(), "0000:19:00.0");
+  b.open(dir.string(), "0000:3b:00.0");
+  a.lock_exclusive();
+  std::atomic<bool> got{false};
+  std::thread t([&] {
+    b.lock_exclusive();
+    got = true;
+    b.unlock();
+  });
+  for (int i = 0; i < 100 && !got.load(); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(got.load()) << "the slot of one GPU blocked another GPU";
+  t.join();
+  a.unlock();
+  fs::remove_all(dir);
+}
+
+TEST(GpuSlot, UnopenedIsNoOpAndBadDirIsClearError) {
+  cw::GpuSlot s;
+  s.lock_exclusive();
+  s.unlock();
+  EXPECT_EQ(s.exclusive_seconds(), 0.0);
+  cw::GpuSlot bad;
+  try {
+    bad.open("/nonexistent-kevo-dir", "0000:19:00.0");
+    FAIL() << "no error for a missing directory";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("lock_dir"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Ncu, SummaryFromRawCsv) {
+  const std::string csv =
+      "==PROF== Connected to process 123\n"
+      "==PROF== Profiling \"axpy_kernel\": 0%....50%....100% - 9 passes\n"
+      "\"ID\",\"Process ID\",\"Kernel Name\",\"Block Size\",\"Grid Size\",\"gpu__time_duration.sum\","
+      "\"dram__throughput.avg.pct_of_peak_sustained_elapsed\",\"sm__throughput.avg.pct_of_peak_sustained_elapsed\","
+      "\"sm__warps_active.avg.pct_of_peak_sustained_active\",\"sm__maximum_warps_per_active_cycle_pct\","
+      "\"launch__registers_per_thread\",\"launch__shared_mem_per_block_static\","
+      "\"smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio\","
+      "\"smsp__average_warps_issue_stalled_wait_per_issue_active.ratio\","
+      "\"smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio\","
+      "\"smsp__average_warps_issue_stalled_not_issued_per_issue_active.ratio\","
+      "\"smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio\"\n"
+      "\"\",\"\",\"\",\"\",\"\",\"nsecond\",\"%\",\"%\",\"%\",\"%\",\"register/thread\",\"byte\",\"\",\"\",\"\",\"\",\"\"\n"
+      "\"0\",\"123\",\"axpy_kernel(float, const float *, float *, int)\",\"(256, 1, 1)\",\"(65536, 1, 1)\","
+      "\"162,400\",\"91.5\",\"12.25\",\"85.1\",\"100\",\"16\",\"0\",\"30.5\",\"1.25\",\"0.5\",\"99\",\"0.1\"\n";
+  const std::string s = cw::ncu_summary(csv);
+  EXPECT_NE(s.find("axpy_kernel"), std::string::npos) << s;
+  EXPECT_NE(s.find("162 us"), std::string::npos) << s;           // ns converted, thousands separator read
+  EXPECT_NE(s.find("DRAM 91.5% of peak"), std::string::npos) << s;
+  EXPECT_NE(s.find("shared 0 byte/block"), std::string::npos) << s;
+  EXPECT_NE(s.find("SM 12.2"), std::string::npos) << s;
+  EXPECT_NE(s.find("achieved occupancy 85.1% (theoretical 100%)"), std::string::npos) << s;
+  EXPECT_NE(s.find("16 registers/thread"), std::string::npos) << s;
+  // Top three stalls, largest first, without "not_issued".
+  const auto ls = s.find("long_scoreboard 30.5"), wt = s.find("wait 1.25"), br = s.find("barrier 0.5");
+  ASSERT_NE(ls, std::string::npos) << s;
+  ASSERT_NE(wt, std::string::npos) << s;
+  ASSERT_NE(br, std::string::npos) << s;
+  EXPECT_LT(ls, wt);
+  EXPECT_LT(wt, br);
+  EXPECT_EQ(s.find("not_issued"), std::string::npos) << s;
+  EXPECT_EQ(s.find("math_pipe"), std::string::npos) << "only three stalls: " << s;
+}
+
+TEST(Ncu, NoKernelProfiledIsSaid) {
+  EXPECT_NE(cw::ncu_summary("==PROF== Connected\n==PROF== Disconnected\n").find("no kernel"), std::string::npos);
+}
+
+TEST(Ncu, CsvQuoting) {
+  const auto rows = cw::parse_csv("\"a,b\",\"say \"\"hi\"\"\",3\r\nx,,z\n");
+  ASSERT_EQ(rows.size(), 2u);
+  ASSERT_EQ(rows[0].size(), 3u);
+  EXPECT_EQ(rows[0][0], "a,b");
+  EXPECT_EQ(rows[0][1], "say \"hi\"");
+  EXPECT_EQ(rows[1][1], "");
+}
+
+TEST(Sanitizer, SummaryKeepsErrorsNotBanner) {
+  const std::string report =
+      "========= COMPUTE-SANITIZER\n"
+      "========= Invalid __global__ write of size 4 bytes\n"
+      "=========     at oob_kernel(float *, int)+0x70 in candidate.cu:12\n"
+      "=========     by thread (255,0,0) in block (4095,0,0)\n"
+      "=========     Address 0x7f00 is out of bounds\n"
+      "=========     Saved host backtrace up to driver entry point at kernel launch time\n"
+      "=========         Host Frame: [0x2dfbef]\n"
+      "========= ERROR SUMMARY: 1 error\n";
+  const std::string s = cw::sanitizer_summary(report);
+  EXPECT_NE(s.find("Invalid __global__ write of size 4 bytes"), std::string::npos) << s;
+  EXPECT_NE(s.find("out of bounds"), std::string::npos) << s;
+  EXPECT_EQ(s.find("COMPUTE-SANITIZER"), std::string::npos) << s;
+  EXPECT_EQ(s.find("Host Frame"), std::string::npos) << s;
+}
+
+TEST(Child, RunChildTimesOutAndKillsTheGroup) {
+  const fs::path dir = temp_dir();
+  const auto t0 = std::chrono::steady_clock::now();
+  const cw::ChildResult r = cw::run_child({"/bin/sh", "-c", "sleep 30 & sleep 30"}, dir / "log", 0.5);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  const cw::ChildResult ok = cw::run_child({"/bin/sh", "-c", "echo hello; exit 3"}, dir / "log2", 10);
+  EXPECT_FALSE(ok.timed_out);
+  EXPECT_EQ(ok.exit_code, 3);
+  fs::remove_all(dir);
+}

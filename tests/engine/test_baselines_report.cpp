@@ -1,0 +1,148 @@
+// Library baselines in reports (docs/cuda.md#library-baselines): the table
+// `kevo run` and `kevo report` print from RUN_DIR/baselines.json, and how a
+// run records the baseline hook's outcome (a failure is a note, not an end).
+#include "kevo/engine/report.hpp"
+#include "kevo/engine/run.hpp"
+
+#include "../core/test_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <sstream>
+#include <stdexcept>
+
+namespace kevo::engine {
+namespace {
+
+using nlohmann::json;
+
+std::vector<std::string> words(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+// The table's line that starts with `task` (as whitespace-separated words).
+std::vector<std::string> row_of(const std::string& table, const std::string& task) {
+  std::istringstream in(table);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(task + " ", 0) == 0) return words(line);
+  return {};
+}
+
+TaskRow row(const std::string& task, std::int64_t best_id, double speedup, double best_ms, double ref_ms) {
+  TaskRow r;
+  r.task = task;
+  r.best_id = best_id;
+  r.best_speedup = speedup;
+  r.best_ms = best_ms;
+  r.ref_ms = ref_ms;
+  return r;
+}
+
+json measured_doc() {
+  return json::parse(R"json({
+    "format": "kevo-baselines/1", "measured": true, "torch": "2.9.0", "device_name": "NVIDIA H200",
+    "tasks": {
+      "softmax": {"expr": "torch.softmax(X, dim=1)",
+                  "eager": {"median_ms": 0.12, "iqr_ms": 0.001, "repeats": 40, "check": "ok"},
+                  "compile": {"median_ms": 0.08, "iqr_ms": 0.001, "repeats": 40, "check": "ok", "compile_seconds": 12.5}},
+      "sgemm": {"expr": "torch.mm(A, B)",
+                "eager": {"median_ms": 5.0, "iqr_ms": 0.01, "repeats": 10, "check": "wrong: C: 7 element(s) outside atol"},
+                "compile": {"error": "BackendCompilerFailed: inductor failed"}},
+      "transpose": {"expr": "A.t().contiguous()", "error": "timed out after 900 s (baselines.wall_seconds)"}
+    }})json");
+}
+
+TEST(BaselineReport, ColumnsAndSpeedups) {
+  const std::vector<TaskRow> rows = {row("softmax", 5, 3.5, 0.1, 0.35), row("sgemm", 9, 2.0, 10.0, 20.0),
+                                     row("transpose", -1, 0.0, -1, -1)};
+  const std::string t = format_baselines(rows, measured_doc());
+  EXPECT_EQ(words(t.substr(0, t.find('\n'))),
+            (std::vector<std::string>{"task", "best", "ms", "ref", "ms", "torch", "ms", "compile", "ms", "vs", "ref", "vs",
+                                      "lib", "fastest", "library"}))
+      << t;
+  // best, reference, eager, compile, vs reference, vs the fastest correct library time (0.08 / 0.1).
+  EXPECT_EQ(row_of(t, "softmax"),
+            (std::vector<std::string>{"softmax", "0.1000", "0.3500", "0.1200", "0.0800", "3.50x", "0.80x", "torch.compile"}))
+      << t;
+  // A wrong baseline is shown, starred, and is no yardstick; a failed one is '-'.
+  EXPECT_EQ(row_of(t, "sgemm"),
+            (std::vector<std::string>{"sgemm", "10.0000", "20.0000", "5.0000*", "-", "2.00x", "-", "-"}))
+      << t;
+  EXPECT_EQ(row_of(t, "transpose"), (std::vector<std::string>{"transpose", "-", "-", "-", "-", "-", "-", "-"})) << t;
+  EXPECT_NE(t.find("* output outside the task's tolerance"), std::string::npos) << t;
+  EXPECT_NE(t.find("sgemm: torch eager output wrong: C: 7 element(s)"), std::string::npos) << t;
+  EXPECT_NE(t.find("sgemm: torch.compile failed: BackendCompilerFailed"), std::string::npos) << t;
+  EXPECT_NE(t.find("transpose: failed: timed out after 900 s"), std::string::npos) << t;
+  EXPECT_NE(t.find("softmax: torch.compile took 12.5 s to compile"), std::string::npos) << t;
+  EXPECT_NE(t.find("torch 2.9.0 on NVIDIA H200"), std::string::npos) << t;
+
+  EXPECT_EQ(fastest_baseline(measured_doc(), "softmax"), std::make_pair(0.08, std::string("torch.compile")));
+  EXPECT_EQ(fastest_baseline(measured_doc(), "sgemm").first, -1.0);
+  EXPECT_EQ(fastest_baseline(measured_doc(), "nosuchtask").first, -1.0);
+
+  // The eager baseline is the yardstick when it is the faster correct one.
+  json d = measured_doc();
+  d["tasks"]["softmax"]["compile"]["median_ms"] = 0.2;
+  EXPECT_EQ(row_of(format_baselines(rows, d), "softmax"),
+            (std::vector<std::string>{"softmax", "0.1000", "0.3500", "0.1200", "0.2000", "3.50x", "1.20x", "torch", "eager"}));
+
+  const auto notes = baseline_notes(measured_doc());
+  ASSERT_EQ(notes.size(), 3u);
+  EXPECT_NE(notes[1].find("library baseline softmax: torch eager 0.1200 ms"), std::string::npos) << notes[1];
+}
+
+TEST(BaselineReport, WithoutTorchTheNoteIsShown) {
+  const json doc = {{"format", "kevo-baselines/1"}, {"measured", false},
+                    {"note", "torch is not importable by python3 (No module named 'torch'); torch eager and "
+                             "torch.compile left out"},
+                    {"tasks", json::object()}};
+  const std::string t = format_baselines({row("axpy", 3, 1.25, 0.8, 1.0)}, doc);
+  EXPECT_EQ(row_of(t, "axpy"), (std::vector<std::string>{"axpy", "0.8000", "1.0000", "-", "-", "1.25x", "-", "-"})) << t;
+  EXPECT_NE(t.find("library baselines: torch is not importable by python3"), std::string::npos) << t;
+  ASSERT_EQ(baseline_notes(doc).size(), 1u);
+}
+
+TEST(BaselineRecord, WritesTheDocumentAndSurvivesAFailingHook) {
+  test::TempDir dir;
+  // No hook (every backend but CUDA): nothing is written.
+  EXPECT_TRUE(record_baselines({}, {}, 1, dir.path(), nullptr).is_null());
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "baselines.json"));
+  EXPECT_TRUE(read_baselines(dir.path()).is_null());
+
+  std::uint64_t seen_seed = 0;
+  const BaselineHook note_hook = [&](const std::vector<std::shared_ptr<const Task>>&, std::uint64_t seed) {
+    seen_seed = seed;
+    return json{{"format", "kevo-baselines/1"}, {"measured", false}, {"note", "torch is not importable"},
+                {"tasks", json::object()}};
+  };
+  const json doc = record_baselines(note_hook, {}, 42, dir.path(), nullptr);
+  EXPECT_EQ(seen_seed, 42u);
+  EXPECT_EQ(read_baselines(dir.path()), doc);
+
+  // A hook that throws: the run keeps going, the file says why.
+  std::FILE* log = std::tmpfile();
+  ASSERT_NE(log, nullptr);
+  const BaselineHook bad = [](const std::vector<std::shared_ptr<const Task>>&, std::uint64_t) -> json {
+    throw std::runtime_error("cannot start python3");
+  };
+  const json failed = record_baselines(bad, {}, 1, dir.path(), log);
+  EXPECT_EQ(failed.value("measured", true), false);
+  EXPECT_EQ(read_baselines(dir.path()).value("note", ""), "measuring failed: cannot start python3");
+  std::rewind(log);
+  char buf[512] = {};
+  const std::size_t n = std::fread(buf, 1, sizeof buf - 1, log);
+  std::fclose(log);
+  EXPECT_NE(std::string(buf, n).find("kevo: library baselines: measuring failed: cannot start python3"),
+            std::string::npos);
+
+  // An unreadable file reads as a note, not as a crash of `kevo report`.
+  dir.write("baselines.json", "{not json");
+  EXPECT_NE(read_baselines(dir.path()).value("note", "").find("not a JSON object"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kevo::engine
