@@ -68,6 +68,9 @@ std::string param_type(std::string p) {
   if (out == "int") out = "int32_t";
   if (out == "const int") out = "const int32_t";
   if (out == "long long" || out == "long") out = "int64_t";
+  // nv_bfloat16 is cuda_bf16.h's public alias of the signature's __nv_bfloat16.
+  if (const auto pos = out.find("nv_bfloat16"); pos != std::string::npos && (pos == 0 || out[pos - 1] == ' '))
+    out.replace(pos, 11, "__nv_bfloat16");
   return out;
 }
 

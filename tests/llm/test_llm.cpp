@@ -69,6 +69,22 @@ TEST(LlmReply, SignatureToleratesRestrictAndSpacing) {
   EXPECT_EQ(check_signature(src, t), "");
 }
 
+TEST(LlmReply, Bf16SignatureAcceptsTheNvBfloat16Alias) {
+  const Task t = load_task(kSource / "configs/tasks/cuda/gemm_bf16_bias_relu");
+  std::string want;
+  for (const auto& a : t.args) {
+    if (!want.empty()) want += ", ";
+    const std::string type = a.dtype == DType::bf16 ? "nv_bfloat16" : std::string(c_type(a.dtype));
+    want += std::string(a.role == Role::in ? "const " : "") + type + (a.is_buffer() ? "* " : " ") + a.name;
+  }
+  const std::string src = "#include <cuda_bf16.h>\n#include <cstdint>\nextern \"C\" void " + t.function + "(" + want + ") {}\n";
+  EXPECT_EQ(check_signature(src, t), "") << src;
+  // A different type is still a changed signature.
+  std::string wrong = src;
+  wrong.replace(wrong.find("nv_bfloat16"), 11, "float");
+  EXPECT_NE(check_signature(wrong, t), "");
+}
+
 TEST(LlmDiff, AppliesExactAndWhitespaceTolerantBlocks) {
   const std::string src = "int a = 1;\n  for (int i = 0; i < n; ++i)\n    s += x[i];\nreturn s;\n";
   auto d = parse_diff_blocks(
