@@ -155,9 +155,16 @@ std::optional<Point> ParamMutation::neighbourhood_move(const OperatorRequest& re
       order.reserve(options.size());
       for (std::size_t k = 0; k < options.size(); ++k)
         order.emplace_back(m->predict(options[k].point) + 1e-9 * rng.uniform(), k);
-      std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-      for (const auto& [score, k] : order)
+      // Best first, lazily: usually the first one or few are valid, so a
+      // heap beats sorting every option (the same order as a full sort:
+      // the scores are distinct).
+      const auto lower = [](const auto& a, const auto& b) { return a.first < b.first; };
+      std::make_heap(order.begin(), order.end(), lower);
+      for (auto end = order.end(); end != order.begin(); --end) {
+        std::pop_heap(order.begin(), end, lower);
+        const std::size_t k = (end - 1)->second;
         if (options[k].valid_known || task.space.valid(options[k].point)) return std::move(options[k].point);
+      }
       return std::nullopt;
     }
     for (std::size_t left = options.size(); left > 0; --left) {
