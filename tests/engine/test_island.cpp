@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <random>
@@ -18,8 +19,10 @@ struct RunResult {
   engine::IslandSnapshot snap;
 };
 
-RunResult run_toy(nlohmann::json doc) {
+// `adjust` may change the parsed config (wrap an operator...) before the run.
+RunResult run_toy(nlohmann::json doc, const std::function<void(engine::Config&)>& adjust = {}) {
   auto config = engine::parse_config(doc, "conf.json", test_plugins());
+  if (adjust) adjust(config);
   auto tasks = engine::load_tasks(config);
   VectorSink sink;
   engine::IslandOptions opts;
@@ -168,18 +171,9 @@ TEST(Island, AsynchronousArrivalOrderChangesNothing) {
     auto doc = toy_config();
     doc["budget"]["evaluations_per_task"] = 40;
     doc["island"]["in_flight"] = 8;
-    auto config = engine::parse_config(doc, "conf.json", test_plugins());
-    config.operators[0].op = std::make_unique<ShuffledReplies>(std::move(config.operators[0].op), order_seed);
-    auto tasks = engine::load_tasks(config);
-    VectorSink sink;
-    engine::IslandOptions opts;
-    opts.seed = config.seed;
-    opts.budget = config.budget;
-    opts.island = config.island;
-    engine::Island island(opts, tasks, *config.backend, config.operators, sink);
-    std::atomic<int> stop{0};
-    island.run(stop, {});
-    return sink.rows;
+    return run_toy(doc, [order_seed](engine::Config& config) {
+             config.operators[0].op = std::make_unique<ShuffledReplies>(std::move(config.operators[0].op), order_seed);
+           }).rows;
   };
   const auto a = run(1);
   for (std::uint64_t order : {2, 3, 4}) {

@@ -78,6 +78,13 @@ void poison(const Arg& a, Buffer& b, std::int64_t n) {
   for_blocks(n, 4 * kBlock, [&](std::int64_t lo, std::int64_t hi) { poison_range(a.dtype, b.data(), lo, hi); });
 }
 
+// Lowers `at` to i if i is smaller (the first bad index over parallel blocks).
+void lower_to(std::atomic<std::int64_t>& at, std::int64_t i) {
+  std::int64_t cur = at.load();
+  while (i < cur && !at.compare_exchange_weak(cur, i)) {
+  }
+}
+
 // memcpy in parallel blocks.
 void copy_bytes(void* dst, const void* src, std::size_t bytes) {
   constexpr std::int64_t kChunk = std::int64_t{1} << 20;
@@ -97,9 +104,7 @@ std::size_t first_difference(const void* a, const void* b, std::size_t bytes) {
     if (std::memcmp(pa + lo, pb + lo, static_cast<std::size_t>(hi - lo)) == 0) return;
     std::int64_t i = lo;
     while (pa[i] == pb[i]) ++i;
-    std::int64_t cur = first.load();
-    while (i < cur && !first.compare_exchange_weak(cur, i)) {
-    }
+    lower_to(first, i);
   });
   return static_cast<std::size_t>(first.load());
 }
@@ -168,7 +173,6 @@ std::string demangle(const char* name) {
 }  // namespace
 
 void set_protocol_threads(int n) { g_threads = std::clamp(n, 1, 256); }
-int protocol_threads() { return g_threads; }
 
 void for_blocks(std::int64_t n, std::int64_t block, const std::function<void(std::int64_t, std::int64_t)>& fn) {
   if (n <= 0) return;
@@ -290,6 +294,17 @@ ArgSet make_inputs(const Task& task, const Case& c, std::uint64_t seed, const st
   return a;
 }
 
+ArgSet allocate_like(const ArgSet& orig) {
+  ArgSet a;
+  a.sc = orig.sc;
+  a.n = orig.n;
+  a.buf.resize(orig.buf.size());
+  for (std::size_t k = 0; k < orig.buf.size(); ++k)
+    if (orig.buf[k].data()) a.buf[k] = Buffer(orig.buf[k].bytes());
+  a.rebind();
+  return a;
+}
+
 ArgSet clone_for_call(const Task& task, const ArgSet& orig, bool poison_outputs) {
   ArgSet a;
   a.sc = orig.sc;
@@ -318,9 +333,7 @@ std::string first_mismatch(const Task& task, const Case& c, const ArgSet& want, 
         const bool ok = std::isfinite(x) ? std::isfinite(y) && std::fabs(y - x) <= tol.atol + tol.rtol * std::fabs(x)
                                          : (std::isnan(x) && std::isnan(y)) || x == y;
         if (ok) continue;
-        std::int64_t cur = first.load();
-        while (i < cur && !first.compare_exchange_weak(cur, i)) {
-        }
+        lower_to(first, i);
         return;
       }
     });

@@ -134,10 +134,9 @@ std::string first_mismatch(const Task& task, const Case& c, const ArgSet& want, 
 // affected. Results do not depend on the number: inputs are drawn per fixed
 // block of elements and sums are combined in block order.
 void set_protocol_threads(int n);
-int protocol_threads();
 
 // Runs fn(begin, end) over [0, n) in blocks of `block` elements, on up to
-// protocol_threads() threads (the calling thread included).
+// set_protocol_threads' number of threads (the calling thread included).
 void for_blocks(std::int64_t n, std::int64_t block, const std::function<void(std::int64_t, std::int64_t)>& fn);
 
 // The q-quantile of v (linear interpolation), 0 for an empty v.
@@ -147,5 +146,8 @@ double quantile(std::vector<double> v, double q);
 // poisoned (NaN, integer sentinel).
 ArgSet make_inputs(const Task& task, const Case& c, std::uint64_t seed, const std::string& tag);
 ArgSet clone_for_call(const Task& task, const ArgSet& orig, bool poison_outputs);
+// The same buffers and scalars as `orig`, buffer contents uninitialised (to
+// be overwritten whole, e.g. by a download from the device).
+ArgSet allocate_like(const ArgSet& orig);
 
 }  // namespace kevo::cpu::worker

@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
     w::fatal("bad_request", std::string("bad request: ") + e.what());
   }
   w::Options& opt = r.opt;
+  w::set_protocol_threads(opt.threads);
 
   // 2. The task and the reference (trusted: compiled by kevo from the task).
   kevo::Task task;

@@ -151,7 +151,6 @@ Request parse_request(const nlohmann::json& req, std::chrono::steady_clock::time
   r.open_files = req.value("open_files", 0);
   opt.wall_seconds = req.value("wall_seconds", 0.0);
   opt.threads = req.value("judge_threads", 1);
-  set_protocol_threads(opt.threads);
   opt.started = started;
   if (opt.mode != proto::kModeJudge && opt.mode != proto::kModeSelfCheck && opt.mode != proto::kModeNull)
     throw std::invalid_argument("unknown mode '" + opt.mode + "'");

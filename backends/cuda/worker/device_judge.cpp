@@ -134,7 +134,9 @@ std::int64_t default_gpu_flush_bytes() {
   return std::int64_t{256} << 20;
 }
 
-bool g_slot_covers_transfers = false;
+namespace {
+bool g_slot_covers_transfers = false;   // set once per worker, before any call
+}  // namespace
 
 void set_slot_covers_transfers(bool on) { g_slot_covers_transfers = on; }
 
@@ -192,7 +194,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     int calls_c = 0, calls_r = 0;
     // The outputs of the last timed call and of one more call on the other
     // input set (checked below, after the slot is released).
-    w::ArgSet got[2] = {w::clone_for_call(task, orig[0], true), w::clone_for_call(task, orig[0], true)};
+    w::ArgSet got[2] = {w::allocate_like(orig[0]), w::allocate_like(orig[0])};   // downloaded whole
     int got_set[2] = {0, 0};
     // From here to the end of the verification calls no other kevo work
     // runs on this GPU (every worker on the host honours the slot).

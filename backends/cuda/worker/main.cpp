@@ -99,6 +99,7 @@ struct Extra {
   std::string profiler;                                  // ncu path ("" = off)
   bool profile = false;                                  // profile this candidate if correct
   double child_seconds = 60.0;
+  bool slot_covers_transfers = false;
 };
 
 Extra parse_extra(const nlohmann::json& req, const w::Request& r) {
@@ -118,7 +119,7 @@ Extra parse_extra(const nlohmann::json& req, const w::Request& r) {
   x.profiler = req.value("profiler", std::string());
   x.profile = req.value("profile", false);
   x.child_seconds = req.value("child_seconds", x.child_seconds);
-  cw::set_slot_covers_transfers(req.value("slot_covers_transfers", false));
+  x.slot_covers_transfers = req.value("slot_covers_transfers", false);
   return x;
 }
 
@@ -160,6 +161,8 @@ int child_main(const std::string& mode, const fs::path& request_file, const fs::
     return 2;
   }
   const Extra x = parse_extra(req, r);
+  w::set_protocol_threads(r.opt.threads);
+  cw::set_slot_covers_transfers(x.slot_covers_transfers);
   ::setenv("NVIDIA_TF32_OVERRIDE", "0", 1);
   if (std::string why = open_device(x.device); !why.empty()) {
     std::fprintf(stderr, "kevo-cuda-worker child: %s\n", why.c_str());
@@ -296,6 +299,8 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     w::fatal("bad_request", std::string("bad request: ") + e.what());
   }
+  w::set_protocol_threads(r.opt.threads);
+  cw::set_slot_covers_transfers(x.slot_covers_transfers);
   w::Options opt = r.opt;
   const bool gpu_timing = opt.timing && opt.mode == proto::kModeJudge;
   opt.timing = false;   // the shared judge checks correctness only; timing is ours

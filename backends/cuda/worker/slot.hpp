@@ -26,7 +26,6 @@ class GpuSlot {
   void lock_shared();
   void lock_exclusive();
   void unlock();
-  bool exclusive() const { return exclusive_; }
   // Seconds held exclusively so far.
   double exclusive_seconds() const { return held_; }
 
