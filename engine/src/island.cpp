@@ -245,6 +245,7 @@ void Island::handle_outcome(OperatorOutcome outcome) {
     return;
   }
   slot.c.op_note = outcome.proposal->note;
+  slot.c.profile_request = std::move(outcome.proposal->profile);
   accept_source(slot, std::move(outcome.proposal->source), std::move(outcome.proposal->point));
 }
 
@@ -276,7 +277,7 @@ void Island::accept_source(Slot& slot, std::string source, std::optional<Point> 
   ++t.judged_submitted;
   c.t_submitted = now();
   slot.where = Where::backend;
-  backend_.submit(EvalRequest{c.id, t.task, c.source, c.eval_seed});
+  backend_.submit(EvalRequest{c.id, t.task, c.source, c.eval_seed, c.profile_request});
 }
 
 void Island::insert_member(TaskState& t, const Candidate& c) {
@@ -534,11 +535,21 @@ void Island::restore(std::size_t i, std::vector<Candidate> members,
   for (const auto& [hash, id] : seen) t.seen.emplace(hash, id);
   for (auto& m : members) {
     m.task = static_cast<std::uint32_t>(i);
+    // The lineage stores the full hash only; parameter operators ask about
+    // known points by the parent's body hash.
+    if (!m.source.empty()) m.body_hash = source_hashes(m.source).body;
     if (!t.best || m.fitness() > t.best->fitness()) t.best = m;
     insert_member(t, m);
   }
   t.restored = !t.population.empty();
   t.cap = std::max<std::int64_t>(0, t.cap - spent);
+}
+
+void Island::replay(const Candidate& c, bool committed_here) {
+  TaskState& t = tasks_.at(c.task);
+  if (c.point) t.seen_points.insert(variant_key(c.body_hash, *c.point));
+  if (committed_here)
+    for (auto& o : operators_) o.op->replay(c);
 }
 
 std::vector<std::pair<std::uint64_t, std::uint32_t>> Island::in_flight_ids() const {

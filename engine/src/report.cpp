@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <unordered_map>
@@ -113,6 +114,23 @@ std::string str(const nlohmann::json& j, const char* key) {
 
 constexpr std::pair<const char*, const char*> kKinds[] = {{"eager", "torch eager"}, {"compile", "torch.compile"}};
 
+// The task's source baselines (tasks[name]["sources"]: name -> record), or null.
+const nlohmann::json* sources_of(const nlohmann::json* entry) {
+  if (!entry) return nullptr;
+  const auto it = entry->find("sources");
+  return it == entry->end() || !it->is_object() ? nullptr : &*it;
+}
+
+// Source baseline names over the rows' tasks, for the table's columns.
+std::vector<std::string> source_names(const std::vector<TaskRow>& rows, const nlohmann::json& baselines) {
+  std::vector<std::string> names;
+  for (const auto& r : rows)
+    if (const nlohmann::json* s = sources_of(baseline_entry(baselines, r.task)))
+      for (const auto& [name, b] : s->items())
+        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  return names;
+}
+
 }  // namespace
 
 std::pair<double, std::string> fastest_baseline(const nlohmann::json& baselines, const std::string& task) {
@@ -124,13 +142,25 @@ std::pair<double, std::string> fastest_baseline(const nlohmann::json& baselines,
     const double ms = b->at("median_ms").get<double>();
     if (best.first < 0 || ms < best.first) best = {ms, label};
   }
+  // Source baselines are judged like candidates: a failed one has an error.
+  if (const nlohmann::json* s = sources_of(e))
+    for (const auto& [name, b] : s->items()) {
+      const nlohmann::json* m = measured(s, name.c_str());
+      if (!m) continue;
+      const double ms = m->at("median_ms").get<double>();
+      if (best.first < 0 || ms < best.first) best = {ms, name};
+    }
   return best;
 }
 
 std::string format_baselines(const std::vector<TaskRow>& rows, const nlohmann::json& baselines) {
   auto ms = [](double v) { return v > 0 ? fmt::format("{:.4f}", v) : std::string("-"); };
-  std::string out = fmt::format("{:<14} {:>10} {:>10} {:>10} {:>11} {:>8} {:>8}  {}\n", "task", "best ms", "ref ms",
-                                "torch ms", "compile ms", "vs ref", "vs lib", "fastest library");
+  // One column per source baseline name (cublas, cub...), after torch's.
+  const std::vector<std::string> src_names = source_names(rows, baselines);
+  std::string src_head;
+  for (const auto& n : src_names) src_head += fmt::format(" {:>{}}", n + " ms", std::max<std::size_t>(10, n.size() + 3));
+  std::string out = fmt::format("{:<14} {:>10} {:>10} {:>10} {:>11}{} {:>8} {:>8}  {}\n", "task", "best ms", "ref ms",
+                                "torch ms", "compile ms", src_head, "vs ref", "vs lib", "fastest library");
   std::vector<std::string> notes;
   bool flagged = false;
   for (const auto& r : rows) {
@@ -146,10 +176,20 @@ std::string format_baselines(const std::vector<TaskRow>& rows, const nlohmann::j
         notes.push_back(fmt::format("{}: {} output {}", r.task, kKinds[k].second, str(*b, "check")));
       }
     }
+    const nlohmann::json* srcs = sources_of(e);
+    std::string src_cells;
+    for (const auto& n : src_names) {
+      const nlohmann::json* b = measured(srcs, n.c_str());
+      src_cells += fmt::format(" {:>{}}", b ? ms(b->at("median_ms").get<double>()) : std::string("-"),
+                               std::max<std::size_t>(10, n.size() + 3));
+    }
+    if (srcs)
+      for (const auto& [n, b] : srcs->items())
+        if (b.is_object() && b.contains("error")) notes.push_back(fmt::format("{}: {} failed: {}", r.task, n, str(b, "error")));
     const auto [lib_ms, lib] = fastest_baseline(baselines, r.task);
     const bool best = r.best_id >= 0;
-    out += fmt::format("{:<14} {:>10} {:>10} {:>10} {:>11} {:>8} {:>8}  {}\n", r.task, best ? ms(r.best_ms) : "-",
-                       best ? ms(r.ref_ms) : "-", cell[0], cell[1],
+    out += fmt::format("{:<14} {:>10} {:>10} {:>10} {:>11}{} {:>8} {:>8}  {}\n", r.task, best ? ms(r.best_ms) : "-",
+                       best ? ms(r.ref_ms) : "-", cell[0], cell[1], src_cells,
                        best ? fmt::format("{:.2f}x", r.best_speedup) : std::string("-"),
                        best && lib_ms > 0 && r.best_ms > 0 ? fmt::format("{:.2f}x", lib_ms / r.best_ms) : std::string("-"),
                        lib_ms > 0 ? lib : std::string("-"));
@@ -189,6 +229,14 @@ std::vector<std::string> baseline_notes(const nlohmann::json& baselines) {
       if (const nlohmann::json* b = measured(&e, key))
         line += fmt::format(" {} {:.4f} ms (IQR {:.4f}, check {})", label, b->at("median_ms").get<double>(),
                             b->value("iqr_ms", 0.0), str(*b, "check").empty() ? "ok" : str(*b, "check"));
+    if (const nlohmann::json* s = sources_of(&e))
+      for (const auto& [name, b] : s->items()) {
+        if (const nlohmann::json* m = measured(s, name.c_str()))
+          line += fmt::format(" {} {:.4f} ms (IQR {:.4f}, judged correct)", name, m->at("median_ms").get<double>(),
+                              m->value("iqr_ms", 0.0));
+        else if (b.is_object())
+          line += fmt::format(" {} failed: {}", name, str(b, "error"));
+      }
     lines.push_back(line);
   }
   return lines;

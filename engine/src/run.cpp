@@ -4,9 +4,11 @@
 #include "kevo/engine/lineage_sink.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <fstream>
@@ -62,18 +64,77 @@ std::string best_file_text(const Task& task, const Candidate& c) {
   return header + c.source;
 }
 
+bool has_source_baselines(const std::vector<std::shared_ptr<const Task>>& tasks) {
+  return std::any_of(tasks.begin(), tasks.end(), [](const auto& t) { return !t->source_baselines.empty(); });
+}
+
+nlohmann::json source_baseline_record(const Task::SourceBaseline& b, const Verdict& v) {
+  nlohmann::json r = {{"source", b.path.filename().string()}, {"link", b.link}, {"status", to_string(v.status)}};
+  // A baseline that fails its judging is reported, never used as a yardstick.
+  if (!v.is_correct() || v.cand_median_ns <= 0) {
+    r["error"] = v.is_correct() ? std::string("correct, but not timed") : std::string(to_string(v.status)) + ": " + v.message;
+    return r;
+  }
+  r["median_ms"] = v.cand_median_ns / 1e6;
+  r["iqr_ms"] = v.cand_iqr_ns / 1e6;
+  r["ref_ms"] = v.ref_median_ns / 1e6;
+  r["speedup_vs_ref"] = v.speedup;
+  r["repeats"] = v.repeats;
+  r["max_abs_error"] = v.max_abs_error;
+  r["rel_l2_error"] = v.rel_l2_error;
+  if (!v.message.empty()) r["message"] = v.message;   // a host-timing or re-verification remark
+  return r;
+}
+
 nlohmann::json record_baselines(const BaselineHook& hook, const std::vector<std::shared_ptr<const Task>>& tasks,
-                                std::uint64_t seed, const fs::path& run_dir, std::FILE* log) {
-  if (!hook) return nullptr;
-  nlohmann::json doc;
-  try {
-    doc = hook(tasks, seed);
-  } catch (const std::exception& e) {
-    // Baselines are context for the report, not part of the search: losing
-    // them must not lose the run.
-    doc = {{"format", "kevo-baselines/1"}, {"measured", false},
-           {"note", std::string("measuring failed: ") + e.what()}, {"tasks", nlohmann::json::object()}};
-    if (log) fmt::print(log, "kevo: library baselines: {}\n", doc["note"].get<std::string>());
+                                std::uint64_t seed, const fs::path& run_dir, std::FILE* log, Backend* backend) {
+  const bool sources = backend && has_source_baselines(tasks);
+  if (!hook && !sources) return nullptr;
+  nlohmann::json doc = {{"format", "kevo-baselines/1"}, {"measured", false}, {"tasks", nlohmann::json::object()}};
+  if (hook) {
+    try {
+      doc = hook(tasks, seed);
+    } catch (const std::exception& e) {
+      // Baselines are context for the report, not part of the search: losing
+      // them must not lose the run.
+      doc = {{"format", "kevo-baselines/1"}, {"measured", false},
+             {"note", std::string("measuring failed: ") + e.what()}, {"tasks", nlohmann::json::object()}};
+      if (log) fmt::print(log, "kevo: library baselines: {}\n", doc["note"].get<std::string>());
+    }
+  }
+  if (sources) {
+    if (!doc.is_object()) doc = {{"format", "kevo-baselines/1"}, {"measured", false}};
+    if (!doc.contains("tasks") || !doc["tasks"].is_object()) doc["tasks"] = nlohmann::json::object();
+    for (const auto& t : tasks) {
+      if (t->source_baselines.empty()) continue;
+      if (log) {
+        std::vector<std::string> names;
+        for (const auto& b : t->source_baselines) names.push_back(b.name);
+        fmt::print(log, "kevo: library baselines: {}: {} (task sources) ...\n", t->name, fmt::join(names, ", "));
+        std::fflush(log);
+      }
+      nlohmann::json entries = nlohmann::json::object();
+      try {
+        const std::vector<BaselineVerdict> verdicts = backend->judge_baselines(*t, seed);
+        for (std::size_t i = 0; i < t->source_baselines.size(); ++i) {
+          const auto& b = t->source_baselines[i];
+          entries[b.name] = i < verdicts.size() ? source_baseline_record(b, verdicts[i].verdict)
+                                                : nlohmann::json{{"source", b.path.filename().string()},
+                                                                 {"error", "the " + backend->name() +
+                                                                               " backend does not judge source baselines"}};
+        }
+      } catch (const std::exception& e) {
+        for (const auto& b : t->source_baselines)
+          entries[b.name] = {{"source", b.path.filename().string()}, {"error", std::string("judging failed: ") + e.what()}};
+      }
+      if (log)
+        for (const auto& [name, r] : entries.items())
+          fmt::print(log, "kevo: library baselines: {}: {} {}\n", t->name, name,
+                     r.contains("error") ? "failed: " + r["error"].get<std::string>()
+                                         : fmt::format("{:.4f} ms, speedup {:.2f}x over the reference",
+                                                       r["median_ms"].get<double>(), r["speedup_vs_ref"].get<double>()));
+      doc["tasks"][t->name]["sources"] = std::move(entries);
+    }
   }
   write_file(run_dir / "baselines.json", doc.dump(2) + "\n");
   return doc;

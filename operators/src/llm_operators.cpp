@@ -421,6 +421,19 @@ std::map<std::string, std::string> prompt_slots(const OperatorRequest& req, Serv
 
 // ---- operators -------------------------------------------------------------
 
+bool asks_for_profile(const std::string& reply) {
+  std::istringstream in(reply);
+  for (std::string line; std::getline(in, line);) {
+    std::string t;   // the line without spaces and Markdown emphasis, lower-case
+    for (char c : line) {
+      const auto u = static_cast<unsigned char>(c);
+      if (!std::isspace(u) && c != '*' && c != '`') t += static_cast<char>(std::tolower(u));
+    }
+    if (t == "profile:yes") return true;
+  }
+  return false;
+}
+
 struct LlmOperator::Job {
   std::uint64_t id = 0;
   const Task* task = nullptr;
@@ -431,6 +444,7 @@ struct LlmOperator::Job {
   std::size_t model = 0;
   int step = 0;                  // analyst: 0 = analysis, 1 = generation
   std::uint64_t sample = 0;      // reply-cache sample index, fixed at begin()
+  std::string profile_request;   // analyst: why its child should be profiled ("" = no request)
   std::int64_t repair_of = -1;   // fix: the failed candidate this repairs
   int repair_turn = 0;           // fix: 1 for the first repair of a conversation
   json turns = json::array();    // lineage records, one per request
@@ -537,6 +551,10 @@ std::optional<OperatorOutcome> LlmOperator::do_begin(const OperatorRequest& req)
       // get a plain rewrite prompt.
       if (req.parents.front()->verdict.is_correct() && req.parents.front()->verdict.speedup < options_.slow_below) {
         tmpl = "analyst";
+        // An analysis without profiler data: the child is profiled, so the
+        // next analysis along this lineage has figures to work from.
+        if (req.parents.front()->verdict.profile.empty())
+          job->profile_request = fmt::format("{}: parent {} has no profile", name(), req.parents.front()->id);
       } else {
         tmpl = "rewrite";
         job->step = 1;
@@ -597,9 +615,14 @@ std::optional<OperatorOutcome> LlmOperator::finish(Job& job, const ChatResult& r
       if (job.step == 1) {
         auto p = parse_code_reply(r.text, task);
         if (!p.source) return done(OperatorOutcome::failed(job.id, "reply rejected: " + p.error));
-        return done(OperatorOutcome::ok(job.id, Proposal{std::move(*p.source), std::nullopt,
-                                                         "model " + r.model + ", after performance analysis"}));
+        std::string note = "model " + r.model + ", after performance analysis";
+        if (!job.profile_request.empty()) note += "; profile requested (" + job.profile_request + ")";
+        return done(OperatorOutcome::ok(
+            job.id, Proposal{std::move(*p.source), std::nullopt, std::move(note), job.profile_request}));
       }
+      // The analysis may ask for the profile of the version it leads to.
+      if (job.profile_request.empty() && asks_for_profile(r.text))
+        job.profile_request = name() + ": its analysis asked for the profile of the rewritten kernel";
       // Step 0 answered: the recommendations go into a generation prompt.
       job.step = 1;
       job.slots["recommendations"] = r.text;

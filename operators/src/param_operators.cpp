@@ -41,14 +41,15 @@ class ParamMutation::Model {
   static constexpr double kRidge = 1.0;   // shrinks effects seen on few samples towards 0
   static constexpr int kSweeps = 8;
 
-  Model(const SearchSpace& space, const std::vector<Sample>& all) {
+  // Fitted on the first `prefix` of `all`.
+  Model(const SearchSpace& space, const std::vector<Sample>& all, std::size_t prefix) {
     const auto& params = space.params();
     effect_.resize(params.size());
     for (std::size_t i = 0; i < params.size(); ++i) effect_[i].assign(params[i].values.size(), 0.0);
-    // The last kWindow samples whose point fits this space (an operator may
+    // The last kWindow of those samples whose point fits this space (an operator may
     // have recorded a point of another shape: it is ignored, not indexed).
     std::vector<const Sample*> use;
-    for (auto it = all.rbegin(); it != all.rend() && use.size() < kWindow; ++it)
+    for (auto it = all.rend() - static_cast<std::ptrdiff_t>(prefix); it != all.rend() && use.size() < kWindow; ++it)
       if (fits(params, it->point)) use.push_back(&*it);
     const std::size_t n = use.size();
     if (n == 0) return;
@@ -104,18 +105,24 @@ void ParamMutation::observe(const Candidate& c) {
   else if (c.verdict.status != Status::invalid && c.verdict.status != Status::lost) m.duplicates = 0;
   if (!c.verdict.is_correct() || !c.point || !(c.verdict.speedup > 0.0) || !std::isfinite(c.verdict.speedup)) return;
   m.samples.push_back(Sample{*c.point, std::log(c.verdict.speedup)});
+  // The refit schedule: every sample up to 64, then after every 1/16 more
+  // (a fit per commit would cost the null-backend engine more than its
+  // 100 us budget per candidate; one more sample among hundreds barely
+  // moves the effects). Advanced here, per sample, rather than when a
+  // proposal asks for the model, so that which samples the model is fitted
+  // on depends only on the candidates observed: a resumed run that replays
+  // them gets the same model as the uninterrupted run (docs/config.md).
+  const std::size_t n = m.samples.size();
+  if (n < 64 || n >= m.fit_at + m.fit_at / 16) m.fit_at = n;
 }
 
 const ParamMutation::Model& ParamMutation::model(const Task& task, std::size_t index) {
   TaskMemory& m = tasks_.at(index);
-  // Proposals between two commits see the same samples: fit once for them.
-  // Past 64 samples, refit after every 1/16 more (a fit per commit would
-  // cost the null-backend engine more than its 100 us budget per candidate;
-  // one more sample among hundreds barely moves the effects).
-  const std::size_t n = m.samples.size();
-  if (!m.model || (n != m.fitted_on && (n < 64 || n >= m.fitted_on + m.fitted_on / 16))) {
-    m.model = std::make_unique<Model>(task.space, m.samples);
-    m.fitted_on = n;
+  // Fitted lazily, once per schedule step: proposals between two commits
+  // see the same samples.
+  if (!m.model || m.fitted_on != m.fit_at) {
+    m.model = std::make_unique<Model>(task.space, m.samples, m.fit_at);
+    m.fitted_on = m.fit_at;
   }
   return *m.model;
 }
@@ -257,10 +264,10 @@ std::optional<OperatorOutcome> ParamMutation::do_begin(const OperatorRequest& re
   const auto start = parent_point(task, parent);
   if (!start)
     return OperatorOutcome::failed(request.id, fmt::format("parent {} has no valid parameter block", parent.id));
-  // A run of duplicates means the points near the population were judged
-  // before without the island knowing it (a resumed run knows the hashes of
-  // earlier candidates, not their points): jump further with rate moves at
-  // rate 0.5 until something new is judged.
+  // A run of duplicates means the children keep landing on judged points
+  // (rate moves' and crossovers' last tries, repeats the known points do
+  // not catch): jump further with rate moves at rate 0.5 until something
+  // new is judged.
   const bool stuck = parent.task < tasks_.size() && tasks_[parent.task].duplicates >= kStuck;
   std::optional<Point> child;
   if (!stuck && request.rng->chance(options_.local)) child = neighbourhood_move(request, *start);

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -151,4 +152,40 @@ TEST(Adversarial, EveryAttackGetsItsStatus) {
   errno = 0;
   EXPECT_EQ(waitpid(-1, &st, WNOHANG), -1);
   EXPECT_EQ(errno, ECHILD) << "a worker or compiler was left unreaped";
+}
+
+TEST(Adversarial, TheCudaPolicyVariantReachesTheWorker) {
+  // The CUDA backend's requests carry "seccomp_policy": "cuda"; the shared
+  // worker code installs that variant. Judged here with the CPU worker: an
+  // existing file opened read-write is allowed by the CUDA variant only,
+  // creating a file is a violation under both.
+  auto task = std::make_shared<kevo::Task>(kevo::load_task(kDir / "task"));
+  const fs::path existing = fs::temp_directory_path() / ("kevo-policy-existing-" + std::to_string(::getpid()));
+  std::ofstream(existing) << "keep";
+  const std::string rdwr = "#include <cstdint>\n#include <fcntl.h>\n#include <unistd.h>\n"
+                           "extern \"C\" void rowsum(const float* A, float* out, int32_t M, int32_t N) {\n"
+                           "  int fd = open(\"" + existing.string() + "\", O_RDWR);\n"
+                           "  if (fd >= 0) close(fd);\n"
+                           "  for (int32_t i = 0; i < M; ++i) {\n"
+                           "    double s = 0.0;\n"
+                           "    for (int32_t j = 0; j < N; ++j) s += A[static_cast<int64_t>(i) * N + j];\n"
+                           "    out[i] = static_cast<float>(s);\n  }\n}\n";
+  kevo::cpu::CpuOptions cuda_opt = test_options();
+  cuda_opt.flavour.worker_request["seccomp_policy"] = "cuda";
+  kevo::cpu::CpuBackend cuda_variant(cuda_opt);
+  cuda_variant.prepare(*task);
+  const kevo::Verdict allowed = cuda_variant.evaluate(task, rdwr, 5);
+  EXPECT_EQ(allowed.status, Status::correct) << allowed.message;
+  fs::remove("/tmp/kevo-adversarial-escape");
+  const kevo::Verdict created = cuda_variant.evaluate(task, read(kDir / "candidates" / "write_file.cpp"), 5);
+  EXPECT_EQ(created.status, Status::runtime_error) << created.message;
+  EXPECT_NE(created.message.find("sandbox violation"), std::string::npos) << created.message;
+  EXPECT_FALSE(fs::exists("/tmp/kevo-adversarial-escape"));
+
+  kevo::cpu::CpuBackend cpu_variant(test_options());
+  cpu_variant.prepare(*task);
+  const kevo::Verdict denied = cpu_variant.evaluate(task, rdwr, 5);
+  EXPECT_EQ(denied.status, Status::runtime_error) << denied.message;
+  EXPECT_NE(denied.message.find("sandbox violation"), std::string::npos) << denied.message;
+  fs::remove(existing);
 }

@@ -153,6 +153,18 @@ int throughput_bench(const fs::path& dir, int n, int eval_jobs) {
               static_cast<unsigned long long>(s1.compiles - s0.compiles), cb->options().eval_jobs, worker, slot, wall,
               100.0 * slot / wall);
   for (const auto& d : devices) std::printf("device: %s\n", d.c_str());
+  // Where an average worker's time went (the CUDA worker's "phases"), and
+  // what the process cost outside main().
+  const double results = static_cast<double>(std::max<std::uint64_t>(s1.worker_results - s0.worker_results, 1));
+  std::printf("per worker (s):");
+  for (const auto& [phase, secs] : s1.worker_phase_seconds) {
+    const auto before = s0.worker_phase_seconds.find(phase);
+    std::printf(" %s %.3f", phase.c_str(),
+                (secs - (before == s0.worker_phase_seconds.end() ? 0.0 : before->second)) / results);
+  }
+  std::printf("; outside main %.3f\n",
+              ((s1.worker_wall_seconds - s0.worker_wall_seconds) - (s1.worker_inner_seconds - s0.worker_inner_seconds)) /
+                  results);
   return 0;
 }
 

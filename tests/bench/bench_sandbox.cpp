@@ -8,13 +8,20 @@
 //     cached candidate minus the time the worker spent inside main() (the
 //     difference is exec, dynamic loading, pipes, reaping, scratch dirs);
 //  3. end to end: submit -> verdict for a cached candidate (correctness +
-//     timing), for scale.
+//     timing), for scale;
+//  4. the spawner a worker under the seccomp policy runs its tools through
+//     (the CUDA worker's sanitizer and profiler stages): its start and one
+//     run of /bin/true, beside a plain posix_spawn + waitpid, for scale.
 //
 // Usage: kevo_bench_sandbox [TASK_DIR] [ITERATIONS]
 //   TASK_DIR defaults to the adversarial test task of the source tree.
 #include "kevo/core/task.hpp"
 #include "kevo/cpu/cpu_backend.hpp"
 #include "kevo/sandbox/runner.hpp"
+#include "kevo/sandbox/spawner.hpp"
+
+#include <spawn.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <chrono>
@@ -25,6 +32,8 @@
 #include <numeric>
 #include <sstream>
 #include <vector>
+
+extern char** environ;
 
 namespace fs = std::filesystem;
 
@@ -83,6 +92,29 @@ int main(int argc, char** argv) {
       }
     }
 
+    // 4. The spawner, and posix_spawn for comparison.
+    std::vector<double> spawner_start, spawner_run, plain_spawn;
+    for (int i = 0; i < n; ++i) {
+      const auto t0 = Clock::now();
+      kevo::sandbox::Spawner sp({{{"/bin/true"}, "", 10}});
+      const auto t1 = Clock::now();
+      if (sp.run(0).exit_code != 0) {
+        std::fprintf(stderr, "the spawner's /bin/true failed\n");
+        return 1;
+      }
+      const auto t2 = Clock::now();
+      char* const args[] = {const_cast<char*>("/bin/true"), nullptr};
+      pid_t pid = -1;
+      int status = 0;
+      if (::posix_spawn(&pid, "/bin/true", nullptr, nullptr, args, environ) != 0 || ::waitpid(pid, &status, 0) != pid) {
+        std::fprintf(stderr, "posix_spawn /bin/true failed\n");
+        return 1;
+      }
+      plain_spawn.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t2).count());
+      spawner_start.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      spawner_run.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+    }
+
     // 2 + 3. Worker overhead and end to end, on a cached candidate.
     nlohmann::json cfg = {{"cache_dir", ""},
                           {"worker", KEVO_BENCH_WORKER},
@@ -121,6 +153,9 @@ int main(int argc, char** argv) {
     print("runner round trip (/bin/true, full spec)", stats(spawn), true);
     print("worker sandbox overhead (wall - in-main)", stats(overhead), true);
     print("end to end, cached candidate (judge+time)", stats(end_to_end), false);
+    print("spawner start", stats(spawner_start), false);
+    print("spawner run of /bin/true", stats(spawner_run), false);
+    print("posix_spawn + waitpid of /bin/true", stats(plain_spawn), false);
     std::printf("%-44s %8.2f ms (reference + seed compile, self-check, 3 nulls, seed)\n", "prepare()", prepare_ms);
     std::printf("%-44s %8.2f ms\n", "first evaluation", first_ms);
     const double worst = std::max(stats(spawn).median, stats(overhead).median);

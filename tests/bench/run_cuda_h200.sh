@@ -3,7 +3,8 @@
 # scaling run and the cuda-quickstart, each with its own time limit so that
 # the later ones still run; logs go to $OUT (docs/benchmarks.md#cuda-backend,
 # #multi-gpu).
-#   run_cuda_h200.sh PHASE...   build gpu throughput multigpu cv load_inline quickstart baselines
+#   run_cuda_h200.sh PHASE...   build gpu gpu_quick throughput vs_load_inline multigpu cv load_inline quickstart
+#                               baselines
 set -u
 OUT=${OUT:-/tmp/kevo-cuda-out}
 mkdir -p "$OUT"
@@ -19,12 +20,17 @@ build)
   nvidia-smi --query-gpu=index,name,pci.bus_id,memory.total,clocks.sm,driver_version --format=csv | tee -a "$OUT/steps.log"
   cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
   cmake --build build-gpu -j32 --target kevo kevo-cuda-worker kevo-cpu-worker test_cuda_gpu test_cuda_backend \
-    test_cuda_tools bench_cuda >> "$OUT/build.log" 2>&1 || { grep -B2 -A12 "error" "$OUT/build.log" | head -60; exit 1; }
+    test_cuda_tools test_device_space bench_cuda ${EXTRA_TARGETS:-} >> "$OUT/build.log" 2>&1 || { grep -B2 -A12 "error" "$OUT/build.log" | head -60; exit 1; }
   ;;
 gpu)
   step gpu tests
   (cd build-gpu && timeout 280 ctest -L 'gpu|cuda' -j1 --output-on-failure -V) > "$OUT/ctest.log" 2>&1
   grep -E "\[ (verdict|seed|device|profile) |tests passed|Failed|FAILED|SKIPPED|Passed|\(Failed\)" "$OUT/ctest.log" | cut -c1-400 | tail -45
+  ;;
+gpu_all)
+  step gpu tests: every test labelled gpu
+  (cd build-gpu && timeout ${GPU_TIMEOUT:-300} ctest -L gpu -j1 --output-on-failure -V) > "$OUT/ctest.log" 2>&1
+  grep -E "\[ (verdict|seed|device|profile|baseline) |tests passed|\(Failed\)|^output|violation" "$OUT/ctest.log" | cut -c1-300 | tail -60
   ;;
 gpu_quick)
   step gpu tests: the tool, slot and adversarial ones
@@ -35,6 +41,23 @@ throughput)
   step throughput: 16, 8 and 1 workers at once
   for J in 16 8 1; do
     timeout 120 $B/bench_cuda throughput configs/tasks/cuda/axpy $((J > 1 ? 48 : 12)) $J 2>&1 | tee -a "$OUT/bench.log"
+  done
+  ;;
+vs_load_inline)
+  # The issue's ratio, both sides in this one call: kevo's candidates per
+  # GPU-minute (axpy points, compile included, 8 workers: the default) over the
+  # KernelBench-style load_inline path's (16 parallel builds).
+  step "candidates per GPU-minute: kevo vs torch load_inline, one call"
+  K=$(timeout 150 $B/bench_cuda throughput configs/tasks/cuda/axpy ${TP_N:-64} ${TP_J:-8} 2>&1 | tee -a "$OUT/bench.log" |
+      grep -o '[0-9.]* candidates verified+timed per GPU-minute' | awk '{print $1}')
+  L=$(timeout 280 python3 tests/bench/cuda_baselines.py load_inline configs/tasks/cuda 16 16 2>&1 | tail -3 |
+      tee -a "$OUT/bench.log" | grep -o '[0-9.]* candidates per minute' | awk '{print $1}')
+  echo "kevo ${K:-?} per GPU-minute / load_inline ${L:-?} per minute = $(python3 -c "print(f'{float(\"${K:-0}\")/float(\"${L:-1}\"):.1f}x')" 2>/dev/null)" | tee -a "$OUT/bench.log"
+  ;;
+throughput_sgemm)
+  step throughput and duty cycle: sgemm points, ${SG_J:-8 16} workers
+  for J in ${SG_J:-8 16}; do
+    timeout 150 $B/bench_cuda throughput configs/tasks/cuda/sgemm 48 $J 2>&1 | tee -a "$OUT/bench.log"
   done
   ;;
 multigpu)

@@ -319,6 +319,48 @@ TEST_F(TaskTest, MissingManifestAndBadJson) {
   }
 }
 
+// Baselines that ship as sources: read with the manifest, every key checked
+// at its own pointer (the backend compiles and judges them at run start).
+TEST_F(TaskTest, SourceBaselines) {
+  json m = valid_manifest();
+  m["baselines"] = {{"torch", "torch.mm(A, B)"},
+                    {"sources", {{{"name", "blas"}, {"source", "lib.cpp"}, {"link", {"openblas", "m"}}},
+                                 {{"name", "naive2"}, {"source", "reference.cpp"}}}}};
+  const auto dir = write_task("good", m);
+  tmp.write("good/lib.cpp", kReference);
+  const Task t = load_task(dir);
+  ASSERT_EQ(t.source_baselines.size(), 2u);
+  EXPECT_EQ(t.source_baselines[0].name, "blas");
+  EXPECT_EQ(t.source_baselines[0].path, dir / "lib.cpp");
+  EXPECT_EQ(t.source_baselines[0].source, kReference);
+  EXPECT_EQ(t.source_baselines[0].link, (std::vector<std::string>{"openblas", "m"}));
+  EXPECT_TRUE(t.source_baselines[1].link.empty());
+  EXPECT_EQ(t.baselines.at("torch"), "torch.mm(A, B)");
+
+  auto with = [](json entry) { return [entry](json& j) { j["baselines"] = {{"sources", {entry}}}; }; };
+  const json ok = {{"name", "ref"}, {"source", "reference.cpp"}};
+  auto edited = [&](const char* key, json value) {
+    json e = ok;
+    e[key] = std::move(value);
+    return with(e);
+  };
+  expect_error_after([](json& j) { j["baselines"] = {{"sources", json::array()}}; }, "/baselines/sources",
+                     "an array of 1 to 16 objects");
+  expect_error_after([](json& j) { j["baselines"] = {{"sources", "lib.cpp"}}; }, "/baselines/sources", "an array");
+  expect_error_after(with("lib.cpp"), "/baselines/sources/0", "object");
+  expect_error_after(edited("name", "cuBLAS"), "/baselines/sources/0/name", "lower-case identifier");
+  expect_error_after(edited("name", ""), "/baselines/sources/0/name", "lower-case identifier");
+  expect_error_after(edited("source", "missing.cpp"), "/baselines/sources/0/source", "is not a file");
+  expect_error_after(edited("link", {"-o/tmp/x"}), "/baselines/sources/0/link", "library names");
+  expect_error_after(edited("link", {"cublas", "a b"}), "/baselines/sources/0/link", "at index 1");
+  expect_error_after(edited("link", "cublas"), "/baselines/sources/0/link", "");
+  expect_error_after(edited("libs", json::array()), "/baselines/sources/0/libs", "unknown key");
+  expect_error_after([&](json& j) { j["baselines"] = {{"sources", {ok, ok}}}; }, "/baselines/sources/1/name",
+                     "appears twice");
+  expect_error_after([&](json& j) { j["baselines"] = {{"sources", {json{{"source", "reference.cpp"}}}}}; },
+                     "/baselines/sources/0/name", "");
+}
+
 TEST_F(TaskTest, LibraryBaselines) {
   // Absent: none; present: carried verbatim for the backend's script.
   EXPECT_TRUE(load_task(write_task("plain", valid_manifest())).baselines.empty());
@@ -331,7 +373,7 @@ TEST_F(TaskTest, LibraryBaselines) {
   EXPECT_TRUE(load_task(write_task("empty", m)).baselines.empty());
 
   expect_error_after([](json& j) { j["baselines"] = {{"cublas", "torch.mm(A, B)"}}; }, "/baselines/cublas",
-                     "unknown key; expected one of: torch");
+                     "unknown key; expected one of: sources, torch");
   expect_error_after([](json& j) { j["baselines"] = {{"torch", 3}}; }, "/baselines/torch",
                      "a Python expression (a string)");
   expect_error_after([](json& j) { j["baselines"] = {{"torch", "  "}}; }, "/baselines/torch", "non-empty");

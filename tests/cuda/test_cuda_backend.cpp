@@ -40,8 +40,12 @@ TEST(CudaOptions, DefaultsAreTheCudaOnes) {
   EXPECT_EQ(o.profile_every, 0);
   const cpu::CpuOptions c = cuda::to_cpu_options(o);
   EXPECT_EQ(c.flavour.worker_request.at("lock_dir"), "/tmp");
-  EXPECT_FALSE(c.flavour.worker_request.contains("profiler"));
+  // Profiles on request are on wherever ncu is found (not on CI).
+  EXPECT_EQ(c.flavour.worker_request.contains("profiler"), o.profile_on_request);
+  EXPECT_EQ(c.flavour.profile_on_request, o.profile_on_request);
   EXPECT_FALSE(c.flavour.worker_request.contains("sanitizer"));
+  // The worker, when sandbox.seccomp is on, installs the CUDA policy variant.
+  EXPECT_EQ(c.flavour.worker_request.at("seccomp_policy"), "cuda");
   EXPECT_EQ(c.flavour.health_argv, (std::vector<std::string>{"--health", "0"}));
   EXPECT_NE(std::find(c.flags.begin(), c.flags.end(), "-Xptxas=-v"), c.flags.end());
   EXPECT_NE(std::find(c.flags.begin(), c.flags.end(), "-arch=sm_90"), c.flags.end());
@@ -76,6 +80,32 @@ TEST(CudaOptions, ToolStagesAreCheckedAtStart) {
   EXPECT_EQ(c.flavour.worker_request.at("profiler").get<std::string>().front(), '/');
   EXPECT_EQ(c.flavour.worker_request.at("sanitizer_tool"), "racecheck");
   EXPECT_EQ(c.flavour.worker_request.at("sanitizer").get<std::string>().front(), '/');
+}
+
+// profile.on_request: the workers get ncu and honour operators' requests
+// when it is found; without it the policy (every) is an error and requests
+// are turned off, which the effective config says.
+TEST(CudaOptions, ProfilesOnRequestWhereNcuIsFound) {
+  cuda::CudaOptions o = parse(R"({"profile": {"path": "true"}})");
+  EXPECT_TRUE(o.profile_on_request);
+  cpu::CpuOptions c = cuda::to_cpu_options(o);
+  EXPECT_TRUE(c.flavour.profile_on_request);
+  EXPECT_EQ(c.flavour.profile_every, 0);
+  EXPECT_EQ(c.flavour.worker_request.at("profiler").get<std::string>().front(), '/');
+  EXPECT_EQ(cuda::to_json(o).at("profile").at("on_request"), true);
+
+  o = parse(R"({"profile": {"path": "no-such-ncu-kevo"}})");
+  EXPECT_FALSE(o.profile_on_request);
+  c = cuda::to_cpu_options(o);
+  EXPECT_FALSE(c.flavour.profile_on_request);
+  EXPECT_FALSE(c.flavour.worker_request.contains("profiler"));
+  EXPECT_EQ(cuda::to_json(o).at("profile").at("on_request"), false);
+
+  o = parse(R"({"profile": {"on_request": false, "path": "true"}})");
+  c = cuda::to_cpu_options(o);
+  EXPECT_FALSE(c.flavour.profile_on_request);
+  EXPECT_FALSE(c.flavour.worker_request.contains("profiler"));
+  EXPECT_THROW(parse(R"({"profile": {"on_request": 1}})"), InputError);
 }
 
 TEST(CudaOptions, ReadsItsKeysAndTheSharedOnes) {
@@ -130,23 +160,31 @@ TEST(CudaTasks, EverySourceCompilesWithTheBackendsCommand) {
     std::uint64_t id;
   };
   std::vector<Job> running;
-  std::vector<std::pair<std::string, std::string>> todo;
+  struct Todo {
+    std::string what, source;
+    std::vector<std::string> link;
+  };
+  std::vector<Todo> todo;
   for (const auto& d : find_task_dirs(KEVO_CUDA_TASKS)) {
     const Task t = load_task(d);
-    todo.emplace_back(t.name + "/reference", cpu::compiled_source(t, t.reference_source));
-    todo.emplace_back(t.name + "/seed", cpu::compiled_source(t, t.seed_source));
+    todo.push_back({t.name + "/reference", cpu::compiled_source(t, t.reference_source), {}});
+    todo.push_back({t.name + "/seed", cpu::compiled_source(t, t.seed_source), {}});
+    // Library baselines that ship as sources, with their libraries.
+    for (const auto& b : t.source_baselines)
+      todo.push_back({t.name + "/baseline " + b.name, cpu::compiled_source(t, b.source), b.link});
   }
-  auto start = [&](const std::pair<std::string, std::string>& w) {
+  auto start = [&](const Todo& w) {
     sandbox::Spec s;
     s.argv = {c.compiler};
     s.argv.insert(s.argv.end(), c.flags.begin(), c.flags.end());
     s.argv.insert(s.argv.end(), c.flavour.link_flags.begin(), c.flavour.link_flags.end());
+    for (const auto& l : w.link) s.argv.push_back("-l" + l);
     for (const std::string& a : {std::string("-o"), std::string("kernel.so"), c.flavour.source_file}) s.argv.push_back(a);
-    s.files = {{c.flavour.source_file, w.second}};
+    s.files = {{c.flavour.source_file, w.source}};
     s.scratch_base = fs::temp_directory_path();
     s.env = {std::string("PATH=") + (std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin")};
     s.limits.wall_seconds = 240;
-    running.push_back({w.first, runner.start(std::move(s))});
+    running.push_back({w.what, runner.start(std::move(s))});
   };
   std::size_t next = 0;
   int done = 0;

@@ -3,6 +3,9 @@
 // self-check, null candidates rejected, seed correct and timed) and the
 // adversarial candidates of tests/cuda/adversarial get the verdicts they
 // must get.
+#include "gpu_backend.hpp"
+#include "require_gpu.hpp"
+
 #include "kevo/cuda/cuda_backend.hpp"
 #include "kevo/cpu/cpu_backend.hpp"
 
@@ -15,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -24,38 +28,11 @@ using namespace kevo;
 
 namespace {
 
-std::string no_gpu_reason() {
-  int n = 0;
-  const cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) return std::string("no CUDA device: ") + cudaGetErrorString(e);
-  if (n == 0) return "no CUDA device visible";
-  return {};
-}
-
-#define REQUIRE_GPU()                                      \
-  do {                                                     \
-    const std::string why = no_gpu_reason();               \
-    if (!why.empty()) GTEST_SKIP() << why;                 \
-  } while (0)
-
 std::unique_ptr<Backend> make_backend(double wall_seconds, const std::string& sanitizer = "", int profile_every = 0) {
-  cuda::CudaOptions o;
-  o.sanitizer = sanitizer;
-  o.profile_every = profile_every;
-  o.sanitizer_path = KEVO_CUDA_BIN "/compute-sanitizer";
-  o.profiler_path = KEVO_CUDA_BIN "/ncu";
-  o.base.worker = KEVO_CUDA_WORKER;
-  o.base.cache_dir = "";
-  o.base.limits.wall_seconds = wall_seconds;
-  return cuda::make_cuda_backend(std::move(o));
+  return cuda::make_cuda_backend(test::gpu_test_options(wall_seconds, sanitizer, profile_every));
 }
 
-std::string read(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using test::read_text;
 
 }  // namespace
 
@@ -76,7 +53,7 @@ TEST(CudaGpu, EveryTaskPreparesAndItsSeedIsCorrectAndTimed) {
 class Adversarial : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (!no_gpu_reason().empty()) return;
+    if (!kevo::test::no_gpu_reason().empty()) return;
     backend_ = make_backend(20).release();
     task_ = std::make_shared<const Task>(load_task(fs::path(KEVO_CUDA_TASKS) / "axpy"));
     backend_->prepare(*task_);
@@ -86,7 +63,7 @@ class Adversarial : public ::testing::Test {
     backend_ = nullptr;
   }
   Verdict judge(const std::string& file) {
-    const Verdict v = backend_->evaluate(task_, read(fs::path(KEVO_CUDA_ADVERSARIAL) / file), 11);
+    const Verdict v = backend_->evaluate(task_, read_text(fs::path(KEVO_CUDA_ADVERSARIAL) / file), 11);
     std::cout << "[ verdict  ] " << file << ": " << to_string(v.status) << ": " << v.message << "\n";
     return v;
   }
@@ -178,7 +155,7 @@ TEST_F(Adversarial, EveryVerdictNamesItsGpuAndItsTimingSlotTime) {
 TEST(CudaTools, SanitizerCatchesAWriteThatTheOutputsHide) {
   REQUIRE_GPU();
   auto task = std::make_shared<const Task>(load_task(fs::path(KEVO_CUDA_TASKS) / "axpy"));
-  const std::string src = read(fs::path(KEVO_CUDA_ADVERSARIAL) / "oob_scratch.cu");
+  const std::string src = read_text(fs::path(KEVO_CUDA_ADVERSARIAL) / "oob_scratch.cu");
   auto plain = make_backend(60);
   plain->prepare(*task);
   const Verdict without = plain->evaluate(task, src, 3);
@@ -208,4 +185,51 @@ TEST(CudaTools, ProfileOfACorrectCandidateIsCondensedIntoTheVerdict) {
   EXPECT_NE(v.profile.find("registers/thread"), std::string::npos) << v.profile;
   EXPECT_NE(v.profile.find("occupancy"), std::string::npos) << v.profile;
   EXPECT_NE(v.feedback.find("Profile:"), std::string::npos) << v.feedback;
+}
+
+// Library baselines that ship with the tasks as sources (cuBLAS SGEMM,
+// cub::DeviceReduce) are
+// compiled with their libraries and judged like candidates: correct, timed.
+TEST(CudaGpu, SourceBaselinesAreCorrectAndTimed) {
+  REQUIRE_GPU();
+  auto backend = make_backend(180);
+  int judged = 0;
+  for (const char* name : {"sgemm", "reduce_sum"}) {
+    auto task = std::make_shared<const Task>(load_task(fs::path(KEVO_CUDA_TASKS) / name));
+    ASSERT_FALSE(task->source_baselines.empty()) << name;
+    ASSERT_NO_THROW(backend->prepare(*task)) << name;
+    const std::vector<BaselineVerdict> vs = backend->judge_baselines(*task, 7);
+    ASSERT_EQ(vs.size(), task->source_baselines.size()) << name;
+    for (const auto& b : vs) {
+      std::cout << "[ baseline ] " << name << " " << b.name << ": " << to_string(b.verdict.status) << ", "
+                << b.verdict.cand_median_ns / 1e6 << " ms vs reference " << b.verdict.ref_median_ns / 1e6
+                << " ms (speedup " << b.verdict.speedup << "x) " << b.verdict.message << "\n";
+      EXPECT_EQ(b.verdict.status, Status::correct) << name << " " << b.name << ": " << b.verdict.message << "\n"
+                                                   << b.verdict.compile_log << b.verdict.output_tail;
+      EXPECT_GT(b.verdict.cand_median_ns, 0.0) << name << " " << b.name;
+      EXPECT_TRUE(b.verdict.profile.empty()) << "baselines are never profiled";
+      ++judged;
+    }
+  }
+  EXPECT_EQ(judged, 2);
+}
+
+// A profile an operator asks for is taken although profile.every (0 here)
+// would not pick the candidate; the verdict's profile says why it was taken.
+TEST(CudaTools, ProfileOnRequestIsTakenAndSaysWhy) {
+  REQUIRE_GPU();
+  auto task = std::make_shared<const Task>(load_task(fs::path(KEVO_CUDA_TASKS) / "softmax"));
+  auto b = make_backend(180);   // profile.every 0, on_request (the default) with the toolkit's ncu
+  b->prepare(*task);
+  b->submit(EvalRequest{1, task, task->seed_source, 3, "test: asked for one"});
+  b->submit(EvalRequest{2, task, task->seed_source + "\n// not asked\n", 4, ""});
+  std::map<std::uint64_t, Verdict> got;
+  while (got.size() < 2)
+    for (auto& r : b->poll(std::chrono::milliseconds(200))) got[r.id] = std::move(r.verdict);
+  ASSERT_EQ(got[1].status, Status::correct) << got[1].message;
+  ASSERT_EQ(got[2].status, Status::correct) << got[2].message;
+  std::cout << "[ profile  ] " << got[1].profile << "\n";
+  EXPECT_EQ(got[1].profile.rfind("[profiled: requested by test: asked for one]", 0), 0u) << got[1].profile;
+  EXPECT_NE(got[1].profile.find("DRAM"), std::string::npos) << got[1].profile;
+  EXPECT_TRUE(got[2].profile.empty()) << got[2].profile;
 }

@@ -4,11 +4,18 @@
 #include "kevo/engine/report.hpp"
 #include "kevo/engine/run.hpp"
 
+#include "kevo/app/plugins.hpp"
+#include "kevo/engine/config.hpp"
+
 #include "../core/test_util.hpp"
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <stdexcept>
 
@@ -142,6 +149,85 @@ TEST(BaselineRecord, WritesTheDocumentAndSurvivesAFailingHook) {
   // An unreadable file reads as a note, not as a crash of `kevo report`.
   dir.write("baselines.json", "{not json");
   EXPECT_NE(read_baselines(dir.path()).value("note", "").find("not a JSON object"), std::string::npos);
+}
+
+// Source baselines shipped with a task (docs/tasks.md#baselines) on the CPU
+// backend: compiled with their libraries, judged with correctness and timing
+// against the reference, recorded in baselines.json beside the hook's, and
+// shown as their own columns; a wrong or broken one is reported failed and
+// never used as a yardstick.
+TEST(SourceBaselines, JudgedByTheBackendRecordedAndReported) {
+  test::TempDir dir;
+  const std::filesystem::path src = std::filesystem::path(KEVO_TEST_DATA) / "../../../configs/tasks/cpu/reduce_sum";
+  const auto task_dir = dir.path() / "reduce_sum";
+  std::filesystem::create_directories(task_dir);
+  for (const char* f : {"reference.cpp", "seed.cpp"}) std::filesystem::copy_file(src / f, task_dir / f);
+  std::ifstream in(src / "task.json");
+  json manifest = json::parse(in);
+  manifest["baselines"] = {{"sources",
+                            {{{"name", "rows"}, {"source", "baseline_rows.cpp"}, {"link", {"m"}}},
+                             {{"name", "zeros"}, {"source", "baseline_zeros.cpp"}},
+                             {{"name", "broken"}, {"source", "baseline_broken.cpp"}}}}};
+  dir.write("reduce_sum/task.json", manifest.dump(2));
+  // Row by row in double (std::fma from libm: -lm is on its link line).
+  dir.write("reduce_sum/baseline_rows.cpp", R"(#include <cmath>
+#include <cstdint>
+#include <vector>
+extern "C" void reduce_sum(const float* X, float* Y, int32_t R, int32_t C) {
+  std::vector<double> acc(C, 0.0);
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t c = 0; c < C; ++c) acc[c] = std::fma(1.0, X[r * C + c], acc[c]);
+  for (int64_t c = 0; c < C; ++c) Y[c] = static_cast<float>(acc[c]);
+}
+)");
+  dir.write("reduce_sum/baseline_zeros.cpp", R"(#include <cstdint>
+extern "C" void reduce_sum(const float*, float* Y, int32_t, int32_t C) { for (int32_t c = 0; c < C; ++c) Y[c] = 0; }
+)");
+  dir.write("reduce_sum/baseline_broken.cpp", "extern \"C\" void reduce_sum(const float* X) { return X; }\n");
+
+  const json conf = {{"name", "b"}, {"seed", 3}, {"tasks", {task_dir.string()}},
+                     {"operators", {{{"type", "param_mutation"}}}},
+                     {"backend", {{"type", "cpu"}, {"cpu", {{"cache_dir", ""}, {"timing", {{"budget_seconds", 0.05}}}}}}},
+                     {"progress", {{"mode", "off"}}}};
+  auto config = parse_config(conf, "conf.json", app::builtin_plugins({"cpu"}));
+  EXPECT_FALSE(config.baselines);   // the CPU backend has no hook: only the backend judges
+  auto tasks = load_tasks(config);
+  ASSERT_TRUE(has_source_baselines(tasks));
+  const auto run = dir.path() / "run";
+  std::filesystem::create_directories(run);
+  const json doc = record_baselines(config.baselines, tasks, 3, run, nullptr, config.backend.get());
+  ASSERT_TRUE(doc.is_object());
+  EXPECT_EQ(read_baselines(run), doc);
+  const json& s = doc.at("tasks").at("reduce_sum").at("sources");
+  EXPECT_EQ(s.at("rows").at("status"), "correct") << s.dump(2);
+  EXPECT_GT(s.at("rows").at("median_ms").get<double>(), 0.0);
+  EXPECT_GT(s.at("rows").at("ref_ms").get<double>(), 0.0);
+  EXPECT_EQ(s.at("rows").at("link"), json({"m"}));
+  EXPECT_EQ(s.at("zeros").at("status"), "wrong_answer");
+  EXPECT_TRUE(s.at("zeros").contains("error"));
+  EXPECT_FALSE(s.at("zeros").contains("median_ms"));
+  EXPECT_EQ(s.at("broken").at("status"), "compile_error");
+
+  // The report: a column per source baseline; the failed ones are notes.
+  const double rows_ms = s.at("rows").at("median_ms").get<double>();
+  const std::string t = format_baselines({row("reduce_sum", 5, 2.0, rows_ms * 2, rows_ms * 4)}, doc);
+  EXPECT_NE(t.find("rows ms"), std::string::npos) << t;
+  std::fputs(t.c_str(), stdout);   // the table as kevo report prints it
+  EXPECT_NE(t.find("zeros ms"), std::string::npos) << t;
+  const auto cells = row_of(t, "reduce_sum");
+  ASSERT_EQ(cells.size(), 11u) << t;   // task best ref torch compile broken rows zeros vs-ref vs-lib fastest
+  EXPECT_EQ(cells[5], "-");            // broken
+  EXPECT_EQ(cells[6], fmt::format("{:.4f}", rows_ms));
+  EXPECT_EQ(cells[7], "-");            // zeros
+  EXPECT_EQ(cells[9], "0.50x");        // the library is twice as fast as the best
+  EXPECT_EQ(cells[10], "rows");
+  EXPECT_NE(t.find("reduce_sum: zeros failed: wrong_answer"), std::string::npos) << t;
+  EXPECT_NE(t.find("reduce_sum: broken failed: compile_error"), std::string::npos) << t;
+  EXPECT_EQ(fastest_baseline(doc, "reduce_sum").second, "rows");
+  const auto notes = baseline_notes(doc);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("rows "), std::string::npos) << notes[0];
+  EXPECT_NE(notes[0].find("zeros failed: wrong_answer"), std::string::npos) << notes[0];
 }
 
 }  // namespace

@@ -189,5 +189,103 @@ TEST(Island, AsynchronousArrivalOrderChangesNothing) {
   }
 }
 
+// Resume (docs/islands.md#checkpoint-and-resume): an island restored from a finished
+// session's rows as `kevo resume` restores it, and fed them in commit order
+// through replay(), has parameter mutation in the state the first session
+// ended in (the same proposals for the same requests), and proposes no point
+// judged before. Without the replay the same restore proposes such points
+// again, so the check can fail.
+TEST(Island, ResumeReplayRebuildsParamMutationState) {
+  auto doc = toy_config();
+  doc["operators"] = nlohmann::json::parse(R"([{"type": "param_mutation"}])");
+  doc["budget"]["evaluations_per_task"] = 100;
+  auto first = engine::parse_config(doc, "conf.json", test_plugins());
+  const auto tasks = engine::load_tasks(first);
+  const Task& task = *tasks.front();
+  engine::IslandOptions opts;
+  opts.seed = first.seed;
+  opts.budget = first.budget;
+  opts.island = first.island;
+  VectorSink sink1;
+  std::atomic<int> stop{0};
+  {
+    engine::Island island(opts, tasks, *first.backend, first.operators, sink1);
+    island.run(stop, {});   // to its budget: nothing is left in flight
+  }
+  const std::vector<Candidate>& before = sink1.rows;
+  std::uint64_t next = 0;
+  std::set<std::pair<std::uint64_t, Point>> judged_points;
+  std::vector<Candidate> correct;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> seen;
+  for (const auto& c : before) {
+    next = std::max(next, c.id + 1);
+    if (c.point) judged_points.emplace(c.body_hash, *c.point);
+    seen.emplace_back(c.hash, c.id);
+    if (c.verdict.is_correct()) correct.push_back(c);
+  }
+  std::sort(correct.begin(), correct.end(),
+            [](const Candidate& a, const Candidate& b) { return a.fitness() > b.fitness(); });
+  correct.resize(std::min<std::size_t>(correct.size(), 8));
+
+  struct Session {
+    std::vector<Candidate> rows;
+    std::vector<Point> probes;   // proposals for fixed requests, before the run
+  };
+  // The same requests to any operator: each restored member as parent, a few streams.
+  const auto probe = [&](MutationOperator& op) {
+    std::vector<Point> out;
+    for (const auto& parent : correct)
+      for (std::uint64_t s = 0; s < 4; ++s) {
+        Rng rng = Rng::derive(99, parent.id * 16 + s);
+        OperatorRequest req;
+        req.id = 1'000'000 + s;
+        req.task = &task;
+        req.parents = {&parent};
+        req.rng = &rng;
+        req.known_point = [&](std::uint64_t body, const Point& p) { return judged_points.count({body, p}) > 0; };
+        auto o = op.begin(req);
+        EXPECT_TRUE(o && o->proposal && o->proposal->point);
+        out.push_back(o && o->proposal && o->proposal->point ? *o->proposal->point : Point{});
+      }
+    return out;
+  };
+  const auto resume = [&](bool replay) {
+    doc["budget"]["evaluations_per_task"] = 200;
+    auto config = engine::parse_config(doc, "conf.json", test_plugins());
+    engine::IslandOptions o = opts;
+    o.budget = config.budget;
+    o.first_id = next;
+    VectorSink sink;
+    engine::Island island(o, engine::load_tasks(config), *config.backend, config.operators, sink);
+    island.restore(0, correct, seen, 100);
+    if (replay)
+      for (Candidate c : before) {
+        c.source.clear();   // the lineage gives back no texts to replay
+        island.replay(c, true);
+      }
+    Session out;
+    out.probes = probe(*config.operators.front().op);
+    island.run(stop, {});
+    out.rows = sink.rows;
+    return out;
+  };
+  const auto again = [&](const Session& s) {
+    std::int64_t n = 0;
+    for (const auto& c : s.rows) n += c.point && judged_points.count({c.body_hash, *c.point}) ? 1 : 0;
+    return n;
+  };
+
+  const Session with = resume(true);
+  EXPECT_EQ(with.probes, probe(*first.operators.front().op)) << "resumed operator differs from the one that ran";
+  EXPECT_EQ(again(with), 0) << "a point judged before the resume was proposed again";
+  std::int64_t judged = 0;
+  for (const auto& c : with.rows) judged += c.verdict.status != Status::duplicate && c.verdict.status != Status::invalid;
+  EXPECT_EQ(judged, 100);
+
+  const Session without = resume(false);
+  EXPECT_GT(again(without), 0) << "the scenario does not exercise the replay";
+  EXPECT_NE(without.probes, with.probes);
+}
+
 }  // namespace
 }  // namespace kevo::test

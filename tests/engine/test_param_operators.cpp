@@ -154,5 +154,54 @@ TEST(ParamMutation, GuidedMoveCombinesTheEffectsItObserved) {
   EXPECT_FALSE(picks.count(want));
 }
 
+// What the operator knows must be a function of the candidates it observed,
+// in order, whatever proposals were asked of it in between: a resumed run
+// rebuilds it by replaying the committed candidates with no proposals in
+// between (docs/islands.md#checkpoint-and-resume). `asked` asks for a proposal after every
+// observation until sample 64, as a run does, then observes two more
+// samples that move the model a lot; `fed` only observes. Both must then
+// propose alike (their models are fitted on the same samples).
+TEST(ParamMutation, StateDependsOnlyOnTheCandidatesObserved) {
+  Toy toy;
+  const auto block = [&](const Point& p) { return toy.task.space.value(p, 0).to_string(); };
+  const Point want = *toy.task.space.find({{"BLOCK", "8"}, {"UNROLL", "4"}, {"ORDER", "mid"}, {"THREADS", "2"}});
+  // 63 points in a seeded random order (so every other value is seen).
+  auto all = toy.task.space.enumerate();
+  Rng order = Rng::derive(3, 0);
+  for (std::size_t k = all.size(); k > 1; --k) std::swap(all[k - 1], all[order.below(k)]);
+  std::vector<std::pair<Point, double>> samples;
+  for (const Point& q : all)
+    if (samples.size() < 63 && q != want && q != toy.start() && block(q) != "128")
+      samples.emplace_back(q, toy_speedup(toy.task, q));
+  // Two samples at BLOCK=128, ten times faster: a model that has them
+  // ranks BLOCK=128 first, one fitted before them the toy's best point.
+  for (const Point& q : toy.task.space.enumerate())
+    if (samples.size() < 65 && block(q) == "128") samples.emplace_back(q, 10.0);
+  ASSERT_EQ(samples.size(), 65u);
+  toy.known = {toy.start()};
+  for (const auto& [q, s] : samples) toy.known.insert(q);
+
+  ParamMutation asked(options(1.0)), fed(options(1.0));
+  for (std::size_t k = 0; k < samples.size(); ++k) {
+    toy.observe(asked, samples[k].first, samples[k].second);
+    if (k < 64) toy.mutate(asked, 1000 + k);
+  }
+  for (const auto& [q, s] : samples) toy.observe(fed, q, s);
+  // The refit schedule past 64 samples waits for 1/16 more: neither has
+  // refitted on the two BLOCK=128 samples yet.
+  for (std::uint64_t s = 0; s < 8; ++s) {
+    const Point a = toy.mutate(asked, s), f = toy.mutate(fed, s);
+    EXPECT_EQ(a, f) << "stream " << s;
+    EXPECT_EQ(a, want) << "stream " << s;
+  }
+  // One more reaches the next refit (66 = 63 + 63/16): both models now see BLOCK=128.
+  for (ParamMutation* op : {&asked, &fed}) toy.observe(*op, toy.at_distance(1).front(), 1.0);
+  for (std::uint64_t s = 0; s < 8; ++s) {
+    const Point a = toy.mutate(asked, s), f = toy.mutate(fed, s);
+    EXPECT_EQ(a, f) << "stream " << s;
+    EXPECT_EQ(block(a), "128") << "stream " << s;
+  }
+}
+
 }  // namespace
 }  // namespace kevo::test

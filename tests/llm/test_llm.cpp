@@ -569,6 +569,65 @@ TEST(LlmOperators, AnalystPromptCarriesTheParentsProfile) {
   EXPECT_NE(log[4].at("content").get<std::string>().find(profile), std::string::npos);
 }
 
+// The analyst asks for a profile of its child when it reviews a parent
+// without one, or when its review says "PROFILE: yes"; other operators, and
+// an analyst whose parent has a profile and whose review does not ask, never
+// do (docs/cuda.md#profiler-feedback).
+TEST(LlmOperators, AnalystRequestsAProfileWhereItHasNone) {
+  EXPECT_TRUE(asks_for_profile("1. Tile it.\n**PROFILE: yes**\n"));
+  EXPECT_TRUE(asks_for_profile("profile : YES"));
+  EXPECT_FALSE(asks_for_profile("A profile would help, yes."));
+  EXPECT_FALSE(asks_for_profile("PROFILE: no"));
+
+  const std::string asking = "1. Vectorise the inner loop.\n\nPROFILE: yes\n";
+  test::FakeServer s(json{{"sequence", {{{"kind", "auto"}}, {{"kind", "auto"}}, {{"kind", "auto"}},
+                                        {{"kind", "auto"}}, {{"kind", "text"}, {"text", asking}}}},
+                          {"default", {{"kind", "auto"}}}});
+  ASSERT_TRUE(s.up());
+  const auto& t = reduce_sum();
+  auto svc = std::make_shared<Service>(service_config(s.url()));
+  svc->set_analyst_enabled();
+  LlmOperator analyst("llm_analyst", svc, {Kind::analyst});
+  Candidate parent;
+  parent.id = 4;
+  parent.source = t.seed_source;
+  parent.verdict.status = Status::correct;
+  parent.verdict.speedup = 1.0;
+  Rng rng(3);
+  OperatorRequest req;
+  req.task = &t;
+  req.parents = {&parent};
+  req.rng = &rng;
+
+  req.id = 5;   // requests 0 and 1: review and rewrite of a parent without a profile
+  auto asked = await_outcome(analyst, req);
+  ASSERT_TRUE(asked.proposal) << asked.failure;
+  EXPECT_EQ(asked.proposal->profile, "llm_analyst: parent 4 has no profile");
+  EXPECT_NE(asked.proposal->note.find("profile requested (llm_analyst: parent 4 has no profile)"), std::string::npos)
+      << asked.proposal->note;
+
+  parent.verdict.profile = "DRAM 91% of peak";
+  req.id = 6;   // requests 2 and 3: the parent has a profile, the review does not ask
+  auto plain = await_outcome(analyst, req);
+  ASSERT_TRUE(plain.proposal) << plain.failure;
+  EXPECT_TRUE(plain.proposal->profile.empty()) << plain.proposal->profile;
+  EXPECT_EQ(plain.proposal->note.find("profile requested"), std::string::npos);
+
+  req.id = 7;   // requests 4 and 5: the review asks
+  auto by_reply = await_outcome(analyst, req);
+  ASSERT_TRUE(by_reply.proposal) << by_reply.failure;
+  EXPECT_EQ(by_reply.proposal->profile, "llm_analyst: its analysis asked for the profile of the rewritten kernel");
+
+  // A rewrite never asks, profile or not.
+  parent.verdict.profile.clear();
+  LlmOperator rewrite("llm_rewrite", svc, {Kind::rewrite});
+  for (std::uint64_t id = 8; id < 12; ++id) {
+    req.id = id;
+    auto r = await_outcome(rewrite, req);
+    if (r.proposal) EXPECT_TRUE(r.proposal->profile.empty());
+  }
+}
+
 // Two ranks' budgets driven through rounds by hand (the engine sums the
 // contributions with MPI_Iallreduce): allowances never add up past the
 // limit, a waiting request is granted whole at the next round, and a request

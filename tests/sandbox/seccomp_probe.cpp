@@ -1,16 +1,21 @@
 // Installs the candidate policy on itself, then tries one thing named by
 // argv[1] and prints what happened. Violations are reported on stdout as
-// "violation <nr>" by the policy's SIGSYS handler (exit code 159).
+// "violation <nr>" by the policy's SIGSYS handler (exit code 159). A first
+// argument "--cuda" picks the CUDA variant of the policy.
 #include "kevo/sandbox/seccomp.hpp"
+#include "kevo/sandbox/spawner.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,13 +26,52 @@
 #include <omp.h>
 #endif
 
+namespace {
+
+void print_spawned(const char* name, const kevo::sandbox::SpawnResult& r) {
+  std::printf("%s started %d exit %d signal %d timed_out %d%s%s\n", name, r.started ? 1 : 0, r.exit_code, r.signal,
+              r.timed_out ? 1 : 0, r.error.empty() ? "" : " ", r.error.c_str());
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  kevo::sandbox::Policy policy = kevo::sandbox::Policy::cpu;
+  if (argc > 1 && std::strcmp(argv[1], "--cuda") == 0) {
+    policy = kevo::sandbox::Policy::cuda;
+    ++argv;
+    --argc;
+  }
   if (argc < 2) return 2;
   const std::string what = argv[1];
   const std::string arg = argc > 2 ? argv[2] : "";
   kevo::sandbox::set_violation_report(1, "violation ", "\n");
-  if (what != "none") kevo::sandbox::install_candidate_policy();
   std::setvbuf(stdout, nullptr, _IONBF, 0);
+
+  // What a worker sets up before the policy: a spawner with its commands
+  // (arg: a directory for their files), or a thread that already runs (as
+  // the CUDA driver's do) and forks once the policy is in place.
+  kevo::sandbox::Spawner spawner;
+  if (what == "spawner") {
+    spawner = kevo::sandbox::Spawner({{{"/bin/true"}, "", 10},
+                                      {{"/bin/sh", "-c", "echo made > " + arg + "/made.txt"}, arg + "/write.log", 10},
+                                      {{"/bin/sh", "-c", "echo out; echo err >&2; exit 3"}, arg + "/out.log", 10}});
+  }
+  if (what == "spawner-long") {
+    spawner = kevo::sandbox::Spawner(
+        {{{"/bin/sh", "-c", "echo $$ > " + arg + "/long.pid; exec sleep 30"}, "", 60}});
+  }
+  std::atomic<bool> go{false};
+  std::thread early;
+  if (what == "early-thread-fork") {
+    early = std::thread([&go] {
+      while (!go.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      pid_t p = fork();
+      if (p == 0) _exit(0);
+      std::printf("forked from an early thread\n");
+    });
+  }
+  if (what != "none") kevo::sandbox::install_candidate_policy(policy);
 
   if (what == "none" || what == "nothing") {
     std::printf("ok\n");
@@ -84,6 +128,33 @@ int main(int argc, char** argv) {
 #else
     std::printf("clone3 ENOSYS\n");
 #endif
+  } else if (what == "rdwr-existing") {
+    int fd = open(arg.c_str(), O_RDWR);
+    std::printf("rdwr-open %s\n", fd >= 0 ? "ok" : std::strerror(errno));
+  } else if (what == "create-rdwr") {
+    int fd = open(arg.c_str(), O_RDWR | O_CREAT, 0600);
+    std::printf("opened %d\n", fd);
+  } else if (what == "truncate-rdwr") {
+    int fd = open(arg.c_str(), O_RDWR | O_TRUNC);
+    std::printf("opened %d\n", fd);
+  } else if (what == "ptrace") {
+    long r = ptrace(PTRACE_ATTACH, getppid(), nullptr, nullptr);
+    std::printf("ptrace %ld\n", r);
+  } else if (what == "early-thread-fork") {
+    go = true;
+    early.join();
+  } else if (what == "spawner") {
+    print_spawned("true", spawner.run(0));
+    print_spawned("write", spawner.run(1));
+    print_spawned("out", spawner.run(2, 5));
+    // The probe itself still may not start a process.
+    pid_t p = fork();
+    if (p == 0) _exit(0);
+    std::printf("forked\n");
+  } else if (what == "spawner-long") {
+    // Runs until the test's runner kills this probe.
+    std::printf("spawner %d\n", static_cast<int>(spawner.pid()));
+    print_spawned("long", spawner.run(0));
   } else if (what == "sigsys-handler") {
     signal(SIGSYS, SIG_IGN);
     std::printf("replaced\n");

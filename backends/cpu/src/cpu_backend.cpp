@@ -214,7 +214,10 @@ struct CpuBackend::Impl {
     std::uint64_t request_id = 0;
     std::shared_ptr<const Task> task;
     std::string source;
+    std::vector<std::string> link;   // extra libraries (source baselines), -l<name>
     std::uint64_t seed = 0;
+    std::string profile_request;     // EvalRequest::profile
+    std::string profile_reason;      // why this job's worker was asked for a profile ("" = it was not)
     std::string mode = proto::kModeJudge;
     std::string null_kind;
     bool timing = true;
@@ -248,6 +251,15 @@ struct CpuBackend::Impl {
   void finish(Job& j);
   void drive_until_done(const std::vector<std::uint64_t>& keys);
   std::size_t pending_candidates() const;
+
+  // Internal jobs (prepare, baselines) of one blocking call: on any exit,
+  // also a throw, those still running are killed and all are forgotten;
+  // none of them reaches the engine.
+  struct Internal {
+    Impl& m;
+    std::vector<std::uint64_t> keys;
+    ~Internal();
+  };
 };
 
 CpuBackend::Impl::Impl(CpuOptions o) : opt(std::move(o)) {
@@ -339,6 +351,7 @@ void CpuBackend::Impl::schedule() {
       h = fnv1a64(compiler_path + '\0' + compiler_version + '\0' + host_id, h);
       for (const auto& f : opt.flags) h = fnv1a64(f + '\0', h);
       for (const auto& f : opt.flavour.link_flags) h = fnv1a64(f + '\0', h);
+      for (const auto& l : j.link) h = fnv1a64("-l" + l + '\0', h);
       j.so_key = hex64(h);
       j.so_path = cache_root / (j.so_key + ".so");
     }
@@ -406,6 +419,7 @@ void CpuBackend::Impl::start_compile(Job& j) {
   // -z defs (in the link flags): an undefined symbol is a compile error
   // here, not a load error later.
   s.argv.insert(s.argv.end(), opt.flavour.link_flags.begin(), opt.flavour.link_flags.end());
+  for (const auto& l : j.link) s.argv.push_back("-l" + l);
   for (const std::string& a : {std::string("-o"), std::string("kernel.so"), opt.flavour.source_file}) s.argv.push_back(a);
   s.env = compile_env;
   s.scratch_base = scratch_base;
@@ -478,8 +492,20 @@ void CpuBackend::Impl::start_eval(Job& j) {
       {"wall_seconds", opt.limits.wall_seconds},
   };
   for (const auto& [k, v] : opt.flavour.worker_request.items()) req[k] = v;
-  if (opt.flavour.profile_every > 0 && j.timing && j.mode == proto::kModeJudge)
-    req["profile"] = ++timed_started % static_cast<std::uint64_t>(opt.flavour.profile_every) == 0;
+  // Profiles: every n-th timed candidate (the policy), or one an operator
+  // asked for (the analyst, for a lineage without profiles). Internal jobs
+  // (baselines) are never profiled and do not advance the count.
+  const bool can_profile = opt.flavour.profile_every > 0 || opt.flavour.profile_on_request;
+  if (can_profile && j.timing && j.mode == proto::kModeJudge && !j.internal) {
+    const int every = opt.flavour.profile_every;
+    const bool picked = every > 0 && ++timed_started % static_cast<std::uint64_t>(every) == 0;
+    const bool asked = opt.flavour.profile_on_request && !j.profile_request.empty();
+    req["profile"] = picked || asked;
+    j.profile_reason = picked ? (every == 1 ? std::string("every timed candidate (profile.every 1)")
+                                            : "every " + std::to_string(every) + "-th timed candidate (profile.every)")
+                       : asked ? "requested by " + j.profile_request
+                               : std::string();
+  }
   if (j.mode == proto::kModeNull) req["null_kind"] = j.null_kind;
   else req["candidate_so"] = j.so_path.string();
 
@@ -718,6 +744,9 @@ void CpuBackend::Impl::on_eval_done(Job& j, sb::Finished& f) {
     v.slot_seconds = r.slot_seconds;
     v.device = r.device;
     v.profile = r.profile;
+    // Why it was profiled, for the lineage (the profile column).
+    if (!v.profile.empty() && !j.profile_reason.empty())
+      v.profile = "[profiled: " + j.profile_reason + "]\n" + v.profile;
     if (!v.profile.empty()) {
       // Registers and spills as the compiler reported them (-Xptxas -v).
       std::istringstream log(v.compile_log);
@@ -733,6 +762,9 @@ void CpuBackend::Impl::on_eval_done(Job& j, sb::Finished& f) {
     ++stats.worker_results;
     stats.worker_wall_seconds += f.wall_seconds;
     stats.worker_inner_seconds += ev.result->value("worker_ns", 0.0) * 1e-9;
+    if (const auto ph = ev.result->find("phases"); ph != ev.result->end() && ph->is_object())
+      for (const auto& [name, seconds] : ph->items())
+        if (seconds.is_number()) stats.worker_phase_seconds[name] += seconds.get<double>();
     if (j.mismatch_hidden && v.mismatch) j.hidden_label = v.mismatch->shape;
     if (v.status == Status::pending) {
       v.status = Status::internal_error;
@@ -852,6 +884,7 @@ void CpuBackend::do_submit(EvalRequest request) {
   j.task = std::move(request.task);
   j.source = std::move(request.source);
   j.seed = request.seed;
+  j.profile_request = std::move(request.profile);
   j.ref_so = it->second;
   m.add(std::move(j));
 }
@@ -884,6 +917,42 @@ void CpuBackend::do_cancel_all() {
   m.compiling = m.evaluating_timed = m.evaluating_untimed = 0;
 }
 
+CpuBackend::Impl::Internal::~Internal() {
+  // On any exit (also a throw): internal jobs still running are killed
+  // and forgotten; none of them reaches the engine.
+  for (auto k : keys) {
+    for (auto it = m.by_proc.begin(); it != m.by_proc.end();) {
+      if (it->second == k) {
+        m.runner.kill(it->first);
+        it = m.by_proc.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    auto jt = m.jobs.find(k);
+    if (jt != m.jobs.end() && jt->second.state != State::done) {
+      if (jt->second.state == State::compiling) {
+        --m.compiling;
+        // Candidates waiting for this compile go back to the queue.
+        auto w = m.compile_waiters.find(jt->second.so_key);
+        if (w != m.compile_waiters.end()) {
+          for (auto other : w->second) {
+            if (std::find(keys.begin(), keys.end(), other) != keys.end()) continue;
+            m.jobs.at(other).state = State::compile_queued;
+            m.compile_q.push_back(other);
+          }
+          m.compile_waiters.erase(w);
+        }
+      }
+      if (jt->second.state == State::evaluating) (jt->second.timing ? m.evaluating_timed : m.evaluating_untimed)--;
+    }
+    std::erase(m.compile_q, k);
+    std::erase(m.eval_q, k);
+    for (auto& [key, w] : m.compile_waiters) std::erase(w, k);
+    m.jobs.erase(k);
+  }
+}
+
 void CpuBackend::do_prepare(const Task& task) {
   Impl& m = *impl_;
   if (m.prepared.count(task.manifest_path.string())) return;
@@ -892,46 +961,8 @@ void CpuBackend::do_prepare(const Task& task) {
   std::shared_ptr<const Task> tp(&task, [](const Task*) {});
   const std::uint64_t seed = fnv1a64(task.name + "/prepare");
 
-  std::vector<std::uint64_t> mine;
-  struct Cleanup {
-    Impl& m;
-    std::vector<std::uint64_t>& keys;
-    ~Cleanup() {
-      // On any exit (also a throw): internal jobs still running are killed
-      // and forgotten; none of them reaches the engine.
-      for (auto k : keys) {
-        for (auto it = m.by_proc.begin(); it != m.by_proc.end();) {
-          if (it->second == k) {
-            m.runner.kill(it->first);
-            it = m.by_proc.erase(it);
-          } else {
-            ++it;
-          }
-        }
-        auto jt = m.jobs.find(k);
-        if (jt != m.jobs.end() && jt->second.state != Impl::State::done) {
-          if (jt->second.state == Impl::State::compiling) {
-            --m.compiling;
-            // Candidates waiting for this compile go back to the queue.
-            auto w = m.compile_waiters.find(jt->second.so_key);
-            if (w != m.compile_waiters.end()) {
-              for (auto other : w->second) {
-                if (std::find(keys.begin(), keys.end(), other) != keys.end()) continue;
-                m.jobs.at(other).state = Impl::State::compile_queued;
-                m.compile_q.push_back(other);
-              }
-              m.compile_waiters.erase(w);
-            }
-          }
-          if (jt->second.state == Impl::State::evaluating) (jt->second.timing ? m.evaluating_timed : m.evaluating_untimed)--;
-        }
-        std::erase(m.compile_q, k);
-        std::erase(m.eval_q, k);
-        for (auto& [key, w] : m.compile_waiters) std::erase(w, k);
-        m.jobs.erase(k);
-      }
-    }
-  } cleanup{m, mine};
+  Impl::Internal internal{m, {}};
+  std::vector<std::uint64_t>& mine = internal.keys;
 
   auto compile_job = [&](const std::string& source) {
     Impl::Job j;
@@ -1021,6 +1052,32 @@ void CpuBackend::do_prepare(const Task& task) {
     throw InputError(manifest, "/seed",
                      "a seed that is judged correct; it gave " + std::string(to_string(dv.status)) + ": " + dv.message);
   m.prepared[manifest] = ref_so;
+}
+
+std::vector<BaselineVerdict> CpuBackend::do_judge_baselines(const Task& task, std::uint64_t seed) {
+  Impl& m = *impl_;
+  const auto it = m.prepared.find(task.manifest_path.string());
+  if (it == m.prepared.end())
+    throw Failure(name() + " backend: task '" + task.name + "' was not prepared by this backend");
+  std::shared_ptr<const Task> tp(&task, [](const Task*) {});   // lives while this call runs
+  Impl::Internal internal{m, {}};
+  // All at once: they compile in parallel and their timings take the
+  // evaluation slots (the GPU's timing slot) one at a time, like candidates.
+  for (const Task::SourceBaseline& b : task.source_baselines) {
+    Impl::Job j;
+    j.internal = true;
+    j.task = tp;
+    j.source = b.source;
+    j.link = b.link;
+    j.seed = seed;
+    j.ref_so = it->second;
+    internal.keys.push_back(m.add(std::move(j)));
+  }
+  m.drive_until_done(internal.keys);
+  std::vector<BaselineVerdict> out;
+  for (std::size_t i = 0; i < task.source_baselines.size(); ++i)
+    out.push_back({task.source_baselines[i].name, std::move(m.jobs.at(internal.keys[i]).v)});
+  return out;
 }
 
 std::unique_ptr<Backend> make_cpu_backend(CpuOptions options) {

@@ -26,21 +26,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Poison values: NaN with a recognisable payload, and integer sentinels.
-constexpr std::uint32_t kPoisonF32 = 0x7FC0DEADu;
-constexpr std::uint64_t kPoisonF64 = 0x7FF8DEADDEADDEADull;
-constexpr std::int32_t kPoisonI32 = 0x7E5A5A5A;
-constexpr std::int64_t kPoisonI64 = 0x7E5A5A5A5A5A5A5ALL;
-// bf16 has a 7-bit payload: a quiet NaN that neither bf16_from_double
-// (0x7FC0) nor CUDA's conversions (0x7FFF) produce, so that a NaN a kernel
-// computed is not reported as an unwritten element.
-constexpr std::uint16_t kPoisonBF16 = 0x7FDEu;
 constexpr const char* kUnwritten =
     "the element still holds the NaN/sentinel outputs are pre-filled with: never written, or "
     "accumulated into without being initialised";
 
 // Elements per block of the parallel bulk work (and per input RNG stream).
-constexpr std::int64_t kBlock = std::int64_t{1} << 16;
+constexpr std::int64_t kBlock = kBlockElements;
 int g_threads = 1;
 
 // Fills elements [lo, hi) of b with the dtype's poison.
@@ -162,6 +153,18 @@ std::string fmt_double(double v) {
   return o.str();
 }
 
+const char* why_text(Why w) {
+  switch (w) {
+    case Why::none: break;
+    case Why::reference_unwritten: return "the reference left this element unwritten";
+    case Why::expected_nonfinite: return "expected a non-finite value";
+    case Why::unwritten: return kUnwritten;
+    case Why::got_nonfinite: return "got a non-finite value";
+    case Why::outside_tolerance: return "outside atol + rtol*|expected|";
+  }
+  return "";
+}
+
 std::string demangle(const char* name) {
   int status = 0;
   char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
@@ -212,21 +215,25 @@ Buffer::Buffer(std::size_t bytes) : bytes_(bytes) {
   p_ = std::aligned_alloc(64, rounded);
   if (!p_) throw std::bad_alloc();
 }
-Buffer::~Buffer() { std::free(p_); }
-Buffer::Buffer(Buffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+void Buffer::reset() noexcept {
+  if (!p_) return;
+  if (release_)
+    release_(p_);
+  else
+    std::free(p_);
+  p_ = nullptr;
+}
+Buffer::~Buffer() { reset(); }
+Buffer::Buffer(Buffer&& o) noexcept
+    : p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)), release_(o.release_) {}
 Buffer& Buffer::operator=(Buffer&& o) noexcept {
   if (this != &o) {
-    std::free(p_);
+    reset();
     p_ = std::exchange(o.p_, nullptr);
     bytes_ = std::exchange(o.bytes_, 0);
+    release_ = o.release_;
   }
   return *this;
-}
-Buffer Buffer::clone() const {
-  if (!p_) return Buffer();
-  Buffer b(bytes_);
-  copy_bytes(b.p_, p_, bytes_);
-  return b;
 }
 
 void ArgSet::rebind() {
@@ -238,7 +245,7 @@ std::string Case::label() const { return (hidden ? "hidden " : "") + shape->labe
 
 // ---- inputs ---------------------------------------------------------------
 
-ArgSet make_inputs(const Task& task, const Case& c, std::uint64_t seed, const std::string& tag) {
+ArgSet scalars_of(const Task& task, const Case& c) {
   ArgSet a;
   a.buf.resize(task.args.size());
   a.sc.resize(task.args.size());
@@ -246,31 +253,43 @@ ArgSet make_inputs(const Task& task, const Case& c, std::uint64_t seed, const st
   for (std::size_t k = 0; k < task.args.size(); ++k) {
     const Arg& arg = task.args[k];
     std::memset(&a.sc[k], 0, sizeof(Scalar));
-    if (!arg.is_buffer()) {
-      const Value v = task.scalar_value(arg, *c.shape);
-      switch (arg.dtype) {
-        case DType::f32: a.sc[k].f32 = static_cast<float>(v.as_double()); break;
-        case DType::f64: a.sc[k].f64 = v.as_double(); break;
-        case DType::i32: a.sc[k].i32 = static_cast<std::int32_t>(v.as_int()); break;
-        case DType::i64: a.sc[k].i64 = v.as_int(); break;
-        case DType::bf16: throw std::logic_error("a bfloat16 scalar (load_task rejects them)");
-      }
+    if (arg.is_buffer()) {
+      a.n[k] = task.elements(arg, *c.shape);
       continue;
     }
-    const std::int64_t n = task.elements(arg, *c.shape);
-    a.n[k] = n;
+    const Value v = task.scalar_value(arg, *c.shape);
+    switch (arg.dtype) {
+      case DType::f32: a.sc[k].f32 = static_cast<float>(v.as_double()); break;
+      case DType::f64: a.sc[k].f64 = v.as_double(); break;
+      case DType::i32: a.sc[k].i32 = static_cast<std::int32_t>(v.as_int()); break;
+      case DType::i64: a.sc[k].i64 = v.as_int(); break;
+      case DType::bf16: throw std::logic_error("a bfloat16 scalar (load_task rejects them)");
+    }
+  }
+  return a;
+}
+
+std::uint64_t input_stream(const Case& c, const std::string& tag, const Arg& arg) {
+  // One stream per (seed, tag, shape, argument): every trial has fresh,
+  // reproducible inputs.
+  return fnv1a64(tag + "|" + (c.hidden ? "h" : "v") + std::to_string(c.index) + "|" + arg.name);
+}
+
+ArgSet make_inputs(const Task& task, const Case& c, std::uint64_t seed, const std::string& tag) {
+  ArgSet a = scalars_of(task, c);
+  for (std::size_t k = 0; k < task.args.size(); ++k) {
+    const Arg& arg = task.args[k];
+    if (!arg.is_buffer()) continue;
+    const std::int64_t n = a.n[k];
     a.buf[k] = Buffer(static_cast<std::size_t>(n) * dtype_size(arg.dtype));
     if (!arg.is_input()) {
       poison(arg, a.buf[k], n);
       continue;
     }
-    // One stream per (seed, tag, shape, argument): every trial has fresh,
-    // reproducible inputs.
     // Each block of kBlock elements draws from its own stream, so blocks
     // are generated in parallel and the values do not depend on the number
     // of threads.
-    const std::string stream = tag + "|" + (c.hidden ? "h" : "v") + std::to_string(c.index) + "|" + arg.name;
-    const std::uint64_t stream_id = fnv1a64(stream);
+    const std::uint64_t stream_id = input_stream(c, tag, arg);
     const Distribution& d = arg.dist;
     void* base = a.buf[k].data();
     const DType dt = arg.dtype;
@@ -306,74 +325,140 @@ ArgSet allocate_like(const ArgSet& orig) {
 }
 
 ArgSet clone_for_call(const Task& task, const ArgSet& orig, bool poison_outputs) {
-  ArgSet a;
-  a.sc = orig.sc;
-  a.n = orig.n;
-  a.buf.resize(orig.buf.size());
+  ArgSet a = allocate_like(orig);
   for (std::size_t k = 0; k < orig.buf.size(); ++k) {
-    a.buf[k] = orig.buf[k].clone();
-    if (poison_outputs && task.args[k].role == Role::out) poison(task.args[k], a.buf[k], a.n[k]);
+    if (!orig.buf[k].data()) continue;
+    if (poison_outputs && task.args[k].role == Role::out)
+      poison(task.args[k], a.buf[k], a.n[k]);
+    else
+      copy_bytes(a.buf[k].data(), orig.buf[k].data(), orig.buf[k].bytes());
   }
-  a.rebind();
   return a;
 }
 
-std::string first_mismatch(const Task& task, const Case& c, const ArgSet& want, const ArgSet& got) {
-  const Tolerance& tol = task.tolerance;
+// ---- the host space -------------------------------------------------------
+
+namespace {
+
+// Compares one block [lo, hi) of an output on the host. The CUDA worker's
+// compare_blocks kernel (device_space.cu) applies the same rules on the GPU;
+// change both together (test_device_space compares them).
+void compare_block(DType dt, const void* w, const void* g, std::int64_t lo, std::int64_t hi, const Tolerance& tol,
+                   bool against_reference, ComparePart& p) {
+  for (std::int64_t i = lo; i < hi; ++i) {
+    const double x = element(dt, w, i);
+    const double y = element(dt, g, i);
+    auto mark = [&](Why why) {
+      if (p.bad < 0) {
+        p.bad = i;
+        p.why = why;
+      }
+    };
+    if (against_reference && is_poison(dt, w, i)) {
+      // The reference never wrote this element (its own self-check ends
+      // here): nothing can be judged against it.
+      mark(Why::reference_unwritten);
+      continue;
+    }
+    if (!std::isfinite(x)) {
+      // Non-finite expected values must be matched exactly in kind.
+      if (!((std::isnan(x) && std::isnan(y)) || x == y)) mark(Why::expected_nonfinite);
+      continue;
+    }
+    if (!std::isfinite(y)) {
+      mark(is_poison(dt, g, i) ? Why::unwritten : Why::got_nonfinite);
+      continue;
+    }
+    const double d = std::fabs(y - x);
+    p.diff2 += d * d;
+    p.want2 += x * x;
+    ++p.compared;
+    if (d > p.max_abs) {
+      p.max_abs = d;
+      p.worst = i;
+    }
+    if (d > tol.atol + tol.rtol * std::fabs(x))
+      mark(is_poison(dt, g, i) && !is_poison(dt, w, i) ? Why::unwritten : Why::outside_tolerance);
+  }
+}
+
+class HostSpace final : public Space {
+ public:
+  ArgSet make_inputs(const Task& task, const Case& c, std::uint64_t seed, const std::string& tag) override {
+    return worker::make_inputs(task, c, seed, tag);
+  }
+  ArgSet clone_for_call(const Task& task, const ArgSet& orig, bool poison_outputs) override {
+    return worker::clone_for_call(task, orig, poison_outputs);
+  }
+  void copy(Buffer& dst, const Buffer& src) override { copy_bytes(dst.data(), src.data(), src.bytes()); }
+  void zero(Buffer& b) override { std::memset(b.data(), 0, b.bytes()); }
+  void convert(DType dst_t, Buffer& dst, std::int64_t dst_n, DType src_t, const Buffer& src,
+               std::int64_t src_n) override {
+    for (std::int64_t i = 0; i < dst_n; ++i) store(dst_t, dst.data(), i, worker::element(src_t, src.data(), i % src_n));
+  }
+  std::size_t first_difference(const Buffer& a, const Buffer& b) override {
+    return worker::first_difference(a.data(), b.data(), a.bytes());
+  }
+  std::vector<ComparePart> compare(DType t, const Buffer& want, const Buffer& got, std::int64_t n,
+                                   const Tolerance& tol, bool against_reference) override {
+    std::vector<ComparePart> parts(static_cast<std::size_t>((n + kBlock - 1) / kBlock));
+    for_blocks(n, kBlock, [&](std::int64_t lo, std::int64_t hi) {
+      compare_block(t, want.data(), got.data(), lo, hi, tol, against_reference,
+                    parts[static_cast<std::size_t>(lo / kBlock)]);
+    });
+    return parts;
+  }
+  double element(DType t, const Buffer& b, std::int64_t i) override { return worker::element(t, b.data(), i); }
+};
+
+}  // namespace
+
+Space& host_space() {
+  static HostSpace space;
+  return space;
+}
+
+std::string first_mismatch(const Task& task, const Case& c, const ArgSet& want, const ArgSet& got, Space& space) {
   for (std::size_t k = 0; k < task.args.size(); ++k) {
     const Arg& arg = task.args[k];
     if (!arg.is_output()) continue;
-    const void* w = want.buf[k].data();
-    const void* g = got.buf[k].data();
-    std::atomic<std::int64_t> first{want.n[k]};
-    for_blocks(want.n[k], kBlock, [&](std::int64_t lo, std::int64_t hi) {
-      for (std::int64_t i = lo; i < hi && i < first.load(std::memory_order_relaxed); ++i) {
-        const double x = element(arg.dtype, w, i);
-        const double y = element(arg.dtype, g, i);
-        const bool ok = std::isfinite(x) ? std::isfinite(y) && std::fabs(y - x) <= tol.atol + tol.rtol * std::fabs(x)
-                                         : (std::isnan(x) && std::isnan(y)) || x == y;
-        if (ok) continue;
-        lower_to(first, i);
-        return;
-      }
-    });
-    const std::int64_t i = first.load();
-    if (i < want.n[k])
-      return arg.name + multi_index(task, arg, *c.shape, i) + ": expected " + fmt_double(element(arg.dtype, w, i)) +
-             ", got " + fmt_double(element(arg.dtype, g, i));
+    for (const ComparePart& p : space.compare(arg.dtype, want.buf[k], got.buf[k], want.n[k], task.tolerance, false))
+      if (p.bad >= 0)
+        return arg.name + multi_index(task, arg, *c.shape, p.bad) + ": expected " +
+               fmt_double(space.element(arg.dtype, want.buf[k], p.bad)) + ", got " +
+               fmt_double(space.element(arg.dtype, got.buf[k], p.bad));
   }
   return {};
 }
 
 // ---- null candidates ------------------------------------------------------
 
-Kernel null_kernel(const std::string& kind, const Task& task, Reference reference, std::uint64_t seed) {
+Kernel null_kernel(const std::string& kind, const Task& task, Reference reference, std::uint64_t seed,
+                   Space& space) {
   if (kind == "zeros") {
-    return [&task](ArgSet& a, const Case&) {
+    return [&task, &space](ArgSet& a, const Case&) {
       for (std::size_t k = 0; k < task.args.size(); ++k)
-        if (task.args[k].is_output()) std::memset(a.buf[k].data(), 0, a.buf[k].bytes());
+        if (task.args[k].is_output()) space.zero(a.buf[k]);
     };
   }
   if (kind == "copy") {
-    return [&task](ArgSet& a, const Case&) {
+    return [&task, &space](ArgSet& a, const Case&) {
       std::size_t src = task.args.size();
       for (std::size_t k = 0; k < task.args.size() && src == task.args.size(); ++k)
         if (task.args[k].is_input()) src = k;
       if (src == task.args.size() || a.n[src] == 0) return;
       for (std::size_t k = 0; k < task.args.size(); ++k) {
         if (task.args[k].role != Role::out) continue;   // an inout output keeps its input: identity
-        for (std::int64_t i = 0; i < a.n[k]; ++i)
-          store(task.args[k].dtype, a.buf[k].data(), i,
-                element(task.args[src].dtype, a.buf[src].data(), i % a.n[src]));
+        space.convert(task.args[k].dtype, a.buf[k], a.n[k], task.args[src].dtype, a.buf[src], a.n[src]);
       }
     };
   }
   if (kind == "other_seed") {
-    return [&task, reference = std::move(reference), seed](ArgSet& a, const Case& c) {
-      ArgSet other = make_inputs(task, c, seed ^ 0x5DEECE66DULL, "null-other-seed");
+    return [&task, reference = std::move(reference), seed, &space](ArgSet& a, const Case& c) {
+      ArgSet other = space.make_inputs(task, c, seed ^ 0x5DEECE66DULL, "null-other-seed");
       reference(other);
       for (std::size_t k = 0; k < task.args.size(); ++k)
-        if (task.args[k].is_output()) std::memcpy(a.buf[k].data(), other.buf[k].data(), a.buf[k].bytes());
+        if (task.args[k].is_output()) space.copy(a.buf[k], other.buf[k]);
     };
   }
   throw std::invalid_argument("unknown null candidate '" + kind + "'");
@@ -382,8 +467,8 @@ Kernel null_kernel(const std::string& kind, const Task& task, Reference referenc
 // ---- the judge ------------------------------------------------------------
 
 Judge::Judge(const Task& task, const Options& opt, Reference reference, Kernel candidate,
-             const std::fenv_t& reference_env, const std::fenv_t& candidate_env)
-    : task_(task), opt_(opt), ref_(std::move(reference)), cand_(std::move(candidate)), ref_env_(reference_env),
+             const std::fenv_t& reference_env, const std::fenv_t& candidate_env, Space& space)
+    : task_(task), space_(space), opt_(opt), ref_(std::move(reference)), cand_(std::move(candidate)), ref_env_(reference_env),
       cand_env_(candidate_env) {
   for (std::size_t i = 0; i < task.visible.size(); ++i) cases_.push_back(Case{&task.visible[i], false, i});
   for (std::size_t i = 0; i < task.hidden.size(); ++i) cases_.push_back(Case{&task.hidden[i], true, i});
@@ -432,68 +517,15 @@ void Judge::compare_outputs(const ArgSet& want, const ArgSet& got, const Case& c
   for (std::size_t k = 0; k < task_.args.size(); ++k) {
     const Arg& arg = task_.args[k];
     if (!arg.is_output()) continue;
-    const std::int64_t n = want.n[k];
-    const void* w = want.buf[k].data();
-    const void* g = got.buf[k].data();
-    const DType dt = arg.dtype;
-    // Per block of kBlock elements: partial sums, the worst element and the
-    // first bad one, combined in block order below, so that the figures do
-    // not depend on the number of threads.
-    struct Part {
-      double diff2 = 0.0, want2 = 0.0, max_abs = 0.0;
-      std::int64_t compared = 0;   // finite pairs in the L2 sums
-      std::int64_t bad = -1, worst = -1;
-      const char* why = nullptr;
-    };
-    std::vector<Part> parts(static_cast<std::size_t>((n + kBlock - 1) / kBlock));
-    for_blocks(n, kBlock, [&](std::int64_t lo, std::int64_t hi) {
-      Part& p = parts[static_cast<std::size_t>(lo / kBlock)];
-      for (std::int64_t i = lo; i < hi; ++i) {
-        const double x = element(dt, w, i);
-        const double y = element(dt, g, i);
-        if (against_reference && is_poison(dt, w, i)) {
-          // The reference never wrote this element (its own self-check ends
-          // here): nothing can be judged against it.
-          if (p.bad < 0) {
-            p.bad = i;
-            p.why = "the reference left this element unwritten";
-          }
-          continue;
-        }
-        if (!std::isfinite(x)) {
-          // Non-finite expected values must be matched exactly in kind.
-          const bool same = (std::isnan(x) && std::isnan(y)) || x == y;
-          if (!same && p.bad < 0) {
-            p.bad = i;
-            p.why = "expected a non-finite value";
-          }
-          continue;
-        }
-        if (!std::isfinite(y)) {
-          if (p.bad < 0) {
-            p.bad = i;
-            p.why = is_poison(dt, g, i) ? kUnwritten : "got a non-finite value";
-          }
-          continue;
-        }
-        const double d = std::fabs(y - x);
-        p.diff2 += d * d;
-        p.want2 += x * x;
-        ++p.compared;
-        if (d > p.max_abs) {
-          p.max_abs = d;
-          p.worst = i;
-        }
-        if (d > tol.atol + tol.rtol * std::fabs(x) && p.bad < 0) {
-          p.bad = i;
-          p.why = is_poison(dt, g, i) && !is_poison(dt, w, i) ? kUnwritten : "outside atol + rtol*|expected|";
-        }
-      }
-    });
+    // Per block: partial sums, the worst element and the first bad one,
+    // combined in block order below, so that the figures do not depend on
+    // the number of threads (or on the space).
+    const std::vector<ComparePart> parts =
+        space_.compare(arg.dtype, want.buf[k], got.buf[k], want.n[k], tol, against_reference);
     double diff2 = 0.0, want2 = 0.0, max_abs = 0.0;
     std::int64_t compared = 0, bad = -1, worst = -1;
-    std::string why;
-    for (const Part& p : parts) {
+    Why why_code = Why::none;
+    for (const ComparePart& p : parts) {
       diff2 += p.diff2;
       want2 += p.want2;
       compared += p.compared;
@@ -503,7 +535,7 @@ void Judge::compare_outputs(const ArgSet& want, const ArgSet& got, const Case& c
       }
       if (bad < 0 && p.bad >= 0) {
         bad = p.bad;
-        why = p.why;
+        why_code = p.why;
       }
     }
     // The denominator has an absolute floor, atol * sqrt(n): the norm of an
@@ -513,6 +545,7 @@ void Judge::compare_outputs(const ArgSet& want, const ArgSet& got, const Case& c
     // RMS error against atol. 1e-30 only guards atol = 0 with a zero output.
     const double l2_floor = std::max(tol.atol * std::sqrt(static_cast<double>(compared)), 1e-30);
     const double rel_l2 = std::sqrt(diff2) / std::max(std::sqrt(want2), l2_floor);
+    std::string why = why_text(why_code);
     if (against_reference) {
       v_.max_abs_error = std::max(v_.max_abs_error, max_abs);
       v_.rel_l2_error = std::max(v_.rel_l2_error, rel_l2);
@@ -528,8 +561,8 @@ void Judge::compare_outputs(const ArgSet& want, const ArgSet& got, const Case& c
       m.trial = trial;
       m.flat_index = bad;
       m.index = multi_index(task_, arg, *c.shape, bad);
-      m.expected = element(arg.dtype, w, bad);
-      m.got = element(arg.dtype, g, bad);
+      m.expected = space_.element(arg.dtype, want.buf[k], bad);
+      m.got = space_.element(arg.dtype, got.buf[k], bad);
       v_.mismatch = m;
       mismatch_hidden_ = c.hidden;
       std::string what = against_reference ? "differs from the reference"
@@ -547,8 +580,8 @@ void Judge::correctness() {
   for (int t = 0; t < opt_.trials; ++t) {
     const std::string trial = "trial " + std::to_string(t + 1);
     for (const Case& c : cases_) {
-      const ArgSet orig = make_inputs(task_, c, opt_.seed, "trial" + std::to_string(t));
-      ArgSet got = clone_for_call(task_, orig, true);
+      const ArgSet orig = space_.make_inputs(task_, c, opt_.seed, "trial" + std::to_string(t));
+      ArgSet got = space_.clone_for_call(task_, orig, true);
 
       set_alloc_poison(true);
       call_candidate(got, c, trial);
@@ -558,7 +591,7 @@ void Judge::correctness() {
       // candidate never saw (stronger than a hash, and parallel).
       for (std::size_t k = 0; k < task_.args.size(); ++k) {
         if (task_.args[k].role != Role::in) continue;
-        const std::size_t at = first_difference(got.buf[k].data(), orig.buf[k].data(), got.buf[k].bytes());
+        const std::size_t at = space_.first_difference(got.buf[k], orig.buf[k]);
         if (at >= got.buf[k].bytes()) continue;
         const std::size_t es = dtype_size(task_.args[k].dtype);
         const auto i = static_cast<std::int64_t>(at / es);
@@ -568,8 +601,8 @@ void Judge::correctness() {
         m.trial = "input-modified";
         m.flat_index = i;
         m.index = multi_index(task_, task_.args[k], *c.shape, i);
-        m.expected = element(task_.args[k].dtype, orig.buf[k].data(), i);
-        m.got = element(task_.args[k].dtype, got.buf[k].data(), i);
+        m.expected = space_.element(task_.args[k].dtype, orig.buf[k], i);
+        m.got = space_.element(task_.args[k].dtype, got.buf[k], i);
         v_.mismatch = m;
         mismatch_hidden_ = c.hidden;
         settle(Status::wrong_answer, "the kernel modified its input '" + m.arg + "' (at " + m.index + ", " +
@@ -578,7 +611,7 @@ void Judge::correctness() {
 
       // The reference runs after the candidate, so that its outputs for
       // these inputs do not exist while the candidate runs.
-      ArgSet want = clone_for_call(task_, orig, true);
+      ArgSet want = space_.clone_for_call(task_, orig, true);
       call_reference(want);
       compare_outputs(want, got, c, trial, true);
 
@@ -586,7 +619,7 @@ void Judge::correctness() {
         // Same inputs again, outputs poisoned again: the second run must
         // agree with the first within the task's tolerance (threaded
         // reductions may legitimately differ in the last bits).
-        ArgSet again = clone_for_call(task_, orig, true);
+        ArgSet again = space_.clone_for_call(task_, orig, true);
         set_alloc_poison(true);
         call_candidate(again, c, "repeat-consistency");
         set_alloc_poison(false);

@@ -148,6 +148,7 @@ Request parse_request(const nlohmann::json& req, std::chrono::steady_clock::time
   opt.budget_seconds = req.value("budget_seconds", 0.25);
   opt.flush_bytes = req.value("flush_bytes", std::int64_t{64} << 20);
   r.seccomp = req.value("seccomp", true);
+  r.policy = kevo::sandbox::policy_from_string(req.value("seccomp_policy", std::string("cpu")));
   r.open_files = req.value("open_files", 0);
   opt.wall_seconds = req.value("wall_seconds", 0.0);
   opt.threads = req.value("judge_threads", 1);
@@ -183,7 +184,7 @@ Libraries load_libraries(const Request& r) {
   const bool null = r.opt.mode == proto::kModeNull;
   const fs::path local_so = null ? fs::path() : local_copy(r.candidate_so);
   // Before any candidate code: its constructors run inside dlopen.
-  lock_down(r.seccomp, r.open_files);
+  lock_down(r.seccomp, r.open_files, r.policy);
   emit({{"event", "stage"}, {"stage", "load"}});
   if (null) return lib;
   try {
@@ -204,12 +205,12 @@ fs::path local_copy(const fs::path& so) {
   return local;
 }
 
-void lock_down(bool seccomp, int open_files) {
+void lock_down(bool seccomp, int open_files, kevo::sandbox::Policy policy) {
   if (seccomp) {
     try {
       kevo::sandbox::set_violation_report(
           g_result_fd, "\n{\"event\":\"violation\",\"nonce\":\"" + g_nonce + "\",\"syscall\":", "}\n");
-      kevo::sandbox::install_candidate_policy();
+      kevo::sandbox::install_candidate_policy(policy);
     } catch (const std::exception& e) {
       fatal("sandbox_unavailable", e.what());
     }

@@ -6,6 +6,8 @@
 
 #include "judge.hpp"
 
+#include "kevo/sandbox/seccomp.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -40,6 +42,8 @@ struct Request {
   Options opt;
   std::filesystem::path task_dir, candidate_so, reference_so;
   bool seccomp = true;
+  // "seccomp_policy": which variant (the CUDA backend asks for "cuda").
+  kevo::sandbox::Policy policy = kevo::sandbox::Policy::cpu;
   int open_files = 0;
 };
 // Throws std::exception on a missing or ill-typed field.
@@ -55,7 +59,7 @@ std::filesystem::path local_copy(const std::filesystem::path& so);
 
 // Installs the seccomp policy (reporting violations on the channel) and
 // lowers RLIMIT_NOFILE; a failure to install is fatal.
-void lock_down(bool seccomp, int open_files);
+void lock_down(bool seccomp, int open_files, kevo::sandbox::Policy policy = kevo::sandbox::Policy::cpu);
 
 // The worker's libraries, in the order that keeps candidate code inside the
 // policy: the trusted reference (a failure is fatal), a private copy of the

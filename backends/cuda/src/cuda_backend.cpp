@@ -36,7 +36,9 @@ cpu::CpuOptions cuda_base_defaults() {
   o.limits.compile_memory_mb = 8192;
   o.limits.processes = 4096;   // the driver starts threads
   o.limits.open_files = 1024;  // the driver opens device files as it goes
-  o.seccomp = false;           // the driver's ioctl/mmap traffic is outside the CPU policy (docs/cuda.md)
+  // The worker installs the CUDA variant of the policy (below, and
+  // docs/sandbox.md); verified on the H200 (test_cuda_sandbox_gpu).
+  o.seccomp = true;
   // Workers judging at once: their correctness work overlaps, their timings
   // never do (the GPU's timing slot, docs/cuda.md).
   o.eval_jobs = 8;
@@ -61,7 +63,6 @@ CudaOptions parse_cuda_options(StrictObject& obj) {
   }
   o.reverify_speedup = obj.number("reverify_speedup", o.reverify_speedup, 1, 1e9);
   o.lock_dir = obj.string("lock_dir", o.lock_dir);
-  o.slot_covers_transfers = obj.boolean("slot_covers_transfers", o.slot_covers_transfers);
   if (!o.lock_dir.empty() && !std::filesystem::is_directory(o.lock_dir))
     obj.fail("lock_dir", "an existing directory shared by the workers of one host (\"" + o.lock_dir + "\" is none)");
   if (auto s = obj.optional_object("sanitizer")) {
@@ -71,6 +72,7 @@ CudaOptions parse_cuda_options(StrictObject& obj) {
   }
   if (auto p = obj.optional_object("profile")) {
     o.profile_every = static_cast<int>(p->integer("every", o.profile_every, 0, 1000000));
+    o.profile_on_request = p->boolean("on_request", o.profile_on_request);
     o.profiler_path = p->string("path", o.profiler_path);
     p->finish();
   }
@@ -84,10 +86,14 @@ CudaOptions parse_cuda_options(StrictObject& obj) {
     if (found.empty()) obj.fail("sanitizer", "compute-sanitizer in PATH or at sanitizer.path (\"" + o.sanitizer_path + "\" not found)");
     o.sanitizer_path = found;
   }
-  if (o.profile_every > 0) {
+  if (o.profile_every > 0 || o.profile_on_request) {
     const std::string found = sandbox::find_in_path(o.profiler_path, path_value);
-    if (found.empty()) obj.fail("profile", "ncu in PATH or at profile.path (\"" + o.profiler_path + "\" not found)");
-    o.profiler_path = found;
+    // The policy needs ncu; requests are a bonus that a machine without it
+    // turns off (recorded in the effective config).
+    if (found.empty() && o.profile_every > 0)
+      obj.fail("profile", "ncu in PATH or at profile.path (\"" + o.profiler_path + "\" not found)");
+    if (found.empty()) o.profile_on_request = false;
+    else o.profiler_path = found;
   }
   return o;
 }
@@ -102,9 +108,8 @@ nlohmann::json to_json(const CudaOptions& o) {
                    {"floor_fraction", o.floor_fraction}};
   j["reverify_speedup"] = o.reverify_speedup;
   j["lock_dir"] = o.lock_dir;
-  j["slot_covers_transfers"] = o.slot_covers_transfers;
   j["sanitizer"] = {{"tool", o.sanitizer}, {"path", o.sanitizer_path}};
-  j["profile"] = {{"every", o.profile_every}, {"path", o.profiler_path}};
+  j["profile"] = {{"every", o.profile_every}, {"on_request", o.profile_on_request}, {"path", o.profiler_path}};
   j["tool_seconds"] = o.tool_seconds;
   return j;
 }
@@ -120,16 +125,19 @@ cpu::CpuOptions to_cpu_options(CudaOptions o) {
                               {"floor_fraction", o.floor_fraction},
                               {"reverify_speedup", o.reverify_speedup},
                               {"lock_dir", o.lock_dir},
-                              {"slot_covers_transfers", o.slot_covers_transfers},
                               {"child_seconds", o.tool_seconds}};
   if (!o.sanitizer.empty()) {
     b.flavour.worker_request["sanitizer"] = o.sanitizer_path;
     b.flavour.worker_request["sanitizer_tool"] = o.sanitizer;
   }
-  if (o.profile_every > 0) {
+  if (o.profile_every > 0 || o.profile_on_request) {
     b.flavour.worker_request["profiler"] = o.profiler_path;
     b.flavour.profile_every = o.profile_every;
+    b.flavour.profile_on_request = o.profile_on_request;
   }
+  // The driver keeps opening device files read-write after the context
+  // exists: the CUDA variant of the policy allows that (backend.cuda.sandbox.seccomp).
+  b.flavour.worker_request["seccomp_policy"] = "cuda";
   b.flavour.health_argv = {"--health", std::to_string(o.device)};
   // The islands' device binding (docs/islands.md) reaches the worker.
   b.flavour.worker_env_pass.push_back("KEVO_DEVICE_INDEX");

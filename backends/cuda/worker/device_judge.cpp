@@ -1,5 +1,7 @@
 #include "device_judge.hpp"
 
+#include "device_space.hpp"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -69,39 +71,6 @@ class Event {
   cudaEvent_t e_ = nullptr;
 };
 
-// Device copies of one argument set; scalars stay on the host (passed by
-// value through the entry adapter).
-struct DevSet {
-  std::vector<DevBuf> buf;
-  std::vector<void*> ptr;
-  DevSet(w::ArgSet& a) : buf(a.buf.size()), ptr(a.buf.size(), nullptr) {
-    for (std::size_t k = 0; k < a.buf.size(); ++k) {
-      if (!a.buf[k].data()) {
-        ptr[k] = &a.sc[k];
-        continue;
-      }
-      buf[k] = DevBuf(a.buf[k].bytes());
-      ptr[k] = buf[k].get();
-    }
-  }
-  void upload(const w::ArgSet& a) {
-    for (std::size_t k = 0; k < a.buf.size(); ++k)
-      if (a.buf[k].data())
-        check(cudaMemcpy(buf[k].get(), a.buf[k].data(), a.buf[k].bytes(), cudaMemcpyHostToDevice), "uploading inputs");
-  }
-  // Overwrites the input buffers (in, inout) in place with those of `from`.
-  void load_inputs(const DevSet& from, const Task& task) {
-    for (std::size_t k = 0; k < buf.size(); ++k)
-      if (buf[k].get() && task.args[k].is_input())
-        check(cudaMemcpy(buf[k].get(), from.buf[k].get(), buf[k].bytes(), cudaMemcpyDeviceToDevice), "loading inputs");
-  }
-  void download(w::ArgSet& a) const {
-    for (std::size_t k = 0; k < a.buf.size(); ++k)
-      if (a.buf[k].data())
-        check(cudaMemcpy(a.buf[k].data(), buf[k].get(), a.buf[k].bytes(), cudaMemcpyDeviceToHost), "downloading outputs");
-  }
-};
-
 std::string fmt(double v) { return format_number(v); }
 
 }  // namespace
@@ -134,31 +103,6 @@ std::int64_t default_gpu_flush_bytes() {
   return std::int64_t{256} << 20;
 }
 
-namespace {
-bool g_slot_covers_transfers = false;   // set once per worker, before any call
-}  // namespace
-
-void set_slot_covers_transfers(bool on) { g_slot_covers_transfers = on; }
-
-void call_on_device(w::Entry entry, w::ArgSet& a) {
-  // The call's kernels may overlap other workers' correctness kernels, never
-  // a timing: they run inside the shared slot. Uploads and downloads are
-  // outside it unless slot_covers_transfers (docs/cuda.md).
-  std::optional<SharedSlot> slot;
-  if (g_slot_covers_transfers) slot.emplace();
-  DevSet d(a);
-  d.upload(a);
-  check(cudaDeviceSynchronize(), "before the call");
-  if (!slot) slot.emplace();
-  entry(d.ptr.data());
-  const cudaError_t launch = cudaGetLastError();
-  const cudaError_t run = cudaDeviceSynchronize();
-  if (!g_slot_covers_transfers) slot.reset();
-  check(launch, "after the call (a launch failed: too many threads or too much shared memory?)");
-  check(run, "while the kernel ran (device-wide synchronize)");
-  d.download(a);
-}
-
 nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint64_t seed, const GpuTiming& g,
                               w::Entry cand, w::Entry ref, Verdict& v) {
   nlohmann::json shapes = nlohmann::json::array();
@@ -177,24 +121,22 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     const w::Case c{&task.visible[i], false, i};
     // Two input sets whose contents alternate, in place, between timed
     // calls: a result cached across calls (by pointer or size) goes stale,
-    // and the last timed output is checked below.
-    w::ArgSet orig[2] = {w::make_inputs(task, c, seed, "timing"), w::make_inputs(task, c, seed, "timing-b")};
-    w::ArgSet host_c = w::clone_for_call(task, orig[0], true), host_r = w::clone_for_call(task, orig[0], true);
-    // Separate allocations for candidate and reference.
-    DevSet pristine[2] = {DevSet(orig[0]), DevSet(orig[1])};
-    DevSet dc(host_c), dr(host_r);
-    {
-      std::optional<SharedSlot> slot;
-      if (g_slot_covers_transfers) slot.emplace();
-      pristine[0].upload(orig[0]);
-      pristine[1].upload(orig[1]);
-      dc.upload(host_c);
-      dr.upload(host_r);
-    }
+    // and the last timed output is checked below. All of it in GPU memory
+    // (separate allocations for candidate and reference).
+    w::Space& space = device_space();
+    const w::ArgSet pristine[2] = {space.make_inputs(task, c, seed, "timing"),
+                                   space.make_inputs(task, c, seed, "timing-b")};
+    w::ArgSet dc = space.clone_for_call(task, pristine[0], true), dr = space.clone_for_call(task, pristine[0], true);
+    auto load_inputs = [&](w::ArgSet& d, const w::ArgSet& from) {
+      for (std::size_t k = 0; k < d.buf.size(); ++k)
+        if (d.buf[k].data() && task.args[k].is_input())
+          check(cudaMemcpyAsync(d.buf[k].data(), from.buf[k].data(), d.buf[k].bytes(), cudaMemcpyDeviceToDevice),
+                "loading inputs");
+    };
     int calls_c = 0, calls_r = 0;
     // The outputs of the last timed call and of one more call on the other
     // input set (checked below, after the slot is released).
-    w::ArgSet got[2] = {w::allocate_like(orig[0]), w::allocate_like(orig[0])};   // downloaded whole
+    std::optional<w::ArgSet> got[2];
     int got_set[2] = {0, 0};
     // From here to the end of the verification calls no other kevo work
     // runs on this GPU (every worker on the host honours the slot).
@@ -205,10 +147,10 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       std::vector<double> ev, host;
     };
     Series sc, sr;
-    auto run = [&](w::Entry e, DevSet& d, int& calls, Series& s, const char* who) {
+    auto run = [&](w::Entry e, w::ArgSet& d, int& calls, Series& s, const char* who) {
       // Fresh input contents (inout buffers restored too: in-place kernels
       // would otherwise work on their own results).
-      d.load_inputs(pristine[calls++ % 2], task);
+      load_inputs(d, pristine[calls++ % 2]);
       // Evict the L2 (>= 2x its size) so every repeat starts cold.
       check(cudaMemsetAsync(flush.get(), (flush_round++) & 0xFF, flush.bytes()), "flushing the L2");
       check(cudaDeviceSynchronize(), "before a timed call");
@@ -260,9 +202,10 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     // input set: between them they catch a result kept from any one
     // earlier call.
     got_set[0] = (calls_c - 1) % 2;
-    dc.download(got[0]);
+    check(cudaDeviceSynchronize(), "after the timed calls");
+    got[0] = space.clone_for_call(task, dc, false);
     got_set[1] = calls_c % 2;
-    dc.load_inputs(pristine[got_set[1]], task);
+    load_inputs(dc, pristine[got_set[1]]);
     // The copy above is on the legacy stream; a candidate working on a
     // non-blocking stream must not start before it lands.
     check(cudaDeviceSynchronize(), "before the verification call");
@@ -270,7 +213,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     cand(dc.ptr.data());
     check(cudaGetLastError(), "after the verification call of the candidate");
     check(cudaDeviceSynchronize(), "while the verification call of the candidate ran");
-    dc.download(got[1]);
+    got[1] = space.clone_for_call(task, dc, false);
     exclusive.reset();
     // Host wall-clock cross-check: events on the legacy stream miss work on
     // non-blocking streams; then the host times (which include the device
@@ -316,9 +259,9 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     }
     // Both must be right for the inputs they were given.
     for (int extra = 0; extra < 2; ++extra) {
-      w::ArgSet want = w::clone_for_call(task, orig[got_set[extra]], true);
-      call_on_device(ref, want);
-      const std::string bad = w::first_mismatch(task, c, want, got[extra]);
+      w::ArgSet want = space.clone_for_call(task, pristine[got_set[extra]], true);
+      device_call(ref, want);
+      const std::string bad = w::first_mismatch(task, c, want, *got[extra], space);
       if (!bad.empty()) {
         v.status = Status::wrong_answer;
         v.stage = Stage::timing;

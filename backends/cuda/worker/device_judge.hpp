@@ -1,7 +1,7 @@
-// The GPU half of kevo-cuda-worker: running a compiled entry on device
-// copies of the judge's host arguments, and timing candidate against
-// reference with CUDA events, a device-wide synchronize, a host wall-clock
-// cross-check, an L2 flush before every repeat and a roofline floor.
+// The GPU half of kevo-cuda-worker: timing candidate against reference on
+// inputs generated in GPU memory (device_space.hpp), with CUDA events, a
+// device-wide synchronize, a host wall-clock cross-check, an L2 flush
+// before every repeat and a roofline floor.
 // Documented in docs/cuda.md.
 #pragma once
 
@@ -25,19 +25,6 @@ namespace w = kevo::cpu::worker;
 // "NVIDIA H200 0000:19:00.0 GPU-8f2c..." for the current device; its PCI
 // bus id in `bus_id`.
 std::string device_identity(std::string& bus_id);
-
-// Uploads every buffer of `a` into fresh device allocations (outputs carry
-// the judge's NaN poison), calls `entry` with device pointers, checks the
-// CUDA error state after the call and after a device-wide synchronize (work
-// on any stream counts), and downloads every buffer (inputs too, so that the
-// judge sees modified inputs). A CUDA error throws std::runtime_error.
-void call_on_device(w::Entry entry, w::ArgSet& a);
-
-// Whether uploads and downloads of correctness calls also hold the shared
-// slot (so that no transfer of another worker overlaps a timing). Off by
-// default: a PCIe transfer uses at most ~1% of the HBM bandwidth a timed
-// kernel sees, and holding the slot for transfers leaves the GPU idle.
-void set_slot_covers_transfers(bool on);
 
 struct GpuTiming {
   double peak_tflops = 67.0;

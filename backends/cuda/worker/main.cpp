@@ -10,6 +10,7 @@
 // `kevo-cuda-worker --health DEVICE` checks that a GPU still works (the
 // backend runs it after any CUDA error). See docs/cuda.md.
 #include "device_judge.hpp"
+#include "device_space.hpp"
 #include "judge.hpp"
 #include "profile.hpp"
 #include "worker_io.hpp"
@@ -17,6 +18,8 @@
 #include "kevo/core/task.hpp"
 #include "kevo/core/verdict.hpp"
 #include "kevo/cpu/protocol.hpp"
+#include "kevo/sandbox/seccomp.hpp"
+#include "kevo/sandbox/spawner.hpp"
 
 #include <cuda_runtime.h>
 
@@ -49,15 +52,52 @@ std::string read_file(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// Creates the context on `device`; "" on success, else the reason.
-std::string open_device(int device) {
+// A worker judges on one GPU, so before its first CUDA call it makes only
+// that GPU visible to itself and its tool children: the driver then sets up
+// one device instead of every GPU of the host, which takes about half the
+// context's creation time off every candidate on a 2-GPU host
+// (docs/cuda.md). Ordinals are those of CUDA_VISIBLE_DEVICES when it is set
+// (Slurm's, the islands' binding), else of the driver's enumeration, which
+// CUDA_VISIBLE_DEVICES indices follow too. Returns the ordinal to open.
+int narrow_visible_devices(int device) {
+  std::string entry;
+  if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES")) {
+    std::vector<std::string> list;
+    std::string item;
+    for (const char* p = cvd;; ++p) {
+      if (*p == ',' || *p == '\0') {
+        if (!item.empty()) list.push_back(item);
+        item.clear();
+        if (*p == '\0') break;
+      } else if (*p != ' ') {
+        item += *p;
+      }
+    }
+    if (device < 0 || device >= static_cast<int>(list.size())) return device;   // open_device says why
+    entry = list[static_cast<std::size_t>(device)];
+  } else {
+    if (device < 0) return device;
+    entry = std::to_string(device);
+  }
+  ::setenv("CUDA_VISIBLE_DEVICES", entry.c_str(), 1);
+  ::setenv("KEVO_DEVICE_INDEX", "0", 1);
+  return 0;
+}
+
+// Creates the context on `requested`; "" on success, else the reason.
+std::string open_device(int requested) {
+  const int device = narrow_visible_devices(requested);
+  const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
+  const std::string which = "device " + std::to_string(requested) + (cvd ? std::string(" (CUDA_VISIBLE_DEVICES=") +
+                                                                               cvd + " for this worker)"
+                                                                         : std::string());
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0)
-    return std::string("no usable CUDA device: ") + (e != cudaSuccess ? cudaGetErrorString(e) : "none visible");
-  if (device >= count) return "device " + std::to_string(device) + " of " + std::to_string(count);
+    return "no usable CUDA " + which + ": " + (e != cudaSuccess ? cudaGetErrorString(e) : "none visible");
+  if (device >= count) return which + " of " + std::to_string(count);
   if ((e = cudaSetDevice(device)) != cudaSuccess || (e = cudaFree(nullptr)) != cudaSuccess)
-    return std::string("cannot create a CUDA context: ") + cudaGetErrorString(e);
+    return "cannot create a CUDA context on " + which + ": " + cudaGetErrorString(e);
   return {};
 }
 
@@ -99,7 +139,6 @@ struct Extra {
   std::string profiler;                                  // ncu path ("" = off)
   bool profile = false;                                  // profile this candidate if correct
   double child_seconds = 60.0;
-  bool slot_covers_transfers = false;
 };
 
 Extra parse_extra(const nlohmann::json& req, const w::Request& r) {
@@ -119,7 +158,6 @@ Extra parse_extra(const nlohmann::json& req, const w::Request& r) {
   x.profiler = req.value("profiler", std::string());
   x.profile = req.value("profile", false);
   x.child_seconds = req.value("child_seconds", x.child_seconds);
-  x.slot_covers_transfers = req.value("slot_covers_transfers", false);
   return x;
 }
 
@@ -162,7 +200,6 @@ int child_main(const std::string& mode, const fs::path& request_file, const fs::
   }
   const Extra x = parse_extra(req, r);
   w::set_protocol_threads(r.opt.threads);
-  cw::set_slot_covers_transfers(x.slot_covers_transfers);
   ::setenv("NVIDIA_TF32_OVERRIDE", "0", 1);
   if (std::string why = open_device(x.device); !why.empty()) {
     std::fprintf(stderr, "kevo-cuda-worker child: %s\n", why.c_str());
@@ -170,9 +207,29 @@ int child_main(const std::string& mode, const fs::path& request_file, const fs::
   }
   kevo::Task task;
   w::Entry ref = nullptr, cand = nullptr;
+  // Candidate code runs in this child too: the worker's policy goes on
+  // before the candidate loads, so what it creates or opens for writing
+  // (the result file, the slot files) is opened first.
+  std::ofstream result(result_file);
   try {
     task = kevo::load_task(r.task_dir);
     ref = w::entry_of(w::open_library(r.reference_so, "reference"));
+    if (mode == "sanitize") {
+      std::string bus;
+      cw::device_identity(bus);
+      cw::gpu_slot().open(x.lock_dir, bus);
+    }
+    // Not under ncu: its injected library creates directories in the
+    // profiled process (mkdir, system call 83, on the H200). The profile
+    // child runs only candidates the policy-bound worker already judged
+    // correct, with the process group, rlimits and wall-clock kill around
+    // it (docs/sandbox.md).
+    if (r.seccomp && mode == "sanitize") {
+      // On stderr, the tool's log (the worker meets the same violation
+      // itself when it judges the candidate).
+      kevo::sandbox::set_violation_report(2, "kevo-cuda-worker child: sandbox violation: forbidden system call ", "\n");
+      kevo::sandbox::install_candidate_policy(r.policy);
+    }
     cand = w::entry_of(w::open_library(r.candidate_so, "candidate"));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kevo-cuda-worker child: %s\n", e.what());
@@ -181,53 +238,121 @@ int child_main(const std::string& mode, const fs::path& request_file, const fs::
   nlohmann::json out;
   try {
     if (mode == "sanitize") {
-      std::string bus;
-      cw::device_identity(bus);
-      cw::gpu_slot().open(x.lock_dir, bus);
       w::Options opt = r.opt;
       opt.trials = 1;
       opt.timing = false;
-      const w::Reference reference = [ref](w::ArgSet& a) { cw::call_on_device(ref, a); };
-      const w::Kernel k = [cand](w::ArgSet& a, const w::Case&) { cw::call_on_device(cand, a); };
+      const w::Reference reference = [ref](w::ArgSet& a) { cw::device_call(ref, a); };
+      const w::Kernel k = [cand](w::ArgSet& a, const w::Case&) { cw::device_call(cand, a); };
       std::fenv_t env;
       std::fegetenv(&env);
-      out = w::Judge(task, opt, reference, k, env, env).run();
+      out = w::Judge(task, opt, reference, k, env, env, cw::device_space()).run();
     } else {
       const w::Case c{&task.visible.at(0), false, 0};
-      w::ArgSet a = w::make_inputs(task, c, r.opt.seed, "profile");
-      cw::call_on_device(cand, a);
+      w::ArgSet a = cw::device_space().make_inputs(task, c, r.opt.seed, "profile");
+      cw::device_call(cand, a);
       out = {{"profiled", c.label()}};
     }
   } catch (const std::exception& e) {
     out = {{"error", e.what()}};
   }
-  std::ofstream(result_file) << out.dump();
+  result << out.dump();
   return 0;
 }
 
 // --- stages run in children ------------------------------------------------
 
-// compute-sanitizer on one trial; a report found is a runtime_error.
-bool sanitize(const nlohmann::json& req, const Extra& x, const w::Options& opt, kevo::Verdict& v) {
+// The tool stages' commands, registered with a spawner before the seccomp
+// policy: afterwards this process may not fork or exec, and the spawner runs
+// only these (docs/sandbox.md, "The spawner").
+struct Tools {
+  kevo::sandbox::Spawner spawner;
+  std::size_t sanitize = 0, profile = 0;   // command indices
+  bool has_sanitize = false, has_profile = false;
+};
+
+std::vector<std::string> sanitize_argv(const nlohmann::json& req, const Extra& x) {
   const fs::path request = write_child_request(req, "sanitize");
+  return {x.sanitizer,
+          "--tool",
+          x.sanitizer_tool,
+          "--error-exitcode",
+          std::to_string(kSanitizerFound),
+          "--print-limit",
+          "20",
+          "--target-processes",
+          "all",
+          cw::self_executable(),
+          "--child",
+          "sanitize",
+          "--request-file",
+          request.string(),
+          "--result-file",
+          (fs::current_path() / "sanitize-result.json").string()};
+}
+
+std::vector<std::string> profile_argv(const nlohmann::json& req, const Extra& x) {
+  const fs::path request = write_child_request(req, "profile");
+  const fs::path log = fs::current_path() / "ncu.csv";
+  return {x.profiler,
+          "--clock-control",
+          "none",
+          "--target-processes",
+          "all",
+          "--section",
+          "SpeedOfLight",
+          "--section",
+          "Occupancy",
+          "--section",
+          "LaunchStats",
+          "--section",
+          "WarpStateStats",
+          "--launch-count",
+          "8",
+          "--csv",
+          "--page",
+          "raw",
+          "--log-file",
+          log.string(),
+          cw::self_executable(),
+          "--child",
+          "profile",
+          "--request-file",
+          request.string(),
+          "--result-file",
+          (fs::current_path() / "profile-result.json").string()};
+}
+
+// Writes the children's request files and starts the spawner (no process
+// when no stage is on). Call before the policy.
+Tools start_tools(const nlohmann::json& req, const Extra& x, bool candidate_code) {
+  Tools t;
+  std::vector<kevo::sandbox::SpawnCommand> commands;
+  if (candidate_code && !x.sanitizer.empty()) {
+    t.has_sanitize = true;
+    t.sanitize = commands.size();
+    commands.push_back({sanitize_argv(req, x), fs::current_path() / "sanitizer.log", x.child_seconds});
+  }
+  if (candidate_code && x.profile && !x.profiler.empty()) {
+    t.has_profile = true;
+    t.profile = commands.size();
+    commands.push_back({profile_argv(req, x), fs::current_path() / "ncu-console.log", x.child_seconds});
+  }
+  if (!commands.empty()) t.spawner = kevo::sandbox::Spawner(std::move(commands));
+  return t;
+}
+
+cw::ChildResult run_tool(Tools& t, std::size_t index, double seconds) {
+  const kevo::sandbox::SpawnResult s = t.spawner.run(index, seconds);
+  cw::ChildResult c;
+  if (s.started && s.signal == 0) c.exit_code = s.exit_code;
+  c.timed_out = s.timed_out;
+  return c;
+}
+
+// compute-sanitizer on one trial; a report found is a runtime_error.
+bool sanitize(Tools& tools, const Extra& x, const w::Options& opt, kevo::Verdict& v) {
   const fs::path log = fs::current_path() / "sanitizer.log";
-  const std::vector<std::string> argv = {x.sanitizer,
-                                         "--tool",
-                                         x.sanitizer_tool,
-                                         "--error-exitcode",
-                                         std::to_string(kSanitizerFound),
-                                         "--print-limit",
-                                         "20",
-                                         "--target-processes",
-                                         "all",
-                                         cw::self_executable(),
-                                         "--child",
-                                         "sanitize",
-                                         "--request-file",
-                                         request.string(),
-                                         "--result-file",
-                                         (fs::current_path() / "sanitize-result.json").string()};
-  const cw::ChildResult c = cw::run_child(argv, log, child_limit(x, opt));
+  const cw::ChildResult c = run_tool(tools, tools.sanitize, child_limit(x, opt));
   if (c.exit_code != kSanitizerFound) return true;   // clean, or a failure the protocol will meet itself
   v.status = kevo::Status::runtime_error;
   v.stage = kevo::Stage::correctness;
@@ -236,39 +361,11 @@ bool sanitize(const nlohmann::json& req, const Extra& x, const w::Options& opt, 
 }
 
 // ncu on one call of a correct candidate; fills v.profile.
-void profile(const nlohmann::json& req, const Extra& x, const w::Options& opt, kevo::Verdict& v) {
-  const fs::path request = write_child_request(req, "profile");
+void profile(Tools& tools, const Extra& x, const w::Options& opt, kevo::Verdict& v) {
   const fs::path log = fs::current_path() / "ncu.csv";
-  const std::vector<std::string> argv = {x.profiler,
-                                         "--clock-control",
-                                         "none",
-                                         "--target-processes",
-                                         "all",
-                                         "--section",
-                                         "SpeedOfLight",
-                                         "--section",
-                                         "Occupancy",
-                                         "--section",
-                                         "LaunchStats",
-                                         "--section",
-                                         "WarpStateStats",
-                                         "--launch-count",
-                                         "8",
-                                         "--csv",
-                                         "--page",
-                                         "raw",
-                                         "--log-file",
-                                         log.string(),
-                                         cw::self_executable(),
-                                         "--child",
-                                         "profile",
-                                         "--request-file",
-                                         request.string(),
-                                         "--result-file",
-                                         (fs::current_path() / "profile-result.json").string()};
   // ncu replays kernels: nothing else of kevo's may run on the GPU meanwhile.
   cw::ExclusiveSlot slot;
-  const cw::ChildResult c = cw::run_child(argv, fs::current_path() / "ncu-console.log", child_limit(x, opt));
+  const cw::ChildResult c = run_tool(tools, tools.profile, child_limit(x, opt));
   const std::string csv = read_file(log);
   if (c.exit_code != 0 || csv.empty()) {
     std::string why = c.timed_out ? "timed out" : "exit code " + std::to_string(c.exit_code);
@@ -300,7 +397,6 @@ int main(int argc, char** argv) {
     w::fatal("bad_request", std::string("bad request: ") + e.what());
   }
   w::set_protocol_threads(r.opt.threads);
-  cw::set_slot_covers_transfers(x.slot_covers_transfers);
   w::Options opt = r.opt;
   const bool gpu_timing = opt.timing && opt.mode == proto::kModeJudge;
   opt.timing = false;   // the shared judge checks correctness only; timing is ours
@@ -314,8 +410,19 @@ int main(int argc, char** argv) {
 
   // TF32 off for library calls (the backend also sets NVIDIA_TF32_OVERRIDE=0).
   ::setenv("NVIDIA_TF32_OVERRIDE", "0", 1);
+  // Where the worker's time goes, for the backend's statistics (seconds
+  // since the previous mark).
+  nlohmann::json phases = nlohmann::json::object();
+  auto last = started;
+  auto mark = [&](const char* phase) {
+    const auto now = std::chrono::steady_clock::now();
+    phases[phase] = phases.value(phase, 0.0) + std::chrono::duration<double>(now - last).count();
+    last = now;
+  };
+  mark("start");
   // The context exists before any candidate code runs.
   if (std::string why = open_device(x.device); !why.empty()) w::fatal("no_gpu", why);
+  mark("context");
   std::string bus_id;
   const std::string device = cw::device_identity(bus_id);
   try {
@@ -324,14 +431,27 @@ int main(int argc, char** argv) {
     w::fatal("gpu_slot", e.what());
   }
 
+  // Before load_libraries, which installs the seccomp policy: afterwards
+  // only the spawner can start the tool stages' children.
+  const bool candidate_code = opt.mode == proto::kModeJudge;
+  Tools tools;
+  try {
+    tools = start_tools(req, x, candidate_code);
+  } catch (const std::exception& e) {
+    w::fatal("tools", e.what());
+  }
+
   const w::Libraries lib = w::load_libraries(r);
+  mark("load");
   const w::Entry ref = lib.reference, cand_entry = lib.candidate;
-  const w::Reference reference = [ref](w::ArgSet& a) { cw::call_on_device(ref, a); };
+  // Every buffer of the protocol lives in GPU memory (device_space.hpp).
+  w::Space& space = cw::device_space();
+  const w::Reference reference = [ref](w::ArgSet& a) { cw::device_call(ref, a); };
   w::Kernel cand;
   if (opt.mode == proto::kModeNull) {
-    cand = w::null_kernel(opt.null_kind, task, reference, opt.seed);
+    cand = w::null_kernel(opt.null_kind, task, reference, opt.seed, space);
   } else {
-    cand = [cand_entry](w::ArgSet& a, const w::Case&) { cw::call_on_device(cand_entry, a); };
+    cand = [cand_entry](w::ArgSet& a, const w::Case&) { cw::device_call(cand_entry, a); };
   }
   std::fenv_t env;
   std::fegetenv(&env);
@@ -339,13 +459,13 @@ int main(int argc, char** argv) {
   try {
     nlohmann::json result = {{"event", "result"}};
     kevo::Verdict v;
-    const bool candidate_code = opt.mode == proto::kModeJudge;
-    if (candidate_code && !x.sanitizer.empty() && !sanitize(req, x, opt, v)) {
+    if (tools.has_sanitize && !sanitize(tools, x, opt, v)) {
       result["verdict"] = kevo::to_json(v);
     } else {
-      result = w::Judge(task, opt, reference, cand, env, env).run();
+      result = w::Judge(task, opt, reference, cand, env, env, space).run();
       v = kevo::verdict_from_json(result.at("verdict"));
     }
+    mark("correctness");
     if (v.is_correct() && gpu_timing) {
       try {
         result["shape_timings"] = cw::time_on_device(task, opt, opt.seed, x.gt, cand_entry, ref, v);
@@ -355,7 +475,7 @@ int main(int argc, char** argv) {
           const double first = v.speedup;
           w::Options again = opt;
           again.seed = opt.seed ^ kReverifySalt;
-          nlohmann::json second = w::Judge(task, again, reference, cand, env, env).run();
+          nlohmann::json second = w::Judge(task, again, reference, cand, env, env, space).run();
           kevo::Verdict v2 = kevo::verdict_from_json(second.at("verdict"));
           if (!v2.is_correct()) {
             v2.message = "re-verification of a " + std::to_string(first) + "x speedup failed: " + v2.message;
@@ -374,9 +494,10 @@ int main(int argc, char** argv) {
         v.message = std::string("during timing: ") + e.what();
       }
       if (v.is_correct()) v.stage = kevo::Stage::done;
-      if (v.is_correct() && x.profile && !x.profiler.empty()) {
+      mark("timing");
+      if (v.is_correct() && tools.has_profile) {
         try {
-          profile(req, x, opt, v);
+          profile(tools, x, opt, v);
         } catch (const std::exception& e) {
           v.profile = std::string("profiler: ") + e.what();
         }
@@ -388,6 +509,11 @@ int main(int argc, char** argv) {
     v.device = device;
     v.slot_seconds = cw::gpu_slot().exclusive_seconds();
     result["verdict"] = kevo::to_json(v);
+    mark("profile");
+    phases["slot_shared_wait"] = cw::gpu_slot().shared_wait_seconds();
+    phases["slot_exclusive_wait"] = cw::gpu_slot().exclusive_wait_seconds();
+    phases["slot_exclusive"] = v.slot_seconds;
+    result["phases"] = phases;
     result["worker_ns"] = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - started).count();
     w::emit(result);
   } catch (const std::bad_alloc&) {

@@ -48,19 +48,23 @@ void GpuSlot::open(const std::string& dir, const std::string& pci_bus_id) {
 
 void GpuSlot::lock_shared() {
   if (lock_ < 0 || depth_++ > 0) return;
+  const auto t0 = Clock::now();
   // Through the gate, so that a waiting timer is not starved.
   if (flock_retry(gate_, LOCK_EX) != 0 || flock_retry(lock_, LOCK_SH) != 0 || flock_retry(gate_, LOCK_UN) != 0)
     throw std::runtime_error(std::string("GPU timing slot: flock failed: ") + std::strerror(errno));
+  shared_wait_ += std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
 void GpuSlot::lock_exclusive() {
   if (lock_ < 0) return;
   if (depth_ > 0) throw std::logic_error("GPU timing slot: exclusive requested while held");
   depth_ = 1;
+  const auto t0 = Clock::now();
   if (flock_retry(gate_, LOCK_EX) != 0 || flock_retry(lock_, LOCK_EX) != 0)
     throw std::runtime_error(std::string("GPU timing slot: flock failed: ") + std::strerror(errno));
   exclusive_ = true;
   since_ = Clock::now();
+  exclusive_wait_ += std::chrono::duration<double>(since_ - t0).count();
 }
 
 void GpuSlot::unlock() {

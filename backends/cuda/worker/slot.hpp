@@ -26,14 +26,17 @@ class GpuSlot {
   void lock_shared();
   void lock_exclusive();
   void unlock();
-  // Seconds held exclusively so far.
+  // Seconds held exclusively so far, and spent waiting to get it (shared
+  // or exclusive): where a worker's time went (its result's "phases").
   double exclusive_seconds() const { return held_; }
+  double shared_wait_seconds() const { return shared_wait_; }
+  double exclusive_wait_seconds() const { return exclusive_wait_; }
 
  private:
   int gate_ = -1, lock_ = -1;
   int depth_ = 0;
   bool exclusive_ = false;
-  double held_ = 0.0;
+  double held_ = 0.0, shared_wait_ = 0.0, exclusive_wait_ = 0.0;
   std::chrono::steady_clock::time_point since_;
 };
 

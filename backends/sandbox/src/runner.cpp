@@ -2,6 +2,8 @@
 
 #include "kevo/core/error.hpp"
 
+#include "child_setup.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -81,32 +83,11 @@ struct ChildPlan {
   ::_exit(127);
 }
 
-void close_from(int lo, int hi_excl, long close_max) {
-  if (lo >= hi_excl) return;
-#ifdef SYS_close_range
-  if (::syscall(SYS_close_range, static_cast<unsigned>(lo),
-                static_cast<unsigned>(hi_excl - 1), 0u) == 0)
-    return;
-#endif
-  long top = std::min<long>(hi_excl, close_max);
-  for (long fd = lo; fd < top; ++fd) ::close(static_cast<int>(fd));
-}
 
 [[noreturn]] void child_main(const ChildPlan& plan) {
   if (::setsid() < 0) child_fail(plan.err_write, errno);
 
-  // Default signal dispositions and an empty mask: the engine may ignore
-  // SIGPIPE or block signals, and both survive execve.
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  struct sigaction dfl;
-  std::memset(&dfl, 0, sizeof dfl);
-  dfl.sa_handler = SIG_DFL;
-  for (int s = 1; s < NSIG; ++s) {
-    if (s == SIGKILL || s == SIGSTOP) continue;
-    ::sigaction(s, &dfl, nullptr);   // fails harmlessly for reserved signals
-  }
+  detail::default_signals();
 
   // Move the error pipe and every source above the targets first, so that
   // dup2 onto a target never clobbers a source.
@@ -127,8 +108,8 @@ void close_from(int lo, int hi_excl, long close_max) {
     for (int i = 0; i < plan.nmap; ++i) keep = keep || plan.dst[i] == fd;
     if (!keep) ::close(fd);
   }
-  close_from(plan.hi_base, errfd, plan.close_max);
-  close_from(errfd + 1, 0x7fffffff, plan.close_max);
+  detail::close_from(plan.hi_base, errfd, plan.close_max);
+  detail::close_from(errfd + 1, 0x7fffffff, plan.close_max);
 
   if (plan.cwd && ::chdir(plan.cwd) != 0) child_fail(errfd, errno);
   for (int i = 0; i < plan.nlims; ++i) {

@@ -16,6 +16,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #ifndef SECCOMP_RET_KILL_PROCESS
@@ -23,6 +25,12 @@
 #endif
 #ifndef CLONE_THREAD
 #define CLONE_THREAD 0x00010000
+#endif
+#ifndef SECCOMP_SET_MODE_FILTER
+#define SECCOMP_SET_MODE_FILTER 1
+#endif
+#ifndef SECCOMP_FILTER_FLAG_TSYNC
+#define SECCOMP_FILTER_FLAG_TSYNC 1U
 #endif
 
 namespace kevo::sandbox {
@@ -260,9 +268,9 @@ const std::vector<Named>& trapped() {
 const std::vector<Named>& checked() {
   static const std::vector<Named> list = {
 #ifdef __NR_open
-      {__NR_open, "open (for writing)"},
+      {__NR_open, "open (for writing or creating)"},
 #endif
-      {__NR_openat, "openat (for writing)"},
+      {__NR_openat, "openat (for writing or creating)"},
       {__NR_clone, "clone (a process, not a thread)"},
       {__NR_kill, "kill (another process)"},
       {__NR_tgkill, "tgkill (another process)"},
@@ -270,8 +278,18 @@ const std::vector<Named>& checked() {
   return list;
 }
 
-// Opening for writing, creating or truncating is a violation.
+// CPU policy: opening for writing, creating or truncating is a violation.
 constexpr std::uint32_t kWriteFlags = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND;
+// CUDA policy: the driver opens device and /proc files read-write after its
+// context exists, and seccomp cannot see paths; so only the flags that
+// create a file or destroy its contents on open are violations. (O_TMPFILE
+// makes an unnamed file: creation too.)
+#ifdef __O_TMPFILE
+constexpr std::uint32_t kTmpfileFlag = __O_TMPFILE;
+#else
+constexpr std::uint32_t kTmpfileFlag = 0;
+#endif
+constexpr std::uint32_t kCreateFlags = O_CREAT | O_TRUNC | O_APPEND | kTmpfileFlag;
 
 constexpr std::uint32_t arg_lo(int i) {
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -354,6 +372,14 @@ void on_sigsys(int, siginfo_t* si, void*) {
 
 bool seccomp_supported_arch() { return kKnownArch; }
 
+const char* to_string(Policy p) { return p == Policy::cuda ? "cuda" : "cpu"; }
+
+Policy policy_from_string(const std::string& name) {
+  if (name == "cpu") return Policy::cpu;
+  if (name == "cuda") return Policy::cuda;
+  throw std::invalid_argument("unknown seccomp policy '" + name + "' (expected \"cpu\" or \"cuda\")");
+}
+
 void set_violation_report(int fd, const std::string& prefix, const std::string& suffix) {
   if (prefix.size() > 300 || suffix.size() >= sizeof g_suffix)
     throw Failure("seccomp: violation report line too long");
@@ -364,7 +390,7 @@ void set_violation_report(int fd, const std::string& prefix, const std::string& 
   g_report_fd = fd;
 }
 
-void install_candidate_policy() {
+void install_candidate_policy(Policy policy) {
   if (!kKnownArch) throw Failure("seccomp: this architecture is not supported by kevo's policy");
 
   struct sigaction sa;
@@ -403,10 +429,11 @@ void install_candidate_policy() {
   // The rules below load an argument only when nr matches, and then return
   // in every branch; a rule that does not match is skipped whole, so the
   // accumulator still holds nr for the next one.
+  const std::uint32_t open_denied = policy == Policy::cuda ? kCreateFlags : kWriteFlags;
 #ifdef __NR_open
-  p.flags(__NR_open, 1, kWriteFlags, trap, allow);
+  p.flags(__NR_open, 1, open_denied, trap, allow);
 #endif
-  p.flags(__NR_openat, 2, kWriteFlags, trap, allow);
+  p.flags(__NR_openat, 2, open_denied, trap, allow);
   p.flags(__NR_clone, 0, CLONE_THREAD, allow, trap);
   p.equals(__NR_kill, 0, self, allow, trap);
   p.equals(__NR_tgkill, 0, self, allow, trap);
@@ -417,12 +444,28 @@ void install_candidate_policy() {
   prog.len = static_cast<unsigned short>(p.ins.size());
   prog.filter = p.ins.data();
   check_errno(::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0, "prctl(PR_SET_NO_NEW_PRIVS)");
-  if (::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+  const std::string key = policy == Policy::cuda ? "backend.cuda.sandbox.seccomp" : "backend.cpu.sandbox.seccomp";
+  // TSYNC puts the filter on every thread at once (the kernel also gives
+  // them no_new_privs): threads that exist already, such as the CUDA
+  // driver's, would otherwise run unfiltered. A positive result names a
+  // thread that could not be synchronised.
+  long rc = -1;
+  errno = ENOSYS;
+#ifdef __NR_seccomp
+  rc = ::syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog);
+#endif
+  if (rc < 0 && errno == ENOSYS && policy == Policy::cpu) {
+    // Kernels before 3.17: the calling thread only, which is all there is
+    // in the CPU worker at this point.
+    rc = ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+  }
+  if (rc > 0)
+    throw Failure("seccomp: thread " + std::to_string(rc) + " could not take the candidate filter (TSYNC)");
+  if (rc != 0) {
     int err = errno;
-    throw Failure(std::string("seccomp: the kernel refused the candidate filter (prctl(PR_SET_SECCOMP): ") +
-                  std::strerror(err) +
-                  "); run on a kernel with CONFIG_SECCOMP_FILTER, or set "
-                  "backend.cpu.sandbox.seccomp to false to judge without it");
+    throw Failure(std::string("seccomp: the kernel refused the candidate filter (seccomp(SECCOMP_SET_MODE_FILTER): ") +
+                  std::strerror(err) + "); run on a kernel with CONFIG_SECCOMP_FILTER, or set " + key +
+                  " to false to judge without it");
   }
 }
 

@@ -76,4 +76,21 @@ Verdict Backend::evaluate(std::shared_ptr<const Task> task, std::string source, 
   }
 }
 
+std::vector<BaselineVerdict> Backend::judge_baselines(const Task& task, std::uint64_t seed) {
+  if (task.source_baselines.empty()) return {};
+  if (!in_flight_.empty())
+    throw Failure("backend '" + name_ + "': judge_baselines() needs an idle backend, " +
+                  std::to_string(in_flight_.size()) + " request(s) in flight");
+  if (!prepared_.count(task.manifest_path.string()))
+    throw Failure("backend '" + name_ + "': judge_baselines() of task '" + task.name + "', which was not prepared");
+  std::vector<BaselineVerdict> out = do_judge_baselines(task, seed);
+  if (!out.empty() && out.size() != task.source_baselines.size())
+    throw Failure("backend '" + name_ + "': " + std::to_string(out.size()) + " baseline verdict(s) for the " +
+                  std::to_string(task.source_baselines.size()) + " source baseline(s) of task '" + task.name + "'");
+  for (const auto& b : out)
+    if (b.verdict.status == Status::pending)
+      throw Failure("backend '" + name_ + "': a pending verdict for baseline '" + b.name + "'");
+  return out;
+}
+
 }  // namespace kevo

@@ -682,6 +682,45 @@ Task load_task(const fs::path& dir_in) {
       if (!uses_arg) bl->fail(kind, "an expression that uses at least one argument name (" + arg_names(t) + ")");
       t.baselines[kind] = expr;
     }
+    // Sources that ship with the task: judged by the backend like
+    // candidates, so they are read (and their names checked) here.
+    if (const nlohmann::json* src = bl->find("sources")) {
+      const std::string at = bl->pointer("sources");
+      if (!src->is_array() || src->empty() || src->size() > 16)
+        bl->fail("sources", "an array of 1 to 16 objects {\"name\", \"source\", \"link\"}, got " + shown(*src));
+      for (std::size_t i = 0; i < src->size(); ++i) {
+        StrictObject b((*src)[i], file, at + "/" + idx(i));
+        Task::SourceBaseline sb;
+        sb.name = b.string("name");
+        auto lower = [](char c) { return std::islower(static_cast<unsigned char>(c)) != 0; };
+        auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+        const bool lower_ident = !sb.name.empty() && sb.name.size() <= 24 && lower(sb.name[0]) &&
+                                 std::all_of(sb.name.begin(), sb.name.end(),
+                                             [&](char c) { return lower(c) || digit(c) || c == '_'; });
+        // The name heads a report column and keys the results.
+        if (!lower_ident)
+          b.fail("name", "a lower-case identifier of at most 24 characters (a report column), got \"" + sb.name + "\"");
+        for (const auto& other : t.source_baselines)
+          if (other.name == sb.name)
+            b.fail("name", "a name unique among the task's baselines; '" + sb.name + "' appears twice");
+        sb.source = read_source_file(b, "source", t.dir, t.function, sb.path);
+        // Library names only: each becomes -l<name>, so nothing here may
+        // read as another compiler option.
+        sb.link = b.strings("link", std::vector<std::string>{});
+        for (std::size_t k = 0; k < sb.link.size(); ++k) {
+          const std::string& l = sb.link[k];
+          auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+          const bool ok = !l.empty() && l.size() <= 64 && alnum(l[0]) && std::all_of(l.begin(), l.end(), [&](char c) {
+                            return alnum(c) || c == '_' || c == '.' || c == '+' || c == '-';
+                          });
+          if (!ok)
+            b.fail("link", "library names such as \"cublas\" (linked as -l<name>; letters, digits, _ . + -), got \"" +
+                               l + "\" at index " + idx(k));
+        }
+        b.finish();
+        t.source_baselines.push_back(std::move(sb));
+      }
+    }
     bl->finish();
   }
 

@@ -1,6 +1,7 @@
 #include "kevo/mpi/run_islands.hpp"
 
 #include "kevo/core/error.hpp"
+#include "kevo/core/hash.hpp"
 #include "kevo/core/strict_json.hpp"
 #include "kevo/engine/island.hpp"
 #include "kevo/engine/lineage_sink.hpp"
@@ -119,6 +120,13 @@ struct Prior {
   std::vector<Lost> lost;                                  // in flight at the kill, never recorded
   std::vector<std::string> llm_records;                    // every rank's `llm` events (shared budgets)
   std::int64_t old_ranks = 0;
+  // Every recorded candidate of this rank's tasks (task: local index), for
+  // Island::replay: `here` ones in the order this island committed them.
+  struct Past {
+    Candidate c;
+    bool here = false;
+  };
+  std::vector<Past> history;
 };
 
 // An flock(2) on RUN_DIR/run.lock held by rank 0 for the whole run, so that
@@ -155,7 +163,7 @@ bool judged(Status s) { return s != Status::duplicate && s != Status::invalid &&
 
 Prior read_prior(const fs::path& run_dir, const std::vector<std::string>& names,
                  const std::vector<std::shared_ptr<const Task>>& all_tasks, const std::vector<std::uint32_t>& local,
-                 int group_rank, int group_size, int population) {
+                 int rank, int ranks, int group_rank, int group_size, int population) {
   Prior p;
   p.spent.assign(names.size(), 0);
   p.members.resize(local.size());
@@ -173,9 +181,22 @@ Prior read_prior(const fs::path& run_dir, const std::vector<std::string>& names,
     std::size_t row;
   };
   std::vector<std::vector<Ref>> correct(names.size());
+  // What the island replays (docs/islands.md#checkpoint-and-resume). With the rank count
+  // unchanged, rank r's island committed exactly the rows of rank r's file
+  // that it created (a migrant's copy was not committed there), in file
+  // order: replayed in that order, its operators end in the state they had.
+  // With another rank count no island of the earlier sessions matches this
+  // one: it replays every rank's own rows of its tasks, in id order.
+  for (const auto& rd : readers) p.old_ranks = std::max<std::int64_t>(p.old_ranks, rd.run().nranks);
+  const bool same_ranks = p.old_ranks == ranks;
+  struct PastRef {
+    std::size_t row;
+    std::uint32_t local;
+    bool here;
+  };
+  std::vector<std::vector<PastRef>> past(readers.size());
   for (std::size_t r = 0; r < readers.size(); ++r) {
     const auto& rd = readers[r];
-    p.old_ranks = std::max<std::int64_t>(p.old_ranks, rd.run().nranks);
     for (const auto& e : rd.events())
       if (e.kind == lineage::EventKind::llm) p.llm_records.push_back(e.text);
     const auto& fnames = rd.run().tasks;
@@ -190,7 +211,11 @@ Prior read_prior(const fs::path& run_dir, const std::vector<std::string>& names,
       if (it == index.end()) continue;   // a task the resumed config no longer has
       const std::uint32_t g = it->second;
       const auto li = std::find(local.begin(), local.end(), g);
-      if (li != local.end()) p.seen[static_cast<std::size_t>(li - local.begin())].emplace_back(row.hash, row.id);
+      if (li != local.end()) {
+        p.seen[static_cast<std::size_t>(li - local.begin())].emplace_back(row.hash, row.id);
+        const bool own = row.origin_rank == row.rank;
+        past[r].push_back({k, static_cast<std::uint32_t>(li - local.begin()), own && (!same_ranks || row.rank == rank)});
+      }
       if (row.origin_rank != row.rank) continue;   // a migrant's copy: counted where it was made
       if (judged(row.status)) ++p.spent[g];
       if (row.status == Status::correct) correct[g].push_back({row.speedup, row.id, r, k});
@@ -218,6 +243,44 @@ Prior read_prior(const fs::path& run_dir, const std::vector<std::string>& names,
     }
   }
   p.base = std::max(any ? max_id + 1 : 0, reserved + 1);
+  // The history: hashes and points need the sources (read in batches, one
+  // file visit each, and dropped once hashed).
+  constexpr std::size_t kBatch = 4096;
+  for (std::size_t r = 0; r < readers.size(); ++r) {
+    const auto& rows = readers[r].rows();
+    for (std::size_t at = 0; at < past[r].size(); at += kBatch) {
+      const std::size_t end = std::min(past[r].size(), at + kBatch);
+      std::vector<std::int64_t> refs;
+      for (std::size_t k = at; k < end; ++k) refs.push_back(rows[past[r][k].row].source);
+      const auto sources = readers[r].texts(refs);
+      for (std::size_t k = at; k < end; ++k) {
+        const auto& row = rows[past[r][k].row];
+        Prior::Past x;
+        x.here = past[r][k].here;
+        Candidate& c = x.c;
+        c.id = row.id;
+        c.task = past[r][k].local;
+        c.op = std::string(row.op_name());
+        c.parent0 = row.parent0;
+        c.parent1 = row.parent1;
+        c.duplicate_of = row.duplicate_of;
+        c.hash = row.hash;
+        c.eval_seed = row.eval_seed;
+        c.verdict.status = row.status;
+        c.verdict.stage = row.stage;
+        c.verdict.speedup = row.speedup;
+        const std::string& source = sources[k - at];
+        if (!source.empty()) {
+          c.body_hash = source_hashes(source).body;
+          c.point = point_from_source(all_tasks[local[c.task]]->space, source);
+        }
+        p.history.push_back(std::move(x));
+      }
+    }
+  }
+  if (!same_ranks)
+    std::stable_sort(p.history.begin(), p.history.end(),
+                     [](const Prior::Past& a, const Prior::Past& b) { return a.c.id < b.c.id; });
   // This rank's share of each task's correct candidates: the best of all,
   // dealt round-robin over the group so islands start different.
   for (std::size_t li = 0; li < local.size(); ++li) {
@@ -394,7 +457,7 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
   prior.seen.resize(local.size());
   if (resume) {
     world.barrier();
-    prior = read_prior(run_dir, names, tasks, local, group.rank(), group.size(), config.island.population);
+    prior = read_prior(run_dir, names, tasks, local, rank, size, group.rank(), group.size(), config.island.population);
     // What the sessions before spent of the plugin budgets (LLM tokens/USD).
     const std::vector<std::string_view> records(prior.llm_records.begin(), prior.llm_records.end());
     for (const auto& b : config.shared_budgets) b->restore(records);
@@ -416,10 +479,11 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
   // Library baselines (docs/cuda.md#library-baselines): measured once, by
   // rank 0 on its device, before any island times a candidate; the other
   // ranks wait, so no timing overlaps them. A resume keeps the first ones.
+  // Source baselines that ship with the tasks are judged by rank 0's backend.
   nlohmann::json baselines;
-  if (config.baselines) {
+  if (config.baselines || engine::has_source_baselines(tasks)) {
     if (rank == 0 && !(resume && fs::exists(run_dir / "baselines.json")))
-      baselines = engine::record_baselines(config.baselines, tasks, config.seed, run_dir, stderr);
+      baselines = engine::record_baselines(config.baselines, tasks, config.seed, run_dir, stderr, config.backend.get());
     world.barrier();
   }
 
@@ -479,6 +543,8 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
   for (std::size_t i = 0; i < local.size(); ++i) {
     if (resume) island.restore(i, std::move(prior.members[i]), prior.seen[i], prior.spent[local[i]]);
   }
+  for (const auto& x : prior.history) island.replay(x.c, x.here);
+  prior.history.clear();
   if (network) network->start(island);
   island.run(stop, [&](const engine::IslandSnapshot& s) {
     if (!network) view.update(s);

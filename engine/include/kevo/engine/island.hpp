@@ -132,6 +132,12 @@ class Island {
   // and the evaluations already spent on the task. Before run().
   void restore(std::size_t i, std::vector<Candidate> members, const std::vector<std::pair<std::uint64_t, std::uint64_t>>& seen,
                std::int64_t spent);
+  // Resume, after restore(): a candidate recorded before (c.task: this
+  // island's task index). Its point counts as proposed, so parameter
+  // operators do not propose it again. With `committed_here` (this island
+  // committed it; called in the order it did) every operator replays it
+  // too (MutationOperator::replay), rebuilding what it had learned.
+  void replay(const Candidate& c, bool committed_here);
   // Ids created and not yet committed, with their task (checkpoints record them).
   std::vector<std::pair<std::uint64_t, std::uint32_t>> in_flight_ids() const;
   void record_event(LineageSink::EventKind kind, std::int64_t id, int from_rank, int to_rank, const std::string& text) {

@@ -26,15 +26,16 @@ struct RunReport {
 RunReport read_report(const std::filesystem::path& run_dir);
 nlohmann::json to_json(const RunReport& r);
 
-// Library baselines (RUN_DIR/baselines.json, written when a CUDA run starts;
-// docs/cuda.md#library-baselines). read_baselines: null when the file is
+// Library baselines (RUN_DIR/baselines.json, written when a run starts: the
+// CUDA backend's torch ones, and the tasks' source baselines judged by any
+// backend; docs/cuda.md#library-baselines, docs/tasks.md#baselines). read_baselines: null when the file is
 // absent; an unreadable file gives a document holding only a note.
 nlohmann::json read_baselines(const std::filesystem::path& run_dir);
 // The fastest library baseline of one task whose output passed the check:
 // (milliseconds, name), or (-1, "") when there is none.
 std::pair<double, std::string> fastest_baseline(const nlohmann::json& baselines, const std::string& task);
 // Per task: the best's and the reference's median times, torch eager and
-// torch.compile, and the best's speedup over the reference and over the
+// torch.compile, one column per source baseline name, and the best's speedup over the reference and over the
 // fastest library baseline; then notes (missing torch, failed or wrong
 // baselines, compile times).
 std::string format_baselines(const std::vector<TaskRow>& rows, const nlohmann::json& baselines);

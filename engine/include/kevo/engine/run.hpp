@@ -39,11 +39,20 @@ std::filesystem::path default_run_dir(const Config& config);
 // The text of best/<task>.cpp.
 std::string best_file_text(const Task& task, const Candidate& c);
 
-// Runs the backend's baseline hook (when it has one) and writes
-// RUN_DIR/baselines.json. Never throws for the hook's sake: a failing hook
-// becomes a note in the file, printed to `log`, and the run goes on.
-// Returns the document written (null when the hook is empty).
+// Runs the backend's baseline hook (when it has one), has `backend` judge
+// the tasks' source baselines (Task::source_baselines; tasks[name]
+// ["sources"][baseline] in the file), and writes RUN_DIR/baselines.json.
+// Never throws for the baselines' sake: a failing hook or judge becomes a
+// note in the file, printed to `log`, and the run goes on. Returns the
+// document written (null when there is neither a hook nor a source baseline
+// to judge).
 nlohmann::json record_baselines(const BaselineHook& hook, const std::vector<std::shared_ptr<const Task>>& tasks,
-                                std::uint64_t seed, const std::filesystem::path& run_dir, std::FILE* log);
+                                std::uint64_t seed, const std::filesystem::path& run_dir, std::FILE* log,
+                                Backend* backend = nullptr);
+// Whether any task ships source baselines (then record_baselines has work
+// even without a hook).
+bool has_source_baselines(const std::vector<std::shared_ptr<const Task>>& tasks);
+// One source baseline's entry in baselines.json: status, times, or the error.
+nlohmann::json source_baseline_record(const Task::SourceBaseline& baseline, const Verdict& verdict);
 
 }  // namespace kevo::engine

@@ -131,6 +131,10 @@ struct LlmOperatorOptions {
 std::map<std::string, std::string> prompt_slots(const OperatorRequest& request, Service& service,
                                                 std::size_t inspirations);
 
+// Whether an analyst's reply asks for the profile of the kernel it leads to:
+// a line "PROFILE: yes" (case, spaces and Markdown emphasis ignored).
+bool asks_for_profile(const std::string& reply);
+
 class LlmOperator final : public MutationOperator {
  public:
   LlmOperator(std::string name, std::shared_ptr<Service> service, LlmOperatorOptions options);

@@ -38,7 +38,10 @@ struct ParamMutationOptions {
 // neighbouring value index or, with probability 1 - step_bias, to any value.
 //
 // The model learns through observe(), which the island calls in commit
-// order, so a seed's run is the same on every replay.
+// order, so a seed's run is the same on every replay. Everything it knows is
+// a function of the candidates observed, in order (when it refits included),
+// so replay() of a resumed run's earlier commits rebuilds the very state an
+// uninterrupted run has.
 class ParamMutation final : public MutationOperator {
  public:
   explicit ParamMutation(ParamMutationOptions options);
@@ -46,6 +49,8 @@ class ParamMutation final : public MutationOperator {
   bool applicable(const Task& task) const override { return !task.space.empty(); }
   // Records the point and speedup of every correct candidate for the model.
   void observe(const Candidate& c) override;
+  // Resume: exactly observe().
+  void replay(const Candidate& c) override { observe(c); }
 
  protected:
   std::optional<OperatorOutcome> do_begin(const OperatorRequest& request) override;
@@ -59,6 +64,7 @@ class ParamMutation final : public MutationOperator {
   // What the operator knows of one island task (index Candidate::task).
   struct TaskMemory {
     std::vector<Sample> samples;     // correct candidates, in commit order
+    std::size_t fit_at = 0;          // the model is due on the first fit_at samples (set by observe())
     std::unique_ptr<Model> model;    // fitted on the first fitted_on samples
     std::size_t fitted_on = 0;
     std::int64_t duplicates = 0;     // consecutive duplicates committed

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,7 @@ struct CpuFlavour {
   std::vector<std::string> worker_env_pass;      // engine variables passed on to the worker
   nlohmann::json worker_request = nlohmann::json::object();   // merged into every worker request
   int profile_every = 0;                         // > 0: "profile": true in every n-th timed request
+  bool profile_on_request = false;               // "profile": true also where EvalRequest::profile asks
   std::vector<std::string> health_argv;          // worker arguments of a health check run after a
                                                  // result flagged "cuda_error" (empty: none)
 };
@@ -107,6 +109,9 @@ class CpuBackend final : public Backend {
     std::uint64_t worker_results = 0;  // workers that sent a result
     double worker_wall_seconds = 0.0;  // engine-side wall time of those workers
     double worker_inner_seconds = 0.0; // time they spent inside main()
+    // Summed over results: where workers that report "phases" (the CUDA
+    // worker) spent their time, by phase (docs/cuda.md).
+    std::map<std::string, double> worker_phase_seconds;
   };
   Stats stats() const;
 
@@ -117,6 +122,9 @@ class CpuBackend final : public Backend {
   void do_submit(EvalRequest request) override;
   std::vector<EvalResult> do_poll(std::chrono::milliseconds max_wait) override;
   void do_cancel_all() override;
+  // The task's source baselines, compiled with their libraries and judged
+  // in judge mode with timing, like candidates (never profiled).
+  std::vector<BaselineVerdict> do_judge_baselines(const Task& task, std::uint64_t seed) override;
 
  private:
   struct Impl;

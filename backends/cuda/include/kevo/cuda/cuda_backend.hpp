@@ -33,14 +33,15 @@ struct CudaOptions {
   // The GPU's timing slot: lock files shared by every kevo worker on the
   // host, named after the GPU's PCI bus id ("" = no cross-process slot).
   std::string lock_dir = "/tmp";
-  // Uploads and downloads of correctness calls hold the slot too (timings
-  // then see no PCIe traffic of other workers; the GPU idles more).
-  bool slot_covers_transfers = false;
   // Optional compute-sanitizer stage before the protocol ("" = off).
   std::string sanitizer;                  // "memcheck", "racecheck", "initcheck", "synccheck"
   std::string sanitizer_path = "compute-sanitizer";
   // ncu on every n-th timed candidate that turns out correct (0 = off).
   int profile_every = 0;
+  // Also profile the candidates an operator asks for (the analyst, whose
+  // parent had no profile); on only where ncu is found (the effective
+  // config says false otherwise).
+  bool profile_on_request = true;
   std::string profiler_path = "ncu";
   double tool_seconds = 120.0;            // wall-clock limit of one sanitizer or profiler run
 };

@@ -1,8 +1,9 @@
 // The system-call policy for candidate code (documented in docs/sandbox.md):
 // a seccomp-BPF filter that the evaluation worker installs on itself before
 // it loads a candidate. A kernel may compute, allocate memory, start threads
-// and read files; it may not create, modify or remove files, start
-// processes or programs, use the network, or signal/trace other processes.
+// and read files; it may not create or remove files, modify them (the CPU
+// variant; see Policy), start processes or programs, use the network, or
+// signal/trace other processes.
 //
 // A forbidden call traps (SIGSYS). The handler installed with the filter
 // writes one report line (set_violation_report) to the result pipe and
@@ -26,12 +27,24 @@ bool seccomp_supported_arch();
 // storage (at most 512 bytes in all) because the handler may only write().
 void set_violation_report(int fd, const std::string& prefix, const std::string& suffix);
 
-// Installs the SIGSYS handler and the filter on the calling thread (call it
-// while the process is single-threaded: threads created later inherit it).
-// Throws Failure naming the reason when the kernel refuses.
-void install_candidate_policy();
+// Which policy: `cpu` (kevo-cpu-worker) forbids every open for writing;
+// `cuda` (kevo-cuda-worker, after its CUDA context exists) allows opening
+// existing files O_WRONLY/O_RDWR, because the driver keeps opening
+// /dev/nvidia* and /proc files read-write; creating, truncating or
+// appending on open is still forbidden (docs/sandbox.md: the residual risk).
+// Every other rule is the same in both.
+enum class Policy { cpu, cuda };
+const char* to_string(Policy);
+// "cpu" or "cuda"; throws std::invalid_argument otherwise.
+Policy policy_from_string(const std::string& name);
 
-// The name of a system call the policy forbids ("fork"), or "" when unknown.
+// Installs the SIGSYS handler and the filter on every thread of the process
+// (SECCOMP_FILTER_FLAG_TSYNC: the CUDA driver's threads exist before the
+// policy; threads created later inherit it). Throws Failure naming the
+// reason when the kernel refuses.
+void install_candidate_policy(Policy policy = Policy::cpu);
+
+// The name of a system call a policy forbids ("fork"), or "" when unknown.
 std::string forbidden_syscall_name(long nr);
 
 }  // namespace kevo::sandbox

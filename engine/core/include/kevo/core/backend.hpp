@@ -24,6 +24,15 @@ struct EvalRequest {
   std::shared_ptr<const Task> task;   // must have been prepare()d
   std::string source;
   std::uint64_t seed = 0;             // seeds the random inputs of every trial
+  // Non-empty: an operator asks for a profile of this candidate, and why
+  // (docs/cuda.md#profiler-feedback). Backends without a profiler ignore it.
+  std::string profile;
+};
+
+// The verdict of one of a task's source baselines (Task::source_baselines).
+struct BaselineVerdict {
+  std::string name;
+  Verdict verdict;
 };
 
 struct EvalResult {
@@ -75,6 +84,12 @@ class Backend {
   // Judges one candidate synchronously (for `kevo eval` and tests).
   Verdict evaluate(std::shared_ptr<const Task> task, std::string source, std::uint64_t seed);
 
+  // Compiles and judges (correctness and timing against the reference) the
+  // task's source baselines, one verdict each, in manifest order; empty when
+  // the backend cannot judge sources (it says so in the report). Blocking;
+  // needs a prepared task and an idle backend.
+  std::vector<BaselineVerdict> judge_baselines(const Task& task, std::uint64_t seed);
+
  protected:
   virtual BackendNeeds do_needs() const = 0;
   virtual void do_prepare(const Task& task) = 0;
@@ -82,6 +97,7 @@ class Backend {
   virtual void do_submit(EvalRequest request) = 0;
   virtual std::vector<EvalResult> do_poll(std::chrono::milliseconds max_wait) = 0;
   virtual void do_cancel_all() = 0;
+  virtual std::vector<BaselineVerdict> do_judge_baselines(const Task&, std::uint64_t) { return {}; }
 
  private:
   std::string name_;

@@ -27,6 +27,7 @@ struct Candidate {
   std::int64_t duplicate_of = kNoParent;
   std::string op_note;                  // operator's remark or failure reason
   std::string llm;                      // LLM request records (OperatorOutcome::llm), "" when none
+  std::string profile_request;          // Proposal::profile: why an operator asked for a profile ("" none)
   Verdict verdict;
 
   // Seconds since the Unix epoch.

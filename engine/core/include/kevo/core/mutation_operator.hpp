@@ -36,6 +36,9 @@ struct Proposal {
   std::string source;
   std::optional<Point> point;
   std::string note;
+  // Non-empty: ask the backend to profile this child (when it turns out
+  // correct), and why; EvalRequest::profile carries it.
+  std::string profile;
 };
 
 struct OperatorOutcome {
@@ -71,6 +74,16 @@ class MutationOperator {
   // when ordering is deterministic), judged or not. Operators that learn from
   // verdicts (the LLM repair operator) override it; must not throw.
   virtual void observe(const Candidate&) {}
+  // Resume (`kevo resume`): the candidates this island committed in the
+  // sessions before, in the order it committed them, before its first
+  // proposal. An operator whose state is a function of the committed
+  // candidates rebuilds it here, so that a resumed run continues from the
+  // state an uninterrupted one would have. The candidates come back from the
+  // lineage with id, task, op, status, speedup, hashes and point, but no
+  // source, feedback or LLM records. Default: nothing (an operator whose
+  // state needs more, such as the LLM repair queue, starts afresh). Must not
+  // throw.
+  virtual void replay(const Candidate&) {}
 
  protected:
   virtual std::optional<OperatorOutcome> do_begin(const OperatorRequest& request) = 0;

@@ -87,6 +87,17 @@ struct Task {
   // names giving the outputs. Measured by the CUDA backend when a run starts
   // (docs/cuda.md#library-baselines); the engine only carries them.
   std::map<std::string, std::string> baselines;
+  // Library baselines that ship with the task as sources ("baselines":
+  // {"sources": [...]}): each defines the task's function like a candidate,
+  // is compiled by the backend's compile stage with extra libraries, and is
+  // judged (correctness and timing against the reference) when a run starts.
+  struct SourceBaseline {
+    std::string name;                  // "cublas": a report column, unique in the task
+    std::filesystem::path path;        // absolute
+    std::string source;
+    std::vector<std::string> link;     // library names, linked as -l<name>
+  };
+  std::vector<SourceBaseline> source_baselines;
   nlohmann::json manifest;              // as read, for lineage attributes
 
   // "extern \"C\" void sgemm(const float* A, ..., int32_t M)" — what sources must define.

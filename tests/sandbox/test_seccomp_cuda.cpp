@@ -1,0 +1,117 @@
+// The CUDA variant of the candidate policy, installed by the probe on
+// itself ("--cuda"): an existing file may be opened read-write (the driver
+// opens /dev/nvidia* so), but not created or truncated; processes, programs,
+// network, ptrace and signalling others stay violations; threads work,
+// including one that existed before the policy (it is filtered too).
+#include "kevo/sandbox/runner.hpp"
+#include "kevo/sandbox/scratch_dir.hpp"
+#include "kevo/sandbox/seccomp.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace sb = kevo::sandbox;
+namespace fs = std::filesystem;
+
+namespace {
+
+sb::Finished probe(const std::vector<std::string>& args, bool cuda = true) {
+  sb::Runner r;
+  sb::Spec s;
+  s.argv = {KEVO_SECCOMP_PROBE};
+  if (cuda) s.argv.push_back("--cuda");
+  s.argv.insert(s.argv.end(), args.begin(), args.end());
+  s.env = {"PATH=/usr/bin:/bin"};
+  s.scratch_base = sb::default_scratch_base();
+  s.limits.wall_seconds = 20;
+  return r.run(std::move(s));
+}
+
+void expect_violation(const sb::Finished& f, const std::string& name) {
+  EXPECT_EQ(f.outcome, sb::Outcome::exited) << f.output;
+  EXPECT_EQ(f.exit_code, sb::kViolationExitCode) << f.output;
+  ASSERT_EQ(f.output.rfind("violation ", 0), 0u) << f.output;
+  const long nr = std::stol(f.output.substr(10));
+  EXPECT_NE(sb::forbidden_syscall_name(nr).find(name), std::string::npos)
+      << "syscall " << nr << " named '" << sb::forbidden_syscall_name(nr) << "'";
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class CudaPolicy : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = sb::ScratchDir::create(sb::default_scratch_base(), "kevo-cuda-policy");
+    existing_ = dir_.path() / "existing.txt";
+    std::ofstream(existing_) << "keep me";
+  }
+  sb::ScratchDir dir_;
+  fs::path existing_;
+};
+
+}  // namespace
+
+TEST(SeccompPolicy, NamesRoundTrip) {
+  EXPECT_EQ(sb::policy_from_string("cpu"), sb::Policy::cpu);
+  EXPECT_EQ(sb::policy_from_string("cuda"), sb::Policy::cuda);
+  EXPECT_STREQ(sb::to_string(sb::Policy::cuda), "cuda");
+  EXPECT_THROW(sb::policy_from_string("gpu"), std::invalid_argument);
+}
+
+TEST_F(CudaPolicy, OpensAnExistingFileReadWrite) {
+  auto f = probe({"rdwr-existing", existing_.string()});
+  EXPECT_EQ(f.exit_code, 0) << f.output;
+  EXPECT_EQ(f.output, "rdwr-open ok\n");
+  // The CPU policy forbids the same open.
+  expect_violation(probe({"rdwr-existing", existing_.string()}, false), "open");
+}
+
+TEST_F(CudaPolicy, CannotCreateAFile) {
+  const fs::path target = dir_.path() / "must-not-exist";
+  expect_violation(probe({"create-rdwr", target.string()}), "open");
+  expect_violation(probe({"write-file", target.string()}), "open");
+  EXPECT_FALSE(fs::exists(target));
+}
+
+TEST_F(CudaPolicy, CannotTruncateAFileOnOpen) {
+  expect_violation(probe({"truncate-rdwr", existing_.string()}), "open");
+  EXPECT_EQ(slurp(existing_), "keep me");
+}
+
+TEST_F(CudaPolicy, CannotRemoveOrMakeDirectories) {
+  expect_violation(probe({"unlink", existing_.string()}), "unlink");
+  EXPECT_TRUE(fs::exists(existing_));
+  expect_violation(probe({"mkdir", (dir_.path() / "d").string()}), "mkdir");
+}
+
+TEST(CudaPolicyProcesses, ForkExecSocketPtraceAndKillAreViolations) {
+  expect_violation(probe({"fork"}), "clone");
+  expect_violation(probe({"exec"}), "execve");
+  expect_violation(probe({"socket"}), "socket");
+  expect_violation(probe({"ptrace"}), "ptrace");
+  expect_violation(probe({"kill-parent"}), "kill");
+}
+
+TEST(CudaPolicyProcesses, ThreadsAndOpenMpWork) {
+  auto t = probe({"threads"});
+  EXPECT_EQ(t.exit_code, 0) << t.output;
+  EXPECT_EQ(t.output, "threads 10\n");
+  auto o = probe({"openmp"});
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_EQ(o.output, "openmp 499500\n");
+}
+
+TEST(CudaPolicyProcesses, AThreadStartedBeforeThePolicyIsFilteredToo) {
+  // The CUDA driver's threads exist before the worker installs the policy.
+  expect_violation(probe({"early-thread-fork"}), "clone");
+  expect_violation(probe({"early-thread-fork"}, false), "clone");
+}
