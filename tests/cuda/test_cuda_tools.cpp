@@ -3,15 +3,20 @@
 // and compute-sanitizer reports into verdict text.
 #include "profile.hpp"
 #include "slot.hpp"
+#include "visible_devices.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <chrono>
 #include <filesystem>
 #include <string>
+#include <optional>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace cw = kevo::cuda::worker;
 namespace fs = std::filesystem;
@@ -180,4 +185,66 @@ TEST(Child, RunChildTimesOutAndKillsTheGroup) {
   EXPECT_FALSE(ok.timed_out);
   EXPECT_EQ(ok.exit_code, 3);
   fs::remove_all(dir);
+}
+
+// The worker's device narrowing (docs/cuda.md, device binding), on the
+// environment it would see; the variables are restored after each case.
+class VisibleDevices : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* k : {"CUDA_VISIBLE_DEVICES", "KEVO_DEVICE_INDEX"}) {
+      const char* v = std::getenv(k);
+      saved_.push_back({k, v ? std::optional<std::string>(v) : std::nullopt});
+    }
+  }
+  void TearDown() override {
+    for (const auto& [k, v] : saved_) {
+      if (v)
+        ::setenv(k.c_str(), v->c_str(), 1);
+      else
+        ::unsetenv(k.c_str());
+    }
+  }
+  static std::string env(const char* k) {
+    const char* v = std::getenv(k);
+    return v ? v : "<unset>";
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+TEST_F(VisibleDevices, ListParsing) {
+  using kevo::cuda::worker::visible_device_list;
+  EXPECT_EQ(visible_device_list("0,1"), (std::vector<std::string>{"0", "1"}));
+  EXPECT_EQ(visible_device_list(" GPU-ab12 , GPU-cd34,,"), (std::vector<std::string>{"GPU-ab12", "GPU-cd34"}));
+  EXPECT_TRUE(visible_device_list("").empty());
+}
+
+TEST_F(VisibleDevices, WithoutAListTheOrdinalBecomesTheOnlyVisibleDevice) {
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+  EXPECT_EQ(kevo::cuda::worker::narrow_visible_devices(3), 0);
+  EXPECT_EQ(env("CUDA_VISIBLE_DEVICES"), "3");
+  EXPECT_EQ(env("KEVO_DEVICE_INDEX"), "0");
+}
+
+TEST_F(VisibleDevices, WithAListTheEntryAtTheOrdinalIsKept) {
+  ::setenv("CUDA_VISIBLE_DEVICES", "GPU-ab12,GPU-cd34,5", 1);
+  EXPECT_EQ(kevo::cuda::worker::narrow_visible_devices(1), 0);
+  EXPECT_EQ(env("CUDA_VISIBLE_DEVICES"), "GPU-cd34");
+  // A child of the worker (sanitizer, ncu) narrows again to the same GPU.
+  EXPECT_EQ(kevo::cuda::worker::narrow_visible_devices(0), 0);
+  EXPECT_EQ(env("CUDA_VISIBLE_DEVICES"), "GPU-cd34");
+}
+
+TEST_F(VisibleDevices, AnOrdinalOutsideTheListChangesNothing) {
+  ::setenv("CUDA_VISIBLE_DEVICES", "0,1", 1);
+  ::unsetenv("KEVO_DEVICE_INDEX");
+  EXPECT_EQ(kevo::cuda::worker::narrow_visible_devices(2), 2);
+  EXPECT_EQ(env("CUDA_VISIBLE_DEVICES"), "0,1");
+  EXPECT_EQ(env("KEVO_DEVICE_INDEX"), "<unset>");
+  // An empty list hides every GPU; it stays so, and opening device 0 fails.
+  ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
+  EXPECT_EQ(kevo::cuda::worker::narrow_visible_devices(0), 0);
+  EXPECT_EQ(env("CUDA_VISIBLE_DEVICES"), "");
 }

@@ -13,6 +13,7 @@
 #include "device_space.hpp"
 #include "judge.hpp"
 #include "profile.hpp"
+#include "visible_devices.hpp"
 #include "worker_io.hpp"
 
 #include "kevo/core/task.hpp"
@@ -52,41 +53,10 @@ std::string read_file(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// A worker judges on one GPU, so before its first CUDA call it makes only
-// that GPU visible to itself and its tool children: the driver then sets up
-// one device instead of every GPU of the host, which takes about half the
-// context's creation time off every candidate on a 2-GPU host
-// (docs/cuda.md). Ordinals are those of CUDA_VISIBLE_DEVICES when it is set
-// (Slurm's, the islands' binding), else of the driver's enumeration, which
-// CUDA_VISIBLE_DEVICES indices follow too. Returns the ordinal to open.
-int narrow_visible_devices(int device) {
-  std::string entry;
-  if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES")) {
-    std::vector<std::string> list;
-    std::string item;
-    for (const char* p = cvd;; ++p) {
-      if (*p == ',' || *p == '\0') {
-        if (!item.empty()) list.push_back(item);
-        item.clear();
-        if (*p == '\0') break;
-      } else if (*p != ' ') {
-        item += *p;
-      }
-    }
-    if (device < 0 || device >= static_cast<int>(list.size())) return device;   // open_device says why
-    entry = list[static_cast<std::size_t>(device)];
-  } else {
-    if (device < 0) return device;
-    entry = std::to_string(device);
-  }
-  ::setenv("CUDA_VISIBLE_DEVICES", entry.c_str(), 1);
-  ::setenv("KEVO_DEVICE_INDEX", "0", 1);
-  return 0;
-}
-
 // Creates the context on `requested`; "" on success, else the reason.
 std::string open_device(int requested) {
-  const int device = narrow_visible_devices(requested);
+  // Only this worker's GPU visible (docs/cuda.md): half the context cost.
+  const int device = cw::narrow_visible_devices(requested);
   const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
   const std::string which = "device " + std::to_string(requested) + (cvd ? std::string(" (CUDA_VISIBLE_DEVICES=") +
                                                                                cvd + " for this worker)"
