@@ -4,6 +4,8 @@
 #include "kevo/sandbox/runner.hpp"
 #include "kevo/sandbox/seccomp.hpp"
 
+#include "probe.hpp"
+
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -15,29 +17,8 @@
 namespace sb = kevo::sandbox;
 namespace fs = std::filesystem;
 
-namespace {
-
-sb::Finished probe(const std::vector<std::string>& args) {
-  sb::Runner r;
-  sb::Spec s;
-  s.argv = {KEVO_SECCOMP_PROBE};
-  s.argv.insert(s.argv.end(), args.begin(), args.end());
-  s.env = {"PATH=/usr/bin:/bin"};
-  s.scratch_base = sb::default_scratch_base();
-  s.limits.wall_seconds = 20;
-  return r.run(std::move(s));
-}
-
-void expect_violation(const sb::Finished& f, const std::string& name) {
-  EXPECT_EQ(f.outcome, sb::Outcome::exited) << f.output;
-  EXPECT_EQ(f.exit_code, sb::kViolationExitCode) << f.output;
-  ASSERT_EQ(f.output.rfind("violation ", 0), 0u) << f.output;
-  long nr = std::stol(f.output.substr(10));
-  EXPECT_NE(sb::forbidden_syscall_name(nr).find(name), std::string::npos)
-      << "syscall " << nr << " named '" << sb::forbidden_syscall_name(nr) << "'";
-}
-
-}  // namespace
+using kevo::test::expect_violation;
+using kevo::test::probe;
 
 TEST(Seccomp, ArchitectureIsSupported) { EXPECT_TRUE(sb::seccomp_supported_arch()); }
 

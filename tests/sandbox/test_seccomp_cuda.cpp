@@ -7,6 +7,8 @@
 #include "kevo/sandbox/scratch_dir.hpp"
 #include "kevo/sandbox/seccomp.hpp"
 
+#include "probe.hpp"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -19,26 +21,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-sb::Finished probe(const std::vector<std::string>& args, bool cuda = true) {
-  sb::Runner r;
-  sb::Spec s;
-  s.argv = {KEVO_SECCOMP_PROBE};
-  if (cuda) s.argv.push_back("--cuda");
-  s.argv.insert(s.argv.end(), args.begin(), args.end());
-  s.env = {"PATH=/usr/bin:/bin"};
-  s.scratch_base = sb::default_scratch_base();
-  s.limits.wall_seconds = 20;
-  return r.run(std::move(s));
+using kevo::test::expect_violation;
+
+// The probe with the CUDA variant ("--cuda") or, for contrast, the CPU one.
+sb::Finished probe(std::vector<std::string> args, bool cuda = true) {
+  if (cuda) args.insert(args.begin(), "--cuda");
+  return kevo::test::probe(args);
 }
 
-void expect_violation(const sb::Finished& f, const std::string& name) {
-  EXPECT_EQ(f.outcome, sb::Outcome::exited) << f.output;
-  EXPECT_EQ(f.exit_code, sb::kViolationExitCode) << f.output;
-  ASSERT_EQ(f.output.rfind("violation ", 0), 0u) << f.output;
-  const long nr = std::stol(f.output.substr(10));
-  EXPECT_NE(sb::forbidden_syscall_name(nr).find(name), std::string::npos)
-      << "syscall " << nr << " named '" << sb::forbidden_syscall_name(nr) << "'";
-}
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p);

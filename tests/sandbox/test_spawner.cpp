@@ -9,6 +9,8 @@
 #include "kevo/sandbox/scratch_dir.hpp"
 #include "kevo/sandbox/seccomp.hpp"
 
+#include "probe.hpp"
+
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -176,20 +178,7 @@ TEST_F(SpawnerTest, StartsWhileOtherThreadsAllocate) {
   EXPECT_EQ(ok, 10);
 }
 
-namespace {
-
-sb::Finished probe(const std::vector<std::string>& args, double wall = 20) {
-  sb::Runner r;
-  sb::Spec s;
-  s.argv = {KEVO_SECCOMP_PROBE};
-  s.argv.insert(s.argv.end(), args.begin(), args.end());
-  s.env = {"PATH=/usr/bin:/bin"};
-  s.scratch_base = sb::default_scratch_base();
-  s.limits.wall_seconds = wall;
-  return r.run(std::move(s));
-}
-
-}  // namespace
+using kevo::test::probe;
 
 TEST_F(SpawnerTest, WorksFromAProcessUnderEitherPolicyThatMayNotForkItself) {
   for (const std::string policy : {"--cpu", "--cuda"}) {

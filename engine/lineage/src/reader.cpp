@@ -173,6 +173,40 @@ Candidate LineageReader::candidate(const Row& row) const {
   return candidates(std::span<const Row>(&row, 1)).front();
 }
 
+Candidate LineageReader::without_texts(const Row& r) {
+  Candidate c;
+  c.id = r.id;
+  c.task = r.task;
+  c.parent0 = r.parent0;
+  c.parent1 = r.parent1;
+  c.op = std::string(r.op_name());
+  c.hash = r.hash;
+  c.eval_seed = r.eval_seed;
+  c.duplicate_of = r.duplicate_of;
+  c.t_created = r.t_created;
+  c.t_submitted = r.t_submitted;
+  c.t_finished = r.t_finished;
+  Verdict& v = c.verdict;
+  v.status = r.status;
+  v.stage = r.stage;
+  v.compile_cached = r.compile_cached;
+  v.compile_seconds = r.compile_seconds;
+  v.worker_seconds = r.worker_seconds;
+  v.slot_seconds = r.slot_seconds;
+  v.cand_median_ns = r.cand_median_ns;
+  v.cand_iqr_ns = r.cand_iqr_ns;
+  v.ref_median_ns = r.ref_median_ns;
+  v.ref_iqr_ns = r.ref_iqr_ns;
+  v.repeats = r.repeats;
+  v.speedup = r.speedup;
+  v.max_abs_error = r.max_abs_error;
+  v.rel_l2_error = r.rel_l2_error;
+  v.exit_code = r.exit_code;
+  v.signal = r.signal;
+  v.max_rss_kb = r.max_rss_kb;
+  return c;
+}
+
 std::vector<Candidate> LineageReader::candidates(std::span<const Row> rows) const {
   constexpr std::size_t kRefs = 10;
   std::vector<std::int64_t> refs;
@@ -187,22 +221,8 @@ std::vector<Candidate> LineageReader::candidates(std::span<const Row> rows) cons
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
     const std::string* s = &t[i * kRefs];
-    Candidate c;
-    c.id = r.id;
-    c.task = r.task;
-    c.parent0 = r.parent0;
-    c.parent1 = r.parent1;
-    c.op = std::string(r.op_name());
-    c.hash = r.hash;
-    c.eval_seed = r.eval_seed;
-    c.duplicate_of = r.duplicate_of;
-    c.t_created = r.t_created;
-    c.t_submitted = r.t_submitted;
-    c.t_finished = r.t_finished;
+    Candidate c = without_texts(r);
     Verdict& v = c.verdict;
-    v.status = r.status;
-    v.stage = r.stage;
-    v.compile_cached = r.compile_cached;
     v.message = s[0];
     c.params_json = s[1];
     c.source = s[2];
@@ -213,20 +233,6 @@ std::vector<Candidate> LineageReader::candidates(std::span<const Row> rows) cons
     c.op_note = s[7];
     v.profile = s[8];
     v.device = s[9];
-    v.compile_seconds = r.compile_seconds;
-    v.worker_seconds = r.worker_seconds;
-    v.slot_seconds = r.slot_seconds;
-    v.cand_median_ns = r.cand_median_ns;
-    v.cand_iqr_ns = r.cand_iqr_ns;
-    v.ref_median_ns = r.ref_median_ns;
-    v.ref_iqr_ns = r.ref_iqr_ns;
-    v.repeats = r.repeats;
-    v.speedup = r.speedup;
-    v.max_abs_error = r.max_abs_error;
-    v.rel_l2_error = r.rel_l2_error;
-    v.exit_code = r.exit_code;
-    v.signal = r.signal;
-    v.max_rss_kb = r.max_rss_kb;
     out.push_back(std::move(c));
   }
   return out;

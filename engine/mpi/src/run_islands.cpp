@@ -257,18 +257,9 @@ Prior read_prior(const fs::path& run_dir, const std::vector<std::string>& names,
         const auto& row = rows[past[r][k].row];
         Prior::Past x;
         x.here = past[r][k].here;
+        x.c = lineage::LineageReader::without_texts(row);
         Candidate& c = x.c;
-        c.id = row.id;
-        c.task = past[r][k].local;
-        c.op = std::string(row.op_name());
-        c.parent0 = row.parent0;
-        c.parent1 = row.parent1;
-        c.duplicate_of = row.duplicate_of;
-        c.hash = row.hash;
-        c.eval_seed = row.eval_seed;
-        c.verdict.status = row.status;
-        c.verdict.stage = row.stage;
-        c.verdict.speedup = row.speedup;
+        c.task = past[r][k].local;   // this run's task index
         const std::string& source = sources[k - at];
         if (!source.empty()) {
           c.body_hash = source_hashes(source).body;

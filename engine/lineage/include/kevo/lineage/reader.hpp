@@ -61,6 +61,10 @@ class LineageReader {
   // params_json carries it). Batch form: one file visit for all rows.
   Candidate candidate(const Row& row) const;
   std::vector<Candidate> candidates(std::span<const Row> rows) const;
+  // The row's own fields (ids, operator, hash, times, verdict figures)
+  // without its texts, for readers that need few or none of them (a resume
+  // reads only the sources of the history).
+  static Candidate without_texts(const Row& row);
 
  private:
   LineageReader() = default;
