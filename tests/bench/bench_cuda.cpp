@@ -4,6 +4,9 @@
 //   bench_cuda throughput TASK_DIR N [J] N distinct search-space points submitted at once (proposals
 //                                       arrive instantly): candidates verified and timed per
 //                                       GPU-minute, and the duty cycle of the one timing slot
+//   bench_cuda contexts N [G]            N processes creating a CUDA context at once (on 1 GPU, then
+//                                       spread over G): does the driver serialise them, per GPU or
+//                                       per host? (what bounds a fresh worker per candidate)
 //   bench_cuda cv TASK_DIR K            the seed judged K times: coefficient of variation of its
 //                                       median time across judgements
 // Needs a GPU for throughput and cv; compile runs anywhere nvcc does.
@@ -13,6 +16,7 @@
 #include "kevo/cpu/cpu_backend.hpp"
 #include "kevo/cuda/cuda_backend.hpp"
 
+#include <cuda_runtime.h>
 #include <nvrtc.h>
 
 #include <algorithm>
@@ -108,8 +112,20 @@ int compile_bench(const fs::path& tasks, const std::string& only) {
   return 0;
 }
 
+// BENCH_CUDA_OPTIONS='{"timing": {"max_repeats": 200}}': backend.cuda keys
+// (docs/cuda.md) over the defaults, to compare settings in one call.
+cuda::CudaOptions bench_options() {
+  const char* text = std::getenv("BENCH_CUDA_OPTIONS");
+  if (!text || !*text) return {};
+  StrictObject obj(nlohmann::json::parse(text), "BENCH_CUDA_OPTIONS", "");
+  cuda::CudaOptions o = cuda::parse_cuda_options(obj);
+  obj.finish();
+  std::printf("backend.cuda options: %s\n", text);
+  return o;
+}
+
 std::unique_ptr<Backend> backend(int eval_jobs = 0) {
-  cuda::CudaOptions o;
+  cuda::CudaOptions o = bench_options();
   o.base.cache_dir = "";   // every candidate really compiles
   if (eval_jobs > 0) o.base.eval_jobs = eval_jobs;
   return cuda::make_cuda_backend(std::move(o));
@@ -152,6 +168,42 @@ int throughput_bench(const fs::path& dir, int n, int eval_jobs) {
               "cycle %.1f%%\n",
               static_cast<unsigned long long>(s1.compiles - s0.compiles), cb->options().eval_jobs, worker, slot, wall,
               100.0 * slot / wall);
+  // The steady state: from the first timing hold to the last, so that the
+  // pipeline's fill (the first compiles and contexts, before any timing can
+  // start) and its drain do not count against the slot.
+  using Holds = std::vector<std::pair<double, double>>;
+  auto since_start = [](const Holds& before, const Holds& after) {
+    Holds h(after.begin() + static_cast<std::ptrdiff_t>(before.size()), after.end());
+    std::sort(h.begin(), h.end());
+    return h;
+  };
+  // Seconds of [from, to] covered by the union of the holds.
+  auto covered = [](const Holds& h, double from, double to) {
+    double busy = 0.0, until = from;
+    for (const auto& [a, e] : h) {
+      const double b = std::max(a, until), f = std::min(e, to);
+      if (f > b) busy += f - b;
+      until = std::max(until, std::min(e, to));
+    }
+    return busy;
+  };
+  const Holds holds = since_start(s0.slot_intervals, s1.slot_intervals);
+  if (!holds.empty()) {
+    double last = holds.front().second;
+    for (const auto& h : holds) last = std::max(last, h.second);
+    const double first = holds.front().first, window = last - first;
+    const double busy = covered(holds, first, last);
+    Holds any = since_start(s0.slot_shared_intervals, s1.slot_shared_intervals);
+    any.insert(any.end(), holds.begin(), holds.end());
+    std::sort(any.begin(), any.end());
+    const double gpu = covered(any, first, last);
+    const double fill = first - std::chrono::duration<double>(t0.time_since_epoch()).count();
+    std::printf("steady state (first timing hold to last): slot busy %.1f s of %.1f s: duty cycle %.1f%% "
+                "(%zu holds; the first began %.2f s after the first submission); slot held in either mode "
+                "(timing or correctness work) %.1f%%\n",
+                busy, window, window > 0 ? 100.0 * busy / window : 0.0, holds.size(), fill,
+                window > 0 ? 100.0 * gpu / window : 0.0);
+  }
   for (const auto& d : devices) std::printf("device: %s\n", d.c_str());
   // Where an average worker's time went (the CUDA worker's "phases"), and
   // what the process cost outside main().
@@ -165,6 +217,66 @@ int throughput_bench(const fs::path& dir, int n, int eval_jobs) {
   std::printf("; outside main %.3f\n",
               ((s1.worker_wall_seconds - s0.worker_wall_seconds) - (s1.worker_inner_seconds - s0.worker_inner_seconds)) /
                   results);
+  return 0;
+}
+
+// One process of `contexts`: the runtime's initialisation (cuInit, device
+// enumeration) and the context on the one visible GPU, timed apart.
+int context_child() {
+  const auto t0 = Clock::now();
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count < 1) return 1;
+  const auto t1 = Clock::now();
+  void* p = nullptr;
+  if (cudaSetDevice(0) != cudaSuccess || cudaMalloc(&p, 1 << 20) != cudaSuccess) return 1;
+  (void)cudaFree(p);
+  const auto t2 = Clock::now();
+  std::printf("%.6f %.6f\n", std::chrono::duration<double>(t1 - t0).count(),
+              std::chrono::duration<double>(t2 - t1).count());
+  return 0;
+}
+
+// N processes at once, each narrowed to one GPU (as workers are), spread
+// round-robin over `gpus` GPUs; `what` is this program's context-child or
+// the worker's health check (context, 64 MiB memset and copy back).
+void context_batch(const std::string& self, const std::string& worker, int n, int gpus, bool health) {
+  std::vector<FILE*> kids;
+  const auto t0 = Clock::now();
+  for (int i = 0; i < n; ++i) {
+    const std::string cmd = "CUDA_VISIBLE_DEVICES=" + std::to_string(i % gpus) + " exec " +
+                            (health ? worker + " --health 0" : self + " context-child");
+    kids.push_back(::popen(cmd.c_str(), "r"));
+  }
+  double init = 0, ctx = 0;
+  int ok = 0;
+  for (FILE* f : kids) {
+    if (!f) continue;
+    char line[256] = {};
+    double a = 0, b = 0;
+    const bool got = std::fgets(line, sizeof line, f) != nullptr;
+    if (::pclose(f) == 0 && got) {
+      ++ok;
+      if (!health && std::sscanf(line, "%lf %lf", &a, &b) == 2) {
+        init += a;
+        ctx += b;
+      }
+    }
+  }
+  const double wall = since(t0);
+  std::printf("%-13s N=%-3d GPUs=%d: %d ok, batch %.2f s, %.2f processes/s", health ? "worker health" : "context",
+              n, gpus, ok, wall, ok / wall);
+  if (!health && ok) std::printf(", per process: runtime init %.3f s, context %.3f s", init / ok, ctx / ok);
+  std::printf("\n");
+}
+
+int contexts_bench(int n, int gpus) {
+  const std::string self = fs::canonical("/proc/self/exe").string();
+  const std::string worker = (fs::path(self).parent_path() / "kevo-cuda-worker").string();
+  for (bool health : {false, true}) {
+    context_batch(self, worker, 1, 1, health);
+    context_batch(self, worker, n, 1, health);
+    if (gpus > 1) context_batch(self, worker, n, gpus, health);
+  }
   return 0;
 }
 
@@ -194,14 +306,16 @@ int cv_bench(const fs::path& dir, int k) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "context-child") return context_child();
   if (argc < 3) {
-    std::fprintf(stderr, "usage: bench_cuda compile TASKS_DIR | throughput TASK_DIR N | cv TASK_DIR K\n");
+    std::fprintf(stderr, "usage: bench_cuda compile TASKS_DIR | throughput TASK_DIR N [J] | contexts N [G] | cv TASK_DIR K\n");
     return 2;
   }
   const std::string mode = argv[1];
   try {
     if (mode == "compile") return compile_bench(argv[2], argc > 3 ? argv[3] : "");
     if (mode == "throughput") return throughput_bench(argv[2], argc > 3 ? std::atoi(argv[3]) : 60, argc > 4 ? std::atoi(argv[4]) : 0);
+    if (mode == "contexts") return contexts_bench(std::atoi(argv[2]), argc > 3 ? std::atoi(argv[3]) : 1);
     if (mode == "cv") return cv_bench(argv[2], argc > 3 ? std::atoi(argv[3]) : 10);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_cuda: %s\n", e.what());

@@ -3,8 +3,8 @@
 # scaling run and the cuda-quickstart, each with its own time limit so that
 # the later ones still run; logs go to $OUT (docs/benchmarks.md#cuda-backend,
 # #multi-gpu).
-#   run_cuda_h200.sh PHASE...   build gpu gpu_quick throughput vs_load_inline multigpu cv load_inline quickstart
-#                               baselines
+#   run_cuda_h200.sh PHASE...   build gpu gpu_all gpu_quick throughput vs_load_inline throughput_sgemm contexts duty
+#                               multigpu cv load_inline quickstart baselines
 set -u
 OUT=${OUT:-/tmp/kevo-cuda-out}
 mkdir -p "$OUT"
@@ -60,16 +60,39 @@ throughput_sgemm)
     timeout 150 $B/bench_cuda throughput configs/tasks/cuda/sgemm 48 $J 2>&1 | tee -a "$OUT/bench.log"
   done
   ;;
+contexts)
+  # Does the driver serialise context creation, per GPU or per host? (What
+  # bounds a fresh worker process per candidate.)
+  step "context creation: ${CTX_N:-8} processes at once"
+  timeout 120 $B/bench_cuda contexts ${CTX_N:-8} $(nvidia-smi -L | wc -l) 2>&1 | tee -a "$OUT/bench.log"
+  for n in 16; do timeout 120 $B/bench_cuda contexts $n $(nvidia-smi -L | wc -l) 2>&1 | grep "N=$n" | tee -a "$OUT/bench.log"; done
+  ;;
+duty)
+  # Duty cycle of the timing slot, proposals instant: DUTY_TASKS x the
+  # default options and, for comparison, DUTY_OLD (backend.cuda JSON).
+  for t in ${DUTY_TASKS:-axpy sgemm}; do
+    for J in ${DUTY_J:-0}; do   # 0: the default eval_jobs
+      step "duty cycle: $t, defaults, J=$J"
+      timeout 150 $B/bench_cuda throughput configs/tasks/cuda/$t ${DUTY_N:-48} $J 2>&1 | tee -a "$OUT/bench.log"
+      if [ -n "${DUTY_OLD:-}" ]; then
+        step "duty cycle: $t, $DUTY_OLD, J=$J"
+        BENCH_CUDA_OPTIONS="$DUTY_OLD" timeout 150 $B/bench_cuda throughput configs/tasks/cuda/$t ${DUTY_N:-48} $J 2>&1 |
+          tee -a "$OUT/bench.log"
+      fi
+    done
+  done
+  ;;
 multigpu)
   step multi-GPU: 1 and 2 ranks, one island per GPU
   T=${MG_SECONDS:-75}
+  MGSET=${MG_J:+--set backend.cuda.eval_jobs=$MG_J}
   rm -rf runs/mg1 runs/mg2
   timeout $((T + 90)) mpirun -np 1 --bind-to none $B/kevo run configs/cuda-islands.json \
-    --set budget.wall_seconds=$T --out runs/mg1 > "$OUT/multigpu.log" 2>&1
+    --set budget.wall_seconds=$T $MGSET --out runs/mg1 > "$OUT/multigpu.log" 2>&1
   nvidia-smi --query-compute-apps=gpu_bus_id,pid,process_name --format=csv -l 5 > "$OUT/smi.log" 2>&1 &
   SMI=$!
   timeout $((T + 90)) mpirun -np 2 --bind-to none $B/kevo run configs/cuda-islands.json \
-    --set budget.wall_seconds=$T --out runs/mg2 >> "$OUT/multigpu.log" 2>&1
+    --set budget.wall_seconds=$T $MGSET --out runs/mg2 >> "$OUT/multigpu.log" 2>&1
   kill $SMI 2>/dev/null
   tail -8 "$OUT/multigpu.log"
   python3 tests/bench/multigpu_report.py runs/mg1 runs/mg2 2>&1 | tee -a "$OUT/bench.log"

@@ -53,6 +53,11 @@ TEST(CudaOptions, DefaultsAreTheCudaOnes) {
   const nlohmann::json eff = cuda::to_json(o);
   EXPECT_EQ(eff.at("arch"), "sm_90");
   EXPECT_EQ(eff.at("roofline").at("peak_gbps"), 4800.0);
+  // Timings fill the slot's idle time by default, and the worker is told.
+  EXPECT_EQ(eff.at("fill_idle_seconds"), 0.3);
+  EXPECT_EQ(c.flavour.worker_request.at("fill_idle_seconds"), 0.3);
+  EXPECT_EQ(cuda::to_cpu_options(parse(R"({"fill_idle_seconds": 0})")).flavour.worker_request.at("fill_idle_seconds"), 0.0);
+  EXPECT_THROW(parse(R"({"fill_idle_seconds": -1})"), InputError);
 }
 
 TEST(CudaOptions, ToolStagesAreCheckedAtStart) {
@@ -115,7 +120,7 @@ TEST(CudaOptions, ReadsItsKeysAndTheSharedOnes) {
   EXPECT_EQ(o.peak_tflops, 990.0);
   EXPECT_EQ(o.base.eval_jobs, 2);
   EXPECT_EQ(o.base.timing.min_repeats, 3);
-  EXPECT_EQ(o.base.timing.max_repeats, 200);   // the CUDA default survives
+  EXPECT_EQ(o.base.timing.max_repeats, 5000);   // the CUDA default survives
 }
 
 TEST(CudaOptions, RejectsUnknownKeysAndBadArch) {

@@ -77,6 +77,43 @@ TEST(GpuSlot, ExclusiveExcludesSharedAndSharedAllowsShared) {
   fs::remove_all(dir);
 }
 
+// A timer that has met its budget times on only while nobody waits: it sees
+// a waiter for the shared slot and one for the exclusive slot, and no one
+// once they have gone.
+TEST(GpuSlot, TheHolderSeesWhoWaits) {
+  const fs::path dir = temp_dir();
+  cw::GpuSlot timer, judge, next_timer;
+  for (cw::GpuSlot* s : {&timer, &judge, &next_timer}) s->open(dir.string(), "0000:19:00.0");
+  timer.lock_exclusive();
+  EXPECT_FALSE(timer.others_waiting());
+  for (bool exclusive : {false, true}) {
+    cw::GpuSlot& waiter = exclusive ? next_timer : judge;
+    std::atomic<bool> got{false};
+    std::thread t([&] {
+      if (exclusive) waiter.lock_exclusive();
+      else waiter.lock_shared();
+      got = true;
+      waiter.unlock();
+    });
+    bool seen = false;
+    for (int i = 0; i < 200 && !seen; ++i) {
+      seen = timer.others_waiting();
+      if (!seen) std::this_thread::sleep_for(5ms);
+    }
+    EXPECT_TRUE(seen) << (exclusive ? "an exclusive" : "a shared") << " waiter was not seen";
+    EXPECT_FALSE(got.load());
+    timer.unlock();
+    t.join();
+    EXPECT_TRUE(got.load());
+    timer.lock_exclusive();
+    EXPECT_FALSE(timer.others_waiting()) << "a waiter that has left is still seen";
+  }
+  timer.unlock();
+  cw::GpuSlot unopened;
+  EXPECT_FALSE(unopened.others_waiting());
+  fs::remove_all(dir);
+}
+
 TEST(GpuSlot, DifferentGpusDoNotExclude) {
   const fs::path dir = temp_dir();
   cw::GpuSlot a, b;

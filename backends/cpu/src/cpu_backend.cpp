@@ -765,6 +765,13 @@ void CpuBackend::Impl::on_eval_done(Job& j, sb::Finished& f) {
     if (const auto ph = ev.result->find("phases"); ph != ev.result->end() && ph->is_object())
       for (const auto& [name, seconds] : ph->items())
         if (seconds.is_number()) stats.worker_phase_seconds[name] += seconds.get<double>();
+    for (auto [key, into] : {std::pair{"slot_intervals", &stats.slot_intervals},
+                             std::pair{"slot_shared_intervals", &stats.slot_shared_intervals}})
+      if (const auto si = ev.result->find(key); si != ev.result->end() && si->is_array())
+        for (const auto& iv : *si)
+          if (iv.is_array() && iv.size() == 2 && iv[0].is_number() && iv[1].is_number() &&
+              into->size() < Stats::kMaxSlotIntervals)
+            into->emplace_back(iv[0].get<double>(), iv[1].get<double>());
     if (j.mismatch_hidden && v.mismatch) j.hidden_label = v.mismatch->shape;
     if (v.status == Status::pending) {
       v.status = Status::internal_error;

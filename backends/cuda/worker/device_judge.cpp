@@ -108,9 +108,10 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
   nlohmann::json shapes = nlohmann::json::array();
   const std::int64_t flush_bytes = std::max(g.flush_bytes, default_gpu_flush_bytes());
   DevBuf flush(static_cast<std::size_t>(flush_bytes));
-  Event start, stop;
+  Event flush_start, start, stop;
   std::size_t visible = task.visible.size();
   const double budget = opt.budget_seconds / static_cast<double>(std::max<std::size_t>(visible, 1));
+  const double fill_idle = g.fill_idle_seconds / static_cast<double>(std::max<std::size_t>(visible, 1));
   double log_ratio = 0.0;
   int min_reps = std::numeric_limits<int>::max();
   int flush_round = 0;
@@ -135,8 +136,14 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     };
     int calls_c = 0, calls_r = 0;
     // The outputs of the last timed call and of one more call on the other
-    // input set (checked below, after the slot is released).
-    std::optional<w::ArgSet> got[2];
+    // input set (checked below, after the slot is released). Allocated now:
+    // no allocation inside the exclusive slot (a pool that grows asks the
+    // driver, which may be busy with another worker's context).
+    w::ArgSet got[2] = {space.clone_for_call(task, dc, false), space.clone_for_call(task, dc, false)};
+    auto keep_outputs = [&](w::ArgSet& into) {
+      for (std::size_t k = 0; k < dc.buf.size(); ++k)
+        if (dc.buf[k].data()) space.copy(into.buf[k], dc.buf[k]);
+    };
     int got_set[2] = {0, 0};
     // From here to the end of the verification calls no other kevo work
     // runs on this GPU (every worker on the host honours the slot).
@@ -144,16 +151,23 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     exclusive.emplace();
 
     struct Series {
-      std::vector<double> ev, host;
+      std::vector<double> ev, host, host_net;   // events; host interval; host less the flush
     };
     Series sc, sr;
     auto run = [&](w::Entry e, w::ArgSet& d, int& calls, Series& s, const char* who) {
       // Fresh input contents (inout buffers restored too: in-place kernels
       // would otherwise work on their own results).
       load_inputs(d, pristine[calls++ % 2]);
-      // Evict the L2 (>= 2x its size) so every repeat starts cold.
-      check(cudaMemsetAsync(flush.get(), (flush_round++) & 0xFF, flush.bytes()), "flushing the L2");
+      // The inputs are in place before anything of the call can run (a
+      // kernel on a non-blocking stream does not wait for the copy).
       check(cudaDeviceSynchronize(), "before a timed call");
+      // Evict the L2 (>= 2x its size) so every repeat starts cold. It is
+      // the last thing queued before the call: while the GPU clears it, the
+      // host records the start event and makes the call, so the event
+      // window holds the call's GPU time and not the host's launch latency
+      // (which, on an idle GPU, it would: microseconds, and jittery).
+      check(cudaEventRecord(flush_start.get(), 0), "recording an event");
+      check(cudaMemsetAsync(flush.get(), (flush_round++) & 0xFF, flush.bytes()), "flushing the L2");
       const auto t0 = Clock::now();
       check(cudaEventRecord(start.get(), 0), "recording an event");
       e(d.ptr.data());
@@ -165,10 +179,19 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       const auto t1 = Clock::now();
       check(launch, std::string("after a timed call of the ") + who);
       check(run_err, std::string("while a timed call of the ") + who + " ran");
-      float ms = 0.0f;
+      float ms = 0.0f, flush_ms = 0.0f;
       check(cudaEventElapsedTime(&ms, start.get(), stop.get()), "reading an event");
+      check(cudaEventElapsedTime(&flush_ms, flush_start.get(), start.get()), "reading an event");
       s.ev.push_back(static_cast<double>(ms) * 1e6);
-      s.host.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
+      // The host clock started with the flush still running. For the
+      // cross-check its GPU time comes off (the few microseconds it ran
+      // before t0 make that a slight underestimate; the check has a 20 us
+      // margin); a call whose work escaped the default stream is timed by
+      // the whole host interval, flush included: its work may have run
+      // beside the flush, and its time must never come out flattered.
+      const double host = std::chrono::duration<double, std::nano>(t1 - t0).count();
+      s.host.push_back(host);
+      s.host_net.push_back(std::max(0.0, host - static_cast<double>(flush_ms) * 1e6));
     };
     for (int k = 0; k < opt.warmup; ++k) {
       run(cand, dc, calls_c, sc, "candidate");
@@ -177,6 +200,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     sc = {};
     sr = {};
     const auto t_start = Clock::now();
+    double fill_until = -1.0;   // set when the budget's stop condition is first met
     for (int rep = 0; rep < std::max(opt.max_repeats, 1); ++rep) {
       // Alternating order: drifts in clock or temperature hit both alike.
       if (rep % 2 == 0) {
@@ -191,9 +215,14 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       const auto reps = static_cast<std::size_t>(rep + 1);
       if (reps >= static_cast<std::size_t>(opt.min_repeats) && spent >= budget) {
         // Adaptive: stop once the median is stable (IQR within 5% of it)
-        // or the budget is spent twice over.
+        // or the budget is spent twice over; then go on only while no other
+        // worker waits for this GPU (its slot would idle otherwise), up to
+        // fill_idle more seconds.
         const double m = quantile(sc.ev, 0.5), iqr = quantile(sc.ev, 0.75) - quantile(sc.ev, 0.25);
-        if (iqr <= 0.05 * m || spent >= 2 * budget) break;
+        if (iqr <= 0.05 * m || spent >= 2 * budget) {
+          if (fill_until < 0) fill_until = spent + fill_idle;
+          if (spent >= fill_until || gpu_slot().others_waiting()) break;
+        }
       }
       if (opt.wall_seconds > 0 && std::chrono::duration<double>(now - opt.started).count() > 0.6 * opt.wall_seconds)
         break;
@@ -203,7 +232,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     // earlier call.
     got_set[0] = (calls_c - 1) % 2;
     check(cudaDeviceSynchronize(), "after the timed calls");
-    got[0] = space.clone_for_call(task, dc, false);
+    keep_outputs(got[0]);
     got_set[1] = calls_c % 2;
     load_inputs(dc, pristine[got_set[1]]);
     // The copy above is on the legacy stream; a candidate working on a
@@ -213,16 +242,16 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     cand(dc.ptr.data());
     check(cudaGetLastError(), "after the verification call of the candidate");
     check(cudaDeviceSynchronize(), "while the verification call of the candidate ran");
-    got[1] = space.clone_for_call(task, dc, false);
+    keep_outputs(got[1]);
     exclusive.reset();
     // Host wall-clock cross-check: events on the legacy stream miss work on
     // non-blocking streams; then the host times (which include the device
     // synchronize) are the honest ones.
     auto pick = [&](Series& s, const char* who) -> std::vector<double>& {
-      const double me = quantile(s.ev, 0.5), mh = quantile(s.host, 0.5);
+      const double me = quantile(s.ev, 0.5), mh = quantile(s.host_net, 0.5);
       if (mh > 1.5 * me + 20000.0) {
-        notes.push_back(std::string(who) + " timed by host wall clock (events " + fmt(me / 1e3) + " us, host " +
-                        fmt(mh / 1e3) + " us: work outside the default stream)");
+        notes.push_back(std::string(who) + " timed by host wall clock, L2 flush included (events " + fmt(me / 1e3) +
+                        " us, host " + fmt(mh / 1e3) + " us: work outside the default stream)");
         return s.host;
       }
       return s.ev;
@@ -246,7 +275,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
                       {"cand_iqr_ns", ciqr},
                       {"ref_median_ns", rm},
                       {"ref_iqr_ns", riqr},
-                      {"cand_host_median_ns", quantile(sc.host, 0.5)},
+                      {"cand_host_median_ns", quantile(sc.host_net, 0.5)},
                       {"roofline_floor_ns", floor_ns},
                       {"repeats", tc.size()},
                       {"speedup", rm / std::max(cm, 1.0)}});
@@ -261,7 +290,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     for (int extra = 0; extra < 2; ++extra) {
       w::ArgSet want = space.clone_for_call(task, pristine[got_set[extra]], true);
       device_call(ref, want);
-      const std::string bad = w::first_mismatch(task, c, want, *got[extra], space);
+      const std::string bad = w::first_mismatch(task, c, want, got[extra], space);
       if (!bad.empty()) {
         v.status = Status::wrong_answer;
         v.stage = Stage::timing;

@@ -32,6 +32,7 @@ struct GpuTiming {
   double peak_gbps = 4800.0;
   double floor_fraction = 0.9;
   std::int64_t flush_bytes = 0;   // 0: 2 x the device's L2
+  double fill_idle_seconds = 0.0; // more timing while no other worker waits for the GPU (backend.cuda)
 };
 
 // Times candidate and reference on every visible shape (fresh inputs from

@@ -289,12 +289,16 @@ class DeviceSpace final : public w::Space {
  public:
   w::ArgSet make_inputs(const Task& task, const w::Case& c, uint64_t seed, const std::string& tag) override {
     w::ArgSet a = w::scalars_of(task, c);
+    // Allocations first, outside the slot: a pool that must grow asks the
+    // driver, which may be busy creating another worker's context (it
+    // serialises those host-wide), and a timer would wait on that.
+    for (std::size_t k = 0; k < task.args.size(); ++k)
+      if (task.args[k].is_buffer()) a.buf[k] = allocate(static_cast<std::size_t>(a.n[k]) * dtype_size(task.args[k].dtype));
     SharedSlot slot;
     for (std::size_t k = 0; k < task.args.size(); ++k) {
       const Arg& arg = task.args[k];
       if (!arg.is_buffer()) continue;
       const int64_t n = a.n[k];
-      a.buf[k] = allocate(static_cast<std::size_t>(n) * dtype_size(arg.dtype));
       if (n == 0) continue;
       if (!arg.is_input()) {
         fill_poison<<<grid_for(n), kThreads>>>(code(arg.dtype), a.buf[k].data(), n);
@@ -314,10 +318,11 @@ class DeviceSpace final : public w::Space {
     a.sc = orig.sc;
     a.n = orig.n;
     a.buf.resize(orig.buf.size());
+    for (std::size_t k = 0; k < orig.buf.size(); ++k)   // outside the slot, as in make_inputs
+      if (orig.buf[k].data()) a.buf[k] = allocate(orig.buf[k].bytes());
     SharedSlot slot;
     for (std::size_t k = 0; k < orig.buf.size(); ++k) {
       if (!orig.buf[k].data()) continue;
-      a.buf[k] = allocate(orig.buf[k].bytes());
       if (poison_outputs && task.args[k].role == Role::out) {
         if (a.n[k] > 0) fill_poison<<<grid_for(a.n[k]), kThreads>>>(code(task.args[k].dtype), a.buf[k].data(), a.n[k]);
       } else {
@@ -421,6 +426,16 @@ class DeviceSpace final : public w::Space {
 w::Space& device_space() {
   static DeviceSpace space;
   return space;
+}
+
+void load_device_space_kernels() {
+  // Lazy loading would load each kernel's module at its first launch,
+  // inside the slot; cudaFuncGetAttributes loads it now.
+  cudaFuncAttributes attr;
+  for (const void* f : {reinterpret_cast<const void*>(&generate), reinterpret_cast<const void*>(&fill_poison),
+                        reinterpret_cast<const void*>(&convert_wrapping), reinterpret_cast<const void*>(&first_diff),
+                        reinterpret_cast<const void*>(&compare_blocks)})
+    check(cudaFuncGetAttributes(&attr, f), "loading the protocol's kernels");
 }
 
 void device_call(w::Entry entry, w::ArgSet& a) {

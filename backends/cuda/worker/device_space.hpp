@@ -17,6 +17,10 @@ namespace w = kevo::cpu::worker;
 // inside the GPU's shared slot, like correctness calls: never during a
 // timing.
 w::Space& device_space();
+// Loads the device space's kernels (lazy loading would load them at their
+// first launch, inside the GPU's slot). Call once the context exists,
+// before taking the slot; throws std::runtime_error on a CUDA error.
+void load_device_space_kernels();
 
 // Calls `entry` on the device arguments of `a` inside the shared slot,
 // checking the CUDA error state after the launch and after a device-wide

@@ -122,6 +122,7 @@ Extra parse_extra(const nlohmann::json& req, const w::Request& r) {
   x.gt.floor_fraction = req.value("floor_fraction", x.gt.floor_fraction);
   x.gt.flush_bytes = r.opt.flush_bytes;
   x.reverify_speedup = req.value("reverify_speedup", x.reverify_speedup);
+  x.gt.fill_idle_seconds = req.value("fill_idle_seconds", x.gt.fill_idle_seconds);
   x.lock_dir = req.value("lock_dir", std::string());
   x.sanitizer = req.value("sanitizer", std::string());
   x.sanitizer_tool = req.value("sanitizer_tool", x.sanitizer_tool);
@@ -392,6 +393,11 @@ int main(int argc, char** argv) {
   mark("start");
   // The context exists before any candidate code runs.
   if (std::string why = open_device(x.device); !why.empty()) w::fatal("no_gpu", why);
+  try {
+    cw::load_device_space_kernels();
+  } catch (const std::exception& e) {
+    w::fatal("no_gpu", e.what());
+  }
   mark("context");
   std::string bus_id;
   const std::string device = cw::device_identity(bus_id);
@@ -484,6 +490,8 @@ int main(int argc, char** argv) {
     phases["slot_exclusive_wait"] = cw::gpu_slot().exclusive_wait_seconds();
     phases["slot_exclusive"] = v.slot_seconds;
     result["phases"] = phases;
+    result["slot_intervals"] = cw::gpu_slot().exclusive_intervals();
+    result["slot_shared_intervals"] = cw::gpu_slot().shared_intervals();
     result["worker_ns"] = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - started).count();
     w::emit(result);
   } catch (const std::bad_alloc&) {

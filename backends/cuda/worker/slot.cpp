@@ -26,8 +26,8 @@ int flock_retry(int fd, int op) {
 }  // namespace
 
 GpuSlot::~GpuSlot() {
-  if (gate_ >= 0) ::close(gate_);
-  if (lock_ >= 0) ::close(lock_);
+  for (int fd : {gate_, lock_, queue_})
+    if (fd >= 0) ::close(fd);
 }
 
 void GpuSlot::open(const std::string& dir, const std::string& pci_bus_id) {
@@ -36,7 +36,8 @@ void GpuSlot::open(const std::string& dir, const std::string& pci_bus_id) {
   for (char& ch : id)
     if (ch == ':' || ch == '/' || ch == '.') ch = '-';
   const std::string base = dir + "/kevo-gpu-" + id;
-  for (auto [fd, path] : {std::pair<int*, std::string>{&gate_, base + ".gate"}, {&lock_, base + ".lock"}}) {
+  for (auto [fd, path] : {std::pair<int*, std::string>{&gate_, base + ".gate"}, {&lock_, base + ".lock"},
+                          {&queue_, base + ".queue"}}) {
     // World-writable, so that runs of several users on one node share it.
     *fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     if (*fd < 0)
@@ -49,10 +50,13 @@ void GpuSlot::open(const std::string& dir, const std::string& pci_bus_id) {
 void GpuSlot::lock_shared() {
   if (lock_ < 0 || depth_++ > 0) return;
   const auto t0 = Clock::now();
-  // Through the gate, so that a waiting timer is not starved.
-  if (flock_retry(gate_, LOCK_EX) != 0 || flock_retry(lock_, LOCK_SH) != 0 || flock_retry(gate_, LOCK_UN) != 0)
+  // Through the gate, so that a waiting timer is not starved; in the queue
+  // meanwhile, so that the holder knows someone waits (others_waiting).
+  if (flock_retry(queue_, LOCK_SH) != 0 || flock_retry(gate_, LOCK_EX) != 0 || flock_retry(lock_, LOCK_SH) != 0 ||
+      flock_retry(gate_, LOCK_UN) != 0 || flock_retry(queue_, LOCK_UN) != 0)
     throw std::runtime_error(std::string("GPU timing slot: flock failed: ") + std::strerror(errno));
-  shared_wait_ += std::chrono::duration<double>(Clock::now() - t0).count();
+  since_ = Clock::now();
+  shared_wait_ += std::chrono::duration<double>(since_ - t0).count();
 }
 
 void GpuSlot::lock_exclusive() {
@@ -60,7 +64,8 @@ void GpuSlot::lock_exclusive() {
   if (depth_ > 0) throw std::logic_error("GPU timing slot: exclusive requested while held");
   depth_ = 1;
   const auto t0 = Clock::now();
-  if (flock_retry(gate_, LOCK_EX) != 0 || flock_retry(lock_, LOCK_EX) != 0)
+  if (flock_retry(queue_, LOCK_SH) != 0 || flock_retry(gate_, LOCK_EX) != 0 || flock_retry(lock_, LOCK_EX) != 0 ||
+      flock_retry(queue_, LOCK_UN) != 0)
     throw std::runtime_error(std::string("GPU timing slot: flock failed: ") + std::strerror(errno));
   exclusive_ = true;
   since_ = Clock::now();
@@ -69,14 +74,26 @@ void GpuSlot::lock_exclusive() {
 
 void GpuSlot::unlock() {
   if (lock_ < 0 || depth_ == 0 || --depth_ > 0) return;
+  const auto now = Clock::now();
+  auto epoch_seconds = [](Clock::time_point t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); };
   if (exclusive_) {
-    held_ += std::chrono::duration<double>(Clock::now() - since_).count();
+    held_ += std::chrono::duration<double>(now - since_).count();
+    intervals_.emplace_back(epoch_seconds(since_), epoch_seconds(now));
     exclusive_ = false;
     (void)flock_retry(lock_, LOCK_UN);
     (void)flock_retry(gate_, LOCK_UN);
   } else {
+    shared_intervals_.emplace_back(epoch_seconds(since_), epoch_seconds(now));
     (void)flock_retry(lock_, LOCK_UN);
   }
+}
+
+bool GpuSlot::others_waiting() const {
+  if (queue_ < 0) return false;
+  // Waiters hold the queue shared: an exclusive try fails while any does.
+  if (::flock(queue_, LOCK_EX | LOCK_NB) != 0) return errno == EWOULDBLOCK;
+  (void)flock_retry(queue_, LOCK_UN);
+  return false;
 }
 
 GpuSlot& gpu_slot() {

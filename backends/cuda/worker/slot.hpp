@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace kevo::cuda::worker {
 
@@ -26,17 +28,27 @@ class GpuSlot {
   void lock_shared();
   void lock_exclusive();
   void unlock();
+  // Whether another holder (of this GPU's slot, any process) is waiting for
+  // it, shared or exclusive: a timer that has met its budget goes on only
+  // while none is (backend.cuda.fill_idle_seconds). False when not open.
+  bool others_waiting() const;
   // Seconds held exclusively so far, and spent waiting to get it (shared
   // or exclusive): where a worker's time went (its result's "phases").
   double exclusive_seconds() const { return held_; }
   double shared_wait_seconds() const { return shared_wait_; }
   double exclusive_wait_seconds() const { return exclusive_wait_; }
+  // Each exclusive hold as [start, end] in seconds of the host's monotonic
+  // clock (CLOCK_MONOTONIC: one clock for every process of the host), so
+  // that a benchmark can lay the holds of all workers on one time line.
+  const std::vector<std::pair<double, double>>& exclusive_intervals() const { return intervals_; }
+  const std::vector<std::pair<double, double>>& shared_intervals() const { return shared_intervals_; }
 
  private:
-  int gate_ = -1, lock_ = -1;
+  int gate_ = -1, lock_ = -1, queue_ = -1;
   int depth_ = 0;
   bool exclusive_ = false;
   double held_ = 0.0, shared_wait_ = 0.0, exclusive_wait_ = 0.0;
+  std::vector<std::pair<double, double>> intervals_, shared_intervals_;
   std::chrono::steady_clock::time_point since_;
 };
 

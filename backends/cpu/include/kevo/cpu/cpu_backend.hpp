@@ -15,6 +15,7 @@
 #include <memory>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kevo::cpu {
@@ -112,6 +113,12 @@ class CpuBackend final : public Backend {
     // Summed over results: where workers that report "phases" (the CUDA
     // worker) spent their time, by phase (docs/cuda.md).
     std::map<std::string, double> worker_phase_seconds;
+    // The accelerator's exclusive timing holds that workers report
+    // ("slot_intervals": [start, end] on the host's monotonic clock), for a
+    // benchmark's duty cycle; the first kMaxSlotIntervals only.
+    static constexpr std::size_t kMaxSlotIntervals = 100000;
+    std::vector<std::pair<double, double>> slot_intervals;
+    std::vector<std::pair<double, double>> slot_shared_intervals;   // its shared holds (correctness work)
   };
   Stats stats() const;
 

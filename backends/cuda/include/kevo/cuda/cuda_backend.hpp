@@ -30,6 +30,10 @@ struct CudaOptions {
   double peak_gbps = 4800.0;
   double floor_fraction = 0.9;
   double reverify_speedup = 10.0;   // speedups above this are re-verified (fresh seed) and flagged
+  // A timing that has met its budget goes on, while no other worker waits
+  // for the GPU (the slot would idle), for up to this many more seconds:
+  // more repeats where they cost no one anything (0 = off).
+  double fill_idle_seconds = 0.3;
   // The GPU's timing slot: lock files shared by every kevo worker on the
   // host, named after the GPU's PCI bus id ("" = no cross-process slot).
   std::string lock_dir = "/tmp";
