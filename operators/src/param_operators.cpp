@@ -25,20 +25,27 @@ bool fits(const std::vector<Param>& params, const Point& p) {
 }  // namespace
 
 // An additive model of log speedup over one-hot parameter values, mu + sum_i
-// effect[i][value_i], fitted by ridge-regularised backfitting. A value never
-// observed predicts the mean, so untried values are neither favoured nor
-// shunned. Samples more than kClip (log units) below the best seen count as
-// kClip below it: on these spaces a few points are many times slower (two
-// threads on a loaded machine, libm exp, no vectors) and without the clip
-// they dominate the fit of a parameter whose other values are the fastest.
+// effect[i][value_i], fitted by weighted, ridge-regularised backfitting. A
+// value never observed predicts the (weighted) mean, so untried values are
+// neither favoured nor shunned. Samples more than kClip (log units) below the
+// best seen count as kClip below it: on these spaces a few points are many
+// times slower (two threads on a loaded machine, libm exp, no vectors) and
+// without the clip they dominate the fit of a parameter whose other values
+// are the fastest. Each sample weighs exp(-(best - its value) / kScale): the
+// model only has to rank the points near the top, and a value that is slow
+// on average but part of the fastest combinations (an interaction the
+// additive form cannot express, such as a vector width that pays only with a
+// wide tile and one loop order) is then judged by those combinations rather
+// than by its average over the slow ones (docs/benchmarks.md#search-efficiency).
 // Fitted on at most the last kWindow samples, with per-sample predictions
 // kept up to date, so a fit costs O(sweeps x params x window), microseconds
 // however long the run (the engine-overhead budget is 100 us per candidate).
 class ParamMutation::Model {
  public:
   static constexpr std::size_t kWindow = 256;
-  static constexpr double kClip = 0.5;    // 1.65x slower than the best
-  static constexpr double kRidge = 1.0;   // shrinks effects seen on few samples towards 0
+  static constexpr double kClip = 1.2;    // 3.3x slower than the best
+  static constexpr double kScale = 0.3;   // a sample 1.35x slower than the best weighs 1/e
+  static constexpr double kRidge = 1.0;   // shrinks effects seen on little weight towards 0
   static constexpr int kSweeps = 8;
 
   // Fitted on the first `prefix` of `all`.
@@ -55,12 +62,15 @@ class ParamMutation::Model {
     if (n == 0) return;
     double top = use.front()->log_speedup;
     for (const auto* x : use) top = std::max(top, x->log_speedup);
-    std::vector<double> y(n);
+    std::vector<double> y(n), w(n);
+    double total = 0.0;
     for (std::size_t k = 0; k < n; ++k) {
       y[k] = std::max(use[k]->log_speedup, top - kClip);
-      mu_ += y[k];
+      w[k] = std::exp(-(top - y[k]) / kScale);
+      mu_ += w[k] * y[k];
+      total += w[k];
     }
-    mu_ /= static_cast<double>(n);
+    mu_ /= total;   // the best sample weighs 1, so total >= 1
     std::vector<double> pred(n, mu_), sum, count, old;
     for (int sweep = 0; sweep < kSweeps; ++sweep) {
       for (std::size_t i = 0; i < params.size(); ++i) {
@@ -69,8 +79,8 @@ class ParamMutation::Model {
         count.assign(e.size(), 0.0);
         for (std::size_t k = 0; k < n; ++k) {
           const auto v = use[k]->point[i];
-          sum[v] += y[k] - (pred[k] - e[v]);
-          count[v] += 1.0;
+          sum[v] += w[k] * (y[k] - (pred[k] - e[v]));
+          count[v] += w[k];
         }
         old = e;
         for (std::size_t v = 0; v < e.size(); ++v) e[v] = sum[v] / (count[v] + kRidge);

@@ -500,9 +500,14 @@ int run(const Args& a) {
                              r.ratio_exp, r.censored ? "  (censored runs)" : "");
   std::cout << fmt::format("{:<12} {:>6} {:>4} {:>14} {:>14} {:>9} {:>9.2f} {:>9.2f}\n", "geomean", "", "", "", "",
                            "", g_emp, g_exp);
-  std::cout << fmt::format("target: evolution <= 0.5 x random search: {} (geomean {:.2f} measured, {:.2f} vs "
+  // The target is per task: every task, on both ratios.
+  std::string over;
+  for (const auto& r : rows)
+    if (std::max(r.ratio_emp, r.ratio_exp) > 0.5)
+      over += fmt::format("{}{} {:.2f}", over.empty() ? "" : ", ", r.name, std::max(r.ratio_emp, r.ratio_exp));
+  std::cout << fmt::format("target: evolution <= 0.5 x random search, per task: {}{} (geomean {:.2f} measured, {:.2f} vs "
                            "expectation)\n",
-                           std::max(g_emp, g_exp) <= 0.5 ? "MET" : "NOT MET", g_emp, g_exp);
+                           over.empty() ? "MET" : "NOT MET: ", over, g_emp, g_exp);
   if (!loose_ratios.empty())
     std::cout << fmt::format("within {:.0f}% instead: geomean evolution / (n+1)/(m+1) = {:.2f}\n", a.loose * 100,
                              geomean(loose_ratios));
