@@ -237,8 +237,8 @@ int context_child() {
 }
 
 // N processes at once, each narrowed to one GPU (as workers are), spread
-// round-robin over `gpus` GPUs; `what` is this program's context-child or
-// the worker's health check (context, 64 MiB memset and copy back).
+// round-robin over `gpus` GPUs: this program's context-child, or with
+// `health` the worker's health check (context, 64 MiB memset and copy back).
 void context_batch(const std::string& self, const std::string& worker, int n, int gpus, bool health) {
   std::vector<FILE*> kids;
   const auto t0 = Clock::now();

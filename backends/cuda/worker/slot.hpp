@@ -15,7 +15,9 @@ namespace kevo::cuda::worker {
 // files named after the GPU's PCI bus id. GPU work for correctness holds it
 // shared; timing and profiling hold it exclusive, so no kevo work runs on
 // the GPU while a candidate is timed. A gate file taken before the lock
-// keeps a waiting timer from starving behind a stream of correctness calls.
+// keeps a waiting timer from starving behind a stream of correctness calls;
+// a queue file that every waiter holds shared tells a holder whether anyone
+// waits.
 // Without open() (dir empty) every operation is a no-op.
 class GpuSlot {
  public:
