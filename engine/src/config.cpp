@@ -92,6 +92,7 @@ Config parse_config(const nlohmann::json& doc, const std::string& file, const Pl
     c.island.selection = sel == "tournament" ? Selection::tournament : Selection::proportional;
     c.island.tournament_size = static_cast<int>(i->integer("tournament_size", c.island.tournament_size, 1, 1024));
     c.island.in_flight = static_cast<int>(i->integer("in_flight", c.island.in_flight, 0, 1 << 20));
+    c.island.ramp = static_cast<int>(i->integer("ramp", c.island.ramp, 0, 1 << 20));
     const auto ord = i->choice("ordering", {"deterministic", "arrival"}, "deterministic");
     c.island.ordering = ord == "deterministic" ? Ordering::deterministic : Ordering::arrival;
     c.island.inspirations = static_cast<int>(i->integer("inspirations", c.island.inspirations, 0, 64));
@@ -195,6 +196,7 @@ Config parse_config(const nlohmann::json& doc, const std::string& file, const Pl
         {"selection", c.island.selection == Selection::tournament ? "tournament" : "proportional"},
         {"tournament_size", c.island.tournament_size},
         {"in_flight", c.island.in_flight},
+        {"ramp", c.island.ramp},
         {"ordering", c.island.ordering == Ordering::deterministic ? "deterministic" : "arrival"},
         {"inspirations", c.island.inspirations}}},
       {"islands",

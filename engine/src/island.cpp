@@ -64,6 +64,14 @@ bool Island::can_propose(const TaskState& t) const {
   // proposed after commit k - in_flight must not depend on reply timing.
   const std::int64_t claimed = deterministic() ? t.judged_committed + t.pending : t.judged_submitted + t.op_pending;
   if (claimed >= t.cap) return false;
+  // Slow start (island.ramp): a task's first proposals wait for verdicts,
+  // so they are not all drawn knowing only the seed. One candidate is in
+  // flight at first, one more per `ramp` commits, up to the window.
+  // Pending and committed counts change only at proposals and commits, so
+  // determinism holds. A restored task already knows its history.
+  if (options_.island.ramp > 0 && !t.restored &&
+      t.pending >= 1 + std::max<std::int64_t>(0, t.progress.candidates - 1) / options_.island.ramp)
+    return false;
   if (t.proposed >= options_.budget.max_candidates_per_task) return false;
   if (t.unjudged_streak >= options_.budget.stagnation) return false;
   return true;

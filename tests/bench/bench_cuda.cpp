@@ -117,7 +117,8 @@ int compile_bench(const fs::path& tasks, const std::string& only) {
 cuda::CudaOptions bench_options() {
   const char* text = std::getenv("BENCH_CUDA_OPTIONS");
   if (!text || !*text) return {};
-  StrictObject obj(nlohmann::json::parse(text), "BENCH_CUDA_OPTIONS", "");
+  const nlohmann::json doc = nlohmann::json::parse(text);   // outlives obj, which refers to it
+  StrictObject obj(doc, "BENCH_CUDA_OPTIONS", "");
   cuda::CudaOptions o = cuda::parse_cuda_options(obj);
   obj.finish();
   std::printf("backend.cuda options: %s\n", text);
@@ -143,7 +144,7 @@ int throughput_bench(const fs::path& dir, int n, int eval_jobs) {
   const auto s0 = cb->stats();
   const auto t0 = Clock::now();
   int submitted = 0, done = 0, correct = 0;
-  double slot = 0.0, worker = 0.0;
+  double slot = 0.0, worker = 0.0, repeats = 0.0;
   std::set<std::string> devices;
   while (done < n) {
     // Proposals arrive instantly: keep the backend's queues as full as it wants.
@@ -156,6 +157,7 @@ int throughput_bench(const fs::path& dir, int n, int eval_jobs) {
       // The time the worker held the GPU's exclusive timing slot.
       slot += r.verdict.slot_seconds;
       worker += r.verdict.worker_seconds;
+      repeats += r.verdict.repeats;
       if (!r.verdict.device.empty()) devices.insert(r.verdict.device);
       if (!r.verdict.is_correct()) std::printf("  not correct: %s\n", r.verdict.message.c_str());
     }
@@ -168,6 +170,13 @@ int throughput_bench(const fs::path& dir, int n, int eval_jobs) {
               "cycle %.1f%%\n",
               static_cast<unsigned long long>(s1.compiles - s0.compiles), cb->options().eval_jobs, worker, slot, wall,
               100.0 * slot / wall);
+  // What a hold bought: timed repeats (candidate and reference pairs) per
+  // correct candidate, and the slot time per pair.
+  if (correct > 0)
+    std::printf("timed repeats per correct candidate %.0f (%.3f ms of slot per candidate-reference pair; timing "
+                "budget %.3f s, repeats %d..%d)\n",
+                repeats / correct, repeats > 0 ? 1e3 * slot / repeats : 0.0, cb->options().timing.budget_seconds,
+                cb->options().timing.min_repeats, cb->options().timing.max_repeats);
   // The steady state: from the first timing hold to the last, so that the
   // pipeline's fill (the first compiles and contexts, before any timing can
   // start) and its drain do not count against the slot.

@@ -51,7 +51,8 @@ TEST(StrictJson, TypeAndRangeErrors) {
             "config.json: /nothere: expected an object (the key is required)");
   EXPECT_EQ(b.integer("big"), 1000);   // 1e3 is an integer
   EXPECT_NE(message_of([&] { b.integer("frac"); }).find("expected an integer, got 2.5"), std::string::npos);
-  EXPECT_EQ(message_of([&] { StrictObject(json::array(), "f.json", "/x"); }), "f.json: /x: expected an object, got []");
+  const json array = json::array();
+  EXPECT_EQ(message_of([&] { StrictObject(array, "f.json", "/x"); }), "f.json: /x: expected an object, got []");
   EXPECT_EQ(b.string("absent", "dflt"), "dflt");
   EXPECT_FALSE(root.optional_object("absent").has_value());
   EXPECT_EQ(json_type_name(json(1)), "integer");

@@ -34,6 +34,9 @@ TEST(CudaOptions, DefaultsAreTheCudaOnes) {
   EXPECT_EQ(o.base.flavour.name, "cuda");
   // Several workers at once; the GPU's timing slot keeps their timings apart.
   EXPECT_EQ(o.base.eval_jobs, 8);
+  // The timing budget, not the repeat count, ends a timing.
+  EXPECT_EQ(o.base.timing.budget_seconds, 0.15);
+  EXPECT_EQ(o.base.timing.max_repeats, 5000);
   EXPECT_EQ(o.base.limits.memory_mb, 0);
   EXPECT_EQ(o.lock_dir, "/tmp");
   EXPECT_TRUE(o.sanitizer.empty());

@@ -24,6 +24,8 @@ TEST(Config, ValidConfigFillsDefaults) {
   EXPECT_EQ(c.budget.max_candidates_per_task, 1200);
   EXPECT_EQ(c.operators.size(), 2u);
   EXPECT_EQ(c.effective["island"]["selection"], "tournament");
+  EXPECT_EQ(c.island.ramp, 4);   // a slow start per task by default
+  EXPECT_EQ(c.effective["island"]["ramp"], 4);
   EXPECT_EQ(c.effective["backend"]["null"]["wrong_fraction"], 0.1);
   EXPECT_EQ(c.effective["operators"][0]["rate"], 0.1);
   EXPECT_EQ(c.effective["operators"][0]["local"], 1.0);
@@ -56,6 +58,9 @@ TEST(Config, WrongTypesAndRanges) {
   doc = toy_config();
   doc["island"]["elites"] = 100;
   EXPECT_NE(error_of(doc).find("/island/elites"), std::string::npos);
+  doc = toy_config();
+  doc["island"]["ramp"] = -1;
+  EXPECT_NE(error_of(doc).find("/island/ramp"), std::string::npos) << error_of(doc);
   doc = toy_config();
   doc["operators"][1]["type"] = "nope";
   EXPECT_NE(error_of(doc).find("/operators/1/type"), std::string::npos) << error_of(doc);

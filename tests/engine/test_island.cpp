@@ -8,6 +8,7 @@
 #include <functional>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 
@@ -186,6 +187,74 @@ TEST(Island, AsynchronousArrivalOrderChangesNothing) {
       EXPECT_EQ(a[i].parent0, b[i].parent0) << i;
       EXPECT_EQ(a[i].verdict.status, b[i].verdict.status) << i;
     }
+  }
+}
+
+// Records, at each proposal, how many candidates the island had committed
+// (observe() sees every commit) and how many were in flight with it
+// (created, the seed included, less committed).
+using InFlightLog = std::vector<std::pair<std::int64_t, std::int64_t>>;
+class Watching final : public MutationOperator {
+ public:
+  Watching(std::unique_ptr<MutationOperator> inner, std::shared_ptr<InFlightLog> log)
+      : MutationOperator(inner->name(), inner->arity()), inner_(std::move(inner)), log_(std::move(log)) {}
+  bool applicable(const Task& t) const override { return inner_->applicable(t); }
+  void observe(const Candidate& c) override {
+    ++committed_;
+    inner_->observe(c);
+  }
+
+ protected:
+  std::optional<OperatorOutcome> do_begin(const OperatorRequest& req) override {
+    ++created_;
+    log_->emplace_back(committed_, created_ - committed_);
+    return inner_->begin(req);
+  }
+
+ private:
+  std::unique_ptr<MutationOperator> inner_;
+  std::shared_ptr<InFlightLog> log_;
+  std::int64_t committed_ = 0, created_ = 1;   // the seed
+};
+
+// island.ramp: one candidate in flight after the seed, one more per `ramp`
+// commits, up to island.in_flight; with 0 the whole window is proposed
+// right after the seed's verdict. The lineage is the same either way in
+// kind (the budget is spent exactly).
+TEST(Island, RampLetsInFlightGrowWithTheVerdicts) {
+  auto run = [](int ramp) {
+    auto doc = toy_config();
+    doc["budget"]["evaluations_per_task"] = 60;
+    doc["island"]["in_flight"] = 8;
+    doc["island"]["ramp"] = ramp;
+    doc["operators"] = nlohmann::json::parse(R"([{"type": "param_mutation"}])");
+    auto log = std::make_shared<InFlightLog>();
+    const auto r = run_toy(doc, [log](engine::Config& config) {
+      config.operators[0].op = std::make_unique<Watching>(std::move(config.operators[0].op), log);
+    });
+    EXPECT_EQ(r.snap.evaluations, 60) << "ramp " << ramp;
+    return *log;
+  };
+  const InFlightLog off = run(0);
+  ASSERT_GE(off.size(), 8u);
+  // Without the ramp: eight proposals right after the seed's verdict.
+  for (std::size_t k = 0; k < 8; ++k) EXPECT_EQ(off[k].first, 1) << k;
+  EXPECT_EQ(off[7].second, 8);
+
+  for (int ramp : {1, 3}) {
+    const InFlightLog on = run(ramp);
+    ASSERT_FALSE(on.empty());
+    std::int64_t most = 0;
+    bool at_limit = false;
+    for (const auto& [committed, in_flight] : on) {
+      const std::int64_t limit = std::min<std::int64_t>(8, 1 + std::max<std::int64_t>(0, committed - 1) / ramp);
+      EXPECT_LE(in_flight, limit) << "ramp " << ramp << ", after " << committed << " commits";
+      at_limit = at_limit || (committed > 1 && in_flight == limit && limit > 1);
+      most = std::max(most, in_flight);
+    }
+    EXPECT_EQ(on.front(), std::make_pair(std::int64_t{1}, std::int64_t{1})) << "one in flight after the seed";
+    EXPECT_TRUE(at_limit) << "ramp " << ramp << " never let more than one be in flight";
+    EXPECT_EQ(most, 8) << "ramp " << ramp << " never reached the window";
   }
 }
 

@@ -83,6 +83,7 @@ struct Config {
     Selection selection = Selection::tournament;
     int tournament_size = 3;
     int in_flight = 0;                           // 0 = derive from the backend's slots
+    int ramp = 4;                                // slow start: one more in flight per task every `ramp` commits; 0 = off
     Ordering ordering = Ordering::deterministic;
     int inspirations = 0;                        // members offered to operators besides parents
   } island;

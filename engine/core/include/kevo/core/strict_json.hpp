@@ -23,6 +23,8 @@ class StrictObject {
  public:
   // Throws InputError unless j is an object.
   StrictObject(const nlohmann::json& j, std::string file, std::string pointer);
+  // It keeps a reference to j: a temporary would dangle.
+  StrictObject(nlohmann::json&&, std::string, std::string) = delete;
 
   const std::string& file() const { return file_; }
   const std::string& pointer() const { return pointer_; }
