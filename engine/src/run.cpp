@@ -23,15 +23,6 @@ std::string host_name() {
   return buf;
 }
 
-namespace {
-
-double unix_now() {
-  using namespace std::chrono;
-  return duration<double>(system_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
-
 void write_file(const fs::path& path, const std::string& text) {
   // Write then rename, so a reader never sees half a file.
   const fs::path tmp = path.string() + ".tmp";
