@@ -120,12 +120,16 @@ TEST(LineageConcurrentReaders, H5pyReadsWhileTheRunWrites) {
   // Alternates the two ways docs/lineage.md gives: a plain open (file lock,
   // retried while a flush is in progress) and a SWMR open without a lock.
   // Rows of a flush in progress may show as fill rows (id 2**64-1) at the end.
+  // A SWMR read of /text (variable-length strings) may fail with OSError
+  // while a flush appends texts (seen with h5py wheels bundling HDF5 2.0):
+  // as docs/lineage.md says, the reader then starts that read again; a
+  // locked read must never fail, and what a read returns must be right.
   const char* script = R"PY(
 import sys, time, h5py, numpy as np
 path, seconds = sys.argv[1], float(sys.argv[2])
 UNWRITTEN = np.uint64(2**64 - 1)
 end = time.time() + seconds
-last, i = -1, 0
+last, i, retried, good = -1, 0, 0, 0
 while time.time() < end:
     mode = i % 2
     i += 1
@@ -141,22 +145,33 @@ while time.time() < end:
             if time.time() - t0 > 10:
                 raise
             time.sleep(0.02)
-    with f:
-        ds = f["candidates"]
-        ids = ds["id"]
-        written = ids[ids != UNWRITTEN]
-        n = len(written)
-        if not np.array_equal(written, np.arange(n, dtype=ids.dtype)) or not np.all(ids[n:] == UNWRITTEN):
-            print("inconsistent ids", ids[:10], ids[-10:]); sys.exit(3)
-        if n < last:
-            print("rows went back", last, n); sys.exit(4)
-        if n:
-            ref = int(ds[n - 1]["source"])
-            if ref >= 0 and "candidate" not in f["text"].asstr()[ref]:
-                print("bad text"); sys.exit(5)
+    try:
+        with f:
+            ds = f["candidates"]
+            ids = ds["id"]
+            written = ids[ids != UNWRITTEN]
+            n = len(written)
+            if not np.array_equal(written, np.arange(n, dtype=ids.dtype)) or not np.all(ids[n:] == UNWRITTEN):
+                print("inconsistent ids", ids[:10], ids[-10:]); sys.exit(3)
+            if n < last:
+                print("rows went back", last, n); sys.exit(4)
+            if n:
+                ref = int(ds[n - 1]["source"])
+                if ref >= 0 and "candidate" not in f["text"].asstr()[ref]:
+                    print("bad text"); sys.exit(5)
+    except OSError as e:
+        if mode == 0:
+            raise
+        retried += 1
+        print("retry", e, file=sys.stderr, flush=True)
+        time.sleep(0.02)
+        continue
+    good += 1
     print(mode, n, flush=True)
     last = n
     time.sleep(0.03)
+if retried > good // 4:
+    print("too many SWMR reads failed", retried, good); sys.exit(6)
 )PY";
   kevo_test::Process reader = kevo_test::Process::spawn({*py, "-c", script, path.string(), "2.5"}, false);
   ChildOutput out{child, {}};
