@@ -77,7 +77,6 @@ void GpuSlot::unlock() {
   const auto now = Clock::now();
   auto epoch_seconds = [](Clock::time_point t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); };
   if (exclusive_) {
-    held_ += std::chrono::duration<double>(now - since_).count();
     intervals_.emplace_back(epoch_seconds(since_), epoch_seconds(now));
     exclusive_ = false;
     (void)flock_retry(lock_, LOCK_UN);
@@ -86,6 +85,12 @@ void GpuSlot::unlock() {
     shared_intervals_.emplace_back(epoch_seconds(since_), epoch_seconds(now));
     (void)flock_retry(lock_, LOCK_UN);
   }
+}
+
+double GpuSlot::exclusive_seconds() const {
+  double held = 0.0;
+  for (const auto& [from, to] : intervals_) held += to - from;
+  return held;
 }
 
 bool GpuSlot::others_waiting() const {

@@ -36,7 +36,7 @@ class GpuSlot {
   bool others_waiting() const;
   // Seconds held exclusively so far, and spent waiting to get it (shared
   // or exclusive): where a worker's time went (its result's "phases").
-  double exclusive_seconds() const { return held_; }
+  double exclusive_seconds() const;
   double shared_wait_seconds() const { return shared_wait_; }
   double exclusive_wait_seconds() const { return exclusive_wait_; }
   // Each exclusive hold as [start, end] in seconds of the host's monotonic
@@ -49,7 +49,7 @@ class GpuSlot {
   int gate_ = -1, lock_ = -1, queue_ = -1;
   int depth_ = 0;
   bool exclusive_ = false;
-  double held_ = 0.0, shared_wait_ = 0.0, exclusive_wait_ = 0.0;
+  double shared_wait_ = 0.0, exclusive_wait_ = 0.0;
   std::vector<std::pair<double, double>> intervals_, shared_intervals_;
   std::chrono::steady_clock::time_point since_;
 };
