@@ -7,6 +7,9 @@
 //   bench_cuda contexts N [G]            N processes creating a CUDA context at once (on 1 GPU, then
 //                                       spread over G): does the driver serialise them, per GPU or
 //                                       per host? (what bounds a fresh worker per candidate)
+//   bench_cuda sustain N G MB SECONDS  N children kept in flight for SECONDS, each a context, MB MiB
+//                                       allocated and written, freed, exit: the host's sustained rate of
+//                                       fresh contexts, and what memory per process costs it
 //   bench_cuda cv TASK_DIR K            the seed judged K times: coefficient of variation of its
 //                                       median time across judgements
 // Needs a GPU for throughput and cv; compile runs anywhere nvcc does.
@@ -18,6 +21,8 @@
 
 #include <cuda_runtime.h>
 #include <nvrtc.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -177,6 +182,7 @@ int throughput_bench(const fs::path& dir, int n, int eval_jobs) {
                 "budget %.3f s, repeats %d..%d)\n",
                 repeats / correct, repeats > 0 ? 1e3 * slot / repeats : 0.0, cb->options().timing.budget_seconds,
                 cb->options().timing.min_repeats, cb->options().timing.max_repeats);
+  std::printf("worker environment set by the backend: %s\n", join(cb->options().flavour.worker_env).c_str());
   // The steady state: from the first timing hold to the last, so that the
   // pipeline's fill (the first compiles and contexts, before any timing can
   // start) and its drain do not count against the slot.
@@ -229,9 +235,10 @@ int throughput_bench(const fs::path& dir, int n, int eval_jobs) {
   return 0;
 }
 
-// One process of `contexts`: the runtime's initialisation (cuInit, device
-// enumeration) and the context on the one visible GPU, timed apart.
-int context_child() {
+// One process of `contexts` and `sustain`: the runtime's initialisation
+// (cuInit, device enumeration) and the context on the one visible GPU, timed
+// apart; with `mb`, that much device memory allocated, written and freed.
+int context_child(std::size_t mb) {
   const auto t0 = Clock::now();
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count < 1) return 1;
@@ -240,8 +247,15 @@ int context_child() {
   if (cudaSetDevice(0) != cudaSuccess || cudaMalloc(&p, 1 << 20) != cudaSuccess) return 1;
   (void)cudaFree(p);
   const auto t2 = Clock::now();
-  std::printf("%.6f %.6f\n", std::chrono::duration<double>(t1 - t0).count(),
-              std::chrono::duration<double>(t2 - t1).count());
+  if (mb > 0) {
+    if (cudaMalloc(&p, mb << 20) != cudaSuccess || cudaMemset(p, 0x5A, mb << 20) != cudaSuccess ||
+        cudaDeviceSynchronize() != cudaSuccess)
+      return 1;
+    (void)cudaFree(p);
+  }
+  const auto t3 = Clock::now();
+  std::printf("%.6f %.6f %.6f\n", std::chrono::duration<double>(t1 - t0).count(),
+              std::chrono::duration<double>(t2 - t1).count(), std::chrono::duration<double>(t3 - t2).count());
   return 0;
 }
 
@@ -253,7 +267,7 @@ void context_batch(const std::string& self, const std::string& worker, int n, in
   const auto t0 = Clock::now();
   for (int i = 0; i < n; ++i) {
     const std::string cmd = "CUDA_VISIBLE_DEVICES=" + std::to_string(i % gpus) + " exec " +
-                            (health ? worker + " --health 0" : self + " context-child");
+                            (health ? worker + " --health 0" : self + " context-child 0");
     kids.push_back(::popen(cmd.c_str(), "r"));
   }
   double init = 0, ctx = 0;
@@ -289,6 +303,71 @@ int contexts_bench(int n, int gpus) {
   return 0;
 }
 
+// `sustain`: N children in flight at all times for `seconds` (a finished
+// one is replaced at once, as the backend replaces a worker), round-robin
+// over `gpus` GPUs; each child is context_child(mb). Prints the sustained
+// rate and the average phases.
+int sustain_bench(int n, int gpus, std::size_t mb, double seconds) {
+  const std::string self = fs::canonical("/proc/self/exe").string();
+  const std::string mb_arg = std::to_string(mb);
+  struct Kid {
+    pid_t pid;
+    int fd;
+  };
+  std::vector<Kid> kids;
+  int next = 0, ok = 0, failed = 0;
+  double init = 0, ctx = 0, mem = 0;
+  auto spawn = [&] {
+    int pipefd[2];
+    if (::pipe(pipefd) != 0) return;
+    const std::string gpu = std::to_string(next++ % gpus);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::dup2(pipefd[1], 1);
+      ::close(pipefd[0]);
+      ::setenv("CUDA_VISIBLE_DEVICES", gpu.c_str(), 1);
+      ::execl(self.c_str(), self.c_str(), "context-child", mb_arg.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(pipefd[1]);
+    kids.push_back({pid, pipefd[0]});
+  };
+  auto reap = [&](bool block) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, block ? 0 : WNOHANG);
+    if (pid <= 0) return false;
+    for (std::size_t i = 0; i < kids.size(); ++i) {
+      if (kids[i].pid != pid) continue;
+      char line[128] = {};
+      const ssize_t got = ::read(kids[i].fd, line, sizeof line - 1);
+      ::close(kids[i].fd);
+      kids.erase(kids.begin() + static_cast<std::ptrdiff_t>(i));
+      double a = 0, b = 0, c = 0;
+      if (got > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && std::sscanf(line, "%lf %lf %lf", &a, &b, &c) == 3) {
+        ++ok;
+        init += a;
+        ctx += b;
+        mem += c;
+      } else {
+        ++failed;
+      }
+      return true;
+    }
+    return true;
+  };
+  const auto t0 = Clock::now();
+  for (int i = 0; i < n; ++i) spawn();
+  while (since(t0) < seconds) {
+    if (reap(true)) spawn();
+  }
+  while (!kids.empty()) reap(true);
+  const double wall = since(t0);
+  std::printf("sustain N=%-3d GPUs=%d MiB=%-5zu: %d ok, %d failed in %.1f s: %.2f processes/s; per process: "
+              "runtime init %.3f s, context %.3f s, memory %.3f s\n",
+              n, gpus, mb, ok, failed, wall, ok / wall, ok ? init / ok : 0.0, ok ? ctx / ok : 0.0, ok ? mem / ok : 0.0);
+  return failed ? 1 : 0;
+}
+
 int cv_bench(const fs::path& dir, int k) {
   auto task = std::make_shared<const Task>(load_task(dir));
   auto b = backend();
@@ -315,9 +394,10 @@ int cv_bench(const fs::path& dir, int k) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 2 && std::string(argv[1]) == "context-child") return context_child();
+  if (argc == 3 && std::string(argv[1]) == "context-child")
+    return context_child(static_cast<std::size_t>(std::atoll(argv[2])));
   if (argc < 3) {
-    std::fprintf(stderr, "usage: bench_cuda compile TASKS_DIR | throughput TASK_DIR N [J] | contexts N [G] | cv TASK_DIR K\n");
+    std::fprintf(stderr, "usage: bench_cuda compile TASKS_DIR | throughput TASK_DIR N [J] | contexts N [G] | sustain N G MB SECONDS | cv TASK_DIR K\n");
     return 2;
   }
   const std::string mode = argv[1];
@@ -325,6 +405,9 @@ int main(int argc, char** argv) {
     if (mode == "compile") return compile_bench(argv[2], argc > 3 ? argv[3] : "");
     if (mode == "throughput") return throughput_bench(argv[2], argc > 3 ? std::atoi(argv[3]) : 60, argc > 4 ? std::atoi(argv[4]) : 0);
     if (mode == "contexts") return contexts_bench(std::atoi(argv[2]), argc > 3 ? std::atoi(argv[3]) : 1);
+    if (mode == "sustain" && argc == 6)
+      return sustain_bench(std::atoi(argv[2]), std::max(1, std::atoi(argv[3])),
+                           static_cast<std::size_t>(std::atoll(argv[4])), std::atof(argv[5]));
     if (mode == "cv") return cv_bench(argv[2], argc > 3 ? std::atoi(argv[3]) : 10);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_cuda: %s\n", e.what());

@@ -3,7 +3,7 @@
 # scaling run and the cuda-quickstart, each with its own time limit so that
 # the later ones still run; logs go to $OUT (docs/benchmarks.md#cuda-backend,
 # #multi-gpu).
-#   run_cuda_h200.sh PHASE...   build gpu gpu_all gpu_quick throughput vs_load_inline throughput_sgemm contexts duty
+#   run_cuda_h200.sh PHASE...   build gpu gpu_all gpu_quick throughput vs_load_inline throughput_sgemm contexts sustain duty
 #                               multigpu cv load_inline quickstart baselines
 set -u
 OUT=${OUT:-/tmp/kevo-cuda-out}
@@ -67,18 +67,35 @@ contexts)
   timeout 120 $B/bench_cuda contexts ${CTX_N:-8} $(nvidia-smi -L | wc -l) 2>&1 | tee -a "$OUT/bench.log"
   for n in 16; do timeout 120 $B/bench_cuda contexts $n $(nvidia-smi -L | wc -l) 2>&1 | grep "N=$n" | tee -a "$OUT/bench.log"; done
   ;;
+sustain)
+  # The host's sustained rate of fresh contexts (N always in flight), by
+  # device memory per process and GPUs, and under SUSTAIN_ENV variants.
+  step "sustained context rate: ${SUS_N:-8} in flight"
+  G=$(nvidia-smi -L | wc -l)
+  for mb in ${SUS_MB:-0 1024 4096}; do
+    timeout 60 $B/bench_cuda sustain ${SUS_N:-8} 1 $mb ${SUS_SECONDS:-6} 2>&1 | tee -a "$OUT/bench.log"
+  done
+  [ "$G" -gt 1 ] && timeout 60 $B/bench_cuda sustain ${SUS_N:-8} $G 1024 ${SUS_SECONDS:-6} 2>&1 | sed "s/^/(all GPUs) /" | tee -a "$OUT/bench.log"
+  for e in ${SUSTAIN_ENV:-}; do   # variants separated by spaces, a variant's variables by commas
+    env ${e//,/ } timeout 60 $B/bench_cuda sustain ${SUS_N:-8} 1 1024 ${SUS_SECONDS:-6} 2>&1 | sed "s/^/($e) /" | tee -a "$OUT/bench.log"
+    [ "$G" -gt 1 ] && env ${e//,/ } timeout 60 $B/bench_cuda sustain ${SUS_N:-8} $G 1024 ${SUS_SECONDS:-6} 2>&1 |
+      sed "s/^/($e, all GPUs) /" | tee -a "$OUT/bench.log"
+  done
+  ;;
 duty)
   # Duty cycle of the timing slot, proposals instant: DUTY_TASKS x the
-  # default options and, for comparison, DUTY_OLD (backend.cuda JSON).
+  # default options and, for comparison, each of DUTY_OPTS (backend.cuda
+  # JSON objects separated by ';').
   for t in ${DUTY_TASKS:-axpy sgemm}; do
     for J in ${DUTY_J:-0}; do   # 0: the default eval_jobs
       step "duty cycle: $t, defaults, J=$J"
       timeout 150 $B/bench_cuda throughput configs/tasks/cuda/$t ${DUTY_N:-48} $J 2>&1 | tee -a "$OUT/bench.log"
-      if [ -n "${DUTY_OLD:-}" ]; then
-        step "duty cycle: $t, $DUTY_OLD, J=$J"
-        BENCH_CUDA_OPTIONS="$DUTY_OLD" timeout 150 $B/bench_cuda throughput configs/tasks/cuda/$t ${DUTY_N:-48} $J 2>&1 |
+      IFS=';' read -ra opts <<< "${DUTY_OPTS:-}"
+      for o in "${opts[@]}"; do
+        step "duty cycle: $t, $o, J=$J"
+        BENCH_CUDA_OPTIONS="$o" timeout 150 $B/bench_cuda throughput configs/tasks/cuda/$t ${DUTY_N:-48} $J 2>&1 |
           tee -a "$OUT/bench.log"
-      fi
+      done
     done
   done
   ;;

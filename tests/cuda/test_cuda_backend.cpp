@@ -61,6 +61,21 @@ TEST(CudaOptions, DefaultsAreTheCudaOnes) {
   EXPECT_EQ(c.flavour.worker_request.at("fill_idle_seconds"), 0.3);
   EXPECT_EQ(cuda::to_cpu_options(parse(R"({"fill_idle_seconds": 0})")).flavour.worker_request.at("fill_idle_seconds"), 0.0);
   EXPECT_THROW(parse(R"({"fill_idle_seconds": -1})"), InputError);
+  // Workers open one hardware queue per context (cheaper contexts) unless
+  // max_connections says otherwise; 0 leaves the CUDA default.
+  auto env_of = [](const cpu::CpuOptions& o) {
+    return std::find(o.flavour.worker_env.begin(), o.flavour.worker_env.end(), "CUDA_DEVICE_MAX_CONNECTIONS=1") !=
+           o.flavour.worker_env.end();
+  };
+  EXPECT_EQ(eff.at("max_connections"), 1);
+  EXPECT_TRUE(env_of(c));
+  const cpu::CpuOptions eight = cuda::to_cpu_options(parse(R"({"max_connections": 8})"));
+  EXPECT_NE(std::find(eight.flavour.worker_env.begin(), eight.flavour.worker_env.end(), "CUDA_DEVICE_MAX_CONNECTIONS=8"),
+            eight.flavour.worker_env.end());
+  const cpu::CpuOptions dflt = cuda::to_cpu_options(parse(R"({"max_connections": 0})"));
+  for (const auto& kv : dflt.flavour.worker_env) EXPECT_EQ(kv.rfind("CUDA_DEVICE_MAX_CONNECTIONS=", 0), std::string::npos) << kv;
+  EXPECT_THROW(parse(R"({"max_connections": 33})"), InputError);
+  EXPECT_THROW(parse(R"({"max_connections": "one"})"), InputError);
 }
 
 TEST(CudaOptions, ToolStagesAreCheckedAtStart) {

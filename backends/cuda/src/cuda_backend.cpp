@@ -68,6 +68,7 @@ CudaOptions parse_cuda_options(StrictObject& obj) {
   }
   o.reverify_speedup = obj.number("reverify_speedup", o.reverify_speedup, 1, 1e9);
   o.fill_idle_seconds = obj.number("fill_idle_seconds", o.fill_idle_seconds, 0, 3600);
+  o.max_connections = static_cast<int>(obj.integer("max_connections", o.max_connections, 0, 32));
   o.lock_dir = obj.string("lock_dir", o.lock_dir);
   if (!o.lock_dir.empty() && !std::filesystem::is_directory(o.lock_dir))
     obj.fail("lock_dir", "an existing directory shared by the workers of one host (\"" + o.lock_dir + "\" is none)");
@@ -114,6 +115,7 @@ nlohmann::json to_json(const CudaOptions& o) {
                    {"floor_fraction", o.floor_fraction}};
   j["reverify_speedup"] = o.reverify_speedup;
   j["fill_idle_seconds"] = o.fill_idle_seconds;
+  j["max_connections"] = o.max_connections;
   j["lock_dir"] = o.lock_dir;
   j["sanitizer"] = {{"tool", o.sanitizer}, {"path", o.sanitizer_path}};
   j["profile"] = {{"every", o.profile_every}, {"on_request", o.profile_on_request}, {"path", o.profiler_path}};
@@ -147,6 +149,8 @@ cpu::CpuOptions to_cpu_options(CudaOptions o) {
   // exists: the CUDA variant of the policy allows that (backend.cuda.sandbox.seccomp).
   b.flavour.worker_request["seccomp_policy"] = "cuda";
   b.flavour.health_argv = {"--health", std::to_string(o.device)};
+  if (o.max_connections > 0)
+    b.flavour.worker_env.push_back("CUDA_DEVICE_MAX_CONNECTIONS=" + std::to_string(o.max_connections));
   // The islands' device binding (docs/islands.md) reaches the worker.
   b.flavour.worker_env_pass.push_back("KEVO_DEVICE_INDEX");
   return b;
