@@ -413,3 +413,39 @@ TEST(CpuBackend, SeccompOffStillJudges) {
   b.prepare(*task);
   EXPECT_EQ(b.evaluate(task, read(kCandidates / "correct.cpp"), 5).status, Status::correct);
 }
+
+// The flavour's fixed worker environment (how the CUDA backend sets
+// CUDA_DEVICE_MAX_CONNECTIONS) reaches the worker that runs the candidate;
+// the engine's own environment does not, unless named.
+TEST(CpuBackend, FlavourEnvironmentReachesTheWorker) {
+  auto task = std::make_shared<kevo::Task>(kevo::load_task(kTask));
+  // Correct only where the worker has KEVO_TEST_WORKER_ENV=set, and
+  // aborts where it sees KEVO_TEST_ENGINE_ONLY.
+  const std::string src = R"(
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+extern "C" void rowsum(const float* A, float* out, int32_t M, int32_t N) {
+  if (std::getenv("KEVO_TEST_ENGINE_ONLY")) std::abort();
+  const char* e = std::getenv("KEVO_TEST_WORKER_ENV");
+  const bool set = e && std::strcmp(e, "set") == 0;
+  for (int32_t i = 0; i < M; ++i) {
+    double s = 0.0;
+    for (int32_t j = 0; j < N; ++j) s += A[static_cast<int64_t>(i) * N + j];
+    out[i] = set ? static_cast<float>(s) : static_cast<float>(s) + 1.0f;
+  }
+}
+)";
+  ::setenv("KEVO_TEST_ENGINE_ONLY", "1", 1);
+  kevo::cpu::CpuOptions with = options();
+  with.flavour.worker_env.push_back("KEVO_TEST_WORKER_ENV=set");
+  kevo::cpu::CpuBackend b(with);
+  b.prepare(*task);
+  const kevo::Verdict v = b.evaluate(task, src, 5);
+  kevo::cpu::CpuBackend plain(options());
+  plain.prepare(*task);
+  const kevo::Verdict w = plain.evaluate(task, src, 5);
+  ::unsetenv("KEVO_TEST_ENGINE_ONLY");
+  EXPECT_EQ(v.status, Status::correct) << v.message;
+  EXPECT_EQ(w.status, Status::wrong_answer) << w.message;
+}
