@@ -35,10 +35,10 @@ struct CudaOptions {
   // more repeats where they cost no one anything (0 = off).
   double fill_idle_seconds = 0.3;
   // CUDA_DEVICE_MAX_CONNECTIONS of every worker: the hardware work queues
-  // a context opens. One makes a context about 2.5x cheaper to create, and a
-  // fresh context per candidate is what bounds a host's candidates per
-  // second (docs/cuda.md); kernels a candidate puts on several streams then
-  // share one queue. 0 = the CUDA default (8).
+  // a context opens. With one, a host creates about twice as many contexts
+  // per second, and a fresh context per candidate is what bounds a host's
+  // candidates per second (docs/cuda.md); kernels a candidate puts on
+  // several streams then share one queue. 0 = not set (the CUDA default, 8).
   int max_connections = 1;
   // The GPU's timing slot: lock files shared by every kevo worker on the
   // host, named after the GPU's PCI bus id ("" = no cross-process slot).
