@@ -388,6 +388,11 @@ int cv_bench(const fs::path& dir, int k) {
   s = std::sqrt(s / static_cast<double>(t.size() - 1));
   std::printf("task %s seed: %d judgements, mean of medians %.2f us, CV %.3f%%\n", task->name.c_str(), k, m / 1e3,
               100.0 * s / m);
+  // Every judgement's median, for tests/bench/cv_compare.py.
+  const char* opts = std::getenv("BENCH_CUDA_OPTIONS");
+  std::printf("values_us (kevo%s%s):", opts && *opts ? " " : "", opts && *opts ? opts : "");
+  for (double x : t) std::printf(" %.4f", x / 1e3);
+  std::printf("\n");
   return 0;
 }
 

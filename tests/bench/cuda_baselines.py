@@ -131,6 +131,7 @@ def cv_fresh(tasks_dir, k):
     s = (sum((x - m) ** 2 for x in ms) / (k - 1)) ** 0.5
     print("do_bench on the axpy seed, one fresh process per run: %d runs, mean of medians %.2f us, CV %.3f%%"
           % (k, m, 100 * s / m))
+    print("values_us (do_bench, fresh processes): " + " ".join("%.4f" % x for x in ms))
 
 
 def cv(tasks_dir, k):
@@ -142,6 +143,7 @@ def cv(tasks_dir, k):
     m = sum(ms) / k
     s = (sum((x - m) ** 2 for x in ms) / (k - 1)) ** 0.5 if k > 1 else 0.0
     print("do_bench on the axpy seed: %d runs, mean of medians %.2f us, CV %.3f%%" % (k, m * 1e3, 100 * s / m))
+    print("values_us (do_bench, one process): " + " ".join("%.4f" % (x * 1e3) for x in ms))
 
 
 _WRAPPER = """

@@ -117,10 +117,21 @@ multigpu)
   grep -v "^gpu_bus_id" "$OUT/smi.log" | awk -F, '{print $1}' | sort | uniq -c | tee -a "$OUT/bench.log"
   ;;
 cv)
-  step timing CV: kevo worker vs do_bench
-  timeout 90 $B/bench_cuda cv configs/tasks/cuda/axpy 10 2>&1 | tee -a "$OUT/bench.log"
-  timeout 90 python3 tests/bench/cuda_baselines.py cv configs/tasks/cuda 10 2>&1 | tee -a "$OUT/bench.log"
-  timeout 150 python3 tests/bench/cuda_baselines.py cv_fresh configs/tasks/cuda ${CV_FRESH:-10} 2>&1 | tee -a "$OUT/bench.log"
+  # kevo's judgement-to-judgement repeatability against do_bench's: CV_K
+  # judgements (defaults, then each of CV_OPTS, backend.cuda JSON separated
+  # by ';'), CV_K do_bench runs in one process, CV_FRESH in fresh processes;
+  # then the SD ratios with bootstrap intervals (cv_compare.py).
+  step "timing CV: kevo worker vs do_bench, ${CV_K:-30} judgements"
+  : > "$OUT/cv.log"
+  timeout 150 $B/bench_cuda cv configs/tasks/cuda/axpy ${CV_K:-30} 2>&1 | tee -a "$OUT/cv.log"
+  IFS=';' read -ra opts <<< "${CV_OPTS:-}"
+  for o in "${opts[@]}"; do
+    BENCH_CUDA_OPTIONS="$o" timeout 150 $B/bench_cuda cv configs/tasks/cuda/axpy ${CV_K:-30} 2>&1 | tee -a "$OUT/cv.log"
+  done
+  timeout 90 python3 tests/bench/cuda_baselines.py cv configs/tasks/cuda ${CV_K:-30} 2>&1 | tee -a "$OUT/cv.log"
+  timeout 200 python3 tests/bench/cuda_baselines.py cv_fresh configs/tasks/cuda ${CV_FRESH:-10} 2>&1 | tee -a "$OUT/cv.log"
+  grep -v '^values_us' "$OUT/cv.log" >> "$OUT/bench.log"
+  python3 tests/bench/cv_compare.py "$OUT/cv.log" 2>&1 | tee -a "$OUT/bench.log"
   ;;
 load_inline)
   step KernelBench-style path: torch load_inline, 16 builds at once
