@@ -259,36 +259,101 @@ int context_child(std::size_t mb) {
   return 0;
 }
 
-// N processes at once, each narrowed to one GPU (as workers are), spread
-// round-robin over `gpus` GPUs: this program's context-child, or with
+// Children kept `n` in flight, round-robin over `gpus` GPUs (each narrowed
+// to one, as workers are), until `seconds` have passed (0: one batch of n):
+// a finished one is replaced at once, as the backend replaces a worker.
+// Each runs `argv` and prints one line.
+struct ChildRun {
+  int ok = 0, failed = 0;
+  double wall = 0.0;
+  std::vector<std::string> lines;   // of the children that exited 0
+};
+
+ChildRun run_children(const std::vector<std::string>& argv, int n, int gpus, double seconds) {
+  struct Kid {
+    pid_t pid;
+    int fd;
+  };
+  std::vector<Kid> kids;
+  ChildRun out;
+  int next = 0;
+  auto spawn = [&] {
+    int pipefd[2];
+    if (::pipe(pipefd) != 0) return;
+    const std::string gpu = std::to_string(next++ % gpus);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::dup2(pipefd[1], 1);
+      ::close(pipefd[0]);
+      ::setenv("CUDA_VISIBLE_DEVICES", gpu.c_str(), 1);
+      std::vector<char*> args;
+      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      ::execv(args[0], args.data());
+      ::_exit(127);
+    }
+    ::close(pipefd[1]);
+    kids.push_back({pid, pipefd[0]});
+  };
+  auto reap = [&] {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, 0);
+    for (std::size_t i = 0; pid > 0 && i < kids.size(); ++i) {
+      if (kids[i].pid != pid) continue;
+      char line[256] = {};
+      const ssize_t got = ::read(kids[i].fd, line, sizeof line - 1);
+      ::close(kids[i].fd);
+      kids.erase(kids.begin() + static_cast<std::ptrdiff_t>(i));
+      if (got > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        ++out.ok;
+        out.lines.emplace_back(line);
+      } else {
+        ++out.failed;
+      }
+      break;
+    }
+  };
+  const auto t0 = Clock::now();
+  for (int i = 0; i < n; ++i) spawn();
+  while (since(t0) < seconds) {
+    reap();
+    spawn();
+  }
+  while (!kids.empty()) reap();
+  out.wall = since(t0);
+  return out;
+}
+
+// Average of the children's "init context memory" lines.
+void average_phases(const ChildRun& r, double& init, double& ctx, double& mem) {
+  init = ctx = mem = 0.0;
+  for (const auto& line : r.lines) {
+    double a = 0, b = 0, c = 0;
+    if (std::sscanf(line.c_str(), "%lf %lf %lf", &a, &b, &c) != 3) continue;
+    init += a;
+    ctx += b;
+    mem += c;
+  }
+  if (r.ok > 0) {
+    init /= r.ok;
+    ctx /= r.ok;
+    mem /= r.ok;
+  }
+}
+
+// One batch of N processes at once: this program's context-child, or with
 // `health` the worker's health check (context, 64 MiB memset and copy back).
 void context_batch(const std::string& self, const std::string& worker, int n, int gpus, bool health) {
-  std::vector<FILE*> kids;
-  const auto t0 = Clock::now();
-  for (int i = 0; i < n; ++i) {
-    const std::string cmd = "CUDA_VISIBLE_DEVICES=" + std::to_string(i % gpus) + " exec " +
-                            (health ? worker + " --health 0" : self + " context-child 0");
-    kids.push_back(::popen(cmd.c_str(), "r"));
-  }
-  double init = 0, ctx = 0;
-  int ok = 0;
-  for (FILE* f : kids) {
-    if (!f) continue;
-    char line[256] = {};
-    double a = 0, b = 0;
-    const bool got = std::fgets(line, sizeof line, f) != nullptr;
-    if (::pclose(f) == 0 && got) {
-      ++ok;
-      if (!health && std::sscanf(line, "%lf %lf", &a, &b) == 2) {
-        init += a;
-        ctx += b;
-      }
-    }
-  }
-  const double wall = since(t0);
+  const ChildRun r = run_children(health ? std::vector<std::string>{worker, "--health", "0"}
+                                         : std::vector<std::string>{self, "context-child", "0"},
+                                  n, gpus, 0.0);
   std::printf("%-13s N=%-3d GPUs=%d: %d ok, batch %.2f s, %.2f processes/s", health ? "worker health" : "context",
-              n, gpus, ok, wall, ok / wall);
-  if (!health && ok) std::printf(", per process: runtime init %.3f s, context %.3f s", init / ok, ctx / ok);
+              n, gpus, r.ok, r.wall, r.ok / r.wall);
+  if (!health && r.ok) {
+    double init = 0, ctx = 0, mem = 0;
+    average_phases(r, init, ctx, mem);
+    std::printf(", per process: runtime init %.3f s, context %.3f s", init, ctx);
+  }
   std::printf("\n");
 }
 
@@ -303,69 +368,17 @@ int contexts_bench(int n, int gpus) {
   return 0;
 }
 
-// `sustain`: N children in flight at all times for `seconds` (a finished
-// one is replaced at once, as the backend replaces a worker), round-robin
-// over `gpus` GPUs; each child is context_child(mb). Prints the sustained
-// rate and the average phases.
+// `sustain`: N context-children (with `mb` MiB each) in flight for
+// `seconds`: the sustained rate and the average phases.
 int sustain_bench(int n, int gpus, std::size_t mb, double seconds) {
   const std::string self = fs::canonical("/proc/self/exe").string();
-  const std::string mb_arg = std::to_string(mb);
-  struct Kid {
-    pid_t pid;
-    int fd;
-  };
-  std::vector<Kid> kids;
-  int next = 0, ok = 0, failed = 0;
+  const ChildRun r = run_children({self, "context-child", std::to_string(mb)}, n, gpus, seconds);
   double init = 0, ctx = 0, mem = 0;
-  auto spawn = [&] {
-    int pipefd[2];
-    if (::pipe(pipefd) != 0) return;
-    const std::string gpu = std::to_string(next++ % gpus);
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      ::dup2(pipefd[1], 1);
-      ::close(pipefd[0]);
-      ::setenv("CUDA_VISIBLE_DEVICES", gpu.c_str(), 1);
-      ::execl(self.c_str(), self.c_str(), "context-child", mb_arg.c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    ::close(pipefd[1]);
-    kids.push_back({pid, pipefd[0]});
-  };
-  auto reap = [&](bool block) {
-    int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, block ? 0 : WNOHANG);
-    if (pid <= 0) return false;
-    for (std::size_t i = 0; i < kids.size(); ++i) {
-      if (kids[i].pid != pid) continue;
-      char line[128] = {};
-      const ssize_t got = ::read(kids[i].fd, line, sizeof line - 1);
-      ::close(kids[i].fd);
-      kids.erase(kids.begin() + static_cast<std::ptrdiff_t>(i));
-      double a = 0, b = 0, c = 0;
-      if (got > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && std::sscanf(line, "%lf %lf %lf", &a, &b, &c) == 3) {
-        ++ok;
-        init += a;
-        ctx += b;
-        mem += c;
-      } else {
-        ++failed;
-      }
-      return true;
-    }
-    return true;
-  };
-  const auto t0 = Clock::now();
-  for (int i = 0; i < n; ++i) spawn();
-  while (since(t0) < seconds) {
-    if (reap(true)) spawn();
-  }
-  while (!kids.empty()) reap(true);
-  const double wall = since(t0);
+  average_phases(r, init, ctx, mem);
   std::printf("sustain N=%-3d GPUs=%d MiB=%-5zu: %d ok, %d failed in %.1f s: %.2f processes/s; per process: "
               "runtime init %.3f s, context %.3f s, memory %.3f s\n",
-              n, gpus, mb, ok, failed, wall, ok / wall, ok ? init / ok : 0.0, ok ? ctx / ok : 0.0, ok ? mem / ok : 0.0);
-  return failed ? 1 : 0;
+              n, gpus, mb, r.ok, r.failed, r.wall, r.ok / r.wall, init, ctx, mem);
+  return r.failed ? 1 : 0;
 }
 
 int cv_bench(const fs::path& dir, int k) {
