@@ -7,9 +7,10 @@
 //   bench_cuda contexts N [G]            N processes creating a CUDA context at once (on 1 GPU, then
 //                                       spread over G): does the driver serialise them, per GPU or
 //                                       per host? (what bounds a fresh worker per candidate)
-//   bench_cuda sustain N G MB SECONDS  N children kept in flight for SECONDS, each a context, MB MiB
-//                                       allocated and written, freed, exit: the host's sustained rate of
-//                                       fresh contexts, and what memory per process costs it
+//   bench_cuda sustain N G MB SECONDS [busy]  N children kept in flight for SECONDS, each a context, MB
+//                                       MiB allocated and written, freed, exit: the host's sustained rate
+//                                       of fresh contexts, and what memory per process costs it; with
+//                                       busy, while another process keeps GPU 0 busy (as a timing does)
 //   bench_cuda cv TASK_DIR K            the seed judged K times: coefficient of variation of its
 //                                       median time across judgements
 // Needs a GPU for throughput and cv; compile runs anywhere nvcc does.
@@ -27,10 +28,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -137,6 +140,79 @@ std::unique_ptr<Backend> backend(int eval_jobs = 0) {
   return cuda::make_cuda_backend(std::move(o));
 }
 
+// Where the time went while the slot idled: every worker's timeline (its
+// phases, its waits for the slot and its holds, one monotonic clock) is
+// sampled each millisecond of [from, to]. For each state of the slot
+// (timing, correctness work only, idle) it prints the share of the window
+// and how many workers were, on average, in each state of their own: a
+// phase of the worker (context, reserve, correctness, timing...), waiting
+// for the slot or holding it, or not running at all (between a worker's
+// end and the next one's start; "live" counts the others).
+void where_time_went(const std::vector<nlohmann::json>& timelines, double from, double to) {
+  struct Worker {
+    double start = 0.0, end = 0.0;
+    std::vector<std::pair<std::string, double>> marks;   // phase, end
+    std::vector<std::pair<double, double>> excl, shared, excl_wait, shared_wait;
+  };
+  auto spans = [](const nlohmann::json& j, const char* key) {
+    std::vector<std::pair<double, double>> v;
+    for (const auto& iv : j.value(key, nlohmann::json::array())) v.emplace_back(iv[0].get<double>(), iv[1].get<double>());
+    return v;
+  };
+  std::vector<Worker> ws;
+  for (const auto& t : timelines) {
+    Worker w;
+    w.start = t.value("start", 0.0);
+    for (const auto& m : t.value("marks", nlohmann::json::array())) w.marks.emplace_back(m[0].get<std::string>(), m[1].get<double>());
+    if (w.marks.empty()) continue;
+    w.end = w.marks.back().second;
+    w.excl = spans(t, "slot_intervals");
+    w.shared = spans(t, "slot_shared_intervals");
+    w.excl_wait = spans(t, "exclusive_waits");
+    w.shared_wait = spans(t, "shared_waits");
+    ws.push_back(std::move(w));
+  }
+  if (ws.empty() || to <= from) return;
+  auto in = [](const std::vector<std::pair<double, double>>& v, double t) {
+    for (const auto& [a, b] : v)
+      if (a <= t && t < b) return true;
+    return false;
+  };
+  const char* slot_states[] = {"timing", "correctness only", "idle"};
+  std::map<std::string, double> count[3];
+  double samples[3] = {0, 0, 0};
+  for (double t = from; t < to; t += 1e-3) {
+    int slot = 2;
+    std::vector<std::string> states;
+    for (const Worker& w : ws) {
+      if (t < w.start || t >= w.end) continue;
+      std::string st;
+      if (in(w.excl, t)) st = "holds: timing", slot = 0;
+      else if (in(w.shared, t)) st = "holds: shared", slot = std::min(slot, 1);
+      else if (in(w.excl_wait, t)) st = "waits: to time";
+      else if (in(w.shared_wait, t)) st = "waits: shared";
+      else {
+        for (const auto& [phase, end] : w.marks)
+          if (t < end) {
+            st = phase;
+            break;
+          }
+      }
+      states.push_back(st);
+    }
+    samples[slot] += 1;
+    count[slot]["live"] += static_cast<double>(states.size());
+    for (const auto& st : states) count[slot][st] += 1;
+  }
+  const double total = samples[0] + samples[1] + samples[2];
+  for (int k = 0; k < 3; ++k) {
+    if (samples[k] == 0) continue;
+    std::printf("  slot %-16s %5.1f%% of the window; workers on average:", slot_states[k], 100.0 * samples[k] / total);
+    for (const auto& [st, c] : count[k]) std::printf(" %s %.2f;", st.c_str(), c / samples[k]);
+    std::printf("\n");
+  }
+}
+
 int throughput_bench(const fs::path& dir, int n, int eval_jobs) {
   auto task = std::make_shared<const Task>(load_task(dir));
   auto b = backend(eval_jobs);
@@ -218,6 +294,9 @@ int throughput_bench(const fs::path& dir, int n, int eval_jobs) {
                 "(timing or correctness work) %.1f%%\n",
                 busy, window, window > 0 ? 100.0 * busy / window : 0.0, holds.size(), fill,
                 window > 0 ? 100.0 * gpu / window : 0.0);
+    std::vector<nlohmann::json> timelines(s1.worker_timelines.begin() + static_cast<std::ptrdiff_t>(s0.worker_timelines.size()),
+                                          s1.worker_timelines.end());
+    where_time_went(timelines, first, last);
   }
   for (const auto& d : devices) std::printf("device: %s\n", d.c_str());
   // Where an average worker's time went (the CUDA worker's "phases"), and
@@ -232,6 +311,9 @@ int throughput_bench(const fs::path& dir, int n, int eval_jobs) {
   std::printf("; outside main %.3f\n",
               ((s1.worker_wall_seconds - s0.worker_wall_seconds) - (s1.worker_inner_seconds - s0.worker_inner_seconds)) /
                   results);
+  std::printf("device memory pool grew past its reservation in %llu worker(s), %.1f MiB in all\n",
+              static_cast<unsigned long long>(s1.workers_pool_grew - s0.workers_pool_grew),
+              s1.pool_growth_mib - s0.pool_growth_mib);
   return 0;
 }
 
@@ -256,6 +338,33 @@ int context_child(std::size_t mb) {
   const auto t3 = Clock::now();
   std::printf("%.6f %.6f %.6f\n", std::chrono::duration<double>(t1 - t0).count(),
               std::chrono::duration<double>(t2 - t1).count(), std::chrono::duration<double>(t3 - t2).count());
+  return 0;
+}
+
+// `sustain ... busy`: keeps GPU 0 busy from another process, as a timing
+// does (short device work, a synchronize after each), until killed.
+// On SIGTERM it prints the distribution of its iterations' times: whether
+// other processes' context creation disturbs work already on the GPU (a
+// timing's, in kevo).
+volatile std::sig_atomic_t busy_stop = 0;
+
+int busy_child() {
+  std::signal(SIGTERM, [](int) { busy_stop = 1; });
+  void* p = nullptr;
+  const std::size_t bytes = std::size_t{256} << 20;
+  if (cudaSetDevice(0) != cudaSuccess || cudaMalloc(&p, bytes) != cudaSuccess) return 1;
+  std::vector<double> us;
+  for (unsigned i = 0; !busy_stop; ++i) {
+    const auto t0 = Clock::now();
+    if (cudaMemsetAsync(p, static_cast<int>(i & 0xFF), bytes) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess)
+      return 1;
+    us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+  }
+  std::sort(us.begin(), us.end());
+  auto q = [&](double f) { return us.empty() ? 0.0 : us[static_cast<std::size_t>(f * static_cast<double>(us.size() - 1))]; };
+  std::printf("busy process: %zu memsets of 256 MiB, each us: median %.1f p90 %.1f p99 %.1f p99.9 %.1f max %.1f\n",
+              us.size(), q(0.5), q(0.9), q(0.99), q(0.999), q(1.0));
+  std::fflush(stdout);
   return 0;
 }
 
@@ -370,9 +479,29 @@ int contexts_bench(int n, int gpus) {
 
 // `sustain`: N context-children (with `mb` MiB each) in flight for
 // `seconds`: the sustained rate and the average phases.
-int sustain_bench(int n, int gpus, std::size_t mb, double seconds) {
+int sustain_bench(int n, int gpus, std::size_t mb, double seconds, bool busy) {
   const std::string self = fs::canonical("/proc/self/exe").string();
-  const ChildRun r = run_children({self, "context-child", std::to_string(mb)}, n, gpus, seconds);
+  pid_t busy_pid = -1;
+  if (busy) {
+    busy_pid = ::fork();
+    if (busy_pid == 0) {
+      ::execl(self.c_str(), self.c_str(), "busy-child", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::sleep(2);   // its context exists and it is running
+  }
+  ChildRun r;
+  if (n > 0) {
+    r = run_children({self, "context-child", std::to_string(mb)}, n, gpus, seconds);
+  } else {   // the busy process alone: its undisturbed times
+    ::usleep(static_cast<useconds_t>(seconds * 1e6));
+    r.wall = seconds;
+  }
+  if (busy_pid > 0) {
+    ::kill(busy_pid, SIGTERM);
+    ::waitpid(busy_pid, nullptr, 0);
+    std::printf("(GPU 0 kept busy meanwhile by another process: 256 MiB memsets, a synchronize after each)\n");
+  }
   double init = 0, ctx = 0, mem = 0;
   average_phases(r, init, ctx, mem);
   std::printf("sustain N=%-3d GPUs=%d MiB=%-5zu: %d ok, %d failed in %.1f s: %.2f processes/s; per process: "
@@ -412,10 +541,11 @@ int cv_bench(const fs::path& dir, int k) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "busy-child") return busy_child();
   if (argc == 3 && std::string(argv[1]) == "context-child")
     return context_child(static_cast<std::size_t>(std::atoll(argv[2])));
   if (argc < 3) {
-    std::fprintf(stderr, "usage: bench_cuda compile TASKS_DIR | throughput TASK_DIR N [J] | contexts N [G] | sustain N G MB SECONDS | cv TASK_DIR K\n");
+    std::fprintf(stderr, "usage: bench_cuda compile TASKS_DIR | throughput TASK_DIR N [J] | contexts N [G] | sustain N G MB SECONDS [busy] | cv TASK_DIR K\n");
     return 2;
   }
   const std::string mode = argv[1];
@@ -423,9 +553,9 @@ int main(int argc, char** argv) {
     if (mode == "compile") return compile_bench(argv[2], argc > 3 ? argv[3] : "");
     if (mode == "throughput") return throughput_bench(argv[2], argc > 3 ? std::atoi(argv[3]) : 60, argc > 4 ? std::atoi(argv[4]) : 0);
     if (mode == "contexts") return contexts_bench(std::atoi(argv[2]), argc > 3 ? std::atoi(argv[3]) : 1);
-    if (mode == "sustain" && argc == 6)
+    if (mode == "sustain" && (argc == 6 || (argc == 7 && std::string(argv[6]) == "busy")))
       return sustain_bench(std::atoi(argv[2]), std::max(1, std::atoi(argv[3])),
-                           static_cast<std::size_t>(std::atoll(argv[4])), std::atof(argv[5]));
+                           static_cast<std::size_t>(std::atoll(argv[4])), std::atof(argv[5]), argc == 7);
     if (mode == "cv") return cv_bench(argv[2], argc > 3 ? std::atoi(argv[3]) : 10);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_cuda: %s\n", e.what());

@@ -4,7 +4,7 @@
 # the later ones still run; logs go to $OUT (docs/benchmarks.md#cuda-backend,
 # #multi-gpu).
 #   run_cuda_h200.sh PHASE...   build gpu gpu_all gpu_quick throughput vs_load_inline throughput_sgemm contexts sustain duty
-#                               multigpu cv load_inline quickstart baselines
+#                               multigpu cv cv_churn load_inline quickstart baselines
 set -u
 OUT=${OUT:-/tmp/kevo-cuda-out}
 mkdir -p "$OUT"
@@ -30,12 +30,12 @@ gpu)
 gpu_all)
   step gpu tests: every test labelled gpu
   (cd build-gpu && timeout ${GPU_TIMEOUT:-300} ctest -L gpu -j1 --output-on-failure -V) > "$OUT/ctest.log" 2>&1
-  grep -E "\[ (verdict|seed|device|profile|baseline) |tests passed|\(Failed\)|^output|violation" "$OUT/ctest.log" | cut -c1-300 | tail -60
+  grep -E "\[ (verdict|seed|device|profile|baseline|holds) |tests passed|\(Failed\)|^output|violation" "$OUT/ctest.log" | cut -c1-300 | tail -60
   ;;
 gpu_quick)
   step gpu tests: the tool, slot and adversarial ones
   (cd build-gpu && timeout 200 ctest -L gpu -R "${GPU_RE:-Adversarial|CudaTools}" -j1 --output-on-failure -V) > "$OUT/ctest.log" 2>&1
-  grep -E "\[ (verdict|seed|device|profile) |tests passed|\(Failed\)|^output" "$OUT/ctest.log" | cut -c1-600 | tail -30
+  grep -E "\[ (verdict|seed|device|profile|holds) |tests passed|\(Failed\)|^output" "$OUT/ctest.log" | cut -c1-600 | tail -30
   ;;
 throughput)
   step throughput: 16, 8 and 1 workers at once
@@ -132,6 +132,24 @@ cv)
   timeout 200 python3 tests/bench/cuda_baselines.py cv_fresh configs/tasks/cuda ${CV_FRESH:-10} 2>&1 | tee -a "$OUT/cv.log"
   grep -v '^values_us' "$OUT/cv.log" >> "$OUT/bench.log"
   python3 tests/bench/cv_compare.py "$OUT/cv.log" 2>&1 | tee -a "$OUT/bench.log"
+  ;;
+cv_churn)
+  # Do other processes' fresh contexts disturb a timing? The axpy seed
+  # judged CV_K times alone, then again while CHURN_N processes keep
+  # creating contexts on the same GPU (as other workers do), and the same
+  # for a plain busy process (bench_cuda sustain ... busy).
+  step "timing under context churn: kevo worker alone, then beside ${CHURN_N:-4} context creators"
+  timeout 120 $B/bench_cuda cv configs/tasks/cuda/axpy ${CV_K:-30} 2>&1 | grep -v '^values_us' | tee -a "$OUT/bench.log"
+  CUDA_DEVICE_MAX_CONNECTIONS=1 $B/bench_cuda sustain ${CHURN_N:-4} 1 0 ${CHURN_SECONDS:-45} > "$OUT/churn.log" 2>&1 &
+  CH=$!
+  sleep 2
+  timeout 120 $B/bench_cuda cv configs/tasks/cuda/axpy ${CV_K:-30} 2>&1 | grep -v '^values_us' | sed 's/^/(churn) /' |
+    tee -a "$OUT/bench.log"
+  wait $CH
+  sed 's/^/(churn) /' "$OUT/churn.log" | tee -a "$OUT/bench.log"
+  for n in 0 ${CHURN_N:-4}; do
+    CUDA_DEVICE_MAX_CONNECTIONS=1 timeout 60 $B/bench_cuda sustain $n 1 0 8 busy 2>&1 | tee -a "$OUT/bench.log"
+  done
   ;;
 load_inline)
   step KernelBench-style path: torch load_inline, 16 builds at once

@@ -76,6 +76,11 @@ TEST(CudaOptions, DefaultsAreTheCudaOnes) {
   for (const auto& kv : dflt.flavour.worker_env) EXPECT_EQ(kv.rfind("CUDA_DEVICE_MAX_CONNECTIONS=", 0), std::string::npos) << kv;
   EXPECT_THROW(parse(R"({"max_connections": 33})"), InputError);
   EXPECT_THROW(parse(R"({"max_connections": "one"})"), InputError);
+  // Workers hold the slot once per phase unless told "call"; the worker is told.
+  EXPECT_EQ(eff.at("slot_hold"), "phase");
+  EXPECT_EQ(c.flavour.worker_request.at("slot_hold"), "phase");
+  EXPECT_EQ(cuda::to_cpu_options(parse(R"({"slot_hold": "call"})")).flavour.worker_request.at("slot_hold"), "call");
+  EXPECT_THROW(parse(R"({"slot_hold": "trial"})"), InputError);
 }
 
 TEST(CudaOptions, ToolStagesAreCheckedAtStart) {

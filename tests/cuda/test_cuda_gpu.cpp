@@ -152,6 +152,36 @@ TEST_F(Adversarial, EveryVerdictNamesItsGpuAndItsTimingSlotTime) {
             << " s\n";
 }
 
+TEST(CudaGpu, PhaseHoldsTakeTheSharedSlotOncePerPhaseAndAskTheDriverForNoMemoryInside) {
+  REQUIRE_GPU();
+  // slot_hold "phase" (the default): one shared hold for the correctness
+  // pass, and per visible shape one for the timing's preparation and one
+  // for its final check; the pool reserved before the first hold covers
+  // every allocation. "call": a hold per protocol step.
+  auto task = std::make_shared<const Task>(load_task(fs::path(KEVO_CUDA_TASKS) / "sgemm"));
+  std::map<std::string, std::size_t> holds;
+  for (const std::string mode : {"phase", "call"}) {
+    cuda::CudaOptions o = test::gpu_test_options(60);
+    o.slot_hold = mode;
+    auto backend = cuda::make_cuda_backend(o);
+    auto* cb = dynamic_cast<cpu::CpuBackend*>(backend.get());
+    ASSERT_NE(cb, nullptr);
+    ASSERT_NO_THROW(backend->prepare(*task));
+    const cpu::CpuBackend::Stats before = cb->stats();
+    const Verdict v = backend->evaluate(task, task->seed_source, 3);
+    ASSERT_EQ(v.status, Status::correct) << mode << ": " << v.message;
+    holds[mode] = cb->stats().slot_shared_intervals.size() - before.slot_shared_intervals.size();
+    EXPECT_EQ(cb->stats().slot_intervals.size() - before.slot_intervals.size(), task->visible.size()) << mode;
+    if (mode == "phase") {
+      EXPECT_EQ(cb->stats().workers_pool_grew, 0u) << cb->stats().pool_growth_mib << " MiB";
+    }
+    std::cout << "[ holds    ] " << mode << ": " << holds[mode] << " shared holds, pool grew "
+              << cb->stats().pool_growth_mib << " MiB\n";
+  }
+  EXPECT_EQ(holds["phase"], 1 + 2 * task->visible.size());
+  EXPECT_GT(holds["call"], 10 * holds["phase"]);
+}
+
 TEST(CudaTools, SanitizerCatchesAWriteThatTheOutputsHide) {
   REQUIRE_GPU();
   auto task = std::make_shared<const Task>(load_task(fs::path(KEVO_CUDA_TASKS) / "axpy"));

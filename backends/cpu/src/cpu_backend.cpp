@@ -765,6 +765,17 @@ void CpuBackend::Impl::on_eval_done(Job& j, sb::Finished& f) {
     if (const auto ph = ev.result->find("phases"); ph != ev.result->end() && ph->is_object())
       for (const auto& [name, seconds] : ph->items())
         if (seconds.is_number()) stats.worker_phase_seconds[name] += seconds.get<double>();
+    if (const auto tl = ev.result->find("timeline");
+        tl != ev.result->end() && tl->is_object() && stats.worker_timelines.size() < Stats::kMaxTimelines) {
+      nlohmann::json t = *tl;
+      t["slot_intervals"] = ev.result->value("slot_intervals", nlohmann::json::array());
+      t["slot_shared_intervals"] = ev.result->value("slot_shared_intervals", nlohmann::json::array());
+      stats.worker_timelines.push_back(std::move(t));
+    }
+    if (const double grew = ev.result->value("pool_growth_mib", 0.0); grew > 0) {
+      ++stats.workers_pool_grew;
+      stats.pool_growth_mib += grew;
+    }
     for (auto [key, into] : {std::pair{"slot_intervals", &stats.slot_intervals},
                              std::pair{"slot_shared_intervals", &stats.slot_shared_intervals}})
       if (const auto si = ev.result->find(key); si != ev.result->end() && si->is_array())

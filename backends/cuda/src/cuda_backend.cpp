@@ -69,6 +69,7 @@ CudaOptions parse_cuda_options(StrictObject& obj) {
   o.reverify_speedup = obj.number("reverify_speedup", o.reverify_speedup, 1, 1e9);
   o.fill_idle_seconds = obj.number("fill_idle_seconds", o.fill_idle_seconds, 0, 3600);
   o.max_connections = static_cast<int>(obj.integer("max_connections", o.max_connections, 0, 32));
+  o.slot_hold = obj.choice("slot_hold", {"phase", "call"}, o.slot_hold);
   o.lock_dir = obj.string("lock_dir", o.lock_dir);
   if (!o.lock_dir.empty() && !std::filesystem::is_directory(o.lock_dir))
     obj.fail("lock_dir", "an existing directory shared by the workers of one host (\"" + o.lock_dir + "\" is none)");
@@ -116,6 +117,7 @@ nlohmann::json to_json(const CudaOptions& o) {
   j["reverify_speedup"] = o.reverify_speedup;
   j["fill_idle_seconds"] = o.fill_idle_seconds;
   j["max_connections"] = o.max_connections;
+  j["slot_hold"] = o.slot_hold;
   j["lock_dir"] = o.lock_dir;
   j["sanitizer"] = {{"tool", o.sanitizer}, {"path", o.sanitizer_path}};
   j["profile"] = {{"every", o.profile_every}, {"on_request", o.profile_on_request}, {"path", o.profiler_path}};
@@ -135,6 +137,7 @@ cpu::CpuOptions to_cpu_options(CudaOptions o) {
                               {"reverify_speedup", o.reverify_speedup},
                               {"fill_idle_seconds", o.fill_idle_seconds},
                               {"lock_dir", o.lock_dir},
+                              {"slot_hold", o.slot_hold},
                               {"child_seconds", o.tool_seconds}};
   if (!o.sanitizer.empty()) {
     b.flavour.worker_request["sanitizer"] = o.sanitizer_path;

@@ -107,7 +107,20 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
                               w::Entry cand, w::Entry ref, Verdict& v) {
   nlohmann::json shapes = nlohmann::json::array();
   const std::int64_t flush_bytes = std::max(g.flush_bytes, default_gpu_flush_bytes());
-  DevBuf flush(static_cast<std::size_t>(flush_bytes));
+  // With phase holds from the pool reserved at the start (a cudaMalloc
+  // and cudaFree are driver calls that wait behind other workers' context
+  // creation, and cudaFree synchronizes the device).
+  DevBuf flush_own;
+  w::Buffer flush_pooled;
+  void* flush_ptr = nullptr;
+  if (g.phase_holds) {
+    flush_pooled = allocate_device(static_cast<std::size_t>(flush_bytes));
+    flush_ptr = flush_pooled.data();
+  } else {
+    flush_own = DevBuf(static_cast<std::size_t>(flush_bytes));
+    flush_ptr = flush_own.get();
+  }
+  const std::size_t flush_size = static_cast<std::size_t>(flush_bytes);
   Event flush_start, start, stop;
   std::size_t visible = task.visible.size();
   const double budget = opt.budget_seconds / static_cast<double>(std::max<std::size_t>(visible, 1));
@@ -125,6 +138,10 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     // and the last timed output is checked below. All of it in GPU memory
     // (separate allocations for candidate and reference).
     w::Space& space = device_space();
+    // With phase holds, one shared hold for all of the preparation below
+    // (each step's own hold nests in it); released before the exclusive one.
+    std::optional<SharedSlot> preparing;
+    if (g.phase_holds) preparing.emplace();
     const w::ArgSet pristine[2] = {space.make_inputs(task, c, seed, "timing"),
                                    space.make_inputs(task, c, seed, "timing-b")};
     w::ArgSet dc = space.clone_for_call(task, pristine[0], true), dr = space.clone_for_call(task, pristine[0], true);
@@ -145,6 +162,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
         if (dc.buf[k].data()) space.copy(into.buf[k], dc.buf[k]);
     };
     int got_set[2] = {0, 0};
+    preparing.reset();
     // From here to the end of the verification calls no other kevo work
     // runs on this GPU (every worker on the host honours the slot).
     std::optional<ExclusiveSlot> exclusive;
@@ -167,7 +185,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       // window holds the call's GPU time and not the host's launch latency
       // (which, on an idle GPU, it would: microseconds, and jittery).
       check(cudaEventRecord(flush_start.get(), 0), "recording an event");
-      check(cudaMemsetAsync(flush.get(), (flush_round++) & 0xFF, flush.bytes()), "flushing the L2");
+      check(cudaMemsetAsync(flush_ptr, (flush_round++) & 0xFF, flush_size), "flushing the L2");
       const auto t0 = Clock::now();
       check(cudaEventRecord(start.get(), 0), "recording an event");
       e(d.ptr.data());
@@ -287,6 +305,8 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       return shapes;
     }
     // Both must be right for the inputs they were given.
+    std::optional<SharedSlot> checking;
+    if (g.phase_holds) checking.emplace();
     for (int extra = 0; extra < 2; ++extra) {
       w::ArgSet want = space.clone_for_call(task, pristine[got_set[extra]], true);
       device_call(ref, want);

@@ -33,6 +33,10 @@ struct GpuTiming {
   double floor_fraction = 0.9;
   std::int64_t flush_bytes = 0;   // 0: 2 x the device's L2
   double fill_idle_seconds = 0.0; // more timing while no other worker waits for the GPU (backend.cuda)
+  // backend.cuda.slot_hold "phase": the timing's preparation (inputs,
+  // copies) and its final check each take the shared slot once, instead
+  // of once per protocol step.
+  bool phase_holds = false;
 };
 
 // Times candidate and reference on every visible shape (fresh inputs from

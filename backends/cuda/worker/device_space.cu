@@ -438,6 +438,55 @@ void load_device_space_kernels() {
     check(cudaFuncGetAttributes(&attr, f), "loading the protocol's kernels");
 }
 
+std::size_t pool_reserved_bytes() {
+  int dev = 0;
+  cudaMemPool_t pool = nullptr;
+  std::uint64_t reserved = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetDefaultMemPool(&pool, dev) != cudaSuccess ||
+      cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved) != cudaSuccess)
+    return 0;
+  return static_cast<std::size_t>(reserved);
+}
+
+w::Buffer allocate_device(std::size_t bytes) { return allocate(bytes); }
+
+std::size_t reserve_protocol_memory(const Task& task, std::size_t extra_bytes) {
+  // The largest shape's buffers, each rounded up as the pool would.
+  constexpr std::size_t kAlign = std::size_t{2} << 20;
+  std::vector<std::size_t> largest;
+  std::size_t largest_total = 0;
+  auto consider = [&](const std::vector<Shape>& shapes, bool hidden) {
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      const w::ArgSet a = w::scalars_of(task, w::Case{&shapes[i], hidden, i});
+      std::vector<std::size_t> sizes;
+      std::size_t total = 0;
+      for (std::size_t k = 0; k < task.args.size(); ++k) {
+        if (!task.args[k].is_buffer()) continue;
+        const std::size_t b = static_cast<std::size_t>(a.n[k]) * dtype_size(task.args[k].dtype);
+        sizes.push_back((b + kAlign - 1) / kAlign * kAlign);
+        total += sizes.back();
+      }
+      if (total > largest_total) {
+        largest_total = total;
+        largest = std::move(sizes);
+      }
+    }
+  };
+  consider(task.visible, false);
+  consider(task.hidden, true);
+  // The same allocations the protocol makes, so that the pool keeps blocks
+  // of the sizes it will be asked for; plus one block for comparison
+  // results and the input check's index.
+  std::vector<w::Buffer> held;
+  for (int set = 0; set < 7; ++set)
+    for (std::size_t b : largest) held.push_back(allocate(b));
+  held.push_back(allocate(kAlign));
+  if (extra_bytes > 0) held.push_back(allocate(extra_bytes));
+  held.clear();
+  check(cudaDeviceSynchronize(), "reserving the protocol's device memory");
+  return 7 * largest_total + kAlign + extra_bytes;
+}
+
 void device_call(w::Entry entry, w::ArgSet& a) {
   // The call's kernels may overlap other workers' correctness work, never a
   // timing: they run inside the shared slot.

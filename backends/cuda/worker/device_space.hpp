@@ -22,6 +22,23 @@ w::Space& device_space();
 // before taking the slot; throws std::runtime_error on a CUDA error.
 void load_device_space_kernels();
 
+// Grows the device's memory pool, once, to what the protocol holds at its
+// peak on the task's largest shape (the timing's two input sets, candidate
+// and reference arguments, two kept outputs and a reference check: 7 sets
+// of the shape's buffers), and frees it back into the pool. Later
+// allocations are carved from that reservoir without asking the driver, so
+// they may run inside the GPU's slot (backend.cuda.slot_hold "phase"): the
+// driver serialises such calls with other workers' context creation, and
+// a holder stalled there would stall a timer waiting at the gate. Returns
+// the bytes reserved; throws std::runtime_error on a CUDA error.
+// `extra_bytes`: one more block (the timing's L2 flush buffer).
+std::size_t reserve_protocol_memory(const Task& task, std::size_t extra_bytes);
+// A device buffer from the same pool (freed back into it).
+w::Buffer allocate_device(std::size_t bytes);
+// Bytes the pool holds from the driver now (0 where it cannot be read):
+// the worker reports how much it grew after the reservation.
+std::size_t pool_reserved_bytes();
+
 // Calls `entry` on the device arguments of `a` inside the shared slot,
 // checking the CUDA error state after the launch and after a device-wide
 // synchronize (work on any stream counts). A CUDA error throws

@@ -32,6 +32,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -123,6 +124,7 @@ Extra parse_extra(const nlohmann::json& req, const w::Request& r) {
   x.gt.flush_bytes = r.opt.flush_bytes;
   x.reverify_speedup = req.value("reverify_speedup", x.reverify_speedup);
   x.gt.fill_idle_seconds = req.value("fill_idle_seconds", x.gt.fill_idle_seconds);
+  x.gt.phase_holds = req.value("slot_hold", std::string("call")) == "phase";
   x.lock_dir = req.value("lock_dir", std::string());
   x.sanitizer = req.value("sanitizer", std::string());
   x.sanitizer_tool = req.value("sanitizer_tool", x.sanitizer_tool);
@@ -320,6 +322,16 @@ cw::ChildResult run_tool(Tools& t, std::size_t index, double seconds) {
   return c;
 }
 
+// The correctness protocol, under one shared hold of the GPU's slot with
+// phase holds (every step's own hold nests in it): a worker then waits for
+// the slot once per pass, not once per step behind each timing.
+template <class Run>
+nlohmann::json judge_held(const Extra& x, Run run) {
+  std::optional<cw::SharedSlot> held;
+  if (x.gt.phase_holds) held.emplace();
+  return run();
+}
+
 // compute-sanitizer on one trial; a report found is a runtime_error.
 bool sanitize(Tools& tools, const Extra& x, const w::Options& opt, kevo::Verdict& v) {
   const fs::path log = fs::current_path() / "sanitizer.log";
@@ -384,10 +396,17 @@ int main(int argc, char** argv) {
   // Where the worker's time goes, for the backend's statistics (seconds
   // since the previous mark).
   nlohmann::json phases = nlohmann::json::object();
+  // The same on the host's monotonic clock (the slot's clock): [phase, end]
+  // in order, so that a benchmark can lay every worker on one time line.
+  auto epoch = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(t.time_since_epoch()).count();
+  };
+  nlohmann::json timeline = {{"start", epoch(started)}, {"marks", nlohmann::json::array()}};
   auto last = started;
   auto mark = [&](const char* phase) {
     const auto now = std::chrono::steady_clock::now();
     phases[phase] = phases.value(phase, 0.0) + std::chrono::duration<double>(now - last).count();
+    timeline["marks"].push_back({phase, epoch(now)});
     last = now;
   };
   mark("start");
@@ -399,6 +418,19 @@ int main(int argc, char** argv) {
     w::fatal("no_gpu", e.what());
   }
   mark("context");
+  // Phase holds allocate inside the shared slot: the pool is grown first,
+  // outside it (device_space.hpp).
+  std::size_t pool_after_reserve = 0;
+  if (x.gt.phase_holds) {
+    try {
+      cw::reserve_protocol_memory(
+          task, static_cast<std::size_t>(std::max(x.gt.flush_bytes, cw::default_gpu_flush_bytes())));
+    } catch (const std::exception& e) {
+      w::fatal("no_gpu", e.what());
+    }
+    pool_after_reserve = cw::pool_reserved_bytes();
+    mark("reserve");
+  }
   std::string bus_id;
   const std::string device = cw::device_identity(bus_id);
   try {
@@ -438,7 +470,7 @@ int main(int argc, char** argv) {
     if (tools.has_sanitize && !sanitize(tools, x, opt, v)) {
       result["verdict"] = kevo::to_json(v);
     } else {
-      result = w::Judge(task, opt, reference, cand, env, env, space).run();
+      result = judge_held(x, [&] { return w::Judge(task, opt, reference, cand, env, env, space).run(); });
       v = kevo::verdict_from_json(result.at("verdict"));
     }
     mark("correctness");
@@ -451,7 +483,8 @@ int main(int argc, char** argv) {
           const double first = v.speedup;
           w::Options again = opt;
           again.seed = opt.seed ^ kReverifySalt;
-          nlohmann::json second = w::Judge(task, again, reference, cand, env, env, space).run();
+          nlohmann::json second =
+              judge_held(x, [&] { return w::Judge(task, again, reference, cand, env, env, space).run(); });
           kevo::Verdict v2 = kevo::verdict_from_json(second.at("verdict"));
           if (!v2.is_correct()) {
             v2.message = "re-verification of a " + std::to_string(first) + "x speedup failed: " + v2.message;
@@ -489,9 +522,19 @@ int main(int argc, char** argv) {
     phases["slot_shared_wait"] = cw::gpu_slot().shared_wait_seconds();
     phases["slot_exclusive_wait"] = cw::gpu_slot().exclusive_wait_seconds();
     phases["slot_exclusive"] = v.slot_seconds;
+    if (x.gt.phase_holds) {
+      // MiB the pool grew past its reservation (0 when the reservation
+      // covered the protocol, as it should: no driver call inside the slot).
+      const std::size_t now = cw::pool_reserved_bytes();
+      result["pool_growth_mib"] =
+          now > pool_after_reserve ? static_cast<double>(now - pool_after_reserve) / 1048576.0 : 0.0;
+    }
     result["phases"] = phases;
     result["slot_intervals"] = cw::gpu_slot().exclusive_intervals();
     result["slot_shared_intervals"] = cw::gpu_slot().shared_intervals();
+    timeline["exclusive_waits"] = cw::gpu_slot().exclusive_wait_intervals();
+    timeline["shared_waits"] = cw::gpu_slot().shared_wait_intervals();
+    result["timeline"] = timeline;
     result["worker_ns"] = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - started).count();
     w::emit(result);
   } catch (const std::bad_alloc&) {

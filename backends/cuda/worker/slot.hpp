@@ -44,13 +44,16 @@ class GpuSlot {
   // that a benchmark can lay the holds of all workers on one time line.
   const std::vector<std::pair<double, double>>& exclusive_intervals() const { return intervals_; }
   const std::vector<std::pair<double, double>>& shared_intervals() const { return shared_intervals_; }
+  // The waits, the same way: [start, end] of each wait for the slot.
+  const std::vector<std::pair<double, double>>& exclusive_wait_intervals() const { return exclusive_waits_; }
+  const std::vector<std::pair<double, double>>& shared_wait_intervals() const { return shared_waits_; }
 
  private:
   int gate_ = -1, lock_ = -1, queue_ = -1;
   int depth_ = 0;
   bool exclusive_ = false;
   double shared_wait_ = 0.0, exclusive_wait_ = 0.0;
-  std::vector<std::pair<double, double>> intervals_, shared_intervals_;
+  std::vector<std::pair<double, double>> intervals_, shared_intervals_, exclusive_waits_, shared_waits_;
   std::chrono::steady_clock::time_point since_;
 };
 

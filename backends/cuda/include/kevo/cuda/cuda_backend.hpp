@@ -40,6 +40,13 @@ struct CudaOptions {
   // candidates per second (docs/cuda.md); kernels a candidate puts on
   // several streams then share one queue. 0 = not set (the CUDA default, 8).
   int max_connections = 1;
+  // How a worker holds the GPU's slot shared for its correctness work:
+  // "phase" = once per correctness pass, once for the timing's preparation
+  // and once for its final check (the device memory pool is grown before,
+  // so nothing inside asks the driver); "call" = once per protocol step
+  // (each input generation, copy, call and comparison), so a worker that
+  // meets a timing at every step waits out each one (docs/cuda.md).
+  std::string slot_hold = "phase";
   // The GPU's timing slot: lock files shared by every kevo worker on the
   // host, named after the GPU's PCI bus id ("" = no cross-process slot).
   std::string lock_dir = "/tmp";
