@@ -450,11 +450,11 @@ std::size_t pool_reserved_bytes() {
 
 w::Buffer allocate_device(std::size_t bytes) { return allocate(bytes); }
 
-std::size_t reserve_protocol_memory(const Task& task, std::size_t extra_bytes) {
+void reserve_protocol_memory(const Task& task, std::size_t extra_bytes) {
   // The largest shape's buffers, each rounded up as the pool would.
   constexpr std::size_t kAlign = std::size_t{2} << 20;
   std::vector<std::size_t> largest;
-  std::size_t largest_total = 0;
+  std::size_t largest_total = 0;   // of `largest`, to compare shapes
   auto consider = [&](const std::vector<Shape>& shapes, bool hidden) {
     for (std::size_t i = 0; i < shapes.size(); ++i) {
       const w::ArgSet a = w::scalars_of(task, w::Case{&shapes[i], hidden, i});
@@ -477,14 +477,14 @@ std::size_t reserve_protocol_memory(const Task& task, std::size_t extra_bytes) {
   // The same allocations the protocol makes, so that the pool keeps blocks
   // of the sizes it will be asked for; plus one block for comparison
   // results and the input check's index.
+  constexpr int kSets = 7;   // see device_space.hpp
   std::vector<w::Buffer> held;
-  for (int set = 0; set < 7; ++set)
+  for (int set = 0; set < kSets; ++set)
     for (std::size_t b : largest) held.push_back(allocate(b));
   held.push_back(allocate(kAlign));
   if (extra_bytes > 0) held.push_back(allocate(extra_bytes));
   held.clear();
   check(cudaDeviceSynchronize(), "reserving the protocol's device memory");
-  return 7 * largest_total + kAlign + extra_bytes;
 }
 
 void device_call(w::Entry entry, w::ArgSet& a) {

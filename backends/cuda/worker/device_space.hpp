@@ -29,10 +29,10 @@ void load_device_space_kernels();
 // allocations are carved from that reservoir without asking the driver, so
 // they may run inside the GPU's slot (backend.cuda.slot_hold "phase"): the
 // driver serialises such calls with other workers' context creation, and
-// a holder stalled there would stall a timer waiting at the gate. Returns
-// the bytes reserved; throws std::runtime_error on a CUDA error.
-// `extra_bytes`: one more block (the timing's L2 flush buffer).
-std::size_t reserve_protocol_memory(const Task& task, std::size_t extra_bytes);
+// a holder stalled there would stall a timer waiting at the gate.
+// `extra_bytes`: one more block (the timing's L2 flush buffer). Throws
+// std::runtime_error on a CUDA error.
+void reserve_protocol_memory(const Task& task, std::size_t extra_bytes);
 // A device buffer from the same pool (freed back into it).
 w::Buffer allocate_device(std::size_t bytes);
 // Bytes the pool holds from the driver now (0 where it cannot be read):

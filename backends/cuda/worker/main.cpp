@@ -398,15 +398,12 @@ int main(int argc, char** argv) {
   nlohmann::json phases = nlohmann::json::object();
   // The same on the host's monotonic clock (the slot's clock): [phase, end]
   // in order, so that a benchmark can lay every worker on one time line.
-  auto epoch = [](std::chrono::steady_clock::time_point t) {
-    return std::chrono::duration<double>(t.time_since_epoch()).count();
-  };
-  nlohmann::json timeline = {{"start", epoch(started)}, {"marks", nlohmann::json::array()}};
+  nlohmann::json timeline = {{"start", cw::monotonic_seconds(started)}, {"marks", nlohmann::json::array()}};
   auto last = started;
   auto mark = [&](const char* phase) {
     const auto now = std::chrono::steady_clock::now();
     phases[phase] = phases.value(phase, 0.0) + std::chrono::duration<double>(now - last).count();
-    timeline["marks"].push_back({phase, epoch(now)});
+    timeline["marks"].push_back({phase, cw::monotonic_seconds(now)});
     last = now;
   };
   mark("start");

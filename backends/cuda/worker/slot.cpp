@@ -16,8 +16,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double epoch_seconds(Clock::time_point t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
-
 int flock_retry(int fd, int op) {
   int rc;
   while ((rc = ::flock(fd, op)) != 0 && errno == EINTR) {
@@ -59,7 +57,7 @@ void GpuSlot::lock_shared() {
     throw std::runtime_error(std::string("GPU timing slot: flock failed: ") + std::strerror(errno));
   since_ = Clock::now();
   shared_wait_ += std::chrono::duration<double>(since_ - t0).count();
-  shared_waits_.emplace_back(epoch_seconds(t0), epoch_seconds(since_));
+  shared_waits_.emplace_back(monotonic_seconds(t0), monotonic_seconds(since_));
 }
 
 void GpuSlot::lock_exclusive() {
@@ -73,19 +71,19 @@ void GpuSlot::lock_exclusive() {
   exclusive_ = true;
   since_ = Clock::now();
   exclusive_wait_ += std::chrono::duration<double>(since_ - t0).count();
-  exclusive_waits_.emplace_back(epoch_seconds(t0), epoch_seconds(since_));
+  exclusive_waits_.emplace_back(monotonic_seconds(t0), monotonic_seconds(since_));
 }
 
 void GpuSlot::unlock() {
   if (lock_ < 0 || depth_ == 0 || --depth_ > 0) return;
   const auto now = Clock::now();
   if (exclusive_) {
-    intervals_.emplace_back(epoch_seconds(since_), epoch_seconds(now));
+    intervals_.emplace_back(monotonic_seconds(since_), monotonic_seconds(now));
     exclusive_ = false;
     (void)flock_retry(lock_, LOCK_UN);
     (void)flock_retry(gate_, LOCK_UN);
   } else {
-    shared_intervals_.emplace_back(epoch_seconds(since_), epoch_seconds(now));
+    shared_intervals_.emplace_back(monotonic_seconds(since_), monotonic_seconds(now));
     (void)flock_retry(lock_, LOCK_UN);
   }
 }

@@ -10,6 +10,13 @@
 
 namespace kevo::cuda::worker {
 
+// Seconds of the host's monotonic clock (CLOCK_MONOTONIC: one clock for
+// every process of the host), the time base of the slot's intervals and of
+// the worker's timeline.
+inline double monotonic_seconds(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
 // The timing slot of one GPU, shared by every kevo worker on the host (other
 // workers of this rank, other ranks, other runs): a reader-writer lock on
 // files named after the GPU's PCI bus id. GPU work for correctness holds it

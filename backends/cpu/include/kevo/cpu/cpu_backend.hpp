@@ -117,12 +117,12 @@ class CpuBackend final : public Backend {
     // before they first took the accelerator's slot ("pool_growth_mib",
     // CUDA with slot_hold "phase"), and by how much in all.
     std::uint64_t workers_pool_grew = 0;
+    double pool_growth_mib = 0.0;
     // Each worker's "timeline" (the CUDA worker: its start, the end of each
     // phase, its waits for the slot, on the host's monotonic clock), for a
     // benchmark that asks where the time went; the first kMaxTimelines only.
     static constexpr std::size_t kMaxTimelines = 2000;
     std::vector<nlohmann::json> worker_timelines;
-    double pool_growth_mib = 0.0;
     // The accelerator's exclusive timing holds that workers report
     // ("slot_intervals": [start, end] on the host's monotonic clock), for a
     // benchmark's duty cycle; the first kMaxSlotIntervals only.
