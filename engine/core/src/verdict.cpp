@@ -10,7 +10,7 @@ namespace {
 
 constexpr std::array<std::string_view, kStatusCount> kStatusNames = {
     "pending",       "correct", "wrong_answer", "compile_error", "runtime_error", "timeout",
-    "memory_limit",  "output_limit", "duplicate", "invalid", "lost", "internal_error"};
+    "memory_limit",  "output_limit", "duplicate", "invalid", "lost", "internal_error", "forbidden"};
 constexpr std::array<std::string_view, 5> kStageNames = {"none", "compile", "correctness", "timing", "done"};
 
 // JSON has no inf/nan; keep them as strings so that a round trip is exact

@@ -23,9 +23,11 @@ enum class Status : std::uint8_t {
   duplicate = 8,      // same normalised source as an earlier candidate: not re-judged
   invalid = 9,        // the operator failed to make a candidate (no source)
   lost = 10,          // in flight when the run was killed; recorded on resume
-  internal_error = 11 // kevo's own failure while judging (worker missing...)
+  internal_error = 11,// kevo's own failure while judging (worker missing...)
+  forbidden = 12      // the candidate uses what the task does not allow (a library symbol it may
+                      // not call, a numerics setting it may not change); the message names it
 };
-inline constexpr int kStatusCount = 12;
+inline constexpr int kStatusCount = 13;
 
 enum class Stage : std::uint8_t { none = 0, compile = 1, correctness = 2, timing = 3, done = 4 };
 
