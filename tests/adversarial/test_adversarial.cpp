@@ -56,7 +56,7 @@ const std::map<std::string, Expect> kExpected = {
     {"segfault", {Status::runtime_error, "SIGSEGV"}},
     {"abort", {Status::runtime_error, "SIGABRT"}},
     {"throws", {Status::runtime_error, "exception"}},
-    {"exit_early", {Status::runtime_error, "without a result"}},
+    {"exit_early", {Status::runtime_error, "ended with exit code 0"}},
     {"infinite_loop", {Status::timeout, "wall-clock"}},
     {"sleep_forever", {Status::timeout, "wall-clock"}},
     {"alloc_100gb", {Status::memory_limit, ""}},
@@ -171,7 +171,7 @@ TEST(Adversarial, TheCudaPolicyVariantReachesTheWorker) {
                            "    for (int32_t j = 0; j < N; ++j) s += A[static_cast<int64_t>(i) * N + j];\n"
                            "    out[i] = static_cast<float>(s);\n  }\n}\n";
   kevo::cpu::CpuOptions cuda_opt = test_options();
-  cuda_opt.flavour.worker_request["seccomp_policy"] = "cuda";
+  cuda_opt.flavour.policy = "cuda";
   kevo::cpu::CpuBackend cuda_variant(cuda_opt);
   cuda_variant.prepare(*task);
   const kevo::Verdict allowed = cuda_variant.evaluate(task, rdwr, 5);

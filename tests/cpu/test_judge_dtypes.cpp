@@ -1,4 +1,4 @@
-// The shared judging protocol (kevo_worker_judge) on bfloat16 buffers, in
+// The shared judging protocol (kevo_native_judge) on bfloat16 buffers, in
 // process: inputs are exact bfloat16 values, outputs are poisoned with a NaN
 // that a kernel's own NaN is told apart from, and comparisons happen on the
 // widened values. The kernels here are host functions on host buffers (the
@@ -18,18 +18,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
-
-namespace kevo::cpu::worker {
-// The worker's event channel (main.cpp in the real workers): not needed here.
-void emit(nlohmann::json) {}
-}  // namespace kevo::cpu::worker
 
 namespace {
 
 namespace fs = std::filesystem;
 using namespace kevo;
-using namespace kevo::cpu::worker;
+using namespace kevo::native::judge;
 
 class TempTask {
  public:
@@ -74,23 +70,24 @@ void twice(ArgSet& a) {
   for (std::int64_t i = 0; i < a.n[1]; ++i) bits(a, 1)[i] = bf16_from_double(2.0 * bf16_to_double(bits(a, 0)[i]));
 }
 
-Verdict judge(const Task& task, Kernel candidate) {
+Verdict judge(const Task& task, LocalEndpoint::Kernel candidate) {
   Options opt;
   opt.mode = "judge";
   opt.seed = 11;
   opt.trials = 2;
   opt.timing = false;
-  std::fenv_t env;
-  std::fegetenv(&env);
-  Judge j(task, opt, twice, std::move(candidate), env, env);
-  return verdict_from_json(j.run().at("verdict"));
+  LocalEndpoint ref([](ArgSet& a, const Case&) { twice(a); }, host_space());
+  LocalEndpoint cand(std::move(candidate), host_space());
+  Judge j(task, opt, ref, cand, host_space());
+  return j.run().verdict;
 }
 
 TEST(JudgeBfloat16, InputsAreExactBfloat16ValuesAndOutputsArePoisoned) {
   const TempTask tt;
   const Task& t = tt.task();
-  const Case c{&t.visible[0], false, 0};
-  const ArgSet a = make_inputs(t, c, 5, "trial0");
+  const Case c{&t.visible[0], Case::Kind::visible, 0};
+  Space& sp = host_space();
+  const ArgSet a = sp.make_inputs(t, c, 5, "trial0");
   ASSERT_EQ(a.buf[0].bytes(), 2000u);
   double lo = 1e9, hi = -1e9;
   for (std::int64_t i = 0; i < 1000; ++i) {
@@ -104,17 +101,54 @@ TEST(JudgeBfloat16, InputsAreExactBfloat16ValuesAndOutputsArePoisoned) {
   EXPECT_LT(lo, -2.5);
   EXPECT_GT(hi, 2.5);
   // Reproducible per seed, different for another seed.
-  const ArgSet same = make_inputs(t, c, 5, "trial0"), other = make_inputs(t, c, 6, "trial0");
+  const ArgSet same = sp.make_inputs(t, c, 5, "trial0"), other = sp.make_inputs(t, c, 6, "trial0");
   EXPECT_EQ(std::memcmp(a.buf[0].data(), same.buf[0].data(), 2000), 0);
   EXPECT_NE(std::memcmp(a.buf[0].data(), other.buf[0].data(), 2000), 0);
 
-  ArgSet want = clone_for_call(t, a, true), got = clone_for_call(t, a, true);
+  ArgSet want = sp.clone_for_call(t, a, true), got = sp.clone_for_call(t, a, true);
   twice(want);
-  EXPECT_NE(first_mismatch(t, c, want, got).find("Y[0]: expected"), std::string::npos);
+  EXPECT_NE(first_mismatch(t, c, want, got, sp).find("Y[0]: expected"), std::string::npos);
   twice(got);
-  EXPECT_EQ(first_mismatch(t, c, want, got), "");
+  EXPECT_EQ(first_mismatch(t, c, want, got, sp), "");
   bits(got, 1)[17] = bf16_from_double(bf16_to_double(bits(got, 1)[17]) + 0.5);
-  EXPECT_NE(first_mismatch(t, c, want, got).find("Y[17]"), std::string::npos);
+  EXPECT_NE(first_mismatch(t, c, want, got, sp).find("Y[17]"), std::string::npos);
+}
+
+TEST(JudgePoison, DrawnPerJudgementAndNeverACanonicalNan) {
+  // A candidate cannot test for a documented constant: each judgement's
+  // poison comes from fresh entropy.
+  std::set<std::uint32_t> f32;
+  std::set<std::uint16_t> b16;
+  for (std::uint64_t e = 1; e <= 200; ++e) {
+    const Poison p = Poison::draw(e);
+    f32.insert(p.f32);
+    b16.insert(p.bf16);
+    ASSERT_TRUE(std::isnan(*reinterpret_cast<const float*>(&p.f32)));
+    ASSERT_NE(p.f32, 0x7FC00000u);
+    ASSERT_NE(p.bf16, 0x7FC0u);
+    ASSERT_NE(p.bf16, 0x7FFFu);
+    ASSERT_EQ(p.bf16 & 0x7FC0u, 0x7FC0u);
+    ASSERT_NE(p.i32, 0);
+    ASSERT_NE(p.i32, -1);
+  }
+  EXPECT_GT(f32.size(), 190u);
+  EXPECT_GT(b16.size(), 40u);
+
+  // Outputs take the space's current poison, and the comparison knows it.
+  const TempTask tt;
+  const Task& t = tt.task();
+  Space& sp = host_space();
+  const Poison before = sp.poison();
+  sp.set_poison(Poison::draw(99));
+  const Case c{&t.visible[0], Case::Kind::visible, 0};
+  const ArgSet a = sp.make_inputs(t, c, 5, "trial0");
+  EXPECT_EQ(bits(a, 1)[0], sp.poison().bf16);
+  const Verdict skipped = judge(t, [&](ArgSet& x, const Case&) {
+    twice(x);
+    bits(x, 1)[0] = sp.poison().bf16;
+  });
+  EXPECT_NE(skipped.message.find("never written"), std::string::npos) << skipped.message;
+  sp.set_poison(before);
 }
 
 TEST(JudgeBfloat16, TheProtocolJudgesBfloat16Outputs) {

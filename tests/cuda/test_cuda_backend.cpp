@@ -48,7 +48,9 @@ TEST(CudaOptions, DefaultsAreTheCudaOnes) {
   EXPECT_EQ(c.flavour.profile_on_request, o.profile_on_request);
   EXPECT_FALSE(c.flavour.worker_request.contains("sanitizer"));
   // The worker, when sandbox.seccomp is on, installs the CUDA policy variant.
-  EXPECT_EQ(c.flavour.worker_request.at("seccomp_policy"), "cuda");
+  EXPECT_EQ(c.flavour.policy, "cuda");
+  EXPECT_EQ(c.flavour.reference_link, (std::vector<std::string>{"-lcublas"}));
+  for (const auto& f : c.flavour.link_flags) EXPECT_NE(f, "-lcublas") << "candidates must not link cuBLAS by default";
   EXPECT_EQ(c.flavour.health_argv, (std::vector<std::string>{"--health", "0"}));
   EXPECT_NE(std::find(c.flags.begin(), c.flags.end(), "-Xptxas=-v"), c.flags.end());
   EXPECT_NE(std::find(c.flags.begin(), c.flags.end(), "-arch=sm_90"), c.flags.end());
@@ -195,7 +197,10 @@ TEST(CudaTasks, EverySourceCompilesWithTheBackendsCommand) {
   std::vector<Todo> todo;
   for (const auto& d : find_task_dirs(KEVO_CUDA_TASKS)) {
     const Task t = load_task(d);
-    todo.push_back({t.name + "/reference", cpu::compiled_source(t, t.reference_source), {}});
+    // References link what the flavour gives references (cuBLAS).
+    std::vector<std::string> ref_link;
+    for (const auto& a : c.flavour.reference_link) ref_link.push_back(a.substr(2));
+    todo.push_back({t.name + "/reference", cpu::compiled_source(t, t.reference_source), ref_link});
     todo.push_back({t.name + "/seed", cpu::compiled_source(t, t.seed_source), {}});
     // Library baselines that ship as sources, with their libraries.
     for (const auto& b : t.source_baselines)

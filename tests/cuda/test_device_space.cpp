@@ -21,7 +21,7 @@
 
 namespace {
 
-namespace w = kevo::cpu::worker;
+namespace w = kevo::native::judge;
 namespace cw = kevo::cuda::worker;
 
 
@@ -79,10 +79,10 @@ void expect_same(const Summary& h, const Summary& d) {
 TEST(DeviceSpace, ComparisonMatchesTheHostOnTheSameBuffers) {
   REQUIRE_GPU();
   const kevo::Task t = task("sgemm");
-  const w::Case c{&t.visible.at(0), false, 0};
+  const w::Case c{&t.visible.at(0), w::Case::Kind::visible, 0};
   std::size_t y = 0;
   while (!t.args[y].is_output()) ++y;
-  const w::ArgSet a = w::make_inputs(t, c, 11, "trial0");
+  const w::ArgSet a = w::host_space().make_inputs(t, c, 11, "trial0");
   const std::int64_t n = a.n[y];
   ASSERT_GT(n, 3 * w::kBlockElements / 2) << "the shape should span more than one block";
   // A plausible output: the host fills Y with values, then the got side is
@@ -108,7 +108,7 @@ TEST(DeviceSpace, ComparisonMatchesTheHostOnTheSameBuffers) {
   check_case("all within tolerance");
   pg[w::kBlockElements + 5] += 0.5f;   // outside tolerance, second block
   check_case("one element outside tolerance");
-  std::uint32_t poison = w::kPoisonF32;
+  std::uint32_t poison = w::host_space().poison().f32;
   std::memcpy(&pg[w::kBlockElements + 3], &poison, 4);   // unwritten, earlier in the block
   check_case("an unwritten element before it");
   pg[17] = INFINITY;   // non-finite where the reference is finite, first block
@@ -130,7 +130,7 @@ TEST(DeviceSpace, InputsAreDeterministicFreshPerTagAndOutputsPoisoned) {
   for (const char* name : {"sgemm", "gemm_bf16_bias_relu"}) {
     SCOPED_TRACE(name);
     const kevo::Task t = task(name);
-    const w::Case c{&t.visible.at(0), false, 0};
+    const w::Case c{&t.visible.at(0), w::Case::Kind::visible, 0};
     const w::ArgSet a = dev.make_inputs(t, c, 7, "trial0"), b = dev.make_inputs(t, c, 7, "trial0");
     const w::ArgSet other = dev.make_inputs(t, c, 7, "trial1");
     for (std::size_t k = 0; k < t.args.size(); ++k) {
@@ -141,7 +141,7 @@ TEST(DeviceSpace, InputsAreDeterministicFreshPerTagAndOutputsPoisoned) {
       EXPECT_EQ(dev.first_difference(a.buf[k], b.buf[k]), a.buf[k].bytes());
       if (!arg.is_input()) {
         // Every element holds the host's poison pattern.
-        const w::ArgSet host = w::make_inputs(t, c, 7, "trial0");
+        const w::ArgSet host = w::host_space().make_inputs(t, c, 7, "trial0");
         EXPECT_EQ(std::memcmp(ha.data(), host.buf[k].data(), ha.bytes()), 0) << arg.name << " is poisoned";
         EXPECT_TRUE(std::isnan(dev.element(arg.dtype, a.buf[k], a.n[k] - 1)));
         continue;
@@ -193,7 +193,7 @@ TEST(DeviceSpace, NullCandidateHelpersWorkOnTheDevice) {
   REQUIRE_GPU();
   w::Space& dev = cw::device_space();
   const kevo::Task t = task("sgemm");
-  const w::Case c{&t.hidden.at(0), true, 0};
+  const w::Case c{&t.hidden.at(0), w::Case::Kind::hidden, 0};
   const w::ArgSet a = dev.make_inputs(t, c, 3, "trial0");
   w::ArgSet b = dev.clone_for_call(t, a, true);
   std::size_t in = 0, y = 0;

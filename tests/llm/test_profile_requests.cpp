@@ -66,8 +66,10 @@ std::map<std::uint64_t, json> timed_requests(const fs::path& log_dir) {
   for (const auto& e : fs::directory_iterator(log_dir)) {
     std::ifstream in(e.path());
     const json r = json::parse(in, nullptr, false);
+    // Seeds travel as strings (kevo/native/protocol.hpp); what the flavour
+    // reads (the profile flag) under "flavour".
     if (r.is_object() && r.value("mode", "") == "judge" && r.value("timing", false))
-      out[r.at("seed").get<std::uint64_t>()] = r;
+      out[std::stoull(r.at("seed").get<std::string>())] = r.value("flavour", json::object());
   }
   return out;
 }

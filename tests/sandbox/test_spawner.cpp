@@ -180,10 +180,16 @@ TEST_F(SpawnerTest, StartsWhileOtherThreadsAllocate) {
 
 using kevo::test::probe;
 
-TEST_F(SpawnerTest, WorksFromAProcessUnderEitherPolicyThatMayNotForkItself) {
-  for (const std::string policy : {"--cpu", "--cuda"}) {
-    std::vector<std::string> args = {"spawner", dir_.path().string()};
-    if (policy == "--cuda") args.insert(args.begin(), policy);
+TEST_F(SpawnerTest, UnderTheCpuPolicyEvenTheSpawnersChannelIsAViolation) {
+  // CPU kernel hosts never run tools: their allow-list has no socket calls
+  // at all, not even on a socket made before it.
+  const sb::Finished f = probe({"spawner", dir_.path().string()});
+  kevo::test::expect_violation(f, "sendto");
+}
+
+TEST_F(SpawnerTest, WorksFromAProcessUnderTheCudaPolicyThatMayNotForkItself) {
+  for (const std::string policy : {"--cuda"}) {
+    std::vector<std::string> args = {policy, "spawner", dir_.path().string()};
     fs::remove(at("made.txt"));
     const sb::Finished f = probe(args);
     EXPECT_EQ(f.outcome, sb::Outcome::exited) << f.output;
@@ -206,7 +212,7 @@ TEST_F(SpawnerTest, WorksFromAProcessUnderEitherPolicyThatMayNotForkItself) {
 }
 
 TEST_F(SpawnerTest, WhenTheCallerIsKilledTheSpawnerAndItsCommandEnd) {
-  const sb::Finished f = probe({"spawner-long", dir_.path().string()}, 1.5);
+  const sb::Finished f = probe({"--cuda", "spawner-long", dir_.path().string()}, 1.5);
   EXPECT_EQ(f.outcome, sb::Outcome::timeout) << f.output;
   ASSERT_EQ(f.output.rfind("spawner ", 0), 0u) << f.output;
   const pid_t spawner = static_cast<pid_t>(std::stol(f.output.substr(8)));

@@ -1,77 +1,87 @@
-// kevo-cpu-worker: judges one candidate in a fresh process. Started by the
-// CPU backend inside the sandbox runner (rlimits, own process group, scratch
-// dir as cwd); installs the seccomp policy on itself before it loads the
-// candidate, so candidate code never runs without it. See docs/verdicts.md.
-#include "alloc_hooks.hpp"
-#include "judge.hpp"
-#include "worker_io.hpp"
+// kevo-cpu-worker: the judge of one CPU candidate, in a fresh process. The
+// CPU backend starts it inside the sandbox runner (rlimits, own process
+// group, scratch dir as cwd). It holds the inputs, the reference's outputs,
+// the comparisons and the clock; the reference and the candidate each run
+// in a kernel host it starts from this same executable (`--host`), in
+// namespaces of their own, under the allow-list seccomp policy, stopped
+// whenever they are not making a call. See docs/verdicts.md and
+// docs/sandbox.md.
+#include "channel.hpp"
+#include "host.hpp"
+#include "session.hpp"
+#include "space.hpp"
 
 #include "kevo/core/task.hpp"
-#include "kevo/cpu/protocol.hpp"
+#include "kevo/sandbox/isolation.hpp"
 
-#include <cfenv>
 #include <chrono>
+#include <cstdint>
+#include <cstring>
 #include <string>
 
 namespace {
 
-namespace proto = kevo::cpu::protocol;
-namespace w = kevo::cpu::worker;
+namespace j = kevo::native::judge;
+
+// Reads and writes every cache line of a buffer larger than the last level
+// cache, so that each timed call starts from a cold cache.
+class CacheFlush {
+ public:
+  explicit CacheFlush(std::int64_t bytes) : buf_(static_cast<std::size_t>(std::max<std::int64_t>(bytes, 64))) {
+    std::memset(buf_.data(), 1, buf_.bytes());
+  }
+  void operator()() {
+    auto* p = static_cast<std::uint64_t*>(buf_.data());
+    const std::size_t n = buf_.bytes() / sizeof(std::uint64_t);
+    std::uint64_t s = 0;
+    for (std::size_t i = 0; i < n; i += 8) {
+      s += p[i];
+      p[i] = s;
+    }
+    sink_ = sink_ + s;
+  }
+
+ private:
+  j::Buffer buf_;
+  volatile std::uint64_t sink_ = 0;
+};
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--host") == 0) j::host_main(argc, argv);
   const auto started = std::chrono::steady_clock::now();
-  w::set_program_name("kevo-cpu-worker");
+  j::set_program_name("kevo-cpu-worker");
+  // Kernel hosts run as the same user: none may trace this process or read
+  // its memory and /proc files.
+  kevo::sandbox::set_non_dumpable();
   int request_fd = -1, result_fd = -1;
-  if (!w::parse_fds(argc, argv, request_fd, result_fd, "The evaluation worker of kevo's CPU backend")) return 2;
+  if (!j::parse_fds(argc, argv, request_fd, result_fd, "The judge of kevo's CPU backend")) return 2;
+  const kevo::native::JudgeRequest req = j::open_channel(request_fd, result_fd);
+  j::set_protocol_threads(req.judge_threads);
 
-  // 1. The request (with the nonce), then the channel is closed.
-  const nlohmann::json req = w::open_channel(request_fd, result_fd);
-  w::set_alloc_report(w::result_channel(),
-                      "\n{\"event\":\"alloc_failed\",\"nonce\":\"" + w::channel_nonce() + "\",\"bytes\":", "}\n");
-  w::Request r;
-  try {
-    r = w::parse_request(req, started);
-  } catch (const std::exception& e) {
-    w::fatal("bad_request", std::string("bad request: ") + e.what());
-  }
-  w::Options& opt = r.opt;
-  w::set_protocol_threads(opt.threads);
-
-  // 2. The task and the reference (trusted: compiled by kevo from the task).
   kevo::Task task;
   try {
-    task = kevo::load_task(r.task_dir);
+    task = kevo::load_task(req.task_dir);
   } catch (const std::exception& e) {
-    w::fatal("task_load", e.what());
+    j::fatal("task_load", e.what());
   }
-  std::fenv_t default_env;
-  std::fegetenv(&default_env);
-  // 3. The libraries; the sandbox policy is in place before candidate code.
-  const w::Libraries lib = w::load_libraries(r);
-  const w::Reference reference = [ref = lib.reference](w::ArgSet& a) { ref(a.ptr.data()); };
-  w::Kernel cand;
-  if (opt.mode == proto::kModeNull) {
-    cand = w::null_kernel(opt.null_kind, task, reference, opt.seed);
-  } else {
-    cand = [e = lib.candidate](w::ArgSet& a, const w::Case&) { e(a.ptr.data()); };
-  }
-  std::fenv_t cand_env;
-  std::fegetenv(&cand_env);
-
-  // 4. Judge.
   try {
-    w::Judge judge(task, opt, reference, cand, default_env, cand_env);
-    nlohmann::json result = judge.run();
+    CacheFlush flush(req.timing_options.flush_bytes);
+    j::SessionParts parts;
+    parts.space = &j::host_space();
+    parts.flush = [&flush] { flush(); };
+    parts.host_program = j::self_executable();
+    parts.host_env = j::current_environment();
+    kevo::native::JudgeResult result = j::run_session(req, task, parts, started);
     // Time spent inside main(): the rest of the wall time the engine sees is
     // the cost of the sandbox (exec, dynamic loading, pipes, reaping).
-    result["worker_ns"] = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - started).count();
-    w::emit(result);
+    result.worker_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - started).count();
+    j::emit(kevo::native::to_json(result));
   } catch (const std::bad_alloc&) {
-    w::fatal("worker_memory", "the worker could not allocate the task's buffers within the memory limit");
+    j::fatal("worker_memory", "the judge could not allocate the task's buffers within the memory limit");
   } catch (const std::exception& e) {
-    w::fatal("internal", e.what());
+    j::fatal("internal", e.what());
   }
-  w::finish(0);
+  j::finish(0);
 }

@@ -20,7 +20,14 @@ cpu::CpuOptions cuda_base_defaults() {
   // cuBLAS for references (and candidates) that call it; only objects that
   // use it load it. The rpath finds it where no ld.so.conf entry does.
   o.flavour.link_flags = {"-shared", "-Xcompiler", "-fPIC", "-cudart", "shared", "-Xlinker", "-z,defs",
-                          "-lcublas", "-Xlinker", "-rpath," KEVO_CUDA_LIB_DIR};
+                          "-Xlinker", "-rpath," KEVO_CUDA_LIB_DIR};
+  // References may call cuBLAS (trusted); candidates link what their task
+  // allows (docs/tasks.md#libraries), so a cuBLAS call of a candidate of a
+  // task without "cublas" fails to link and is judged forbidden.
+  o.flavour.reference_link = {"-lcublas"};
+  o.flavour.link_libraries = {{"cublas", {"-lcublas"}}, {"cublasLt", {"-lcublasLt"}}, {"curand", {"-lcurand"}},
+                              {"cufft", {"-lcufft"}}, {"cusparse", {"-lcusparse"}}};
+  o.flavour.policy = "cuda";
   o.flavour.worker_name = "kevo-cuda-worker";
   o.flavour.accelerator = true;
   // TF32 off for cuBLAS/cuDNN in candidates and references alike.
@@ -85,7 +92,7 @@ CudaOptions parse_cuda_options(StrictObject& obj) {
     p->finish();
   }
   o.tool_seconds = obj.number("tool_seconds", o.tool_seconds, 1, 86400);
-  o.base = cpu::parse_cpu_options(obj, cuda_base_defaults());
+  o.base = native::parse_native_options(obj, cuda_base_defaults());
   // Tools are looked up now, so that a missing one is a clear error at start.
   const char* path_env = std::getenv("PATH");
   const std::string path_value = std::string(path_env ? path_env : "") + ":" + KEVO_CUDA_BIN_DIR;
@@ -148,9 +155,6 @@ cpu::CpuOptions to_cpu_options(CudaOptions o) {
     b.flavour.profile_every = o.profile_every;
     b.flavour.profile_on_request = o.profile_on_request;
   }
-  // The driver keeps opening device files read-write after the context
-  // exists: the CUDA variant of the policy allows that (backend.cuda.sandbox.seccomp).
-  b.flavour.worker_request["seccomp_policy"] = "cuda";
   b.flavour.health_argv = {"--health", std::to_string(o.device)};
   if (o.max_connections > 0)
     b.flavour.worker_env.push_back("CUDA_DEVICE_MAX_CONNECTIONS=" + std::to_string(o.max_connections));

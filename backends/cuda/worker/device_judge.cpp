@@ -104,7 +104,7 @@ std::int64_t default_gpu_flush_bytes() {
 }
 
 nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint64_t seed, const GpuTiming& g,
-                              w::Entry cand, w::Entry ref, Verdict& v) {
+                              Entry cand, Entry ref, Verdict& v) {
   nlohmann::json shapes = nlohmann::json::array();
   const std::int64_t flush_bytes = std::max(g.flush_bytes, default_gpu_flush_bytes());
   // With phase holds from the pool reserved at the start (a cudaMalloc
@@ -123,7 +123,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
   const std::size_t flush_size = static_cast<std::size_t>(flush_bytes);
   Event flush_start, start, stop;
   std::size_t visible = task.visible.size();
-  const double budget = opt.budget_seconds / static_cast<double>(std::max<std::size_t>(visible, 1));
+  const double budget = opt.timing_options.budget_seconds / static_cast<double>(std::max<std::size_t>(visible, 1));
   const double fill_idle = g.fill_idle_seconds / static_cast<double>(std::max<std::size_t>(visible, 1));
   double log_ratio = 0.0;
   int min_reps = std::numeric_limits<int>::max();
@@ -132,7 +132,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
   std::vector<std::string> notes;
 
   for (std::size_t i = 0; i < task.visible.size(); ++i) {
-    const w::Case c{&task.visible[i], false, i};
+    const w::Case c{&task.visible[i], w::Case::Kind::visible, i};
     // Two input sets whose contents alternate, in place, between timed
     // calls: a result cached across calls (by pointer or size) goes stale,
     // and the last timed output is checked below. All of it in GPU memory
@@ -172,7 +172,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       std::vector<double> ev, host, host_net;   // events; host interval; host less the flush
     };
     Series sc, sr;
-    auto run = [&](w::Entry e, w::ArgSet& d, int& calls, Series& s, const char* who) {
+    auto run = [&](Entry e, w::ArgSet& d, int& calls, Series& s, const char* who) {
       // Fresh input contents (inout buffers restored too: in-place kernels
       // would otherwise work on their own results).
       load_inputs(d, pristine[calls++ % 2]);
@@ -211,7 +211,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       s.host.push_back(host);
       s.host_net.push_back(std::max(0.0, host - static_cast<double>(flush_ms) * 1e6));
     };
-    for (int k = 0; k < opt.warmup; ++k) {
+    for (int k = 0; k < opt.timing_options.warmup; ++k) {
       run(cand, dc, calls_c, sc, "candidate");
       run(ref, dr, calls_r, sr, "reference");
     }
@@ -219,7 +219,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     sr = {};
     const auto t_start = Clock::now();
     double fill_until = -1.0;   // set when the budget's stop condition is first met
-    for (int rep = 0; rep < std::max(opt.max_repeats, 1); ++rep) {
+    for (int rep = 0; rep < std::max(opt.timing_options.max_repeats, 1); ++rep) {
       // Alternating order: drifts in clock or temperature hit both alike.
       if (rep % 2 == 0) {
         run(ref, dr, calls_r, sr, "reference");
@@ -231,7 +231,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       const auto now = Clock::now();
       const double spent = std::chrono::duration<double>(now - t_start).count();
       const auto reps = static_cast<std::size_t>(rep + 1);
-      if (reps >= static_cast<std::size_t>(opt.min_repeats) && spent >= budget) {
+      if (reps >= static_cast<std::size_t>(opt.timing_options.min_repeats) && spent >= budget) {
         // Adaptive: stop once the median is stable (IQR within 5% of it)
         // or the budget is spent twice over; then go on only while no other
         // worker waits for this GPU (its slot would idle otherwise), up to

@@ -5,6 +5,7 @@
 // Documented in docs/cuda.md.
 #pragma once
 
+#include "device_space.hpp"
 #include "judge.hpp"
 #include "profile.hpp"
 #include "slot.hpp"
@@ -20,7 +21,7 @@
 
 namespace kevo::cuda::worker {
 
-namespace w = kevo::cpu::worker;
+namespace w = kevo::native::judge;
 
 // "NVIDIA H200 0000:19:00.0 GPU-8f2c..." for the current device; its PCI
 // bus id in `bus_id`.
@@ -44,7 +45,7 @@ struct GpuTiming {
 // the roofline floor settles `v` as runtime_error. Returns the per-shape
 // timings.
 nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint64_t seed, const GpuTiming& g,
-                              w::Entry cand, w::Entry ref, Verdict& v);
+                              Entry cand, Entry ref, Verdict& v);
 
 // 2 x L2 of the current device, at least 64 MiB.
 std::int64_t default_gpu_flush_bytes();

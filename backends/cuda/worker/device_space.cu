@@ -125,13 +125,26 @@ __device__ inline void save(int dt, void* p, int64_t i, double v) {
   }
 }
 
-__device__ inline bool poisoned(int dt, const void* p, int64_t i) {
+// The judgement's poison (w::Poison, drawn per judgement), as kernel arguments.
+struct DevPoison {
+  unsigned f32;
+  unsigned long long f64;
+  int i32;
+  long long i64;
+  unsigned short bf16;
+};
+
+DevPoison dev_poison(const w::Poison& P) {
+  return DevPoison{P.f32, static_cast<unsigned long long>(P.f64), P.i32, static_cast<long long>(P.i64), P.bf16};
+}
+
+__device__ inline bool poisoned(int dt, const void* p, int64_t i, const DevPoison& P) {
   switch (dt) {
-    case kF32: return static_cast<const unsigned*>(p)[i] == w::kPoisonF32;
-    case kF64: return static_cast<const unsigned long long*>(p)[i] == w::kPoisonF64;
-    case kI32: return static_cast<const int*>(p)[i] == w::kPoisonI32;
-    case kI64: return static_cast<const long long*>(p)[i] == w::kPoisonI64;
-    default: return static_cast<const unsigned short*>(p)[i] == w::kPoisonBF16;
+    case kF32: return static_cast<const unsigned*>(p)[i] == P.f32;
+    case kF64: return static_cast<const unsigned long long*>(p)[i] == P.f64;
+    case kI32: return static_cast<const int*>(p)[i] == P.i32;
+    case kI64: return static_cast<const long long*>(p)[i] == P.i64;
+    default: return static_cast<const unsigned short*>(p)[i] == P.bf16;
   }
 }
 
@@ -171,15 +184,15 @@ __global__ void generate(void* base, int64_t n, GenParams p) {
   }
 }
 
-__global__ void fill_poison(int dt, void* base, int64_t n) {
+__global__ void fill_poison(int dt, void* base, int64_t n, DevPoison P) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
     switch (dt) {
-      case kF32: static_cast<unsigned*>(base)[i] = w::kPoisonF32; break;
-      case kF64: static_cast<unsigned long long*>(base)[i] = w::kPoisonF64; break;
-      case kI32: static_cast<int*>(base)[i] = w::kPoisonI32; break;
-      case kI64: static_cast<long long*>(base)[i] = w::kPoisonI64; break;
-      default: static_cast<unsigned short*>(base)[i] = w::kPoisonBF16; break;
+      case kF32: static_cast<unsigned*>(base)[i] = P.f32; break;
+      case kF64: static_cast<unsigned long long*>(base)[i] = P.f64; break;
+      case kI32: static_cast<int*>(base)[i] = P.i32; break;
+      case kI64: static_cast<long long*>(base)[i] = P.i64; break;
+      default: static_cast<unsigned short*>(base)[i] = P.bf16; break;
     }
   }
 }
@@ -238,7 +251,7 @@ __device__ inline void merge(Part& x, const Part& y) {
 // test_device_space checks that both give the same bad and worst elements,
 // reasons and sums on the same buffers.
 __global__ void compare_blocks(int dt, const void* want, const void* got, int64_t n, double atol, double rtol,
-                               int against_reference, Part* out) {
+                               int against_reference, DevPoison P, Part* out) {
   __shared__ Part s[kThreads];
   const int64_t lo = static_cast<int64_t>(blockIdx.x) * kBlock;
   const int64_t hi = min(n, lo + kBlock);
@@ -250,7 +263,7 @@ __global__ void compare_blocks(int dt, const void* want, const void* got, int64_
     }
   };
   for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
-    if (against_reference && poisoned(dt, want, i)) {
+    if (against_reference && poisoned(dt, want, i, P)) {
       mark(i, w::Why::reference_unwritten);
       continue;
     }
@@ -260,7 +273,7 @@ __global__ void compare_blocks(int dt, const void* want, const void* got, int64_
       continue;
     }
     if (!isfinite(y)) {
-      mark(i, poisoned(dt, got, i) ? w::Why::unwritten : w::Why::got_nonfinite);
+      mark(i, poisoned(dt, got, i, P) ? w::Why::unwritten : w::Why::got_nonfinite);
       continue;
     }
     const double d = fabs(y - x);
@@ -272,7 +285,7 @@ __global__ void compare_blocks(int dt, const void* want, const void* got, int64_
       p.worst = i;
     }
     if (d > atol + rtol * fabs(x))
-      mark(i, poisoned(dt, got, i) && !poisoned(dt, want, i) ? w::Why::unwritten : w::Why::outside_tolerance);
+      mark(i, poisoned(dt, got, i, P) && !poisoned(dt, want, i, P) ? w::Why::unwritten : w::Why::outside_tolerance);
   }
   s[threadIdx.x] = p;
   __syncthreads();
@@ -287,7 +300,8 @@ __global__ void compare_blocks(int dt, const void* want, const void* got, int64_
 
 class DeviceSpace final : public w::Space {
  public:
-  w::ArgSet make_inputs(const Task& task, const w::Case& c, uint64_t seed, const std::string& tag) override {
+  w::ArgSet make_inputs(const Task& task, const w::Case& c, uint64_t seed, const std::string& tag,
+                        const w::DistributionOverride& dist) override {
     w::ArgSet a = w::scalars_of(task, c);
     // Allocations first, outside the slot: a pool that must grow asks the
     // driver, which may be busy creating another worker's context (it
@@ -301,11 +315,12 @@ class DeviceSpace final : public w::Space {
       const int64_t n = a.n[k];
       if (n == 0) continue;
       if (!arg.is_input()) {
-        fill_poison<<<grid_for(n), kThreads>>>(code(arg.dtype), a.buf[k].data(), n);
+        fill_poison<<<grid_for(n), kThreads>>>(code(arg.dtype), a.buf[k].data(), n, dev_poison(poison()));
         continue;
       }
-      GenParams p{code(arg.dtype), static_cast<int>(arg.dist.kind), arg.dist.a, arg.dist.b,
-                  mix(seed, w::input_stream(c, tag, arg))};
+      const Distribution* over = dist ? dist(arg) : nullptr;
+      const Distribution& d = over ? *over : arg.dist;
+      GenParams p{code(arg.dtype), static_cast<int>(d.kind), d.a, d.b, mix(seed, w::input_stream(c, tag, arg))};
       generate<<<grid_for(n), kThreads>>>(a.buf[k].data(), n, p);
     }
     finish("input generation");
@@ -320,19 +335,15 @@ class DeviceSpace final : public w::Space {
     a.buf.resize(orig.buf.size());
     for (std::size_t k = 0; k < orig.buf.size(); ++k)   // outside the slot, as in make_inputs
       if (orig.buf[k].data()) a.buf[k] = allocate(orig.buf[k].bytes());
-    SharedSlot slot;
-    for (std::size_t k = 0; k < orig.buf.size(); ++k) {
-      if (!orig.buf[k].data()) continue;
-      if (poison_outputs && task.args[k].role == Role::out) {
-        if (a.n[k] > 0) fill_poison<<<grid_for(a.n[k]), kThreads>>>(code(task.args[k].dtype), a.buf[k].data(), a.n[k]);
-      } else {
-        check(cudaMemcpyAsync(a.buf[k].data(), orig.buf[k].data(), orig.buf[k].bytes(), cudaMemcpyDeviceToDevice),
-              "copying a buffer");
-      }
-    }
-    finish("copies");
+    fill(task, a, orig, poison_outputs);
     a.rebind();
     return a;
+  }
+
+  void load(const Task& task, w::ArgSet& dst, const w::ArgSet& orig) override {
+    fill(task, dst, orig, true);
+    dst.sc = orig.sc;
+    dst.rebind();
   }
 
   void copy(w::Buffer& dst, const w::Buffer& src) override {
@@ -382,7 +393,7 @@ class DeviceSpace final : public w::Space {
       SharedSlot slot;
       compare_blocks<<<static_cast<unsigned>(blocks), kThreads>>>(code(t), want.data(), got.data(), n, tol.atol,
                                                                   tol.rtol, against_reference ? 1 : 0,
-                                                                  static_cast<Part*>(out.data()));
+                                                                  dev_poison(poison()), static_cast<Part*>(out.data()));
       finish("comparison");
       check(cudaMemcpy(host.data(), out.data(), blocks * sizeof(Part), cudaMemcpyDeviceToHost),
             "reading the comparison");
@@ -399,6 +410,22 @@ class DeviceSpace final : public w::Space {
       p.why = static_cast<w::Why>(h.why);
     }
     return parts;
+  }
+
+  void fill(const Task& task, w::ArgSet& a, const w::ArgSet& orig, bool poison_outputs) {
+    SharedSlot slot;
+    for (std::size_t k = 0; k < orig.buf.size(); ++k) {
+      if (!orig.buf[k].data()) continue;
+      if (poison_outputs && task.args[k].role == Role::out) {
+        if (a.n[k] > 0)
+          fill_poison<<<grid_for(a.n[k]), kThreads>>>(code(task.args[k].dtype), a.buf[k].data(), a.n[k],
+                                                       dev_poison(poison()));
+      } else {
+        check(cudaMemcpyAsync(a.buf[k].data(), orig.buf[k].data(), orig.buf[k].bytes(), cudaMemcpyDeviceToDevice),
+              "copying a buffer");
+      }
+    }
+    finish("copies");
   }
 
   double element(DType t, const w::Buffer& b, int64_t i) override {
@@ -457,7 +484,8 @@ void reserve_protocol_memory(const Task& task, std::size_t extra_bytes) {
   std::size_t largest_total = 0;   // of `largest`, to compare shapes
   auto consider = [&](const std::vector<Shape>& shapes, bool hidden) {
     for (std::size_t i = 0; i < shapes.size(); ++i) {
-      const w::ArgSet a = w::scalars_of(task, w::Case{&shapes[i], hidden, i});
+      const w::ArgSet a =
+          w::scalars_of(task, w::Case{&shapes[i], hidden ? w::Case::Kind::hidden : w::Case::Kind::visible, i});
       std::vector<std::size_t> sizes;
       std::size_t total = 0;
       for (std::size_t k = 0; k < task.args.size(); ++k) {
@@ -487,7 +515,7 @@ void reserve_protocol_memory(const Task& task, std::size_t extra_bytes) {
   check(cudaDeviceSynchronize(), "reserving the protocol's device memory");
 }
 
-void device_call(w::Entry entry, w::ArgSet& a) {
+void device_call(Entry entry, w::ArgSet& a) {
   // The call's kernels may overlap other workers' correctness work, never a
   // timing: they run inside the shared slot.
   SharedSlot slot;

@@ -7,11 +7,12 @@
 // candidates a GPU judges per minute. Documented in docs/cuda.md.
 #pragma once
 
-#include "judge.hpp"
+#include "space.hpp"
 
 namespace kevo::cuda::worker {
 
-namespace w = kevo::cpu::worker;
+namespace w = kevo::native::judge;
+using Entry = void (*)(void* const*);
 
 // The process-wide device space (the current device). Its kernels run
 // inside the GPU's shared slot, like correctness calls: never during a
@@ -43,6 +44,6 @@ std::size_t pool_reserved_bytes();
 // checking the CUDA error state after the launch and after a device-wide
 // synchronize (work on any stream counts). A CUDA error throws
 // std::runtime_error.
-void device_call(w::Entry entry, w::ArgSet& a);
+void device_call(Entry entry, w::ArgSet& a);
 
 }  // namespace kevo::cuda::worker

@@ -9,18 +9,23 @@
 // compute-sanitizer before the protocol, ncu after a correct timing.
 // `kevo-cuda-worker --health DEVICE` checks that a GPU still works (the
 // backend runs it after any CUDA error). See docs/cuda.md.
+#include "channel.hpp"
 #include "device_judge.hpp"
 #include "device_space.hpp"
 #include "judge.hpp"
 #include "profile.hpp"
+#include "session.hpp"
 #include "visible_devices.hpp"
-#include "worker_io.hpp"
 
 #include "kevo/core/task.hpp"
 #include "kevo/core/verdict.hpp"
-#include "kevo/cpu/protocol.hpp"
+#include "kevo/native/protocol.hpp"
+#include "kevo/sandbox/isolation.hpp"
 #include "kevo/sandbox/seccomp.hpp"
 #include "kevo/sandbox/spawner.hpp"
+
+#include <dlfcn.h>
+#include <sys/resource.h>
 
 #include <cuda_runtime.h>
 
@@ -39,9 +44,10 @@
 namespace {
 
 namespace fs = std::filesystem;
-namespace proto = kevo::cpu::protocol;
-namespace w = kevo::cpu::worker;
+namespace native = kevo::native;
+namespace w = kevo::native::judge;
 namespace cw = kevo::cuda::worker;
+using cw::Entry;
 
 // The seed of the re-verification of a suspiciously large speedup: inputs
 // the first verdict never saw.
@@ -112,7 +118,8 @@ struct Extra {
   double child_seconds = 60.0;
 };
 
-Extra parse_extra(const nlohmann::json& req, const w::Request& r) {
+Extra parse_extra(const native::JudgeRequest& r) {
+  const nlohmann::json& req = r.flavour;
   Extra x;
   x.device = req.value("device", 0);
   // The islands' device binding "index" (docs/islands.md) overrides it.
@@ -121,7 +128,7 @@ Extra parse_extra(const nlohmann::json& req, const w::Request& r) {
   x.gt.peak_tflops_bf16 = req.value("peak_tflops_bf16", x.gt.peak_tflops_bf16);
   x.gt.peak_gbps = req.value("peak_gbps", x.gt.peak_gbps);
   x.gt.floor_fraction = req.value("floor_fraction", x.gt.floor_fraction);
-  x.gt.flush_bytes = r.opt.flush_bytes;
+  x.gt.flush_bytes = r.timing_options.flush_bytes;
   x.reverify_speedup = req.value("reverify_speedup", x.reverify_speedup);
   x.gt.fill_idle_seconds = req.value("fill_idle_seconds", x.gt.fill_idle_seconds);
   x.gt.phase_holds = req.value("slot_hold", std::string("call")) == "phase";
@@ -134,15 +141,90 @@ Extra parse_extra(const nlohmann::json& req, const w::Request& r) {
   return x;
 }
 
+void* open_library(const fs::path& path, const char* what) {
+  void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char* e = ::dlerror();
+    throw std::runtime_error(std::string("cannot load the ") + what + ": " + (e ? e : "dlopen failed"));
+  }
+  return h;
+}
+
+Entry entry_of(void* handle) {
+  void* sym = ::dlsym(handle, native::kEntrySymbol);
+  if (!sym) throw std::runtime_error(std::string("the library has no ") + native::kEntrySymbol);
+  return reinterpret_cast<Entry>(sym);
+}
+
+// The candidate and the reference share this process (and its CUDA
+// context): the CUDA judge is not split into kernel hosts yet
+// (docs/sandbox.md#the-cuda-worker). Device buffers of one call.
+class DeviceEndpoint final : public w::Endpoint {
+ public:
+  explicit DeviceEndpoint(std::function<void(w::ArgSet&, const w::Case&)> call) : call_(std::move(call)) {}
+  w::ArgSet& arguments(const kevo::Task& task, const w::Case& c) override {
+    c_ = c;
+    const w::ArgSet shape = w::scalars_of(task, c);
+    args_ = w::ArgSet();
+    args_.sc = shape.sc;
+    args_.n = shape.n;
+    args_.buf.resize(shape.buf.size());
+    for (std::size_t k = 0; k < task.args.size(); ++k)
+      if (task.args[k].is_buffer())
+        args_.buf[k] = cw::allocate_device(static_cast<std::size_t>(shape.n[k]) * kevo::dtype_size(task.args[k].dtype));
+    args_.rebind();
+    return args_;
+  }
+  w::CallResult call(w::ArgSet& a, bool) override {
+    w::CallResult r;
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      call_(a, c_);
+    } catch (const std::bad_alloc& e) {
+      r.kind = w::CallResult::Kind::bad_alloc;
+      r.message = e.what();
+    } catch (const std::exception& e) {
+      r.kind = w::CallResult::Kind::threw;
+      r.message = std::string("(") + typeid(e).name() + "): " + e.what();
+    }
+    r.ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    return r;
+  }
+  const w::HostEnd& end() const override { return end_; }
+
+ private:
+  std::function<void(w::ArgSet&, const w::Case&)> call_;
+  w::ArgSet args_;
+  w::Case c_;
+  w::HostEnd end_;
+};
+
+// Installs the CUDA allow-list on this process (reporting a violation on
+// the channel) and lowers RLIMIT_NOFILE; a failure to install is fatal.
+void lock_down(const native::JudgeRequest& r) {
+  if (r.seccomp) {
+    try {
+      kevo::sandbox::set_violation_report(w::result_channel(), "\n{\"event\":\"violation\",\"nonce\":\"" + r.nonce + "\",\"syscall\":", "}\n");
+      kevo::sandbox::install_candidate_policy(kevo::sandbox::policy_from_string(r.policy));
+    } catch (const std::exception& e) {
+      w::fatal("sandbox_unavailable", e.what());
+    }
+  }
+  if (r.host.open_files > 0) {
+    rlimit rl{static_cast<rlim_t>(r.host.open_files), static_cast<rlim_t>(r.host.open_files)};
+    ::setrlimit(RLIMIT_NOFILE, &rl);
+  }
+}
+
 // The candidate's library for a child: the parent's private copy.
 fs::path candidate_copy() { return fs::current_path() / "candidate.so"; }
 
 // Writes the request a child reads, with the candidate pointing at the
 // parent's private copy (the child must not overwrite a loaded library).
-fs::path write_child_request(nlohmann::json req, const std::string& name) {
-  req["candidate_so"] = candidate_copy().string();
+fs::path write_child_request(native::JudgeRequest req, const std::string& name) {
+  req.candidate_so = candidate_copy().string();
   const fs::path p = fs::current_path() / (name + "-request.json");
-  std::ofstream(p) << req.dump();
+  std::ofstream(p) << native::to_json(req).dump();
   return p;
 }
 
@@ -162,31 +244,29 @@ double child_limit(const Extra& x, const w::Options& opt) {
 // profile, so the child takes no lock.
 int child_main(const std::string& mode, const fs::path& request_file, const fs::path& result_file) {
   const auto started = std::chrono::steady_clock::now();
-  nlohmann::json req;
-  w::Request r;
+  native::JudgeRequest r;
   try {
-    req = nlohmann::json::parse(read_file(request_file));
-    r = w::parse_request(req, started);
+    r = native::judge_request_from_json(nlohmann::json::parse(read_file(request_file)));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kevo-cuda-worker child: bad request: %s\n", e.what());
     return 2;
   }
-  const Extra x = parse_extra(req, r);
-  w::set_protocol_threads(r.opt.threads);
+  const Extra x = parse_extra(r);
+  w::set_protocol_threads(r.judge_threads);
   ::setenv("NVIDIA_TF32_OVERRIDE", "0", 1);
   if (std::string why = open_device(x.device); !why.empty()) {
     std::fprintf(stderr, "kevo-cuda-worker child: %s\n", why.c_str());
     return 2;
   }
   kevo::Task task;
-  w::Entry ref = nullptr, cand = nullptr;
+  Entry ref = nullptr, cand = nullptr;
   // Candidate code runs in this child too: the worker's policy goes on
   // before the candidate loads, so what it creates or opens for writing
   // (the result file, the slot files) is opened first.
   std::ofstream result(result_file);
   try {
     task = kevo::load_task(r.task_dir);
-    ref = w::entry_of(w::open_library(r.reference_so, "reference"));
+    ref = entry_of(open_library(r.reference_so, "reference"));
     if (mode == "sanitize") {
       std::string bus;
       cw::device_identity(bus);
@@ -201,9 +281,9 @@ int child_main(const std::string& mode, const fs::path& request_file, const fs::
       // On stderr, the tool's log (the worker meets the same violation
       // itself when it judges the candidate).
       kevo::sandbox::set_violation_report(2, "kevo-cuda-worker child: sandbox violation: forbidden system call ", "\n");
-      kevo::sandbox::install_candidate_policy(r.policy);
+      kevo::sandbox::install_candidate_policy(kevo::sandbox::policy_from_string(r.policy));
     }
-    cand = w::entry_of(w::open_library(r.candidate_so, "candidate"));
+    cand = entry_of(open_library(r.candidate_so, "candidate"));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kevo-cuda-worker child: %s\n", e.what());
     return 2;
@@ -211,17 +291,15 @@ int child_main(const std::string& mode, const fs::path& request_file, const fs::
   nlohmann::json out;
   try {
     if (mode == "sanitize") {
-      w::Options opt = r.opt;
+      w::Options opt = w::options_of(r, started);
       opt.trials = 1;
       opt.timing = false;
-      const w::Reference reference = [ref](w::ArgSet& a) { cw::device_call(ref, a); };
-      const w::Kernel k = [cand](w::ArgSet& a, const w::Case&) { cw::device_call(cand, a); };
-      std::fenv_t env;
-      std::fegetenv(&env);
-      out = w::Judge(task, opt, reference, k, env, env, cw::device_space()).run();
+      DeviceEndpoint reference([ref](w::ArgSet& a, const w::Case&) { cw::device_call(ref, a); });
+      DeviceEndpoint k([cand](w::ArgSet& a, const w::Case&) { cw::device_call(cand, a); });
+      out = native::to_json(w::Judge(task, opt, reference, k, cw::device_space()).run());
     } else {
-      const w::Case c{&task.visible.at(0), false, 0};
-      w::ArgSet a = cw::device_space().make_inputs(task, c, r.opt.seed, "profile");
+      const w::Case c{&task.visible.at(0), w::Case::Kind::visible, 0};
+      w::ArgSet a = cw::device_space().make_inputs(task, c, r.seed, "profile");
       cw::device_call(cand, a);
       out = {{"profiled", c.label()}};
     }
@@ -243,7 +321,7 @@ struct Tools {
   bool has_sanitize = false, has_profile = false;
 };
 
-std::vector<std::string> sanitize_argv(const nlohmann::json& req, const Extra& x) {
+std::vector<std::string> sanitize_argv(const native::JudgeRequest& req, const Extra& x) {
   const fs::path request = write_child_request(req, "sanitize");
   return {x.sanitizer,
           "--tool",
@@ -254,7 +332,7 @@ std::vector<std::string> sanitize_argv(const nlohmann::json& req, const Extra& x
           "20",
           "--target-processes",
           "all",
-          cw::self_executable(),
+          w::self_executable(),
           "--child",
           "sanitize",
           "--request-file",
@@ -263,7 +341,7 @@ std::vector<std::string> sanitize_argv(const nlohmann::json& req, const Extra& x
           (fs::current_path() / "sanitize-result.json").string()};
 }
 
-std::vector<std::string> profile_argv(const nlohmann::json& req, const Extra& x) {
+std::vector<std::string> profile_argv(const native::JudgeRequest& req, const Extra& x) {
   const fs::path request = write_child_request(req, "profile");
   const fs::path log = fs::current_path() / "ncu.csv";
   return {x.profiler,
@@ -286,7 +364,7 @@ std::vector<std::string> profile_argv(const nlohmann::json& req, const Extra& x)
           "raw",
           "--log-file",
           log.string(),
-          cw::self_executable(),
+          w::self_executable(),
           "--child",
           "profile",
           "--request-file",
@@ -297,7 +375,7 @@ std::vector<std::string> profile_argv(const nlohmann::json& req, const Extra& x)
 
 // Writes the children's request files and starts the spawner (no process
 // when no stage is on). Call before the policy.
-Tools start_tools(const nlohmann::json& req, const Extra& x, bool candidate_code) {
+Tools start_tools(const native::JudgeRequest& req, const Extra& x, bool candidate_code) {
   Tools t;
   std::vector<kevo::sandbox::SpawnCommand> commands;
   if (candidate_code && !x.sanitizer.empty()) {
@@ -326,7 +404,7 @@ cw::ChildResult run_tool(Tools& t, std::size_t index, double seconds) {
 // phase holds (every step's own hold nests in it): a worker then waits for
 // the slot once per pass, not once per step behind each timing.
 template <class Run>
-nlohmann::json judge_held(const Extra& x, Run run) {
+auto judge_held(const Extra& x, Run run) {
   std::optional<cw::SharedSlot> held;
   if (x.gt.phase_holds) held.emplace();
   return run();
@@ -370,18 +448,11 @@ int main(int argc, char** argv) {
     return child_main(argv[2], argv[4], argv[6]);
   int request_fd = -1, result_fd = -1;
   if (!w::parse_fds(argc, argv, request_fd, result_fd, "The evaluation worker of kevo's CUDA backend")) return 2;
-  const nlohmann::json req = w::open_channel(request_fd, result_fd);
-  w::Request r;
-  Extra x;
-  try {
-    r = w::parse_request(req, started);
-    x = parse_extra(req, r);
-  } catch (const std::exception& e) {
-    w::fatal("bad_request", std::string("bad request: ") + e.what());
-  }
-  w::set_protocol_threads(r.opt.threads);
-  w::Options opt = r.opt;
-  const bool gpu_timing = opt.timing && opt.mode == proto::kModeJudge;
+  const native::JudgeRequest r = w::open_channel(request_fd, result_fd);
+  const Extra x = parse_extra(r);
+  w::set_protocol_threads(r.judge_threads);
+  w::Options opt = w::options_of(r, started);
+  const bool gpu_timing = opt.timing && opt.mode == native::kModeJudge;
   opt.timing = false;   // the shared judge checks correctness only; timing is ours
 
   kevo::Task task;
@@ -390,6 +461,8 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     w::fatal("task_load", e.what());
   }
+  w::Space& space = cw::device_space();
+  space.set_poison(w::Poison::draw(std::hash<std::string>{}(r.nonce)));
 
   // TF32 off for library calls (the backend also sets NVIDIA_TF32_OVERRIDE=0).
   ::setenv("NVIDIA_TF32_OVERRIDE", "0", 1);
@@ -436,59 +509,75 @@ int main(int argc, char** argv) {
     w::fatal("gpu_slot", e.what());
   }
 
-  // Before load_libraries, which installs the seccomp policy: afterwards
-  // only the spawner can start the tool stages' children.
-  const bool candidate_code = opt.mode == proto::kModeJudge;
+  // Before the policy: afterwards only the spawner can start the tool
+  // stages' children.
+  const bool candidate_code = opt.mode == native::kModeJudge;
   Tools tools;
   try {
-    tools = start_tools(req, x, candidate_code);
+    tools = start_tools(r, x, candidate_code);
   } catch (const std::exception& e) {
     w::fatal("tools", e.what());
   }
 
-  const w::Libraries lib = w::load_libraries(r);
-  mark("load");
-  const w::Entry ref = lib.reference, cand_entry = lib.candidate;
-  // Every buffer of the protocol lives in GPU memory (device_space.hpp).
-  w::Space& space = cw::device_space();
-  const w::Reference reference = [ref](w::ArgSet& a) { cw::device_call(ref, a); };
-  w::Kernel cand;
-  if (opt.mode == proto::kModeNull) {
-    cand = w::null_kernel(opt.null_kind, task, reference, opt.seed, space);
-  } else {
-    cand = [cand_entry](w::ArgSet& a, const w::Case&) { cw::device_call(cand_entry, a); };
+  Entry ref = nullptr, cand_entry = nullptr;
+  try {
+    ref = entry_of(open_library(r.reference_so, "reference"));
+  } catch (const std::exception& e) {
+    w::fatal("reference_load", e.what());
   }
-  std::fenv_t env;
-  std::fegetenv(&env);
+  const fs::path local_so = opt.mode == native::kModeNull ? fs::path() : candidate_copy();
+  if (!local_so.empty()) {
+    // Its own inode: dlopen would share one handle, and static state,
+    // between the reference and an identical candidate.
+    std::error_code ec;
+    fs::copy_file(r.candidate_so, local_so, fs::copy_options::overwrite_existing, ec);
+    if (ec) w::fatal("candidate_copy", "cannot copy " + r.candidate_so + ": " + ec.message());
+  }
+  // Before any candidate code: its constructors run inside dlopen.
+  lock_down(r);
+  if (!local_so.empty()) {
+    try {
+      cand_entry = entry_of(open_library(local_so, opt.mode == native::kModeSelfCheck ? "reference copy" : "candidate"));
+    } catch (const std::exception& e) {
+      native::JudgeResult failed;
+      failed.verdict.status = kevo::Status::runtime_error;
+      failed.verdict.stage = kevo::Stage::correctness;
+      failed.verdict.message = e.what();
+      w::emit(native::to_json(failed));
+      w::finish(0);
+    }
+  }
+  mark("load");
+  // Every buffer of the protocol lives in GPU memory (device_space.hpp).
+  DeviceEndpoint reference([ref](w::ArgSet& a, const w::Case&) { cw::device_call(ref, a); });
+  std::unique_ptr<w::Endpoint> cand;
+  if (opt.mode == native::kModeNull) {
+    cand = std::make_unique<DeviceEndpoint>(w::null_kernel(r.null_kind, task, reference, r.seed, space));
+  } else {
+    cand = std::make_unique<DeviceEndpoint>([cand_entry](w::ArgSet& a, const w::Case&) { cw::device_call(cand_entry, a); });
+  }
 
   try {
-    nlohmann::json result = {{"event", "result"}};
-    kevo::Verdict v;
-    if (tools.has_sanitize && !sanitize(tools, x, opt, v)) {
-      result["verdict"] = kevo::to_json(v);
-    } else {
-      result = judge_held(x, [&] { return w::Judge(task, opt, reference, cand, env, env, space).run(); });
-      v = kevo::verdict_from_json(result.at("verdict"));
-    }
+    native::JudgeResult result;
+    kevo::Verdict& v = result.verdict;
+    if (!(tools.has_sanitize && !sanitize(tools, x, opt, v)))
+      result = judge_held(x, [&] { return w::Judge(task, opt, reference, *cand, space).run(); });
     mark("correctness");
     if (v.is_correct() && gpu_timing) {
       try {
-        result["shape_timings"] = cw::time_on_device(task, opt, opt.seed, x.gt, cand_entry, ref, v);
+        result.shape_timings = cw::time_on_device(task, opt, opt.seed, x.gt, cand_entry, ref, v);
         if (v.is_correct() && v.speedup > x.reverify_speedup) {
           // Too good to take on trust: judge again on inputs from another
           // seed and time again; the verdict says it was flagged.
           const double first = v.speedup;
           w::Options again = opt;
           again.seed = opt.seed ^ kReverifySalt;
-          nlohmann::json second =
-              judge_held(x, [&] { return w::Judge(task, again, reference, cand, env, env, space).run(); });
-          kevo::Verdict v2 = kevo::verdict_from_json(second.at("verdict"));
-          if (!v2.is_correct()) {
-            v2.message = "re-verification of a " + std::to_string(first) + "x speedup failed: " + v2.message;
+          native::JudgeResult second = judge_held(x, [&] { return w::Judge(task, again, reference, *cand, space).run(); });
+          if (!second.verdict.is_correct()) {
+            second.verdict.message = "re-verification of a " + std::to_string(first) + "x speedup failed: " + second.verdict.message;
             result = second;
-            v = v2;
           } else {
-            result["shape_timings"] = cw::time_on_device(task, again, again.seed, x.gt, cand_entry, ref, v);
+            result.shape_timings = cw::time_on_device(task, again, again.seed, x.gt, cand_entry, ref, v);
             if (v.is_correct())
               v.message += "; flagged: speedup above " + std::to_string(x.reverify_speedup) +
                            "x, re-verified on fresh inputs and re-timed";
@@ -511,29 +600,34 @@ int main(int argc, char** argv) {
     }
     // A CUDA error may have left the GPU unwell: the backend checks it.
     if (v.status == kevo::Status::runtime_error && v.message.find("CUDA error") != std::string::npos)
-      result["cuda_error"] = true;
+      result.device_error = true;
     v.device = device;
     v.slot_seconds = cw::gpu_slot().exclusive_seconds();
-    result["verdict"] = kevo::to_json(v);
     mark("profile");
     phases["slot_shared_wait"] = cw::gpu_slot().shared_wait_seconds();
     phases["slot_exclusive_wait"] = cw::gpu_slot().exclusive_wait_seconds();
     phases["slot_exclusive"] = v.slot_seconds;
+    nlohmann::json& fl = result.flavour;
     if (x.gt.phase_holds) {
       // MiB the pool grew past its reservation (0 when the reservation
       // covered the protocol, as it should: no driver call inside the slot).
       const std::size_t now = cw::pool_reserved_bytes();
-      result["pool_growth_mib"] =
-          now > pool_after_reserve ? static_cast<double>(now - pool_after_reserve) / 1048576.0 : 0.0;
+      fl["pool_growth_mib"] = now > pool_after_reserve ? static_cast<double>(now - pool_after_reserve) / 1048576.0 : 0.0;
     }
-    result["phases"] = phases;
-    result["slot_intervals"] = cw::gpu_slot().exclusive_intervals();
-    result["slot_shared_intervals"] = cw::gpu_slot().shared_intervals();
+    fl["phases"] = phases;
+    fl["slot_intervals"] = cw::gpu_slot().exclusive_intervals();
+    fl["slot_shared_intervals"] = cw::gpu_slot().shared_intervals();
     timeline["exclusive_waits"] = cw::gpu_slot().exclusive_wait_intervals();
     timeline["shared_waits"] = cw::gpu_slot().shared_wait_intervals();
-    result["timeline"] = timeline;
-    result["worker_ns"] = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - started).count();
-    w::emit(result);
+    fl["timeline"] = timeline;
+    // The CUDA worker runs the candidate in its own process under the CUDA
+    // policy (no kernel hosts yet): that is what its report says.
+    kevo::sandbox::IsolationReport iso;
+    iso.seccomp = r.seccomp;
+    iso.notes.push_back("the CUDA judge runs the candidate in its own process (no kernel hosts yet)");
+    result.isolation = iso.to_json();
+    result.worker_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - started).count();
+    w::emit(native::to_json(result));
   } catch (const std::bad_alloc&) {
     w::fatal("worker_memory", "the worker could not allocate the task's buffers");
   } catch (const std::exception& e) {

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -22,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace kevo::sandbox {
@@ -69,6 +71,7 @@ struct ChildPlan {
   int nmap = 0;
   int hi_base = 3;                     // above every target
   long close_max = 1024;               // loop bound when close_range is missing
+  pid_t parent = -1;                   // the engine (for the death-signal race)
   struct Lim {
     decltype(RLIMIT_CPU) resource;
     rlimit value;
@@ -76,40 +79,18 @@ struct ChildPlan {
   int nlims = 0;
 };
 
-[[noreturn]] void child_fail(int errfd, int err) {
-  // Reports errno to the parent, which turns it into a Failure.
-  ssize_t r = ::write(errfd, &err, sizeof err);
-  (void)r;
-  ::_exit(127);
-}
-
+using detail::child_fail;
 
 [[noreturn]] void child_main(const ChildPlan& plan) {
   if (::setsid() < 0) child_fail(plan.err_write, errno);
+  // Dies with the engine: a judge (and through its own death signal, its
+  // kernel hosts) never outlives the process that waits for its verdict.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != plan.parent) ::_exit(126);
 
   detail::default_signals();
 
-  // Move the error pipe and every source above the targets first, so that
-  // dup2 onto a target never clobbers a source.
-  int errfd = ::fcntl(plan.err_write, F_DUPFD_CLOEXEC, plan.hi_base);
-  if (errfd < 0) child_fail(plan.err_write, errno);
-  int tmp[5];
-  for (int i = 0; i < plan.nmap; ++i) {
-    tmp[i] = ::fcntl(plan.src[i], F_DUPFD, plan.hi_base);
-    if (tmp[i] < 0) child_fail(errfd, errno);
-  }
-  for (int i = 0; i < plan.nmap; ++i) {
-    if (::dup2(tmp[i], plan.dst[i]) < 0) child_fail(errfd, errno);
-  }
-  // Close everything else: [3, hi_base) but the targets, then all above
-  // hi_base but errfd (which closes itself at exec).
-  for (int fd = 3; fd < plan.hi_base; ++fd) {
-    bool keep = false;
-    for (int i = 0; i < plan.nmap; ++i) keep = keep || plan.dst[i] == fd;
-    if (!keep) ::close(fd);
-  }
-  detail::close_from(plan.hi_base, errfd, plan.close_max);
-  detail::close_from(errfd + 1, 0x7fffffff, plan.close_max);
+  const int errfd = detail::remap_fds(plan.src, plan.dst, plan.nmap, plan.hi_base, plan.err_write, plan.close_max);
 
   if (plan.cwd && ::chdir(plan.cwd) != 0) child_fail(errfd, errno);
   for (int i = 0; i < plan.nlims; ++i) {
@@ -123,6 +104,19 @@ struct ChildPlan {
 std::string errno_text(int err) { return std::strerror(err); }
 
 }  // namespace
+
+std::string signal_name(int sig) {
+  static const std::map<int, const char*> names = {
+      {SIGSEGV, "SIGSEGV"}, {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},
+      {SIGILL, "SIGILL"},   {SIGKILL, "SIGKILL"}, {SIGTERM, "SIGTERM"}, {SIGSYS, "SIGSYS"},
+      {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"}, {SIGPIPE, "SIGPIPE"}, {SIGTRAP, "SIGTRAP"},
+      {SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},   {SIGALRM, "SIGALRM"}, {SIGUSR1, "SIGUSR1"},
+      {SIGUSR2, "SIGUSR2"}};
+  auto it = names.find(sig);
+  std::string out = it != names.end() ? it->second : "signal " + std::to_string(sig);
+  if (const char* d = ::strsignal(sig)) out += std::string(" (") + d + ")";
+  return out;
+}
 
 const char* to_string(Outcome o) {
   switch (o) {
@@ -269,6 +263,7 @@ std::uint64_t Runner::start(Spec spec) {
   plan.envp = envp.data();
   plan.cwd = cwd.empty() ? nullptr : cwd.c_str();
   plan.err_write = errp.write.get();
+  plan.parent = ::getpid();
   auto map = [&](int src, int dst) {
     plan.src[plan.nmap] = src;
     plan.dst[plan.nmap] = dst;

@@ -8,7 +8,9 @@
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -32,6 +34,9 @@
 #ifndef SECCOMP_FILTER_FLAG_TSYNC
 #define SECCOMP_FILTER_FLAG_TSYNC 1U
 #endif
+#ifndef PR_SET_VMA
+#define PR_SET_VMA 0x53564d41
+#endif
 
 namespace kevo::sandbox {
 
@@ -53,216 +58,122 @@ struct Named {
   const char* name;
 };
 
-// Plain traps: any use is a violation. Guarded because aarch64 has only the
-// *at variants and some calls are newer than the build's headers.
-const std::vector<Named>& trapped() {
-  static const std::vector<Named> list = {
+// The calls every kernel host may make with any arguments: computing,
+// memory, threads (their synchronisation and exit), reading what is open,
+// time, its own signals and identity. Guarded: aarch64 has only the *at
+// variants, and some calls are newer than the build's headers.
 #define KEVO_NR(n) {__NR_##n, #n},
+const std::vector<Named>& always_allowed() {
+  static const std::vector<Named> list = {
+      KEVO_NR(read) KEVO_NR(write) KEVO_NR(readv) KEVO_NR(writev) KEVO_NR(pread64) KEVO_NR(preadv)
+      KEVO_NR(close) KEVO_NR(fstat) KEVO_NR(newfstatat) KEVO_NR(statx) KEVO_NR(lseek) KEVO_NR(faccessat)
+      KEVO_NR(readlinkat) KEVO_NR(getcwd) KEVO_NR(getdents64) KEVO_NR(fcntl) KEVO_NR(dup) KEVO_NR(dup3)
+      KEVO_NR(ppoll) KEVO_NR(pselect6) KEVO_NR(brk) KEVO_NR(mmap) KEVO_NR(munmap) KEVO_NR(mprotect)
+      KEVO_NR(mremap) KEVO_NR(madvise) KEVO_NR(mincore) KEVO_NR(membarrier) KEVO_NR(futex)
+      KEVO_NR(set_robust_list) KEVO_NR(get_robust_list) KEVO_NR(set_tid_address) KEVO_NR(exit)
+      KEVO_NR(exit_group) KEVO_NR(gettid) KEVO_NR(getpid) KEVO_NR(getppid) KEVO_NR(sched_yield)
+      KEVO_NR(sched_get_priority_max) KEVO_NR(sched_get_priority_min) KEVO_NR(sched_rr_get_interval)
+      KEVO_NR(getcpu) KEVO_NR(rt_sigprocmask) KEVO_NR(rt_sigreturn) KEVO_NR(sigaltstack)
+      KEVO_NR(rt_sigpending) KEVO_NR(rt_sigtimedwait) KEVO_NR(rt_sigsuspend) KEVO_NR(restart_syscall)
+      KEVO_NR(clock_gettime) KEVO_NR(clock_getres) KEVO_NR(clock_nanosleep) KEVO_NR(nanosleep)
+      KEVO_NR(gettimeofday) KEVO_NR(times) KEVO_NR(getrusage) KEVO_NR(getrandom) KEVO_NR(uname)
+      KEVO_NR(sysinfo) KEVO_NR(getuid) KEVO_NR(geteuid) KEVO_NR(getgid) KEVO_NR(getegid)
+      KEVO_NR(getresuid) KEVO_NR(getresgid) KEVO_NR(getgroups) KEVO_NR(capget) KEVO_NR(umask)
+      KEVO_NR(mbind) KEVO_NR(get_mempolicy) KEVO_NR(set_mempolicy) KEVO_NR(pipe2) KEVO_NR(getitimer)
+      KEVO_NR(setitimer) KEVO_NR(timer_create) KEVO_NR(timer_settime) KEVO_NR(timer_gettime)
+      KEVO_NR(timer_getoverrun) KEVO_NR(timer_delete) KEVO_NR(getpriority)
+#ifdef __NR_rseq
+      KEVO_NR(rseq)
+#endif
+#ifdef __NR_futex_waitv
+      KEVO_NR(futex_waitv)
+#endif
+#ifdef __NR_faccessat2
+      KEVO_NR(faccessat2)
+#endif
+#ifdef __NR_fstatfs
+      KEVO_NR(fstatfs)
+#endif
+#ifdef __NR_stat
+      KEVO_NR(stat) KEVO_NR(lstat) KEVO_NR(access) KEVO_NR(readlink) KEVO_NR(poll) KEVO_NR(select)
+      KEVO_NR(dup2) KEVO_NR(pipe) KEVO_NR(time) KEVO_NR(alarm) KEVO_NR(getdents) KEVO_NR(getpgrp)
+#endif
+#ifdef __NR_arch_prctl
+      KEVO_NR(arch_prctl)
+#endif
+  };
+  return list;
+}
+
+// What the CUDA driver keeps doing after its context exists (the CUDA
+// variant adds these; ioctl on the device files above all).
+const std::vector<Named>& cuda_allowed() {
+  static const std::vector<Named> list = {
+      KEVO_NR(ioctl) KEVO_NR(eventfd2) KEVO_NR(epoll_create1) KEVO_NR(epoll_ctl) KEVO_NR(epoll_pwait)
+      KEVO_NR(mlock) KEVO_NR(munlock) KEVO_NR(msync) KEVO_NR(flock) KEVO_NR(fdatasync)
+      // The CUDA worker's spawner channel (a socket made before the policy;
+      // making one after it is still a violation).
+      KEVO_NR(sendto) KEVO_NR(recvfrom) KEVO_NR(sendmsg) KEVO_NR(recvmsg)
+#ifdef __NR_epoll_wait
+      KEVO_NR(epoll_wait) KEVO_NR(eventfd)
+#endif
+#ifdef __NR_epoll_pwait2
+      KEVO_NR(epoll_pwait2)
+#endif
+  };
+  return list;
+}
+
+// Names of calls a policy forbids, for messages (a violation names the
+// call). Not a rule: anything not allowed above traps.
+const std::vector<Named>& other_names() {
+  static const std::vector<Named> list = {
+      KEVO_NR(ioctl) KEVO_NR(socket) KEVO_NR(connect) KEVO_NR(bind) KEVO_NR(listen) KEVO_NR(accept4)
+      KEVO_NR(sendto) KEVO_NR(recvfrom) KEVO_NR(sendmsg) KEVO_NR(recvmsg) KEVO_NR(socketpair)
+      KEVO_NR(execve) KEVO_NR(execveat) KEVO_NR(wait4) KEVO_NR(waitid) KEVO_NR(unlinkat) KEVO_NR(renameat)
+      KEVO_NR(mkdirat) KEVO_NR(linkat) KEVO_NR(symlinkat) KEVO_NR(fchmod) KEVO_NR(fchmodat) KEVO_NR(fchown)
+      KEVO_NR(fchownat) KEVO_NR(truncate) KEVO_NR(ftruncate) KEVO_NR(fallocate) KEVO_NR(mknodat)
+      KEVO_NR(utimensat) KEVO_NR(setxattr) KEVO_NR(fsetxattr) KEVO_NR(removexattr) KEVO_NR(open_by_handle_at)
+      KEVO_NR(ptrace) KEVO_NR(process_vm_readv) KEVO_NR(process_vm_writev) KEVO_NR(pidfd_send_signal)
+      KEVO_NR(pidfd_open) KEVO_NR(pidfd_getfd) KEVO_NR(tkill) KEVO_NR(kcmp) KEVO_NR(io_uring_setup)
+      KEVO_NR(io_setup) KEVO_NR(mount) KEVO_NR(umount2) KEVO_NR(pivot_root) KEVO_NR(chroot) KEVO_NR(unshare)
+      KEVO_NR(setns) KEVO_NR(reboot) KEVO_NR(kexec_load) KEVO_NR(init_module) KEVO_NR(finit_module)
+      KEVO_NR(delete_module) KEVO_NR(swapon) KEVO_NR(swapoff) KEVO_NR(bpf) KEVO_NR(userfaultfd)
+      KEVO_NR(keyctl) KEVO_NR(add_key) KEVO_NR(request_key) KEVO_NR(perf_event_open) KEVO_NR(shmget)
+      KEVO_NR(shmat) KEVO_NR(shmctl) KEVO_NR(semget) KEVO_NR(semop) KEVO_NR(msgget) KEVO_NR(msgsnd)
+      KEVO_NR(mq_open) KEVO_NR(memfd_create) KEVO_NR(setuid) KEVO_NR(setgid) KEVO_NR(setresuid)
+      KEVO_NR(setresgid) KEVO_NR(setgroups) KEVO_NR(capset) KEVO_NR(personality) KEVO_NR(seccomp)
+      KEVO_NR(settimeofday) KEVO_NR(clock_settime) KEVO_NR(clock_adjtime) KEVO_NR(adjtimex) KEVO_NR(chdir)
+      KEVO_NR(fchdir) KEVO_NR(sync) KEVO_NR(syncfs) KEVO_NR(splice) KEVO_NR(tee) KEVO_NR(sendfile)
+      KEVO_NR(inotify_init1) KEVO_NR(fanotify_init) KEVO_NR(setpgid) KEVO_NR(setsid) KEVO_NR(getpgid)
+      KEVO_NR(getsid) KEVO_NR(sched_setaffinity) KEVO_NR(sched_getaffinity) KEVO_NR(sched_setscheduler)
+      KEVO_NR(sched_setparam) KEVO_NR(sched_getparam) KEVO_NR(sched_getscheduler) KEVO_NR(sched_setattr)
+      KEVO_NR(sched_getattr) KEVO_NR(prlimit64) KEVO_NR(setpriority) KEVO_NR(prctl) KEVO_NR(kill)
+      KEVO_NR(tgkill) KEVO_NR(rt_sigqueueinfo) KEVO_NR(rt_tgsigqueueinfo) KEVO_NR(rt_sigaction)
+      KEVO_NR(quotactl) KEVO_NR(acct) KEVO_NR(sethostname) KEVO_NR(setdomainname) KEVO_NR(ioprio_set)
+      KEVO_NR(eventfd2) KEVO_NR(epoll_create1) KEVO_NR(mlock) KEVO_NR(msync) KEVO_NR(flock) KEVO_NR(fsync)
 #ifdef __NR_fork
-      KEVO_NR(fork)
-#endif
-#ifdef __NR_vfork
-      KEVO_NR(vfork)
-#endif
-#ifdef __NR_execve
-      KEVO_NR(execve)
-#endif
-#ifdef __NR_execveat
-      KEVO_NR(execveat)
-#endif
-#ifdef __NR_socket
-      KEVO_NR(socket)
-#endif
-#ifdef __NR_connect
-      KEVO_NR(connect)
-#endif
-#ifdef __NR_bind
-      KEVO_NR(bind)
-#endif
-#ifdef __NR_creat
-      KEVO_NR(creat)
-#endif
-#ifdef __NR_unlink
-      KEVO_NR(unlink)
-#endif
-#ifdef __NR_unlinkat
-      KEVO_NR(unlinkat)
-#endif
-#ifdef __NR_rename
-      KEVO_NR(rename)
-#endif
-#ifdef __NR_renameat
-      KEVO_NR(renameat)
+      KEVO_NR(fork) KEVO_NR(vfork) KEVO_NR(creat) KEVO_NR(unlink) KEVO_NR(rename) KEVO_NR(mkdir)
+      KEVO_NR(rmdir) KEVO_NR(link) KEVO_NR(symlink) KEVO_NR(chmod) KEVO_NR(chown) KEVO_NR(lchown)
+      KEVO_NR(mknod) KEVO_NR(utime) KEVO_NR(utimes) KEVO_NR(futimesat) KEVO_NR(lsetxattr)
+      KEVO_NR(lremovexattr) KEVO_NR(fremovexattr) KEVO_NR(iopl) KEVO_NR(ioperm)
 #endif
 #ifdef __NR_renameat2
       KEVO_NR(renameat2)
 #endif
-#ifdef __NR_mkdir
-      KEVO_NR(mkdir)
+#ifdef __NR_io_uring_enter
+      KEVO_NR(io_uring_enter) KEVO_NR(io_uring_register)
 #endif
-#ifdef __NR_mkdirat
-      KEVO_NR(mkdirat)
+#ifdef __NR_process_madvise
+      KEVO_NR(process_madvise)
 #endif
-#ifdef __NR_rmdir
-      KEVO_NR(rmdir)
+#ifdef __NR_landlock_create_ruleset
+      KEVO_NR(landlock_create_ruleset)
 #endif
-#ifdef __NR_link
-      KEVO_NR(link)
-#endif
-#ifdef __NR_linkat
-      KEVO_NR(linkat)
-#endif
-#ifdef __NR_symlink
-      KEVO_NR(symlink)
-#endif
-#ifdef __NR_symlinkat
-      KEVO_NR(symlinkat)
-#endif
-#ifdef __NR_chmod
-      KEVO_NR(chmod)
-#endif
-#ifdef __NR_fchmod
-      KEVO_NR(fchmod)
-#endif
-#ifdef __NR_fchmodat
-      KEVO_NR(fchmodat)
-#endif
-#ifdef __NR_fchmodat2
-      KEVO_NR(fchmodat2)
-#endif
-#ifdef __NR_chown
-      KEVO_NR(chown)
-#endif
-#ifdef __NR_fchown
-      KEVO_NR(fchown)
-#endif
-#ifdef __NR_lchown
-      KEVO_NR(lchown)
-#endif
-#ifdef __NR_fchownat
-      KEVO_NR(fchownat)
-#endif
-#ifdef __NR_truncate
-      KEVO_NR(truncate)
-#endif
-#ifdef __NR_mknod
-      KEVO_NR(mknod)
-#endif
-#ifdef __NR_mknodat
-      KEVO_NR(mknodat)
-#endif
-#ifdef __NR_utime
-      KEVO_NR(utime)
-#endif
-#ifdef __NR_utimes
-      KEVO_NR(utimes)
-#endif
-#ifdef __NR_utimensat
-      KEVO_NR(utimensat)
-#endif
-#ifdef __NR_futimesat
-      KEVO_NR(futimesat)
-#endif
-#ifdef __NR_setxattr
-      KEVO_NR(setxattr)
-#endif
-#ifdef __NR_lsetxattr
-      KEVO_NR(lsetxattr)
-#endif
-#ifdef __NR_fsetxattr
-      KEVO_NR(fsetxattr)
-#endif
-#ifdef __NR_removexattr
-      KEVO_NR(removexattr)
-#endif
-#ifdef __NR_lremovexattr
-      KEVO_NR(lremovexattr)
-#endif
-#ifdef __NR_fremovexattr
-      KEVO_NR(fremovexattr)
-#endif
-#ifdef __NR_open_by_handle_at
-      KEVO_NR(open_by_handle_at)
-#endif
-#ifdef __NR_ptrace
-      KEVO_NR(ptrace)
-#endif
-#ifdef __NR_process_vm_readv
-      KEVO_NR(process_vm_readv)
-#endif
-#ifdef __NR_process_vm_writev
-      KEVO_NR(process_vm_writev)
-#endif
-#ifdef __NR_pidfd_send_signal
-      KEVO_NR(pidfd_send_signal)
-#endif
-#ifdef __NR_tkill
-      KEVO_NR(tkill)
-#endif
-#ifdef __NR_io_uring_setup
-      KEVO_NR(io_uring_setup)   // io_uring operations bypass seccomp
-#endif
-#ifdef __NR_mount
-      KEVO_NR(mount)
-#endif
-#ifdef __NR_umount2
-      KEVO_NR(umount2)
-#endif
-#ifdef __NR_pivot_root
-      KEVO_NR(pivot_root)
-#endif
-#ifdef __NR_chroot
-      KEVO_NR(chroot)
-#endif
-#ifdef __NR_unshare
-      KEVO_NR(unshare)
-#endif
-#ifdef __NR_setns
-      KEVO_NR(setns)
-#endif
-#ifdef __NR_reboot
-      KEVO_NR(reboot)
-#endif
-#ifdef __NR_kexec_load
-      KEVO_NR(kexec_load)
-#endif
-#ifdef __NR_kexec_file_load
-      KEVO_NR(kexec_file_load)
-#endif
-#ifdef __NR_init_module
-      KEVO_NR(init_module)
-#endif
-#ifdef __NR_finit_module
-      KEVO_NR(finit_module)
-#endif
-#ifdef __NR_delete_module
-      KEVO_NR(delete_module)
-#endif
-#ifdef __NR_swapon
-      KEVO_NR(swapon)
-#endif
-#ifdef __NR_swapoff
-      KEVO_NR(swapoff)
-#endif
-#ifdef __NR_bpf
-      KEVO_NR(bpf)
-#endif
-#ifdef __NR_userfaultfd
-      KEVO_NR(userfaultfd)
-#endif
-#ifdef __NR_keyctl
-      KEVO_NR(keyctl)
-#endif
-#ifdef __NR_add_key
-      KEVO_NR(add_key)
-#endif
-#ifdef __NR_request_key
-      KEVO_NR(request_key)
-#endif
-#undef KEVO_NR
   };
   return list;
 }
+#undef KEVO_NR
 
 // Names of the calls with argument checks (for messages).
 const std::vector<Named>& checked() {
@@ -274,6 +185,8 @@ const std::vector<Named>& checked() {
       {__NR_clone, "clone (a process, not a thread)"},
       {__NR_kill, "kill (another process)"},
       {__NR_tgkill, "tgkill (another process)"},
+      {__NR_rt_sigqueueinfo, "rt_sigqueueinfo (another process)"},
+      {__NR_rt_tgsigqueueinfo, "rt_tgsigqueueinfo (another process)"},
   };
   return list;
 }
@@ -299,6 +212,14 @@ constexpr std::uint32_t arg_lo(int i) {
 #endif
 }
 
+constexpr std::uint32_t kAllow = SECCOMP_RET_ALLOW;
+constexpr std::uint32_t kTrap = SECCOMP_RET_TRAP;
+constexpr std::uint32_t kKill = SECCOMP_RET_KILL_PROCESS;
+constexpr std::uint32_t errno_ret(int e) { return SECCOMP_RET_ERRNO | (static_cast<std::uint32_t>(e) & SECCOMP_RET_DATA); }
+
+// A BPF program built rule by rule. Every rule starts with the call's
+// number in the accumulator and either returns or jumps past itself with
+// the number reloaded, so rules are independent and no jump is long.
 struct Prog {
   std::vector<sock_filter> ins;
   void stmt(std::uint16_t code, std::uint32_t k) { ins.push_back(BPF_STMT(code, k)); }
@@ -306,26 +227,45 @@ struct Prog {
     ins.push_back(BPF_JUMP(code, k, jt, jf));
   }
   void load_nr() { stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)); }
+  void load_arg(int i) { stmt(BPF_LD | BPF_W | BPF_ABS, arg_lo(i)); }
   // if nr == n: return action
   void simple(long n, std::uint32_t action) {
     jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(n), 0, 1);
     stmt(BPF_RET | BPF_K, action);
   }
-  // if nr == n: load arg i; if (arg & mask) return on_set else return on_clear
+  // if nr == n: return (arg & mask) ? on_set : on_clear
   void flags(long n, int arg, std::uint32_t mask, std::uint32_t on_set, std::uint32_t on_clear) {
     jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(n), 0, 4);
-    stmt(BPF_LD | BPF_W | BPF_ABS, arg_lo(arg));
+    load_arg(arg);
     jump(BPF_JMP | BPF_JSET | BPF_K, mask, 0, 1);
     stmt(BPF_RET | BPF_K, on_set);
     stmt(BPF_RET | BPF_K, on_clear);
   }
-  // if nr == n: if (arg == value) return on_eq else return on_ne
-  void equals(long n, int arg, std::uint32_t value, std::uint32_t on_eq, std::uint32_t on_ne) {
-    jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(n), 0, 4);
-    stmt(BPF_LD | BPF_W | BPF_ABS, arg_lo(arg));
-    jump(BPF_JMP | BPF_JEQ | BPF_K, value, 0, 1);
-    stmt(BPF_RET | BPF_K, on_eq);
-    stmt(BPF_RET | BPF_K, on_ne);
+  // if nr == n: return arg in values ? on_in : on_out (at most 250 values)
+  void one_of(long n, int arg, const std::vector<std::uint32_t>& values, std::uint32_t on_in, std::uint32_t on_out) {
+    const auto k = static_cast<std::uint8_t>(values.size());
+    jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(n), 0, static_cast<std::uint8_t>(k + 3));
+    load_arg(arg);
+    for (std::size_t i = 0; i < values.size(); ++i)
+      jump(BPF_JMP | BPF_JEQ | BPF_K, values[i], static_cast<std::uint8_t>(k - i), 0);
+    stmt(BPF_RET | BPF_K, on_out);
+    stmt(BPF_RET | BPF_K, on_in);
+  }
+  // if nr == n: return (arg0 in values0 && arg1 in values1) ? on_in : on_out
+  void two_of(long n, int a0, const std::vector<std::uint32_t>& v0, int a1, const std::vector<std::uint32_t>& v1,
+              std::uint32_t on_in, std::uint32_t on_out) {
+    const auto k0 = static_cast<std::uint8_t>(v0.size()), k1 = static_cast<std::uint8_t>(v1.size());
+    // nr check, load a0, k0 tests, ret out, load a1, k1 tests, ret out, ret in
+    jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(n), 0, static_cast<std::uint8_t>(k0 + k1 + 5));
+    load_arg(a0);
+    for (std::size_t i = 0; i < v0.size(); ++i)
+      jump(BPF_JMP | BPF_JEQ | BPF_K, v0[i], static_cast<std::uint8_t>(k0 - i), 0);
+    stmt(BPF_RET | BPF_K, on_out);
+    load_arg(a1);
+    for (std::size_t i = 0; i < v1.size(); ++i)
+      jump(BPF_JMP | BPF_JEQ | BPF_K, v1[i], static_cast<std::uint8_t>(k1 - i), 0);
+    stmt(BPF_RET | BPF_K, on_out);
+    stmt(BPF_RET | BPF_K, on_in);
   }
 };
 
@@ -335,6 +275,7 @@ std::size_t g_prefix_len = 0;
 char g_suffix[256];
 std::size_t g_suffix_len = 0;
 int g_report_fd = -1;
+std::atomic<std::int64_t>* g_slot = nullptr;
 
 void write_all(int fd, const char* p, std::size_t n) {
   while (n > 0) {
@@ -348,9 +289,10 @@ void write_all(int fd, const char* p, std::size_t n) {
 
 void on_sigsys(int, siginfo_t* si, void*) {
   // Async-signal-safe: formats into a static buffer and write()s it once.
+  const long nr = si ? si->si_syscall : -1;
+  if (g_slot) g_slot->store(nr, std::memory_order_release);
   if (g_report_fd >= 0) {
     char* out = g_report + g_prefix_len;
-    long nr = si ? si->si_syscall : -1;
     char digits[24];
     int nd = 0;
     bool neg = nr < 0;
@@ -366,6 +308,55 @@ void on_sigsys(int, siginfo_t* si, void*) {
     write_all(g_report_fd, g_report, static_cast<std::size_t>(out - g_report));
   }
   ::_exit(kViolationExitCode);
+}
+
+// The rules whose arguments matter.
+void add_checked_rules(Prog& p, const PolicyOptions& o) {
+  const auto self = static_cast<std::uint32_t>(::getpid());
+  // Files: reading only (CPU), or without creating or truncating (CUDA).
+  const std::uint32_t open_denied = o.policy == Policy::cuda ? kCreateFlags : kWriteFlags;
+#ifdef __NR_open
+  p.flags(__NR_open, 1, open_denied, kTrap, kAllow);
+#endif
+  p.flags(__NR_openat, 2, open_denied, kTrap, kAllow);
+  // Threads, never processes.
+  p.flags(__NR_clone, 0, CLONE_THREAD, kAllow, kTrap);
+#ifdef __NR_clone3
+  p.simple(__NR_clone3, errno_ret(ENOSYS));
+#endif
+#ifdef __NR_openat2
+  p.simple(__NR_openat2, errno_ret(ENOSYS));
+#endif
+  // Signals to itself only: kill(0)/kill(-pgid) would reach the judge's
+  // process group.
+  p.one_of(__NR_kill, 0, {self}, kAllow, kTrap);
+  p.one_of(__NR_tgkill, 0, {self}, kAllow, kTrap);
+  p.one_of(__NR_rt_sigqueueinfo, 0, {self}, kAllow, kTrap);
+  p.one_of(__NR_rt_tgsigqueueinfo, 0, {self}, kAllow, kTrap);
+  // Replacing the violation handler ends the process at once.
+  p.one_of(__NR_rt_sigaction, 0, {SIGSYS}, kKill, kAllow);
+  // Scheduling, affinity, limits: on itself (pid 0 or its own number); in a
+  // PID namespace of its own, every number it can name is its own thread.
+  for (long nr : {static_cast<long>(__NR_sched_setaffinity), static_cast<long>(__NR_sched_getaffinity),
+                  static_cast<long>(__NR_sched_setscheduler), static_cast<long>(__NR_sched_setparam),
+                  static_cast<long>(__NR_sched_getparam), static_cast<long>(__NR_sched_getscheduler),
+                  static_cast<long>(__NR_sched_setattr), static_cast<long>(__NR_sched_getattr),
+                  static_cast<long>(__NR_prlimit64)}) {
+    if (o.own_pid_namespace && nr != __NR_prlimit64) p.simple(nr, kAllow);
+    else p.one_of(nr, 0, {0u, self}, kAllow, errno_ret(EPERM));
+  }
+  // setpriority(PRIO_PROCESS, 0 or itself): a process group or a user
+  // would reach other processes.
+  p.two_of(__NR_setpriority, 0, {PRIO_PROCESS}, 1, {0u, self}, kAllow, errno_ret(EPERM));
+  // prctl: naming threads and reading state; nothing that changes how the
+  // process dies, is traced or is dumped.
+  p.one_of(__NR_prctl, 0,
+           {PR_SET_NAME, PR_GET_NAME, PR_GET_DUMPABLE, PR_CAPBSET_READ, PR_GET_SECUREBITS, PR_GET_NO_NEW_PRIVS,
+            PR_GET_TIMERSLACK, PR_GET_THP_DISABLE, PR_SET_VMA, PR_GET_TSC},
+           kAllow, errno_ret(EPERM));
+  // ioctl: the CUDA driver's (allowed below); the CPU variant answers
+  // "not a terminal" (stdio's isatty probes) without a violation.
+  if (o.policy == Policy::cpu) p.simple(__NR_ioctl, errno_ret(ENOTTY));
 }
 
 }  // namespace
@@ -390,7 +381,9 @@ void set_violation_report(int fd, const std::string& prefix, const std::string& 
   g_report_fd = fd;
 }
 
-void install_candidate_policy(Policy policy) {
+void set_violation_slot(std::atomic<std::int64_t>* slot) { g_slot = slot; }
+
+void install_candidate_policy(const PolicyOptions& o) {
   if (!kKnownArch) throw Failure("seccomp: this architecture is not supported by kevo's policy");
 
   struct sigaction sa;
@@ -404,47 +397,26 @@ void install_candidate_policy(Policy policy) {
   sigaddset(&sys, SIGSYS);
   ::sigprocmask(SIG_UNBLOCK, &sys, nullptr);
 
-  const std::uint32_t allow = SECCOMP_RET_ALLOW;
-  const std::uint32_t trap = SECCOMP_RET_TRAP;
-  const std::uint32_t kill = SECCOMP_RET_KILL_PROCESS;
-  const std::uint32_t enosys = SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA);
-  const auto self = static_cast<std::uint32_t>(::getpid());
-
   Prog p;
   p.stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch));
   p.jump(BPF_JMP | BPF_JEQ | BPF_K, kAuditArch, 1, 0);
-  p.stmt(BPF_RET | BPF_K, kill);   // another ABI (i386 via int 0x80...)
+  p.stmt(BPF_RET | BPF_K, kKill);   // another ABI (i386 via int 0x80...)
   p.load_nr();
 #if defined(__x86_64__)
   p.jump(BPF_JMP | BPF_JGE | BPF_K, 0x40000000U, 0, 1);   // x32 syscalls
-  p.stmt(BPF_RET | BPF_K, kill);
+  p.stmt(BPF_RET | BPF_K, kKill);
 #endif
-  for (const Named& n : trapped()) p.simple(n.nr, trap);
-#ifdef __NR_clone3
-  p.simple(__NR_clone3, enosys);   // its flags sit in memory: make glibc use clone
-#endif
-#ifdef __NR_openat2
-  p.simple(__NR_openat2, enosys);  // likewise its open flags
-#endif
-  // The rules below load an argument only when nr matches, and then return
-  // in every branch; a rule that does not match is skipped whole, so the
-  // accumulator still holds nr for the next one.
-  const std::uint32_t open_denied = policy == Policy::cuda ? kCreateFlags : kWriteFlags;
-#ifdef __NR_open
-  p.flags(__NR_open, 1, open_denied, trap, allow);
-#endif
-  p.flags(__NR_openat, 2, open_denied, trap, allow);
-  p.flags(__NR_clone, 0, CLONE_THREAD, allow, trap);
-  p.equals(__NR_kill, 0, self, allow, trap);
-  p.equals(__NR_tgkill, 0, self, allow, trap);
-  p.equals(__NR_rt_sigaction, 0, SIGSYS, kill, allow);
-  p.stmt(BPF_RET | BPF_K, allow);
+  for (const Named& n : always_allowed()) p.simple(n.nr, kAllow);
+  add_checked_rules(p, o);
+  if (o.policy == Policy::cuda)
+    for (const Named& n : cuda_allowed()) p.simple(n.nr, kAllow);
+  p.stmt(BPF_RET | BPF_K, kTrap);   // everything else
 
   sock_fprog prog;
   prog.len = static_cast<unsigned short>(p.ins.size());
   prog.filter = p.ins.data();
   check_errno(::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0, "prctl(PR_SET_NO_NEW_PRIVS)");
-  const std::string key = policy == Policy::cuda ? "backend.cuda.sandbox.seccomp" : "backend.cpu.sandbox.seccomp";
+  const std::string key = o.policy == Policy::cuda ? "backend.cuda.sandbox.seccomp" : "backend.cpu.sandbox.seccomp";
   // TSYNC puts the filter on every thread at once (the kernel also gives
   // them no_new_privs): threads that exist already, such as the CUDA
   // driver's, would otherwise run unfiltered. A positive result names a
@@ -454,9 +426,9 @@ void install_candidate_policy(Policy policy) {
 #ifdef __NR_seccomp
   rc = ::syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog);
 #endif
-  if (rc < 0 && errno == ENOSYS && policy == Policy::cpu) {
+  if (rc < 0 && errno == ENOSYS && o.policy == Policy::cpu) {
     // Kernels before 3.17: the calling thread only, which is all there is
-    // in the CPU worker at this point.
+    // in a CPU kernel host at this point.
     rc = ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
   }
   if (rc > 0)
@@ -470,10 +442,11 @@ void install_candidate_policy(Policy policy) {
 }
 
 std::string forbidden_syscall_name(long nr) {
-  for (const Named& n : trapped())
-    if (n.nr == nr) return n.name;
   for (const Named& n : checked())
     if (n.nr == nr) return n.name;
+  for (const auto* list : {&other_names(), &always_allowed(), &cuda_allowed()})
+    for (const Named& n : *list)
+      if (n.nr == nr) return n.name;
   return {};
 }
 

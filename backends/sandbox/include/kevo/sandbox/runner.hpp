@@ -115,6 +115,9 @@ class Runner {
   UniqueFd devnull_;
 };
 
+// "SIGSEGV (Segmentation fault)".
+std::string signal_name(int sig);
+
 // The user's current number of processes + threads (for RLIMIT_NPROC).
 int count_user_tasks();
 // Looks `name` up in PATH (the given value, "" = the engine's); returns "" if not found.

@@ -10,6 +10,8 @@
 #include "kevo/core/task.hpp"
 #include "kevo/core/verdict.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -90,6 +92,12 @@ class Backend {
   // needs a prepared task and an idle backend.
   std::vector<BaselineVerdict> judge_baselines(const Task& task, std::uint64_t seed);
 
+  // What the backend's sandbox guarantees on this machine, as its candidates'
+  // processes last reported it (docs/sandbox.md): {"missing": [...], ...};
+  // null when it runs no candidate code (the null backend) or has judged
+  // nothing yet.
+  nlohmann::json guarantees() const { return do_guarantees(); }
+
  protected:
   virtual BackendNeeds do_needs() const = 0;
   virtual void do_prepare(const Task& task) = 0;
@@ -98,6 +106,7 @@ class Backend {
   virtual std::vector<EvalResult> do_poll(std::chrono::milliseconds max_wait) = 0;
   virtual void do_cancel_all() = 0;
   virtual std::vector<BaselineVerdict> do_judge_baselines(const Task&, std::uint64_t) { return {}; }
+  virtual nlohmann::json do_guarantees() const { return nullptr; }
 
  private:
   std::string name_;

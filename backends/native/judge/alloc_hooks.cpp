@@ -17,7 +17,7 @@ void __libc_free(void*) noexcept;
 std::size_t malloc_usable_size(void*) noexcept;
 }
 
-namespace kevo::cpu::worker {
+namespace kevo::native::judge {
 namespace {
 
 // Constant-initialised: malloc runs before any constructor.
@@ -30,10 +30,12 @@ std::atomic<bool> g_poison{false};
 std::atomic<std::uint64_t> g_failures{0};
 std::atomic<std::uint64_t> g_last_bytes{0};
 std::atomic<int> g_reported{0};
+std::atomic<std::atomic<std::uint64_t>*> g_slot{nullptr};
 
 void report(std::size_t bytes) {
   g_failures.fetch_add(1, std::memory_order_relaxed);
   g_last_bytes.store(bytes, std::memory_order_relaxed);
+  if (auto* slot = g_slot.load(std::memory_order_relaxed)) slot->store(bytes, std::memory_order_relaxed);
   const int fd = g_fd.load(std::memory_order_relaxed);
   // A few lines suffice; a loop of failing allocations must not flood the pipe.
   if (fd < 0 || g_reported.fetch_add(1, std::memory_order_relaxed) >= 4) return;
@@ -81,13 +83,14 @@ void set_alloc_report(int fd, const std::string& prefix, const std::string& suff
   g_fd.store(fd);
 }
 
+void set_alloc_slot(std::atomic<std::uint64_t>* slot) { g_slot.store(slot); }
 void set_alloc_poison(bool on) { g_poison.store(on); }
 std::uint64_t alloc_failures() { return g_failures.load(); }
 std::uint64_t last_failed_alloc_bytes() { return g_last_bytes.load(); }
 
-}  // namespace kevo::cpu::worker
+}  // namespace kevo::native::judge
 
-using kevo::cpu::worker::fresh;
+using kevo::native::judge::fresh;
 
 extern "C" {
 
@@ -97,7 +100,7 @@ void free(void* p) noexcept { __libc_free(p); }
 
 void* calloc(std::size_t a, std::size_t b) noexcept {
   void* p = __libc_calloc(a, b);
-  if (!p && a && b) kevo::cpu::worker::fresh(nullptr, (b && a > SIZE_MAX / b) ? SIZE_MAX : a * b);
+  if (!p && a && b) kevo::native::judge::fresh(nullptr, (b && a > SIZE_MAX / b) ? SIZE_MAX : a * b);
   return p;   // zeroed by contract: never poisoned
 }
 
@@ -105,7 +108,7 @@ void* realloc(void* old, std::size_t n) noexcept {
   const std::size_t had = old ? malloc_usable_size(old) : 0;
   void* p = __libc_realloc(old, n);
   if (!p) {
-    if (n) kevo::cpu::worker::fresh(nullptr, n);
+    if (n) kevo::native::judge::fresh(nullptr, n);
     return p;
   }
   if (n > had) fresh(static_cast<char*>(p) + had, n - had);

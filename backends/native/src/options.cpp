@@ -1,6 +1,6 @@
-// Options of the CPU backend: parsing (strict), defaults and the effective
-// config. Declared in cpu_backend.hpp.
-#include "kevo/cpu/cpu_backend.hpp"
+// Options of the native pipeline: parsing (strict), defaults and the
+// effective config. Declared in kevo/native/backend.hpp.
+#include "kevo/native/backend.hpp"
 
 #include "kevo/sandbox/runner.hpp"
 
@@ -10,7 +10,7 @@
 #include <fstream>
 #include <thread>
 
-namespace kevo::cpu {
+namespace kevo::native {
 
 namespace fs = std::filesystem;
 
@@ -56,8 +56,8 @@ int cores() {
 
 }  // namespace
 
-CpuOptions parse_cpu_options(StrictObject& obj, CpuOptions defaults) {
-  CpuOptions o = std::move(defaults);
+NativeOptions parse_native_options(StrictObject& obj, NativeOptions defaults) {
+  NativeOptions o = std::move(defaults);
   o.compiler = obj.string("compiler", o.compiler);
   if (o.compiler.empty() || sandbox::find_in_path(o.compiler).empty())
     obj.fail("compiler", "a C++ compiler found in PATH or given by path, such as \"c++\" (\"" + o.compiler +
@@ -68,7 +68,7 @@ CpuOptions parse_cpu_options(StrictObject& obj, CpuOptions defaults) {
   o.cache_dir = obj.has("cache_dir") ? obj.string("cache_dir") : default_cache_dir();
   o.worker = obj.string("worker", o.worker);
   if (auto lim = obj.optional_object("limits")) {
-    CpuLimits& l = o.limits;
+    NativeLimits& l = o.limits;
     l.wall_seconds = lim->number("wall_seconds", l.wall_seconds, 0.1, 86400);
     l.cpu_seconds = lim->number("cpu_seconds", l.cpu_seconds, 0, 1e7);
     l.memory_mb = lim->integer("memory_mb", l.memory_mb, 64, std::int64_t{1} << 30);
@@ -86,7 +86,7 @@ CpuOptions parse_cpu_options(StrictObject& obj, CpuOptions defaults) {
     cor->finish();
   }
   if (auto tim = obj.optional_object("timing")) {
-    CpuTiming& t = o.timing;
+    NativeTiming& t = o.timing;
     t.warmup = static_cast<int>(tim->integer("warmup", t.warmup, 0, 1000));
     t.min_repeats = static_cast<int>(tim->integer("min_repeats", t.min_repeats, 1, 1000000));
     t.max_repeats = static_cast<int>(tim->integer("max_repeats", t.max_repeats, 1, 1000000));
@@ -94,10 +94,12 @@ CpuOptions parse_cpu_options(StrictObject& obj, CpuOptions defaults) {
                                                                    std::to_string(t.min_repeats) + ")");
     t.budget_seconds = tim->number("budget_seconds", t.budget_seconds, 0, 3600);
     t.flush_kb = tim->integer("flush_kb", t.flush_kb, 0, std::int64_t{1} << 30);
+    t.max_iqr_fraction = tim->number("max_iqr_fraction", t.max_iqr_fraction, 0, 100);
     tim->finish();
   }
   if (auto sb = obj.optional_object("sandbox")) {
     o.seccomp = sb->boolean("seccomp", o.seccomp);
+    o.namespaces = sb->boolean("namespaces", o.namespaces);
     o.scratch_dir = sb->string("scratch_dir", o.scratch_dir);
     sb->finish();
   }
@@ -109,9 +111,9 @@ CpuOptions parse_cpu_options(StrictObject& obj, CpuOptions defaults) {
   return o;
 }
 
-nlohmann::json to_json(const CpuOptions& o) {
-  const CpuLimits& l = o.limits;
-  const CpuTiming& t = o.timing;
+nlohmann::json to_json(const NativeOptions& o) {
+  const NativeLimits& l = o.limits;
+  const NativeTiming& t = o.timing;
   return {
       {"compiler", o.compiler},
       {"flags", o.flags},
@@ -137,9 +139,14 @@ nlohmann::json to_json(const CpuOptions& o) {
         {"min_repeats", t.min_repeats},
         {"max_repeats", t.max_repeats},
         {"budget_seconds", t.budget_seconds},
-        {"flush_kb", t.flush_kb > 0 ? t.flush_kb : default_flush_kb()}}},
-      {"sandbox", {{"seccomp", o.seccomp}, {"scratch_dir", o.scratch_dir}}},
+        {"flush_kb", t.flush_kb > 0 ? t.flush_kb : default_flush_kb()},
+        {"max_iqr_fraction", t.max_iqr_fraction}}},
+      {"roofline",
+       {{"peak_gflops", o.roofline.peak_gflops},
+        {"peak_gbps", o.roofline.peak_gbps},
+        {"floor_fraction", o.roofline.floor_fraction}}},
+      {"sandbox", {{"seccomp", o.seccomp}, {"namespaces", o.namespaces}, {"scratch_dir", o.scratch_dir}}},
   };
 }
 
-}  // namespace kevo::cpu
+}  // namespace kevo::native

@@ -1,0 +1,299 @@
+#include "endpoint.hpp"
+
+#include "host_control.hpp"
+
+#include "kevo/core/error.hpp"
+#include "kevo/sandbox/unique_fd.hpp"
+
+#include <linux/futex.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+
+namespace kevo::native::judge {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ns_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::nano>(b - a).count();
+}
+
+std::string read_to_eof(int fd) {
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+    if (out.size() > (1u << 16)) break;
+  }
+  return out;
+}
+
+}  // namespace
+
+void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected, std::int64_t timeout_ns) {
+  timespec ts{};
+  timespec* tp = nullptr;
+  if (timeout_ns > 0) {
+    ts.tv_sec = static_cast<time_t>(timeout_ns / 1000000000);
+    ts.tv_nsec = static_cast<long>(timeout_ns % 1000000000);
+    tp = &ts;
+  }
+  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT, expected, tp, nullptr, 0);
+}
+
+void futex_wake(std::atomic<std::uint32_t>& word) {
+  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE, 1, nullptr, nullptr, 0);
+}
+
+// ---- LocalEndpoint ------------------------------------------------------------
+
+ArgSet& LocalEndpoint::arguments(const Task& task, const Case& c) {
+  case_ = c;
+  args_ = scalars_of(task, c);
+  for (std::size_t k = 0; k < task.args.size(); ++k)
+    if (task.args[k].is_buffer())
+      args_.buf[k] = Buffer(static_cast<std::size_t>(args_.n[k]) * dtype_size(task.args[k].dtype));
+  args_.rebind();
+  (void)space_;
+  return args_;
+}
+
+CallResult LocalEndpoint::call(ArgSet& a, bool) {
+  CallResult r;
+  const auto t0 = Clock::now();
+  kernel_(a, case_);
+  r.ns = ns_between(t0, Clock::now());
+  return r;
+}
+
+// ---- RemoteEndpoint -----------------------------------------------------------
+
+RemoteEndpoint::RemoteEndpoint(const HostSpec& spec) : spec_(spec) {
+  arena_bytes_ = kControlBytes + spec.arena_bytes;
+  arena_fd_ = static_cast<int>(::syscall(SYS_memfd_create, ("kevo-" + spec.role).c_str(), MFD_CLOEXEC));
+  check_errno(arena_fd_ >= 0, "memfd_create (a kernel host's arena)");
+  check_errno(::ftruncate(arena_fd_, static_cast<off_t>(arena_bytes_)) == 0, "ftruncate (a kernel host's arena)");
+  arena_ = ::mmap(nullptr, arena_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, arena_fd_, 0);
+  if (arena_ == MAP_FAILED) {
+    arena_ = nullptr;
+    throw std::bad_alloc();
+  }
+  ctl_ = new (arena_) HostControl();
+  ctl_->violation.store(-1);
+
+  sandbox::Pipe report = sandbox::make_pipe();
+  const std::vector<std::string> argv = {
+      spec.program,
+      "--host",
+      "--role",
+      spec.role,
+      "--library",
+      spec.library,
+      "--policy",
+      spec.policy,
+      "--seccomp",
+      spec.seccomp ? "1" : "0",
+      "--trusted",
+      spec.trusted ? "1" : "0",
+      "--memory-mb",
+      std::to_string(spec.limits.memory_mb),
+      "--cpu-seconds",
+      std::to_string(spec.limits.cpu_seconds),
+      "--file-mb",
+      std::to_string(spec.limits.file_mb),
+      "--open-files",
+      std::to_string(spec.limits.open_files),
+      // The host compares its namespaces with the judge's to learn which
+      // ones it has (the clone may have fallen back to fewer).
+      "--parent-ns",
+      sandbox::namespace_ids(),
+  };
+  const std::vector<std::string>& env = spec.env;
+  sandbox::IsolationRequest req;
+  req.namespaces = spec.namespaces;
+  sandbox::IsolatedChild child =
+      sandbox::spawn_isolated(spec.program, argv, env, {{arena_fd_, 3}, {report.write.get(), 4}}, req);
+  pid_ = child.pid;
+  report.write.reset();
+  const std::string text = read_to_eof(report.read.get());
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_object()) {
+    isolation_ = sandbox::IsolationReport::from_json(j);
+    for (const auto& n : child.report.notes) isolation_.notes.insert(isolation_.notes.begin(), n);
+  } else {
+    isolation_ = child.report;
+  }
+  // The host loads its library now (candidate constructors run); then it
+  // says ready or why not.
+  while (ctl_->state.load(std::memory_order_acquire) == static_cast<std::uint32_t>(HostState::starting)) {
+    if (!alive()) {
+      load_error_ = "the " + spec.role + "'s process ended while it started";
+      return;
+    }
+    futex_wait(ctl_->state, static_cast<std::uint32_t>(HostState::starting), 2000000);
+  }
+  if (ctl_->state.load() != static_cast<std::uint32_t>(HostState::ready)) {
+    ctl_->message[sizeof ctl_->message - 1] = '\0';
+    load_error_ = ctl_->message;
+    if (load_error_.empty()) load_error_ = "the " + spec.role + " could not be loaded";
+    return;
+  }
+  stop_and_wait();
+  ready_ = pid_ > 0;
+  if (!ready_ && load_error_.empty()) load_error_ = "the " + spec.role + "'s process ended after loading";
+}
+
+RemoteEndpoint::~RemoteEndpoint() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    int st = 0;
+    while (::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
+    }
+  }
+  if (arena_) ::munmap(arena_, arena_bytes_);
+  if (arena_fd_ >= 0) ::close(arena_fd_);
+}
+
+void RemoteEndpoint::reap(int status, const ::rusage& ru) {
+  end_.ended = true;
+  if (WIFEXITED(status)) end_.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) end_.signal = WTERMSIG(status);
+  // A signal the host's handlers caught (it is its namespace's first
+  // process): taken as the death it stands for.
+  const int caught = ctl_->fatal_signal.load();
+  if (WIFEXITED(status) && caught > 0 && end_.exit_code == 128 + caught) {
+    end_.signal = caught;
+    end_.exit_code = 0;
+  }
+  end_.cpu_seconds = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                     static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+  end_.max_rss_kb = ru.ru_maxrss;
+  end_.violation = ctl_->violation.load();
+  end_.alloc_failed_bytes = ctl_->alloc_failed_bytes.load();
+  pid_ = -1;
+}
+
+bool RemoteEndpoint::alive() {
+  if (pid_ <= 0) return false;
+  int st = 0;
+  ::rusage ru{};
+  const pid_t r = ::wait4(pid_, &st, WNOHANG, &ru);
+  if (r == pid_) {
+    reap(st, ru);
+    return false;
+  }
+  return true;
+}
+
+void RemoteEndpoint::stop_and_wait() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGSTOP);
+  for (;;) {
+    int st = 0;
+    ::rusage ru{};
+    const pid_t r = ::wait4(pid_, &st, WUNTRACED, &ru);
+    if (r < 0 && errno == EINTR) continue;
+    if (r == pid_ && WIFSTOPPED(st)) return;
+    if (r == pid_) reap(st, ru);
+    return;
+  }
+}
+
+bool RemoteEndpoint::wait_done(std::uint32_t seq) {
+  // A short spin first (a call of microseconds), then futex waits with
+  // liveness checks between them.
+  const auto spin_until = Clock::now() + std::chrono::microseconds(20);
+  do {
+    if (ctl_->done.load(std::memory_order_acquire) == seq) return true;
+  } while (Clock::now() < spin_until);
+  for (;;) {
+    const std::uint32_t now = ctl_->done.load(std::memory_order_acquire);
+    if (now == seq) return true;
+    futex_wait(ctl_->done, now, 2000000);
+    if (ctl_->done.load(std::memory_order_acquire) == seq) return true;
+    if (!alive()) return false;
+  }
+}
+
+ArgSet& RemoteEndpoint::arguments(const Task& task, const Case& c) {
+  args_ = scalars_of(task, c);
+  std::size_t off = kControlBytes;
+  for (std::size_t k = 0; k < task.args.size(); ++k) {
+    if (!task.args[k].is_buffer()) continue;
+    const std::size_t bytes = static_cast<std::size_t>(args_.n[k]) * dtype_size(task.args[k].dtype);
+    const std::size_t span = std::max<std::size_t>((bytes + kArenaAlign - 1) / kArenaAlign * kArenaAlign, kArenaAlign);
+    if (off + span > arena_bytes_) throw std::logic_error("a case's buffers do not fit the kernel host's arena");
+    args_.buf[k] = Buffer::view(static_cast<char*>(arena_) + off, bytes);
+    off += span;
+  }
+  args_.rebind();
+  return args_;
+}
+
+CallResult RemoteEndpoint::call(ArgSet& a, bool poison_allocations) {
+  CallResult r;
+  if (pid_ <= 0) {
+    r.kind = CallResult::Kind::died;
+    return r;
+  }
+  const std::size_t n = a.buf.size();
+  if (n > static_cast<std::size_t>(kMaxArgs)) throw std::logic_error("more arguments than a kernel host takes");
+  ctl_->nargs = static_cast<std::uint32_t>(n);
+  for (std::size_t k = 0; k < n; ++k) {
+    if (a.buf[k].data()) {
+      ctl_->offset[k] = static_cast<std::uint64_t>(static_cast<char*>(a.buf[k].data()) - static_cast<char*>(arena_));
+    } else {
+      ctl_->offset[k] = kNoBuffer;
+      std::memcpy(&ctl_->scalar[k], &a.sc[k], sizeof(std::uint64_t));
+    }
+  }
+  ctl_->poison_allocations = poison_allocations ? 1u : 0u;
+  ctl_->outcome = 0;
+  const std::uint32_t seq = ++seq_;
+  // The clock runs from the resume to the answer: everything the host does
+  // for this call (its threads included) falls inside it.
+  // The call is posted before the resume: the host, stopped inside its
+  // futex wait, sees it as it wakes (one wake-up, not two).
+  const auto t0 = Clock::now();
+  ctl_->call.store(seq, std::memory_order_release);
+  ::kill(pid_, SIGCONT);
+  futex_wake(ctl_->call);
+  const bool finished = wait_done(seq);
+  const auto t1 = Clock::now();
+  r.ns = ns_between(t0, t1);
+  if (finished) stop_and_wait();
+  if (!finished || pid_ <= 0) {
+    r.kind = CallResult::Kind::died;
+    return r;
+  }
+  const auto outcome = static_cast<CallOutcome>(ctl_->outcome);
+  if (outcome != CallOutcome::ok) {
+    ctl_->message[sizeof ctl_->message - 1] = '\0';
+    r.message = ctl_->message;
+    r.kind = outcome == CallOutcome::bad_alloc ? CallResult::Kind::bad_alloc : CallResult::Kind::threw;
+  }
+  return r;
+}
+
+std::string RemoteEndpoint::mapped_files() const {
+  if (pid_ <= 0) return {};
+  std::ifstream in("/proc/" + std::to_string(pid_) + "/maps");
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace kevo::native::judge

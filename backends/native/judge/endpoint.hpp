@@ -1,0 +1,132 @@
+// The two sides the judge calls: the candidate and the reference. A remote
+// endpoint is a kernel host process (host.hpp) that holds the side's code
+// and sees only its own argument buffers, in a shared arena; it is stopped
+// (SIGSTOP) whenever it is not making a call, so that nothing of it runs
+// while the judge or the other side works. A local endpoint runs trusted
+// code (the built-in null candidates) in the judge. Documented in
+// docs/verdicts.md and docs/sandbox.md.
+#pragma once
+
+#include "space.hpp"
+
+#include "kevo/native/protocol.hpp"
+#include "kevo/sandbox/isolation.hpp"
+
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kevo::native::judge {
+
+struct HostControl;
+
+// How a kernel host process ended, for the verdict.
+struct HostEnd {
+  bool ended = false;
+  int exit_code = 0;
+  int signal = 0;
+  std::int64_t violation = -1;          // the forbidden system call, if the SIGSYS handler saw one
+  std::uint64_t alloc_failed_bytes = 0; // the last allocation that failed
+  double cpu_seconds = 0.0;
+  std::int64_t max_rss_kb = 0;
+};
+
+struct CallResult {
+  enum class Kind { ok, threw, bad_alloc, died };
+  Kind kind = Kind::ok;
+  std::string message;   // threw / bad_alloc: the exception's text
+  double ns = 0.0;       // the judge's monotonic clock around the call, resume to finish
+};
+
+class Endpoint {
+ public:
+  virtual ~Endpoint() = default;
+  // The buffers of one call of case c, where this endpoint's code sees
+  // them; their contents are whatever the last call left. Valid until the
+  // next arguments().
+  virtual ArgSet& arguments(const Task& task, const Case& c) = 0;
+  // Makes the call on `a` (from arguments()).
+  virtual CallResult call(ArgSet& a, bool poison_allocations) = 0;
+  // After a call that died: how.
+  virtual const HostEnd& end() const = 0;
+};
+
+// Trusted code in the judge's own process (null candidates).
+class LocalEndpoint final : public Endpoint {
+ public:
+  using Kernel = std::function<void(ArgSet&, const Case&)>;
+  LocalEndpoint(Kernel kernel, Space& space) : kernel_(std::move(kernel)), space_(space) {}
+  ArgSet& arguments(const Task& task, const Case& c) override;
+  CallResult call(ArgSet& a, bool poison_allocations) override;
+  const HostEnd& end() const override { return end_; }
+
+ private:
+  Kernel kernel_;
+  Space& space_;
+  ArgSet args_;
+  Case case_;
+  HostEnd end_;
+};
+
+struct HostSpec {
+  std::string program;        // the judge's own executable (run as `--host`)
+  std::string library;        // the shared object to load
+  std::string role;           // "candidate" / "reference": for messages
+  bool seccomp = true;
+  std::string policy = "cpu";
+  bool namespaces = true;
+  bool trusted = false;       // the reference: never dumpable
+  HostLimits limits;
+  std::size_t arena_bytes = 0;   // the largest case's buffers (layout_bytes, kArenaAlign)
+  std::vector<std::string> env;
+};
+
+// A kernel host process. The constructor starts it, waits until its code
+// is loaded (or it failed) and stops it.
+class RemoteEndpoint final : public Endpoint {
+ public:
+  explicit RemoteEndpoint(const HostSpec& spec);
+  ~RemoteEndpoint() override;
+  RemoteEndpoint(const RemoteEndpoint&) = delete;
+  RemoteEndpoint& operator=(const RemoteEndpoint&) = delete;
+
+  // Loaded and waiting for calls; otherwise load_error() says why (a load
+  // failure the host reported) or end() how it died while loading.
+  bool ready() const { return ready_; }
+  const std::string& load_error() const { return load_error_; }
+  const sandbox::IsolationReport& isolation() const { return isolation_; }
+
+  ArgSet& arguments(const Task& task, const Case& c) override;
+  CallResult call(ArgSet& a, bool poison_allocations) override;
+  const HostEnd& end() const override { return end_; }
+
+  // The files the host has mapped (/proc/PID/maps), "" when unreadable.
+  std::string mapped_files() const;
+  pid_t pid() const { return pid_; }
+
+ private:
+  bool wait_done(std::uint32_t seq);
+  bool alive();
+  void stop_and_wait();
+  void reap(int status, const ::rusage& ru);
+
+  HostSpec spec_;
+  pid_t pid_ = -1;
+  int arena_fd_ = -1;
+  void* arena_ = nullptr;
+  std::size_t arena_bytes_ = 0;
+  HostControl* ctl_ = nullptr;
+  std::uint32_t seq_ = 0;
+  bool ready_ = false;
+  std::string load_error_;
+  sandbox::IsolationReport isolation_;
+  HostEnd end_;
+  ArgSet args_;
+};
+
+}  // namespace kevo::native::judge

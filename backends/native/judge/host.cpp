@@ -1,0 +1,255 @@
+#include "host.hpp"
+
+#include "alloc_hooks.hpp"
+#include "host_control.hpp"
+#include "space.hpp"
+
+#include "kevo/native/protocol.hpp"
+#include "kevo/sandbox/isolation.hpp"
+#include "kevo/sandbox/seccomp.hpp"
+
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <new>
+#include <string>
+#include <typeinfo>
+
+namespace kevo::native::judge {
+
+namespace {
+
+using Entry = void (*)(void* const*);
+
+struct HostArgs {
+  std::string role = "candidate", library, policy = "cpu", parent_ns;
+  bool seccomp = true, trusted = false;
+  std::int64_t memory_mb = 0, file_mb = 0;
+  double cpu_seconds = 0;
+  int open_files = 0;
+};
+
+[[noreturn]] void die(const std::string& why) {
+  std::fprintf(stderr, "kevo kernel host: %s\n", why.c_str());
+  std::_Exit(kJudgeFatalExit);
+}
+
+HostArgs parse(int argc, char** argv) {
+  std::map<std::string, std::string> kv;
+  for (int i = 2; i + 1 < argc; i += 2) kv[argv[i]] = argv[i + 1];
+  HostArgs a;
+  auto get = [&](const char* k) -> std::string {
+    auto it = kv.find(k);
+    if (it == kv.end()) die(std::string("missing ") + k);
+    return it->second;
+  };
+  a.role = get("--role");
+  a.library = get("--library");
+  a.policy = get("--policy");
+  a.parent_ns = get("--parent-ns");
+  a.seccomp = get("--seccomp") == "1";
+  a.trusted = get("--trusted") == "1";
+  a.memory_mb = std::atoll(get("--memory-mb").c_str());
+  a.file_mb = std::atoll(get("--file-mb").c_str());
+  a.cpu_seconds = std::atof(get("--cpu-seconds").c_str());
+  a.open_files = std::atoi(get("--open-files").c_str());
+  return a;
+}
+
+void set_limit(int resource, rlim_t soft, rlim_t hard) {
+  rlimit rl{soft, hard};
+  ::setrlimit(resource, &rl);   // lowering never fails for want of rights
+}
+
+void set_limits(const HostArgs& a) {
+  set_limit(RLIMIT_CORE, 0, 0);
+  if (a.memory_mb > 0) {
+    const rlim_t b = static_cast<rlim_t>(a.memory_mb) * 1024 * 1024;
+    set_limit(RLIMIT_AS, b, b);
+  }
+  if (a.cpu_seconds > 0) {
+    const auto s = static_cast<rlim_t>(std::ceil(a.cpu_seconds));
+    set_limit(RLIMIT_CPU, s, s + 1);
+  }
+  if (a.file_mb > 0) {
+    const rlim_t b = static_cast<rlim_t>(a.file_mb) * 1024 * 1024;
+    set_limit(RLIMIT_FSIZE, b, b);
+  }
+}
+
+void write_all(int fd, const std::string& s) {
+  const char* p = s.data();
+  std::size_t left = s.size();
+  while (left) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+}
+
+void set_message(HostControl* ctl, const std::string& m) {
+  const std::size_t n = std::min(m.size(), sizeof ctl->message - 1);
+  std::memcpy(ctl->message, m.data(), n);
+  ctl->message[n] = '\0';
+}
+
+std::string demangle(const char* name) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  std::string out = status == 0 && d ? d : name;
+  std::free(d);
+  return out;
+}
+
+std::atomic<std::int32_t>* g_fatal_slot = nullptr;
+
+void on_fatal_signal(int sig) {
+  if (g_fatal_slot) g_fatal_slot->store(sig, std::memory_order_release);
+  ::_exit(128 + sig);
+}
+
+// The first process of a PID namespace is spared every signal it has no
+// handler for, its own raise() included; these give abort(), kill(self)
+// and the CPU-time limit their usual ends, recorded for the judge.
+void catch_fatal_signals(HostControl* ctl) {
+  g_fatal_slot = &ctl->fatal_signal;
+  for (int sig : {SIGABRT, SIGXCPU, SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM, SIGPIPE, SIGXFSZ,
+                  SIGVTALRM, SIGPROF, SIGTRAP}) {
+    struct sigaction sa {};
+    sa.sa_handler = on_fatal_signal;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(sig, &sa, nullptr);
+  }
+}
+
+[[noreturn]] void load_failed(HostControl* ctl, const std::string& why) {
+  set_message(ctl, why);
+  ctl->state.store(static_cast<std::uint32_t>(HostState::load_failed), std::memory_order_release);
+  futex_wake(ctl->state);
+  std::_Exit(0);
+}
+
+// One call: the descriptor copied out of shared memory first (the judge
+// wrote it while this process was stopped), pointers checked against the
+// arena, then the entry.
+void serve_one(HostControl* ctl, char* arena, std::size_t arena_bytes, Entry entry) {
+  void* args[kMaxArgs];
+  std::uint64_t scalars[kMaxArgs];
+  const std::uint32_t n = std::min<std::uint32_t>(ctl->nargs, kMaxArgs);
+  for (std::uint32_t k = 0; k < n; ++k) {
+    const std::uint64_t off = ctl->offset[k];
+    if (off == kNoBuffer) {
+      scalars[k] = ctl->scalar[k];
+      args[k] = &scalars[k];
+    } else {
+      args[k] = off < arena_bytes ? arena + off : nullptr;
+    }
+  }
+  set_alloc_poison(ctl->poison_allocations != 0);
+  CallOutcome outcome = CallOutcome::ok;
+  try {
+    entry(args);
+  } catch (const std::bad_alloc& e) {
+    outcome = CallOutcome::bad_alloc;
+    set_message(ctl, e.what());
+  } catch (const std::exception& e) {
+    outcome = CallOutcome::threw;
+    set_message(ctl, "(" + demangle(typeid(e).name()) + "): " + e.what());
+  } catch (...) {
+    outcome = CallOutcome::threw;
+    set_message(ctl, "of unknown type");
+  }
+  set_alloc_poison(false);
+  ctl->outcome = static_cast<std::int32_t>(outcome);
+}
+
+}  // namespace
+
+void host_main(int argc, char** argv) {
+  const HostArgs a = parse(argc, argv);
+  struct stat st {};
+  if (::fstat(3, &st) != 0 || st.st_size < static_cast<off_t>(kControlBytes)) die("no arena on descriptor 3");
+  const auto arena_bytes = static_cast<std::size_t>(st.st_size);
+  void* map = ::mmap(nullptr, arena_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, 3, 0);
+  if (map == MAP_FAILED) die(std::string("cannot map the arena: ") + std::strerror(errno));
+  ::close(3);
+  char* arena = static_cast<char*>(map);
+  auto* ctl = reinterpret_cast<HostControl*>(arena);
+
+  // Before any code of the library: namespaces learnt, file system
+  // read-only, limits, no capabilities, not dumpable, the policy. Then the
+  // report, on a pipe closed before the library loads (what candidate code
+  // could write later never reaches the judge as isolation facts).
+  sandbox::IsolationReport rep;
+  sandbox::detect_namespaces(a.parent_ns, rep);
+  sandbox::harden_filesystem(rep);
+  if (rep.pid_ns) catch_fatal_signals(ctl);
+  set_limits(a);
+  sandbox::drop_capabilities(rep);
+  // The judge reads a candidate's mapped files; it holds the capabilities
+  // of the user namespace it made, so a host with one may be non-dumpable.
+  // The reference always is: no candidate may read its memory.
+  if (a.trusted || rep.user_ns) sandbox::set_non_dumpable();
+  set_alloc_slot(&ctl->alloc_failed_bytes);
+  if (a.seccomp) {
+    try {
+      sandbox::set_violation_slot(&ctl->violation);
+      sandbox::PolicyOptions po;
+      po.policy = sandbox::policy_from_string(a.policy);
+      po.own_pid_namespace = rep.pid_ns;
+      sandbox::install_candidate_policy(po);
+      rep.seccomp = true;
+    } catch (const std::exception& e) {
+      rep.notes.push_back(std::string("seccomp: ") + e.what());
+      write_all(4, rep.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      ::close(4);
+      die(e.what());
+    }
+  } else {
+    rep.notes.push_back("seccomp turned off (sandbox.seccomp false)");
+  }
+  if (a.open_files > 0) set_limit(RLIMIT_NOFILE, static_cast<rlim_t>(a.open_files), static_cast<rlim_t>(a.open_files));
+  write_all(4, rep.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  ::close(4);
+
+  // The library: a candidate's static constructors run here, under all of
+  // the above.
+  void* handle = ::dlopen(a.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* e = ::dlerror();
+    load_failed(ctl, std::string("cannot load the ") + a.role + ": " + (e ? e : "dlopen failed"));
+  }
+  void* sym = ::dlsym(handle, kEntrySymbol);
+  if (!sym) load_failed(ctl, "the " + a.role + "'s library has no " + kEntrySymbol);
+  const auto entry = reinterpret_cast<Entry>(sym);
+  ctl->state.store(static_cast<std::uint32_t>(HostState::ready), std::memory_order_release);
+  futex_wake(ctl->state);
+
+  std::uint32_t last = 0;
+  for (;;) {
+    const std::uint32_t c = ctl->call.load(std::memory_order_acquire);
+    if (c == last) {
+      futex_wait(ctl->call, last, 0);
+      continue;
+    }
+    last = c;
+    serve_one(ctl, arena, arena_bytes, entry);
+    ctl->done.store(c, std::memory_order_release);
+    futex_wake(ctl->done);
+  }
+}
+
+}  // namespace kevo::native::judge

@@ -1,0 +1,188 @@
+#include "session.hpp"
+
+#include "channel.hpp"
+#include "host_control.hpp"
+#include "kevo/native/libraries.hpp"
+
+#include "kevo/sandbox/seccomp.hpp"
+
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+extern char** environ;
+
+namespace kevo::native::judge {
+
+namespace {
+
+std::uint64_t fresh_entropy(const std::string& nonce) {
+  std::uint64_t e = 0;
+  if (::getrandom(&e, sizeof e, 0) != static_cast<ssize_t>(sizeof e)) e = 0;
+  for (char c : nonce) e = (e ^ static_cast<unsigned char>(c)) * 0x100000001B3ULL;
+  return e;
+}
+
+std::size_t arena_for(const Task& task, const std::vector<Shape>& drawn) {
+  std::size_t most = 0;
+  auto see = [&](const Shape& s, Case::Kind k) {
+    most = std::max(most, layout_bytes(task, Case{&s, k, 0}, kArenaAlign));
+  };
+  for (const auto& s : task.visible) see(s, Case::Kind::visible);
+  for (const auto& s : task.hidden) see(s, Case::Kind::hidden);
+  for (const auto& s : drawn) see(s, Case::Kind::drawn);
+  return most;
+}
+
+}  // namespace
+
+Options options_of(const JudgeRequest& req, std::chrono::steady_clock::time_point started) {
+  Options o;
+  o.mode = req.mode;
+  o.seed = req.seed;
+  o.trials = req.trials;
+  o.timing = req.timing;
+  o.timing_options = req.timing_options;
+  o.roofline = req.roofline;
+  o.host = req.host;
+  o.wall_seconds = req.wall_seconds;
+  o.started = started;
+  return o;
+}
+
+namespace {
+
+// A candidate that did not get as far as its first call.
+JudgeResult load_failure(const RemoteEndpoint& cand, const Options& opt, const Task& task, Space& space,
+                         Endpoint& ref) {
+  JudgeResult r;
+  Verdict& v = r.verdict;
+  v.stage = Stage::correctness;
+  v.status = Status::runtime_error;
+  if (!cand.end().ended) {
+    v.message = cand.load_error();
+    return r;
+  }
+  // It died while loading (a static constructor): the judge's rules for a
+  // failed call, applied with "while loading".
+  LocalEndpoint dummy([](ArgSet&, const Case&) {}, space);
+  Judge j(task, opt, ref, dummy, space);
+  r = j.explain_end(cand, "while the candidate was loaded (its static constructors ran)");
+  return r;
+}
+
+std::string peak_rss_line(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return line;
+  return {};
+}
+
+}  // namespace
+
+std::string self_executable() {
+  std::error_code ec;
+  return std::filesystem::read_symlink("/proc/self/exe", ec).string();
+}
+
+std::vector<std::string> current_environment() {
+  std::vector<std::string> out;
+  for (char** e = environ; e && *e; ++e) out.emplace_back(*e);
+  return out;
+}
+
+JudgeResult run_session(const JudgeRequest& req, const Task& task, const SessionParts& parts,
+                        std::chrono::steady_clock::time_point started) {
+  Space& space = *parts.space;
+  space.set_poison(Poison::draw(fresh_entropy(req.nonce)));
+  Options opt = options_of(req, started);
+
+  HostSpec base;
+  base.program = parts.host_program;
+  base.seccomp = req.seccomp;
+  base.policy = req.policy;
+  base.namespaces = req.namespaces;
+  base.limits = req.host;
+  base.arena_bytes = arena_for(task, opt.drawn);
+  base.env = parts.host_env;
+
+  HostSpec ref_spec = base;
+  ref_spec.library = req.reference_so;
+  ref_spec.role = "reference";
+  ref_spec.trusted = true;
+  std::unique_ptr<RemoteEndpoint> ref;
+  try {
+    ref = std::make_unique<RemoteEndpoint>(ref_spec);
+  } catch (const std::bad_alloc&) {
+    fatal("worker_memory", "the judge could not allocate the task's buffers");
+  } catch (const std::exception& e) {
+    fatal("host_start", std::string("cannot start the reference's kernel host: ") + e.what());
+  }
+  if (!ref->ready()) {
+    std::string why = ref->load_error();
+    if (ref->end().ended && ref->end().violation >= 0)
+      why += " (sandbox violation: system call " + std::to_string(ref->end().violation) + " " +
+             sandbox::forbidden_syscall_name(ref->end().violation) + ")";
+    fatal(req.seccomp ? "sandbox_unavailable" : "reference_load", "the reference's kernel host did not start: " + why);
+  }
+
+  std::unique_ptr<RemoteEndpoint> remote;
+  std::unique_ptr<Endpoint> local;
+  Endpoint* cand = nullptr;
+  if (req.mode == kModeNull) {
+    local = std::make_unique<LocalEndpoint>(null_kernel(req.null_kind, task, *ref, req.seed, space), space);
+    cand = local.get();
+  } else {
+    HostSpec cs = base;
+    cs.library = req.mode == kModeSelfCheck ? req.reference_so : req.candidate_so;
+    cs.role = req.mode == kModeSelfCheck ? "reference copy" : "candidate";
+    try {
+      remote = std::make_unique<RemoteEndpoint>(cs);
+    } catch (const std::bad_alloc&) {
+      fatal("worker_memory", "the judge could not allocate the task's buffers");
+    } catch (const std::exception& e) {
+      fatal("host_start", std::string("cannot start the candidate's kernel host: ") + e.what());
+    }
+    cand = remote.get();
+  }
+
+  JudgeResult result;
+  if (remote && !remote->ready()) {
+    result = load_failure(*remote, opt, task, space, *ref);
+  } else {
+    std::string banned = remote ? forbidden_mapping(remote->mapped_files(), req.libraries) : std::string();
+    if (banned.empty()) {
+      Judge judge(task, opt, *ref, *cand, space);
+      judge.set_flush(parts.flush);
+      result = judge.run();
+      if (remote && remote->pid() > 0) banned = forbidden_mapping(remote->mapped_files(), req.libraries);
+    }
+    if (!banned.empty()) {
+      // A library call is not an evolved kernel: whatever the protocol said.
+      result.verdict.status = Status::forbidden;
+      result.verdict.message = "the candidate's process loaded " + banned +
+                               ", a library the task does not allow (its \"libraries\" list)";
+    }
+    if (remote && remote->pid() > 0) {
+      const std::string hwm = peak_rss_line(remote->pid());
+      if (!hwm.empty()) result.verdict.max_rss_kb = std::atoll(hwm.c_str() + 6);
+    }
+  }
+  if (remote) {
+    result.isolation = remote->isolation().to_json();
+    if (remote->end().ended) {
+      // How the candidate's process ended, for the verdict's fields.
+      result.verdict.max_rss_kb = remote->end().max_rss_kb;
+      result.verdict.exit_code = remote->end().exit_code;
+      result.verdict.signal = remote->end().signal;
+    }
+  } else {
+    result.isolation = ref->isolation().to_json();
+  }
+  return result;
+}
+
+}  // namespace kevo::native::judge

@@ -1,0 +1,179 @@
+// Where the judge's buffers live and where its bulk work runs: the argument
+// buffers of one call (ArgSet), the poison that unwritten outputs hold, and
+// the Space interface (host memory and threads here; the CUDA judge's device
+// space keeps them in GPU memory). Documented in docs/verdicts.md.
+#pragma once
+
+#include "kevo/core/task.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace kevo::native::judge {
+
+// One argument buffer: an aligned host allocation (64 bytes), or memory
+// allocated elsewhere (a kernel host's shared arena, the CUDA judge's device
+// memory) with the function that frees it (none for a view). Move-only.
+class Buffer {
+ public:
+  using Release = void (*)(void*);
+  Buffer() = default;
+  explicit Buffer(std::size_t bytes);
+  // Adopts `p` (`bytes` long); `release` frees it and must not throw.
+  Buffer(void* p, std::size_t bytes, Release release) : p_(p), bytes_(bytes), release_(release) {}
+  // A view of memory someone else owns.
+  static Buffer view(void* p, std::size_t bytes);
+  ~Buffer();
+  Buffer(Buffer&& o) noexcept;
+  Buffer& operator=(Buffer&& o) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  void* data() const { return p_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void reset() noexcept;
+  void* p_ = nullptr;
+  std::size_t bytes_ = 0;
+  Release release_ = nullptr;   // null: std::free
+};
+
+union Scalar {
+  std::int32_t i32;
+  std::int64_t i64;
+  float f32;
+  double f64;
+};
+
+// The arguments of one call: buffers (empty for scalars), scalar values and
+// the pointer array handed to the entry adapter.
+struct ArgSet {
+  std::vector<Buffer> buf;
+  std::vector<Scalar> sc;
+  std::vector<void*> ptr;
+  std::vector<std::int64_t> n;   // elements per buffer
+  void rebind();
+};
+
+// One shape the protocol judges on.
+struct Case {
+  enum class Kind { visible, hidden, drawn };
+  const Shape* shape = nullptr;
+  Kind kind = Kind::visible;
+  std::size_t index = 0;   // within its kind
+  bool hidden() const { return kind == Kind::hidden; }
+  bool timed() const { return kind == Kind::visible; }
+  std::string label() const;
+};
+
+// The values unwritten outputs hold: NaNs with a payload for floating
+// types, sentinels for integers. Drawn per judgement (Poison::draw), so a
+// candidate cannot test for a documented constant.
+struct Poison {
+  std::uint32_t f32 = 0x7FC0DEADu;
+  std::uint64_t f64 = 0x7FF8DEADDEADDEADull;
+  std::int32_t i32 = 0x7E5A5A5A;
+  std::int64_t i64 = 0x7E5A5A5A5A5A5A5ALL;
+  // bf16 has a 7-bit payload: a quiet NaN that neither bf16_from_double
+  // (0x7FC0) nor CUDA's conversions (0x7FFF) produce, so that a NaN a
+  // kernel computed is not reported as an unwritten element.
+  std::uint16_t bf16 = 0x7FDEu;
+  // Fresh payloads from `entropy` (quiet NaNs never equal to the canonical
+  // ones; integer sentinels never 0 or -1).
+  static Poison draw(std::uint64_t entropy);
+};
+
+// Why an element of an output is bad (ComparePart::why).
+enum class Why : std::int32_t {
+  none,
+  reference_unwritten,   // the reference left it poisoned
+  expected_nonfinite,    // the reference has inf/NaN there and the candidate not the same
+  unwritten,             // still the poison outputs are pre-filled with
+  got_nonfinite,         // inf/NaN where the reference is finite
+  outside_tolerance,     // |got - want| > atol + rtol*|want|
+};
+
+// The comparison of one block of kBlockElements elements of one output:
+// partial L2 sums over finite pairs, the largest difference (first index
+// on ties) and the first bad element. The judge combines blocks in order,
+// so its figures do not depend on how the blocks were computed.
+struct ComparePart {
+  double diff2 = 0.0, want2 = 0.0, max_abs = 0.0;
+  std::int64_t compared = 0;   // finite pairs in the sums
+  std::int64_t bad = -1, worst = -1;
+  Why why = Why::none;
+};
+constexpr std::int64_t kBlockElements = std::int64_t{1} << 16;
+
+// Input distributions to use instead of the manifest's (a stress trial).
+using DistributionOverride = std::function<const Distribution*(const Arg&)>;
+
+// Where the protocol's buffers live and where its bulk work (input
+// generation, poisoning, copies, input checks, comparisons) runs. The
+// protocol itself (Judge) is the same for every space. Methods throw
+// std::runtime_error when the memory's device fails.
+class Space {
+ public:
+  virtual ~Space() = default;
+  // Fresh inputs, deterministic in (seed, tag, shape, argument); outputs
+  // poisoned. The values depend on the space's generator.
+  virtual ArgSet make_inputs(const Task& task, const Case& c, std::uint64_t seed, const std::string& tag,
+                             const DistributionOverride& dist = {}) = 0;
+  // A copy of every buffer (outputs poisoned instead when asked).
+  virtual ArgSet clone_for_call(const Task& task, const ArgSet& orig, bool poison_outputs) = 0;
+  // dst's buffers (allocated, same sizes) take orig's inputs, and poison
+  // for `out` buffers (inout ones take their input).
+  virtual void load(const Task& task, ArgSet& dst, const ArgSet& orig) = 0;
+  // dst = src (same size).
+  virtual void copy(Buffer& dst, const Buffer& src) = 0;
+  virtual void zero(Buffer& b) = 0;
+  // dst[i] = src[i % src_n] converted between dtypes, for i < dst_n.
+  virtual void convert(DType dst_t, Buffer& dst, std::int64_t dst_n, DType src_t, const Buffer& src,
+                       std::int64_t src_n) = 0;
+  // The first byte offset at which a and b differ; a.bytes() when equal.
+  virtual std::size_t first_difference(const Buffer& a, const Buffer& b) = 0;
+  // One part per kBlockElements block of n elements.
+  virtual std::vector<ComparePart> compare(DType t, const Buffer& want, const Buffer& got, std::int64_t n,
+                                           const Tolerance& tol, bool against_reference) = 0;
+  // Element i as a double.
+  virtual double element(DType t, const Buffer& b, std::int64_t i) = 0;
+
+  const Poison& poison() const { return poison_; }
+  void set_poison(const Poison& p) { poison_ = p; }
+
+ private:
+  Poison poison_;
+};
+
+// Host memory, bulk work on set_protocol_threads' threads.
+Space& host_space();
+
+// The arguments of one call without buffer contents: scalars set from the
+// shape, element counts filled, buffers empty (a Space allocates them).
+ArgSet scalars_of(const Task& task, const Case& c);
+// The random stream of one argument of one call (FNV of tag, case, name).
+std::uint64_t input_stream(const Case& c, const std::string& tag, const Arg& arg);
+// Bytes of every buffer of case c, each rounded up to `align`.
+std::size_t layout_bytes(const Task& task, const Case& c, std::size_t align);
+// The same buffers and scalars as `orig`, buffer contents uninitialised.
+ArgSet allocate_like(const ArgSet& orig);
+
+// Threads the judge's own bulk work (input generation, copies, input
+// checks, comparisons) may use; 1 by default. Results do not depend on the
+// number: inputs are drawn per fixed block of elements and sums are
+// combined in block order.
+void set_protocol_threads(int n);
+// Runs fn(begin, end) over [0, n) in blocks of `block` elements, on up to
+// set_protocol_threads' number of threads (the calling thread included).
+void for_blocks(std::int64_t n, std::int64_t block, const std::function<void(std::int64_t, std::int64_t)>& fn);
+
+// The q-quantile of v (linear interpolation), 0 for an empty v.
+double quantile(std::vector<double> v, double q);
+// "1.5" style, 9 significant digits.
+std::string fmt_double(double v);
+// "[3, 17]": the multi-index of flat element `flat` of argument a.
+std::string multi_index(const Task& task, const Arg& a, const Shape& s, std::int64_t flat);
+
+}  // namespace kevo::native::judge

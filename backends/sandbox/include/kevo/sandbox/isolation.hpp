@@ -1,0 +1,75 @@
+// Isolation of a kernel host process beyond seccomp (documented in
+// docs/sandbox.md): its own user, PID, mount, IPC and network namespaces
+// where the kernel allows them, a private /proc, every mount read-only,
+// every capability dropped (also when kevo runs as root), death with its
+// parent, and a non-dumpable judge and engine. What could not be had is
+// reported, never silently skipped.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <sys/types.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kevo::sandbox {
+
+struct IsolationReport {
+  bool user_ns = false, pid_ns = false, mount_ns = false, ipc_ns = false, net_ns = false;
+  bool private_proc = false;    // a /proc of its own PID namespace
+  bool read_only_fs = false;    // every mount it can see is read-only
+  bool caps_dropped = false;    // no capability in any set, bounding set empty
+  bool seccomp = false;         // the allow-list policy is in place
+  std::vector<std::string> notes;   // why something could not be had
+
+  // The guarantees that are missing, in words ("pid namespace: ...").
+  std::vector<std::string> missing() const;
+  nlohmann::json to_json() const;
+  static IsolationReport from_json(const nlohmann::json&);
+};
+
+// The namespaces a spawn asks for; a spawn falls back to fewer when the
+// kernel refuses (an unprivileged user without user namespaces, a
+// container that forbids them) and says so in the report.
+struct IsolationRequest {
+  bool namespaces = true;
+};
+
+struct IsolatedChild {
+  pid_t pid = -1;
+  IsolationReport report;   // the namespaces it got (the rest is filled by the child)
+};
+
+// Starts `path` with `argv` and `env` as a child of the caller, in the
+// caller's process group (so that a group kill reaches it), with
+// PR_SET_PDEATHSIG(SIGKILL), default signal dispositions and only the
+// descriptors in `fds` (source, target; targets >= 3 plus 0, 1, 2 as the
+// caller has them). Namespaces: user (the caller's uid and gid mapped to
+// themselves), PID, mount, IPC, network and UTS where possible. Only
+// async-signal-safe calls run between the clone and exec. Throws Failure
+// when no process can be started at all.
+IsolatedChild spawn_isolated(const std::string& path, const std::vector<std::string>& argv,
+                             const std::vector<std::string>& env, const std::vector<std::pair<int, int>>& fds,
+                             const IsolationRequest& request = {});
+
+// The caller's namespaces: "user:4026531837,pid:...,mnt:...,ipc:...,net:...".
+std::string namespace_ids();
+// Sets the namespace flags of `report` to those the caller does not share
+// with the process whose namespace_ids() are given (a child learns what
+// its clone got).
+void detect_namespaces(const std::string& parent_ids, IsolationReport& report);
+
+// In the child, after exec, while it still holds its namespace's
+// capabilities: mounts made private, a fresh /proc for its PID namespace,
+// every mount remounted read-only. Failures are noted in the report.
+void harden_filesystem(IsolationReport& report);
+// Drops every capability (effective, permitted, inheritable, ambient and
+// the bounding set) and locks the securebits, so that uid 0 regains none.
+void drop_capabilities(IsolationReport& report);
+// PR_SET_DUMPABLE 0: other processes of the user can neither trace this
+// one nor read its /proc files (environ, mem, fd). Throws Failure.
+void set_non_dumpable();
+
+}  // namespace kevo::sandbox

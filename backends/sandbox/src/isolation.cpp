@@ -1,0 +1,359 @@
+#include "kevo/sandbox/isolation.hpp"
+
+#include "kevo/core/error.hpp"
+#include "kevo/sandbox/unique_fd.hpp"
+
+#include "child_setup.hpp"
+
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <linux/securebits.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#ifndef PR_CAP_AMBIENT
+#define PR_CAP_AMBIENT 47
+#define PR_CAP_AMBIENT_CLEAR_ALL 4
+#endif
+
+namespace kevo::sandbox {
+
+namespace {
+
+std::string errno_text(int e) { return std::strerror(e); }
+
+// --- the report -------------------------------------------------------------
+
+struct Flag {
+  const char* key;
+  bool IsolationReport::*member;
+  const char* missing;
+};
+constexpr Flag kFlags[] = {
+    {"user_ns", &IsolationReport::user_ns, "user namespace: candidate processes share the user's namespace"},
+    {"pid_ns", &IsolationReport::pid_ns, "PID namespace: candidate processes can name other processes of the host"},
+    {"mount_ns", &IsolationReport::mount_ns, "mount namespace: candidate processes see the host's mounts"},
+    {"ipc_ns", &IsolationReport::ipc_ns, "IPC namespace: SysV IPC is shared (the system-call policy still forbids it)"},
+    {"net_ns", &IsolationReport::net_ns, "network namespace: the network is shared (the system-call policy still forbids sockets)"},
+    {"private_proc", &IsolationReport::private_proc, "private /proc: other processes' /proc entries are visible"},
+    {"read_only_fs", &IsolationReport::read_only_fs, "read-only file system: files the user may write are writable where the policy lets a call through"},
+    {"caps_dropped", &IsolationReport::caps_dropped, "capabilities dropped: candidate processes keep capabilities"},
+    {"seccomp", &IsolationReport::seccomp, "system-call allow-list: not installed"},
+};
+
+}  // namespace
+
+std::vector<std::string> IsolationReport::missing() const {
+  std::vector<std::string> out;
+  for (const Flag& f : kFlags)
+    if (!(this->*f.member)) out.emplace_back(f.missing);
+  return out;
+}
+
+nlohmann::json IsolationReport::to_json() const {
+  nlohmann::json j = nlohmann::json::object();
+  for (const Flag& f : kFlags) j[f.key] = this->*f.member;
+  j["notes"] = notes;
+  return j;
+}
+
+IsolationReport IsolationReport::from_json(const nlohmann::json& j) {
+  IsolationReport r;
+  for (const Flag& f : kFlags) r.*f.member = j.value(f.key, false);
+  if (auto it = j.find("notes"); it != j.end() && it->is_array())
+    for (const auto& n : *it)
+      if (n.is_string()) r.notes.push_back(n.get<std::string>());
+  return r;
+}
+
+// --- spawning -----------------------------------------------------------------
+
+namespace {
+
+struct Plan {
+  const char* path = nullptr;
+  char* const* argv = nullptr;
+  char* const* envp = nullptr;
+  int sync_read = -1;     // the parent writes one byte once the id maps are in place
+  int err_write = -1;     // errno of a failed exec (CLOEXEC)
+  int src[8] = {};
+  int dst[8] = {};
+  int nmap = 0;
+  int hi_base = 3;
+  long close_max = 1024;
+};
+
+using detail::child_fail;
+
+// Between clone and exec: async-signal-safe calls only.
+[[noreturn]] void child_main(const Plan& plan) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  char go = 0;
+  ssize_t n;
+  while ((n = ::read(plan.sync_read, &go, 1)) < 0 && errno == EINTR) {
+  }
+  if (n != 1) ::_exit(126);   // the parent is gone
+  detail::default_signals();
+  const int errfd = detail::remap_fds(plan.src, plan.dst, plan.nmap, plan.hi_base, plan.err_write, plan.close_max);
+  ::execve(plan.path, plan.argv, plan.envp);
+  child_fail(errfd, errno);
+}
+
+bool write_proc(pid_t pid, const char* file, const std::string& text, std::string& why) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/" + file;
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd.valid() || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    why = "writing " + path + ": " + errno_text(errno);
+    return false;
+  }
+  return true;
+}
+
+pid_t raw_clone(unsigned long flags) {
+  // Like fork (the child runs on a copy of the caller's stack) but without
+  // pthread_atfork handlers (the CUDA driver registers some) and with
+  // namespace flags.
+  return static_cast<pid_t>(::syscall(SYS_clone, flags | SIGCHLD, 0, 0, 0, 0));
+}
+
+}  // namespace
+
+IsolatedChild spawn_isolated(const std::string& path, const std::vector<std::string>& argv_in,
+                             const std::vector<std::string>& env_in, const std::vector<std::pair<int, int>>& fds,
+                             const IsolationRequest& request) {
+  if (fds.size() > 8) throw Failure("sandbox: at most 8 descriptors reach an isolated child");
+  std::vector<std::string> argv_s = argv_in, env_s = env_in;
+  std::vector<char*> argv, envp;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env_s) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  Pipe sync = make_pipe();
+  Pipe err = make_pipe();
+  Plan plan;
+  plan.path = path.c_str();
+  plan.argv = argv.data();
+  plan.envp = envp.data();
+  plan.sync_read = sync.read.get();
+  plan.err_write = err.write.get();
+  for (const auto& [src, dst] : fds) {
+    plan.src[plan.nmap] = src;
+    plan.dst[plan.nmap] = dst;
+    ++plan.nmap;
+    plan.hi_base = std::max(plan.hi_base, dst + 1);
+  }
+  plan.hi_base = std::max({plan.hi_base, sync.read.get() + 1, err.write.get() + 1});
+  {
+    long m = ::sysconf(_SC_OPEN_MAX);
+    plan.close_max = m > 0 ? std::min<long>(m, 1 << 20) : 65536;
+  }
+
+  IsolatedChild child;
+  IsolationReport& rep = child.report;
+  const unsigned long all = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWUTS;
+  const unsigned long no_user = all & ~static_cast<unsigned long>(CLONE_NEWUSER);
+  std::vector<unsigned long> attempts;
+  if (request.namespaces) {
+    attempts.push_back(all);
+    if (::geteuid() == 0) attempts.push_back(no_user);
+  }
+  attempts.push_back(0);
+  unsigned long used = 0;
+  pid_t pid = -1;
+  for (unsigned long flags : attempts) {
+    pid = raw_clone(flags);
+    if (pid == 0) child_main(plan);
+    if (pid > 0) {
+      used = flags;
+      break;
+    }
+    const int e = errno;
+    if (flags != 0) rep.notes.push_back("namespaces " + std::string(flags == all ? "(user, pid, mount, ipc, net)" : "(pid, mount, ipc, net)") +
+                                        " refused by the kernel: " + errno_text(e));
+    else check_errno(false, "sandbox: clone of a kernel host");
+  }
+  if (!request.namespaces) rep.notes.push_back("namespaces turned off (sandbox.namespaces false)");
+  sync.read.reset();
+  err.write.reset();
+  rep.user_ns = (used & CLONE_NEWUSER) != 0;
+  rep.pid_ns = (used & CLONE_NEWPID) != 0;
+  rep.mount_ns = (used & CLONE_NEWNS) != 0;
+  rep.ipc_ns = (used & CLONE_NEWIPC) != 0;
+  rep.net_ns = (used & CLONE_NEWNET) != 0;
+  if (rep.user_ns) {
+    // The caller's ids mapped to themselves: files keep their owners, and
+    // the child's root-in-namespace capabilities reach nothing outside.
+    std::string why;
+    const bool ok = write_proc(pid, "uid_map", std::to_string(::geteuid()) + " " + std::to_string(::geteuid()) + " 1\n", why) &&
+                    write_proc(pid, "setgroups", "deny", why) &&
+                    write_proc(pid, "gid_map", std::to_string(::getegid()) + " " + std::to_string(::getegid()) + " 1\n", why);
+    if (!ok) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+      throw Failure("sandbox: cannot map ids of a kernel host's user namespace: " + why);
+    }
+  }
+  const char go = 1;
+  if (::write(sync.write.get(), &go, 1) != 1) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    throw Failure("sandbox: cannot release a kernel host: " + errno_text(errno));
+  }
+  sync.write.reset();
+  int child_errno = 0;
+  ssize_t n;
+  while ((n = ::read(err.read.get(), &child_errno, sizeof child_errno)) < 0 && errno == EINTR) {
+  }
+  if (n == static_cast<ssize_t>(sizeof child_errno)) {
+    ::waitpid(pid, nullptr, 0);
+    throw Failure("sandbox: cannot start " + path + ": " + errno_text(child_errno));
+  }
+  child.pid = pid;
+  return child;
+}
+
+// --- in the child ----------------------------------------------------------------
+
+namespace {
+
+constexpr const char* kNamespaces[] = {"user", "pid", "mnt", "ipc", "net"};
+
+std::string ns_id(const char* name) {
+  struct stat st {};
+  if (::stat((std::string("/proc/self/ns/") + name).c_str(), &st) != 0) return "?";
+  return std::to_string(st.st_ino);
+}
+
+}  // namespace
+
+std::string namespace_ids() {
+  std::string out;
+  for (const char* n : kNamespaces) out += (out.empty() ? "" : ",") + std::string(n) + ":" + ns_id(n);
+  return out;
+}
+
+void detect_namespaces(const std::string& parent_ids, IsolationReport& r) {
+  bool* flags[] = {&r.user_ns, &r.pid_ns, &r.mount_ns, &r.ipc_ns, &r.net_ns};
+  for (std::size_t i = 0; i < std::size(kNamespaces); ++i) {
+    const std::string key = std::string(kNamespaces[i]) + ":";
+    const auto at = parent_ids.find(key);
+    if (at == std::string::npos) {
+      *flags[i] = false;
+      continue;
+    }
+    const std::string parent = parent_ids.substr(at + key.size(), parent_ids.find(',', at) - at - key.size());
+    const std::string mine = ns_id(kNamespaces[i]);
+    // For the PID namespace the link names the namespace of the process
+    // itself: a child cloned with CLONE_NEWPID sees the new one.
+    *flags[i] = mine != "?" && parent != "?" && mine != parent;
+  }
+}
+
+namespace {
+
+// "\040" and friends in /proc/self/mountinfo.
+std::string unescape(const std::string& s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size()) {
+      const std::string oct = s.substr(i + 1, 3);
+      if (oct.size() == 3 && oct.find_first_not_of("01234567") == std::string::npos) {
+        out += static_cast<char>(std::stoi(oct, nullptr, 8));
+        i += 3;
+        continue;
+      }
+    }
+    out += s[i];
+  }
+  return out;
+}
+
+// The flags a remount must keep (the kernel refuses to clear locked ones).
+unsigned long kept_flags(const std::string& options) {
+  unsigned long f = 0;
+  std::istringstream in(options);
+  for (std::string o; std::getline(in, o, ',');) {
+    if (o == "nosuid") f |= MS_NOSUID;
+    else if (o == "nodev") f |= MS_NODEV;
+    else if (o == "noexec") f |= MS_NOEXEC;
+    else if (o == "noatime") f |= MS_NOATIME;
+    else if (o == "nodiratime") f |= MS_NODIRATIME;
+    else if (o == "relatime") f |= MS_RELATIME;
+  }
+  return f;
+}
+
+}  // namespace
+
+void harden_filesystem(IsolationReport& rep) {
+  if (!rep.mount_ns) return;
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    rep.notes.push_back("making mounts private: " + errno_text(errno));
+    return;
+  }
+  if (rep.pid_ns) {
+    if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0)
+      rep.private_proc = true;
+    else
+      rep.notes.push_back("mounting a private /proc: " + errno_text(errno));
+  }
+  std::ifstream in("/proc/self/mountinfo");
+  int total = 0, failed = 0;
+  std::string first_failure;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream f(line);
+    std::string id, parent, devs, root, point, options;
+    if (!(f >> id >> parent >> devs >> root >> point >> options)) continue;
+    const std::string mp = unescape(point);
+    ++total;
+    if (::mount(nullptr, mp.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | kept_flags(options), nullptr) != 0) {
+      ++failed;
+      if (first_failure.empty()) first_failure = mp + ": " + errno_text(errno);
+    }
+  }
+  rep.read_only_fs = total > 0 && failed == 0;
+  if (failed) rep.notes.push_back("read-only remount failed for " + std::to_string(failed) + " of " +
+                                  std::to_string(total) + " mounts (first: " + first_failure + ")");
+}
+
+void drop_capabilities(IsolationReport& rep) {
+  // Root in its namespace must not regain capabilities; lock that first
+  // (needs CAP_SETPCAP, which a process without capabilities need not).
+  ::prctl(PR_SET_SECUREBITS, SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |
+                                 SECBIT_NOROOT | SECBIT_NOROOT_LOCKED);
+  int last = CAP_LAST_CAP;
+  if (std::ifstream f("/proc/sys/kernel/cap_last_cap"); f) f >> last;
+  for (int c = 0; c <= last; ++c) ::prctl(PR_CAPBSET_DROP, c, 0, 0, 0);
+  ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+  __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  if (::syscall(SYS_capset, &hdr, data) != 0) {
+    rep.notes.push_back("capset: " + errno_text(errno));
+    return;
+  }
+  __user_cap_data_struct now[2] = {};
+  hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+  bool zero = ::syscall(SYS_capget, &hdr, now) == 0;
+  for (const auto& d : now) zero = zero && d.effective == 0 && d.permitted == 0 && d.inheritable == 0;
+  rep.caps_dropped = zero;
+  if (!zero) rep.notes.push_back("capabilities remain after capset");
+}
+
+void set_non_dumpable() {
+  check_errno(::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0, "prctl(PR_SET_DUMPABLE, 0)");
+}
+
+}  // namespace kevo::sandbox
