@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+
 namespace kevo {
 namespace {
 
@@ -27,6 +30,10 @@ TEST(BundledTasks, AllLoad) {
           ASSERT_TRUE(t.seed_point.has_value());
           EXPECT_TRUE(t.space.valid(*t.seed_point));
         }
+        // Drawn shapes for every task, and no library beyond the runtime for
+        // any candidate (docs/tasks.md#libraries).
+        EXPECT_FALSE(t.draw.empty()) << "no \"shapes\": {\"draw\": ...}";
+        EXPECT_EQ(t.libraries, runtime_libraries(t.backend));
         ++loaded;
       } catch (const std::exception& e) {
         ADD_FAILURE() << e.what();
@@ -34,6 +41,57 @@ TEST(BundledTasks, AllLoad) {
     }
   }
   EXPECT_GT(loaded, 0u);
+}
+
+std::vector<Task> bundled_tasks() {
+  std::vector<Task> out;
+  for (const auto& backend : std::filesystem::directory_iterator(KEVO_TEST_TASKS_DIR))
+    if (backend.is_directory())
+      for (const auto& dir : find_task_dirs(backend.path())) out.push_back(load_task(dir));
+  return out;
+}
+
+// Drawn shapes are for correctness only, within the backend's limits: a few
+// MB on the CPU (the worker also keeps copies and the reference's outputs),
+// tens of MB on the GPU. Every one is a valid shape of its task, and every
+// judgement sees every residue mod 4 of every drawn dimension.
+TEST(BundledTasks, DrawnShapesFitTheBackendAndCoverEveryResidue) {
+  for (const Task& t : bundled_tasks()) {
+    SCOPED_TRACE(t.backend + "/" + t.name);
+    const std::int64_t limit = t.backend == "cpu" ? std::int64_t{4} << 20 : std::int64_t{80} << 20;
+    for (std::uint64_t seed = 0; seed < 500; ++seed) {
+      std::map<std::string, std::set<std::int64_t>> residues;
+      for (const Shape& s : draw_shapes(t, seed)) {
+        std::int64_t bytes = 0;
+        for (const Arg& a : t.args) {
+          if (a.is_buffer()) bytes += t.elements(a, s) * static_cast<std::int64_t>(dtype_size(a.dtype));
+          else ASSERT_NO_THROW(t.scalar_value(a, s)) << s.label;
+        }
+        ASSERT_LE(bytes, limit) << s.label;
+        for (const auto& r : t.draw.free) residues[r.dim].insert(s.dims.at(r.dim) % 4);
+      }
+      for (const auto& r : t.draw.free) ASSERT_EQ(residues[r.dim].size(), 4u) << r.dim << " seed " << seed;
+    }
+  }
+}
+
+// The inputs a task's own distributions never produce: softmax far from 0
+// (overflow without the max subtraction, underflow when the max starts at
+// 0), layernorm far from 0 and with a variance near eps, rmsnorm with a
+// mean square near eps.
+TEST(BundledTasks, NormalisationTasksCarryStressTrials) {
+  std::map<std::string, std::set<std::string>> want = {
+      {"cpu/softmax", {"large-mean", "negative-mean"}},     {"cuda/softmax", {"large-mean", "negative-mean"}},
+      {"cpu/layernorm", {"large-mean", "small-variance"}},  {"cuda/layernorm", {"large-mean", "small-variance"}},
+      {"cuda/rmsnorm", {"small-scale"}}};
+  for (const Task& t : bundled_tasks()) {
+    std::set<std::string> names;
+    for (const StressTrial& s : t.stress) names.insert(s.name);
+    const auto it = want.find(t.backend + "/" + t.name);
+    EXPECT_EQ(names, it == want.end() ? std::set<std::string>{} : it->second) << t.backend << "/" << t.name;
+    if (it != want.end()) want.erase(it);
+  }
+  EXPECT_TRUE(want.empty());
 }
 
 }  // namespace

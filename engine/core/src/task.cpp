@@ -1,5 +1,7 @@
 #include "kevo/core/task.hpp"
 
+#include "task_shapes.hpp"
+
 #include "kevo/core/error.hpp"
 #include "kevo/core/strict_json.hpp"
 
@@ -141,6 +143,97 @@ Value Task::scalar_value(const Arg& arg, const Shape& shape) const {
   }
 }
 
+bool Task::allows_library(std::string_view library) const {
+  return std::find(libraries.begin(), libraries.end(), library) != libraries.end();
+}
+
+Task with_stress(const Task& task, const StressTrial& stress) {
+  Task out = task;
+  for (const auto& [arg, dist] : stress.inputs) out.args.at(arg).dist = dist;
+  return out;
+}
+
+const std::vector<LibraryInfo>& known_libraries() {
+  static const std::vector<LibraryInfo> libraries = {
+      // The language runtime of every backend (host code, for CUDA).
+      {"libc", "", true, false, {}, {}, "the C library"},
+      {"libm", "", true, false, {}, {}, "the C maths library"},
+      {"libstdc++", "", true, false, {}, {}, "the C++ standard library"},
+      {"openmp", "cpu", true, false, {"gomp"}, {"omp.h"}, "the OpenMP runtime (#pragma omp, omp_* calls)"},
+      {"blas", "cpu", false, false, {"blas"}, {"cblas.h"}, "a CBLAS (cblas_sgemm ...)"},
+      {"cudart", "cuda", true, false, {"cudart"}, {"cuda_runtime.h", "cuda_runtime_api.h"},
+       "the CUDA runtime (launches, cudaMalloc, streams, events)"},
+      {"cublas", "cuda", false, false, {"cublas"}, {"cublas_v2.h", "cublas_api.h", "cublas.h"}, "cuBLAS"},
+      {"cublasLt", "cuda", false, false, {"cublasLt"}, {"cublasLt.h"}, "cuBLASLt (matmuls with fused epilogues)"},
+      {"cub", "cuda", false, true, {}, {"cub/"}, "CUB device-wide and block-wide primitives (header-only)"},
+      {"thrust", "cuda", false, true, {}, {"thrust/"}, "Thrust algorithms (header-only)"},
+      {"curand", "cuda", false, false, {"curand"}, {"curand.h", "curand_kernel.h"}, "cuRAND"},
+      {"cufft", "cuda", false, false, {"cufft"}, {"cufft.h", "cufftXt.h"}, "cuFFT"},
+      {"cusparse", "cuda", false, false, {"cusparse"}, {"cusparse.h", "cusparse_v2.h"}, "cuSPARSE"},
+      {"cusolver", "cuda", false, false, {"cusolver"}, {"cusolverDn.h", "cusolverSp.h", "cusolver_common.h"},
+       "cuSOLVER"},
+      {"cudnn", "cuda", false, false, {"cudnn"}, {"cudnn.h"}, "cuDNN"},
+  };
+  return libraries;
+}
+
+std::vector<std::string> runtime_libraries(std::string_view backend) {
+  std::vector<std::string> out;
+  for (const LibraryInfo& l : known_libraries())
+    if (l.runtime && (l.backend.empty() || l.backend == backend)) out.push_back(l.name);
+  return out;
+}
+
+namespace detail {
+
+std::string shape_label(const Task& task, const std::map<std::string, std::int64_t>& dims) {
+  std::string label;
+  for (const auto& dim : task.dims) {
+    if (!label.empty()) label += ",";
+    label += dim + "=" + std::to_string(dims.at(dim));
+  }
+  return label;
+}
+
+std::optional<ShapeProblem> shape_problem(const Task& task, const Shape& shape) {
+  const Env env = shape.env();
+  for (std::size_t i = 0; i < task.args.size(); ++i) {
+    const Arg& arg = task.args[i];
+    const std::string ap = "/args/" + std::to_string(i);
+    if (!arg.is_buffer()) {
+      try {
+        const Value v = arg.value.eval(env);
+        if (!v.is_number()) throw std::invalid_argument("got string \"" + v.s + "\"");
+        if (!is_floating(arg.dtype)) {
+          const std::int64_t x = v.as_int();
+          if (arg.dtype == DType::i32 && (x < INT32_MIN || x > INT32_MAX))
+            throw std::invalid_argument(std::to_string(x) + " does not fit int32");
+        }
+      } catch (const std::invalid_argument& e) {
+        return ShapeProblem{ShapeProblem::Kind::value, ap + "/value", "a value of type " + std::string(to_string(arg.dtype)), e.what()};
+      }
+      continue;
+    }
+    const auto limit = std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(dtype_size(arg.dtype));
+    std::int64_t count = 1;
+    for (std::size_t k = 0; k < arg.shape.size(); ++k) {
+      const std::string kp = ap + "/shape/" + std::to_string(k);
+      std::int64_t n = 0;
+      try {
+        n = arg.shape[k].eval(env).as_int();
+      } catch (const std::invalid_argument& e) {
+        return ShapeProblem{ShapeProblem::Kind::extent, kp, "an integer extent", e.what()};
+      }
+      if (n < 1) return ShapeProblem{ShapeProblem::Kind::extent, kp, "a positive extent", "'" + arg.shape[k].text() + "' is " + std::to_string(n)};
+      if (count > limit / n) return ShapeProblem{ShapeProblem::Kind::size, ap + "/shape", "a buffer size that fits 64 bits", ""};
+      count *= n;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace detail
+
 namespace {
 
 bool is_c_identifier(const std::string& s) {
@@ -194,6 +287,29 @@ std::string arg_names(const Task& t) {
   for (const Arg& a : t.args) names.push_back(a.name);
   return join(names);
 }
+
+std::optional<std::size_t> arg_index(const Task& t, const std::string& name) {
+  for (std::size_t i = 0; i < t.args.size(); ++i)
+    if (t.args[i].name == name) return i;
+  return std::nullopt;
+}
+
+bool is_dim(const Task& t, const std::string& name) {
+  return std::find(t.dims.begin(), t.dims.end(), name) != t.dims.end();
+}
+
+std::string dims_text(const Task& t) { return t.dims.empty() ? std::string("(none)") : join(t.dims); }
+
+std::string free_dims_text(const DrawSpace& d) {
+  std::vector<std::string> names;
+  for (const auto& r : d.free) names.push_back(r.dim);
+  return join(names);
+}
+
+// Drawn sizes stay within int32 (the scalars of most tasks).
+constexpr std::int64_t kMaxDrawnSize = 2147483647;
+// "max_bytes" of a draw space when the manifest gives none: 16 MiB.
+constexpr std::int64_t kDefaultDrawBytes = std::int64_t{16} << 20;
 
 // Reads an expression given as a string ("M*2") or a number (512).
 Expr read_expr(const nlohmann::json& j, const std::string& file, const std::string& pointer,
@@ -262,16 +378,7 @@ std::string read_source_file(StrictObject& root, const std::string& key, const f
   if (!in || in.bad()) root.fail(key, "a readable source file (cannot read " + p.string() + ")");
   std::string text = buf.str();
   // A cheap sanity check that catches the wrong file; compiling is the real one.
-  bool mentions = false;
-  for (std::size_t at = text.find(function); at != std::string::npos; at = text.find(function, at + 1)) {
-    const bool left_ok = at == 0 || !(std::isalnum(static_cast<unsigned char>(text[at - 1])) || text[at - 1] == '_');
-    const std::size_t end = at + function.size();
-    const bool right_ok = end >= text.size() || !(std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_');
-    if (left_ok && right_ok) {
-      mentions = true;
-      break;
-    }
-  }
+  const bool mentions = mentions_word(text, function);
   if (!mentions)
     root.fail(key, "a source defining extern \"C\" void " + function + "(...) (" + p.filename().string() +
                        " never mentions '" + function + "')");
@@ -334,6 +441,510 @@ std::optional<Point> point_from_block(const SearchSpace& space, const std::strin
   return point;
 }
 
+// ---------------------------------------------------------------- load steps
+// load_task() runs these in manifest order; each reads one key (or a group)
+// from `root` into `t` and throws InputError at the key's pointer.
+
+// Unknown top-level keys first: a typo ("refrence") reads better as itself
+// than as the missing key it was meant to be.
+void check_top_level_keys(StrictObject& root) {
+  for (const char* k : {"name", "description", "backend", "function", "args", "shapes", "tolerance", "reference",
+                        "seed", "search_space", "flops", "bytes", "baselines", "stress", "libraries"})
+    root.allow(k);
+  root.finish();
+}
+
+void read_identity(StrictObject& root, Task& t) {
+  t.name = root.string("name");
+  if (t.name.empty() || !std::all_of(t.name.begin(), t.name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+      }))
+    root.fail("name", "a non-empty name of letters, digits, '_' and '-', got \"" + t.name + "\"");
+  t.description = root.string("description", "");
+  t.backend = root.string("backend", "cpu");
+  if (t.backend.empty() || !std::all_of(t.backend.begin(), t.backend.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+      }))
+    root.fail("backend", "a backend name such as \"cpu\", got \"" + t.backend + "\"");
+  t.function = root.string("function");
+  if (!is_c_identifier(t.function))
+    root.fail("function", "a C identifier (not a keyword), got \"" + t.function + "\"");
+}
+
+// "dtype" and "role" of an argument.
+void read_type_and_role(StrictObject& a, const Task& t, Arg& arg) {
+  const std::string dtype = a.choice("dtype", {"float32", "float64", "int32", "int64", "bfloat16"});
+  arg.dtype = dtype == "float32" ? DType::f32 : dtype == "float64" ? DType::f64 : dtype == "int32" ? DType::i32
+            : dtype == "int64" ? DType::i64 : DType::bf16;
+  const std::string role = a.choice("role", {"in", "out", "inout", "scalar"});
+  arg.role = role == "in" ? Role::in : role == "out" ? Role::out : role == "inout" ? Role::inout : Role::scalar;
+  if (arg.dtype != DType::bf16) return;
+  // Host compilers (g++ 12) have no bfloat16 arithmetic type, and a scalar
+  // would need one in the entry adapter: bf16 is a CUDA buffer type.
+  if (t.backend != "cuda")
+    a.fail("dtype", "float32, float64, int32 or int64 for the \"" + t.backend +
+                        "\" backend (bfloat16 is supported by the \"cuda\" backend only)");
+  if (arg.role == Role::scalar)
+    a.fail("dtype", "float32, float64, int32 or int64 for a scalar (bfloat16 is for buffers only)");
+}
+
+// Argument i; its dimension names join t.dims in order of first use.
+Arg read_arg(const nlohmann::json& j, std::size_t i, Task& t) {
+  const std::string file = t.manifest_path.string();
+  const std::string ap = "/args/" + idx(i);
+  StrictObject a(j, file, ap);
+  Arg arg;
+  arg.name = a.string("name");
+  if (!is_c_identifier(arg.name)) a.fail("name", "a C identifier (not a keyword), got \"" + arg.name + "\"");
+  if (arg.name == t.function) a.fail("name", "a name other than the function's, got \"" + arg.name + "\"");
+  if (const auto k = arg_index(t, arg.name))
+    a.fail("name", "a unique argument name (\"" + arg.name + "\" is /args/" + idx(*k) + "/name too)");
+  read_type_and_role(a, t, arg);
+  auto use_dims = [&](const Expr& e) {
+    for (const auto& n : e.names())
+      if (std::find(t.dims.begin(), t.dims.end(), n) == t.dims.end()) t.dims.push_back(n);
+  };
+  if (arg.is_buffer()) {
+    const nlohmann::json& shape = a.at("shape");
+    if (!shape.is_array() || shape.empty())
+      a.fail("shape", "a non-empty array of extent expressions such as [\"M\", \"K\"], got " + shown(shape));
+    for (std::size_t k = 0; k < shape.size(); ++k) {
+      arg.shape.push_back(read_expr(shape[k], file, ap + "/shape/" + idx(k), "an extent expression over dimension names"));
+      use_dims(arg.shape.back());
+    }
+  } else {
+    arg.value = read_expr(a.at("value"), file, ap + "/value", "a value expression over dimension names");
+    use_dims(arg.value);
+  }
+  if (arg.is_input()) {
+    if (auto d = a.optional_object("distribution")) {
+      arg.dist = read_distribution(*d, arg.dtype);
+    } else if (!is_floating(arg.dtype)) {
+      arg.dist = Distribution{Distribution::Kind::integers, -100.0, 100.0};
+    }
+  }
+  a.finish();
+  return arg;
+}
+
+void read_args(StrictObject& root, Task& t) {
+  const nlohmann::json& args = root.at("args");
+  if (!args.is_array() || args.empty()) root.fail("args", "a non-empty array of arguments, got " + shown(args));
+  for (std::size_t i = 0; i < args.size(); ++i) t.args.push_back(read_arg(args[i], i, t));
+  if (std::none_of(t.args.begin(), t.args.end(), [](const Arg& a) { return a.is_output(); }))
+    root.fail("args", "at least one argument with role \"out\" or \"inout\"");
+}
+
+// A shape object at `sp`, checked against the arguments.
+Shape read_shape(const nlohmann::json& j, const std::string& sp, const Task& t) {
+  const std::string file = t.manifest_path.string();
+  StrictObject s(j, file, sp);
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (std::find(t.dims.begin(), t.dims.end(), it.key()) == t.dims.end())
+      throw InputError(file, sp + "/" + it.key(),
+                       "unknown key; expected one of the dimensions the arguments use: " + dims_text(t));
+  Shape shape;
+  for (const auto& dim : t.dims) shape.dims[dim] = s.integer(dim, std::nullopt, 0);
+  s.finish();
+  shape.label = detail::shape_label(t, shape.dims);
+  if (const auto p = detail::shape_problem(t, shape))
+    throw InputError(file, p->pointer,
+                     p->expected + " (at " + sp + " " + shape.label + (p->detail.empty() ? "" : ": " + p->detail) + ")");
+  return shape;
+}
+
+void read_shape_list(StrictObject& shapes, const std::string& key, bool required, const Task& t,
+                     std::vector<Shape>& out) {
+  const nlohmann::json* list = shapes.find(key);
+  if (!list) {
+    if (required) shapes.fail(key, "a non-empty array of shapes such as [{\"M\": 512}] (the key is required)");
+    return;
+  }
+  if (!list->is_array() || (required && list->empty()))
+    shapes.fail(key, std::string(required ? "a non-empty" : "an") + " array of shapes, got " + shown(*list));
+  for (std::size_t j = 0; j < list->size(); ++j) out.push_back(read_shape((*list)[j], shapes.pointer(key) + "/" + idx(j), t));
+}
+
+// "dims" of a draw space: a range object or a tie expression per dimension.
+void read_draw_dims(const nlohmann::json& j, const std::string& pointer, Task& t) {
+  const std::string file = t.manifest_path.string();
+  StrictObject dims(j, file, pointer);
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (std::find(t.dims.begin(), t.dims.end(), it.key()) == t.dims.end())
+      throw InputError(file, dims.pointer(it.key()),
+                       "unknown key; expected one of the dimensions the arguments use: " + dims_text(t));
+  std::vector<std::pair<std::string, const nlohmann::json*>> ties;
+  for (const auto& dim : t.dims) {
+    const nlohmann::json* v = dims.find(dim);
+    if (!v)
+      dims.fail(dim, "a range {\"min\", \"max\"} or an expression over the ranged dimensions, for every "
+                     "dimension (the key is required)");
+    if (!v->is_object()) {
+      ties.emplace_back(dim, v);
+      continue;
+    }
+    StrictObject r(*v, file, dims.pointer(dim));
+    DrawSpace::Range range;
+    range.dim = dim;
+    range.min = r.integer("min", std::nullopt, 0, kMaxDrawnSize);
+    range.max = r.integer("max", std::nullopt, range.min, kMaxDrawnSize);
+    r.finish();
+    t.draw.free.push_back(range);
+  }
+  if (t.draw.free.empty())
+    dims.fail(t.dims.front(), "a range {\"min\", \"max\"} for at least one dimension (every one is tied)");
+  for (const auto& [dim, v] : ties) {
+    DrawSpace::Tie tie{dim, read_expr(*v, file, dims.pointer(dim), "a range {\"min\", \"max\"} or an expression")};
+    for (const auto& n : tie.value.names()) {
+      const bool ranged = std::any_of(t.draw.free.begin(), t.draw.free.end(),
+                                      [&](const DrawSpace::Range& r) { return r.dim == n; });
+      if (!ranged)
+        dims.fail(dim, "an expression over the dimensions drawn from ranges: " + free_dims_text(t.draw) + " ('" + n +
+                           "' is " + (n == dim ? "itself" : is_dim(t, n) ? "tied too; ties do not chain" : "not a dimension") +
+                           ")");
+    }
+    t.draw.tied.push_back(std::move(tie));
+  }
+  dims.finish();
+}
+
+void read_draw_space(StrictObject& shapes, Task& t) {
+  auto d = shapes.optional_object("draw");
+  if (!d) return;
+  if (t.dims.empty()) d->fail("dims", "no \"draw\": the arguments use no dimension to draw");
+  t.draw.count = static_cast<std::size_t>(d->integer("count", 4, 4, 32));
+  d->object("dims");   // an object, required
+  read_draw_dims(d->at("dims"), d->pointer("dims"), t);
+  t.draw.max_elements = d->integer("max_elements", 0, 0);
+  t.draw.max_bytes = d->integer("max_bytes", kDefaultDrawBytes, 1);
+  d->finish();
+  detail::check_draw_space(t, t.manifest_path.string(), d->pointer());
+}
+
+void read_shapes(StrictObject& root, Task& t) {
+  StrictObject shapes = root.object("shapes");
+  read_shape_list(shapes, "visible", true, t, t.visible);
+  read_shape_list(shapes, "hidden", false, t, t.hidden);
+  read_draw_space(shapes, t);
+  shapes.finish();
+}
+
+void read_tolerance(StrictObject& root, Task& t) {
+  auto tol = root.optional_object("tolerance");
+  if (!tol) return;
+  t.tolerance.atol = tol->number("atol", t.tolerance.atol, 0.0);
+  t.tolerance.rtol = tol->number("rtol", t.tolerance.rtol, 0.0);
+  t.tolerance.rel_l2 = tol->number("rel_l2", t.tolerance.rel_l2, 0.0);
+  tol->finish();
+}
+
+Param read_param(const nlohmann::json& j, const std::string& pp, const std::vector<Param>& earlier, const Task& t) {
+  const std::string file = t.manifest_path.string();
+  const std::string base = pp.substr(0, pp.rfind('/'));
+  StrictObject p(j, file, pp);
+  Param param;
+  param.name = p.string("name");
+  if (!is_c_identifier(param.name)) p.fail("name", "a C identifier (it becomes a macro), got \"" + param.name + "\"");
+  for (std::size_t k = 0; k < earlier.size(); ++k)
+    if (earlier[k].name == param.name)
+      p.fail("name", "a unique parameter name (\"" + param.name + "\" is " + base + "/" + idx(k) + "/name too)");
+  if (arg_index(t, param.name) || param.name == t.function)
+    p.fail("name", "a name that is not an argument or the function (the macro would rename it), got \"" +
+                       param.name + "\"");
+  const nlohmann::json& values = p.at("values");
+  if (!values.is_array() || values.empty()) p.fail("values", "a non-empty array of numbers or strings, got " + shown(values));
+  for (std::size_t k = 0; k < values.size(); ++k) {
+    const nlohmann::json& v = values[k];
+    const std::string vp = pp + "/values/" + idx(k);
+    Value value;
+    if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+      throw InputError(file, vp, "an integer that fits 64 bits, got " + shown(v));
+    if (v.is_number_integer()) value = Value::integer(v.get<std::int64_t>());
+    else if (v.is_number_float()) value = Value::real(v.get<double>());
+    else if (v.is_string()) {
+      value = Value::string(v.get<std::string>());
+      // NAME_value must be a valid macro name.
+      if (value.s.empty() || !std::all_of(value.s.begin(), value.s.end(), [](char c) {
+            return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+          }))
+        throw InputError(file, vp, "a non-empty string of letters, digits and '_' (it becomes the macro " +
+                                       param.name + "_<value>), got " + shown(v));
+    } else {
+      throw InputError(file, vp, "a number or a string, got " + shown(v));
+    }
+    if (!param.values.empty() && (param.values.front().kind == Value::Kind::string) != (value.kind == Value::Kind::string))
+      throw InputError(file, vp, "values of one kind (all numbers or all strings), got " + shown(v));
+    for (std::size_t q = 0; q < param.values.size(); ++q)
+      if (param.values[q] == value) throw InputError(file, vp, "unique values (" + shown(v) + " equals values/" + idx(q) + ")");
+    param.values.push_back(std::move(value));
+  }
+  p.finish();
+  return param;
+}
+
+std::vector<Expr> read_restrictions(StrictObject& ss, const std::vector<Param>& params) {
+  std::vector<std::string> names;
+  for (const auto& p : params) names.push_back(p.name);
+  const std::vector<std::string> texts = ss.strings("restrictions", std::vector<std::string>{});
+  std::vector<Expr> out;
+  for (std::size_t r = 0; r < texts.size(); ++r) {
+    const std::string rp = ss.pointer("restrictions") + "/" + idx(r);
+    out.push_back(read_expr(nlohmann::json(texts[r]), ss.file(), rp, "a restriction expression"));
+    for (const auto& n : out.back().names())
+      if (std::find(names.begin(), names.end(), n) == names.end())
+        throw InputError(ss.file(), rp, "an expression over the parameters " + join(names) + " (unknown name '" + n + "')");
+  }
+  return out;
+}
+
+// "seed_point": every parameter set to one of its values; agrees with the
+// seed's params block when the seed has one.
+Point read_seed_point_object(StrictObject& sp, const Task& t, const SplitSource& seed_split) {
+  Point point(t.space.params().size());
+  for (std::size_t k = 0; k < t.space.params().size(); ++k) {
+    const Param& p = t.space.params()[k];
+    std::vector<std::string> values;
+    for (const Value& v : p.values) values.push_back(v.kind == Value::Kind::string ? "\"" + v.s + "\"" : v.to_string());
+    const nlohmann::json* v = sp.find(p.name);
+    if (!v) sp.fail(p.name, "a value for parameter " + p.name + ", one of: " + join(values) + " (the key is required)");
+    std::optional<std::size_t> found;
+    for (std::size_t q = 0; q < p.values.size() && !found; ++q) {
+      const Value& pv = p.values[q];
+      if (pv.kind == Value::Kind::string ? (v->is_string() && v->get<std::string>() == pv.s)
+                                         : (v->is_number() && v->get<double>() == pv.as_double()))
+        found = q;
+    }
+    if (!found) sp.fail(p.name, "one of: " + join(values) + ", got " + shown(*v));
+    point[k] = static_cast<std::uint32_t>(*found);
+  }
+  sp.finish();
+  if (!seed_split.block.empty()) {
+    std::string why;
+    const auto block_point = point_from_block(t.space, seed_split.block, why);
+    if (!block_point || *block_point != point)
+      throw InputError(sp.file(), sp.pointer(),
+                       "the point of the params block in " + t.seed_path.filename().string() + " (" +
+                           (block_point ? t.space.key(*block_point) : why) + "), got " + t.space.key(point));
+  }
+  return point;
+}
+
+Point read_seed_point(StrictObject& ss, const Task& t) {
+  const SplitSource seed_split = split_params_block(t.seed_source);
+  if (auto sp = ss.optional_object("seed_point")) return read_seed_point_object(*sp, t, seed_split);
+  const std::string seed_file = t.seed_path.filename().string();
+  if (seed_split.block.empty())
+    ss.fail("seed_point", "a seed point, or a '// kevo:params begin' ... '// kevo:params end' block in " + seed_file +
+                              " (the seed has neither)");
+  std::string why;
+  const auto point = point_from_block(t.space, seed_split.block, why);
+  if (!point)
+    ss.fail("seed_point", "a seed point, or a params block in " + seed_file +
+                              " that sets every parameter to one of its values (" + why + ")");
+  return *point;
+}
+
+// The seed point must satisfy every restriction (which also proves the space
+// has a valid point); evaluated one by one to name the culprit.
+void check_seed_point(const StrictObject& ss, const Task& t) {
+  const Env env = t.space.env(*t.seed_point);
+  for (std::size_t r = 0; r < t.space.restrictions().size(); ++r) {
+    const Expr& e = t.space.restrictions()[r];
+    bool ok = false;
+    try {
+      ok = e.eval(env).truthy();
+    } catch (const std::invalid_argument& err) {
+      throw InputError(ss.file(), ss.pointer("restrictions") + "/" + idx(r),
+                       "an expression that evaluates at the seed point " + t.space.key(*t.seed_point) + " (" +
+                           err.what() + ")");
+    }
+    if (!ok)
+      throw InputError(ss.file(), ss.pointer("seed_point"),
+                       "a seed point that satisfies every restriction (" + t.space.key(*t.seed_point) +
+                           " violates '" + e.text() + "')");
+  }
+}
+
+void read_search_space(StrictObject& root, Task& t) {
+  auto ss = root.optional_object("search_space");
+  if (!ss) return;
+  const nlohmann::json& params = ss->at("params");
+  if (!params.is_array() || params.empty()) ss->fail("params", "a non-empty array of parameters, got " + shown(params));
+  std::vector<Param> list;
+  for (std::size_t i = 0; i < params.size(); ++i)
+    list.push_back(read_param(params[i], ss->pointer("params") + "/" + idx(i), list, t));
+  std::vector<Expr> restrictions = read_restrictions(*ss, list);
+  t.space = SearchSpace(std::move(list), std::move(restrictions));
+  t.seed_point = read_seed_point(*ss, t);
+  check_seed_point(*ss, t);
+  ss->finish();
+}
+
+// "flops" / "bytes": finite and >= 0 at every visible and hidden shape.
+void read_count(StrictObject& root, const std::string& key, const Task& t, Expr& out) {
+  const nlohmann::json* j = root.find(key);
+  if (!j) return;
+  out = read_expr(*j, root.file(), "/" + key, "an expression over the dimensions");
+  for (const auto& n : out.names())
+    if (std::find(t.dims.begin(), t.dims.end(), n) == t.dims.end())
+      root.fail(key, "an expression over the dimensions " + dims_text(t) + " (unknown name '" + n + "')");
+  for (const auto* list : {&t.visible, &t.hidden}) {
+    for (const Shape& s : *list) {
+      double v = 0;
+      try {
+        v = out.eval(s.env()).as_double();
+      } catch (const std::invalid_argument& e) {
+        root.fail(key, "a number at every shape (at " + s.label + ": " + e.what() + ")");
+      }
+      if (!(v >= 0.0) || !std::isfinite(v))
+        root.fail(key, "a finite count >= 0 at every shape (at " + s.label + ": " + Value::real(v).to_string() + ")");
+    }
+  }
+}
+
+// Python source for a library that kevo runs itself, so only its shape is
+// checked here (the script reports a wrong or failing one).
+void read_script_baselines(StrictObject& bl, Task& t) {
+  for (const char* kind : kBaselineKinds) {
+    const nlohmann::json* j = bl.find(kind);
+    if (!j) continue;
+    if (!j->is_string()) bl.fail(kind, "a Python expression (a string) over the argument names, got " + shown(*j));
+    const std::string expr = j->get<std::string>();
+    const bool blank = expr.find_first_not_of(" \t") == std::string::npos;
+    if (blank || expr.size() > 2000 || expr.find_first_of("\n\r") != std::string::npos ||
+        expr.find('\0') != std::string::npos)
+      bl.fail(kind, "a one-line, non-empty Python expression of at most 2000 characters");
+    bool uses_arg = false;
+    for (const Arg& a : t.args) uses_arg = uses_arg || mentions_word(expr, a.name);
+    if (!uses_arg) bl.fail(kind, "an expression that uses at least one argument name (" + arg_names(t) + ")");
+    t.baselines[kind] = expr;
+  }
+}
+
+// A library name for -l<name>: nothing here may read as another compiler option.
+bool is_link_name(const std::string& l) {
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  return !l.empty() && l.size() <= 64 && alnum(l[0]) &&
+         std::all_of(l.begin(), l.end(), [&](char c) { return alnum(c) || c == '_' || c == '.' || c == '+' || c == '-'; });
+}
+
+// A source that ships with the task: judged by the backend like a
+// candidate, so it is read (and its names checked) here.
+Task::SourceBaseline read_source_baseline(const nlohmann::json& j, const std::string& bp, const Task& t) {
+  StrictObject b(j, t.manifest_path.string(), bp);
+  Task::SourceBaseline sb;
+  sb.name = b.string("name");
+  auto lower = [](char c) { return std::islower(static_cast<unsigned char>(c)) != 0; };
+  auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+  const bool lower_ident = !sb.name.empty() && sb.name.size() <= 24 && lower(sb.name[0]) &&
+                           std::all_of(sb.name.begin(), sb.name.end(), [&](char c) { return lower(c) || digit(c) || c == '_'; });
+  // The name heads a report column and keys the results.
+  if (!lower_ident)
+    b.fail("name", "a lower-case identifier of at most 24 characters (a report column), got \"" + sb.name + "\"");
+  for (const auto& other : t.source_baselines)
+    if (other.name == sb.name) b.fail("name", "a name unique among the task's baselines; '" + sb.name + "' appears twice");
+  sb.source = read_source_file(b, "source", t.dir, t.function, sb.path);
+  sb.link = b.strings("link", std::vector<std::string>{});
+  for (std::size_t k = 0; k < sb.link.size(); ++k)
+    if (!is_link_name(sb.link[k]))
+      b.fail("link", "library names such as \"cublas\" (linked as -l<name>; letters, digits, _ . + -), got \"" +
+                         sb.link[k] + "\" at index " + idx(k));
+  b.finish();
+  return sb;
+}
+
+void read_baselines(StrictObject& root, Task& t) {
+  auto bl = root.optional_object("baselines");
+  if (!bl) return;
+  read_script_baselines(*bl, t);
+  if (const nlohmann::json* src = bl->find("sources")) {
+    if (!src->is_array() || src->empty() || src->size() > 16)
+      bl->fail("sources", "an array of 1 to 16 objects {\"name\", \"source\", \"link\"}, got " + shown(*src));
+    for (std::size_t i = 0; i < src->size(); ++i)
+      t.source_baselines.push_back(read_source_baseline((*src)[i], bl->pointer("sources") + "/" + idx(i), t));
+  }
+  bl->finish();
+}
+
+StressTrial read_stress_trial(const nlohmann::json& j, const std::string& sp, const std::vector<StressTrial>& earlier,
+                              const Task& t) {
+  const std::string file = t.manifest_path.string();
+  StrictObject s(j, file, sp);
+  StressTrial trial;
+  trial.name = s.string("name");
+  const bool ok = !trial.name.empty() && trial.name.size() <= 32 && std::islower(static_cast<unsigned char>(trial.name[0])) &&
+                  std::all_of(trial.name.begin(), trial.name.end(), [](char c) {
+                    return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
+                           c == '-' || c == '_';
+                  });
+  // The name labels the trial in verdicts ("stress large-mean").
+  if (!ok) s.fail("name", "a name of at most 32 lower-case letters, digits, '-' and '_', starting with a letter, got \"" +
+                              trial.name + "\"");
+  for (const auto& e : earlier)
+    if (e.name == trial.name) s.fail("name", "a name unique among the stress trials; '" + trial.name + "' appears twice");
+  StrictObject inputs = s.object("inputs");
+  std::vector<std::string> input_names;
+  for (const Arg& a : t.args)
+    if (a.is_input()) input_names.push_back(a.name);
+  for (auto it = j.at("inputs").begin(); it != j.at("inputs").end(); ++it) {
+    const auto k = arg_index(t, it.key());
+    if (!k || !t.args[*k].is_input())
+      throw InputError(file, inputs.pointer(it.key()),
+                       "unknown key; expected an input argument (role in or inout): " + join(input_names));
+    auto d = inputs.optional_object(it.key());
+    trial.inputs.emplace_back(*k, read_distribution(*d, t.args[*k].dtype));
+  }
+  if (trial.inputs.empty())
+    s.fail("inputs", "a distribution for at least one input argument (" + join(input_names) + "), got {}");
+  std::sort(trial.inputs.begin(), trial.inputs.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  inputs.finish();
+  s.finish();
+  return trial;
+}
+
+void read_stress(StrictObject& root, Task& t) {
+  const nlohmann::json* list = root.find("stress");
+  if (!list) return;
+  if (!list->is_array() || list->empty() || list->size() > 8)
+    root.fail("stress", "an array of 1 to 8 objects {\"name\", \"inputs\"}, got " + shown(*list));
+  for (std::size_t i = 0; i < list->size(); ++i)
+    t.stress.push_back(read_stress_trial((*list)[i], "/stress/" + idx(i), t.stress, t));
+}
+
+std::string libraries_text(std::string_view backend) {
+  std::vector<std::string> names;
+  for (const LibraryInfo& l : known_libraries())
+    if (!l.runtime && l.backend == backend) names.push_back(l.name);
+  return names.empty() ? std::string("none for this backend") : join(names);
+}
+
+// "libraries": what candidates may use beyond the backend's runtime.
+void read_libraries(StrictObject& root, Task& t) {
+  t.libraries = runtime_libraries(t.backend);
+  const std::vector<std::string> names = root.strings("libraries", std::vector<std::string>{});
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    const std::string& name = names[k];
+    const std::string at = "/libraries/" + idx(k);
+    const auto& known = known_libraries();
+    const auto it = std::find_if(known.begin(), known.end(), [&](const LibraryInfo& l) { return l.name == name; });
+    if (it == known.end())
+      throw InputError(root.file(), at,
+                       "a library kevo knows for the \"" + t.backend + "\" backend: " + libraries_text(t.backend) +
+                           ", got \"" + name + "\"");
+    if (!it->backend.empty() && it->backend != t.backend)
+      throw InputError(root.file(), at,
+                       "a library of the \"" + t.backend + "\" backend (" + libraries_text(t.backend) + "); \"" + name +
+                           "\" is for \"" + it->backend + "\" tasks");
+    if (it->runtime)
+      throw InputError(root.file(), at,
+                       "a library beyond the runtime (\"" + name + "\" is part of every " + t.backend +
+                           " task's runtime: leave it out)");
+    if (std::find(t.libraries.begin(), t.libraries.end(), name) != t.libraries.end())
+      throw InputError(root.file(), at, "each library once (\"" + name + "\" is listed twice)");
+    t.libraries.push_back(name);
+  }
+}
+
 }  // namespace
 
 Task load_task(const fs::path& dir_in) {
@@ -349,384 +960,23 @@ Task load_task(const fs::path& dir_in) {
   t.manifest = read_json_file(file);
 
   StrictObject root(t.manifest, file, "");
-  // Unknown top-level keys first: a typo ("refrence") reads better as itself
-  // than as the missing key it was meant to be.
-  for (const char* k : {"name", "description", "backend", "function", "args", "shapes", "tolerance",
-                        "reference", "seed", "search_space", "flops", "bytes", "baselines"})
-    root.allow(k);
-  root.finish();
-
-  t.name = root.string("name");
-  if (t.name.empty() || !std::all_of(t.name.begin(), t.name.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
-      }))
-    root.fail("name", "a non-empty name of letters, digits, '_' and '-', got \"" + t.name + "\"");
-  t.description = root.string("description", "");
-  t.backend = root.string("backend", "cpu");
-  if (t.backend.empty() || !std::all_of(t.backend.begin(), t.backend.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-      }))
-    root.fail("backend", "a backend name such as \"cpu\", got \"" + t.backend + "\"");
-  t.function = root.string("function");
-  if (!is_c_identifier(t.function))
-    root.fail("function", "a C identifier (not a keyword), got \"" + t.function + "\"");
-
-  // --- args
-  const nlohmann::json& args = root.at("args");
-  if (!args.is_array() || args.empty())
-    root.fail("args", "a non-empty array of arguments, got " + shown(args));
-  bool has_output = false;
-  std::map<std::string, std::size_t> arg_index;
-  auto use_dims = [&](const Expr& e) {
-    for (const auto& n : e.names())
-      if (std::find(t.dims.begin(), t.dims.end(), n) == t.dims.end()) t.dims.push_back(n);
-  };
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string ap = "/args/" + idx(i);
-    StrictObject a(args[i], file, ap);
-    Arg arg;
-    arg.name = a.string("name");
-    if (!is_c_identifier(arg.name)) a.fail("name", "a C identifier (not a keyword), got \"" + arg.name + "\"");
-    if (arg.name == t.function) a.fail("name", "a name other than the function's, got \"" + arg.name + "\"");
-    if (auto it = arg_index.find(arg.name); it != arg_index.end())
-      a.fail("name", "a unique argument name (\"" + arg.name + "\" is /args/" + idx(it->second) + "/name too)");
-    arg_index[arg.name] = i;
-    const std::string dtype = a.choice("dtype", {"float32", "float64", "int32", "int64", "bfloat16"});
-    arg.dtype = dtype == "float32" ? DType::f32 : dtype == "float64" ? DType::f64 : dtype == "int32" ? DType::i32
-              : dtype == "int64" ? DType::i64 : DType::bf16;
-    const std::string role = a.choice("role", {"in", "out", "inout", "scalar"});
-    arg.role = role == "in" ? Role::in : role == "out" ? Role::out : role == "inout" ? Role::inout : Role::scalar;
-    if (arg.dtype == DType::bf16) {
-      // Host compilers (g++ 12) have no bfloat16 arithmetic type, and a
-      // scalar would need one in the entry adapter: bf16 is a CUDA buffer type.
-      if (t.backend != "cuda")
-        a.fail("dtype", "float32, float64, int32 or int64 for the \"" + t.backend +
-                            "\" backend (bfloat16 is supported by the \"cuda\" backend only)");
-      if (arg.role == Role::scalar)
-        a.fail("dtype", "float32, float64, int32 or int64 for a scalar (bfloat16 is for buffers only)");
-    }
-    if (arg.is_buffer()) {
-      const nlohmann::json& shape = a.at("shape");
-      if (!shape.is_array() || shape.empty())
-        a.fail("shape", "a non-empty array of extent expressions such as [\"M\", \"K\"], got " + shown(shape));
-      for (std::size_t k = 0; k < shape.size(); ++k) {
-        arg.shape.push_back(read_expr(shape[k], file, ap + "/shape/" + idx(k), "an extent expression over dimension names"));
-        use_dims(arg.shape.back());
-      }
-      if (arg.is_output()) has_output = true;
-    } else {
-      arg.value = read_expr(a.at("value"), file, ap + "/value", "a value expression over dimension names");
-      use_dims(arg.value);
-    }
-    if (arg.is_input()) {
-      if (auto d = a.optional_object("distribution")) {
-        arg.dist = read_distribution(*d, arg.dtype);
-      } else if (!is_floating(arg.dtype)) {
-        arg.dist = Distribution{Distribution::Kind::integers, -100.0, 100.0};
-      }
-    }
-    a.finish();
-    t.args.push_back(std::move(arg));
-  }
-  if (!has_output) root.fail("args", "at least one argument with role \"out\" or \"inout\"");
-
-  // --- shapes
-  StrictObject shapes = root.object("shapes");
-  auto read_shapes = [&](const std::string& key, bool required, std::vector<Shape>& out) {
-    const nlohmann::json* list = shapes.find(key);
-    if (!list) {
-      if (required) shapes.fail(key, "a non-empty array of shapes such as [{\"M\": 512}] (the key is required)");
-      return;
-    }
-    if (!list->is_array() || (required && list->empty()))
-      shapes.fail(key, std::string(required ? "a non-empty" : "an") + " array of shapes, got " + shown(*list));
-    for (std::size_t j = 0; j < list->size(); ++j) {
-      const std::string sp = shapes.pointer(key) + "/" + idx(j);
-      StrictObject s((*list)[j], file, sp);
-      for (auto it = (*list)[j].begin(); it != (*list)[j].end(); ++it)
-        if (std::find(t.dims.begin(), t.dims.end(), it.key()) == t.dims.end())
-          throw InputError(file, sp + "/" + it.key(),
-                           "unknown key; expected one of the dimensions the arguments use: " +
-                               (t.dims.empty() ? std::string("(none)") : join(t.dims)));
-      Shape shape;
-      for (const auto& dim : t.dims) {
-        shape.dims[dim] = s.integer(dim, std::nullopt, 0);
-        if (!shape.label.empty()) shape.label += ",";
-        shape.label += dim + "=" + std::to_string(shape.dims[dim]);
-      }
-      s.finish();
-      const Env env = shape.env();
-      for (std::size_t i = 0; i < t.args.size(); ++i) {
-        const Arg& arg = t.args[i];
-        const std::string ap = "/args/" + idx(i);
-        if (arg.is_buffer()) {
-          std::int64_t count = 1;
-          for (std::size_t k = 0; k < arg.shape.size(); ++k) {
-            std::int64_t n = 0;
-            try {
-              n = arg.shape[k].eval(env).as_int();
-            } catch (const std::invalid_argument& e) {
-              throw InputError(file, ap + "/shape/" + idx(k),
-                               "an integer extent (at " + sp + " " + shape.label + ": " + e.what() + ")");
-            }
-            if (n < 1)
-              throw InputError(file, ap + "/shape/" + idx(k),
-                               "a positive extent (at " + sp + " " + shape.label + " '" +
-                                   arg.shape[k].text() + "' is " + std::to_string(n) + ")");
-            const auto limit = std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(dtype_size(arg.dtype));
-            if (count > limit / n)
-              throw InputError(file, ap + "/shape", "a buffer size that fits 64 bits (at " + sp + " " + shape.label + ")");
-            count *= n;
-          }
-        } else {
-          Value v;
-          try {
-            v = arg.value.eval(env);
-            if (!v.is_number()) throw std::invalid_argument("got string \"" + v.s + "\"");
-            if (!is_floating(arg.dtype)) {
-              const std::int64_t x = v.as_int();
-              if (arg.dtype == DType::i32 && (x < INT32_MIN || x > INT32_MAX))
-                throw std::invalid_argument(std::to_string(x) + " does not fit int32");
-            }
-          } catch (const std::invalid_argument& e) {
-            throw InputError(file, ap + "/value",
-                             "a value of type " + std::string(to_string(arg.dtype)) + " (at " + sp + " " +
-                                 shape.label + ": " + e.what() + ")");
-          }
-        }
-      }
-      out.push_back(std::move(shape));
-    }
-  };
-  read_shapes("visible", true, t.visible);
-  read_shapes("hidden", false, t.hidden);
-  shapes.finish();
-
-  // --- tolerance
-  if (auto tol = root.optional_object("tolerance")) {
-    t.tolerance.atol = tol->number("atol", t.tolerance.atol, 0.0);
-    t.tolerance.rtol = tol->number("rtol", t.tolerance.rtol, 0.0);
-    t.tolerance.rel_l2 = tol->number("rel_l2", t.tolerance.rel_l2, 0.0);
-    tol->finish();
-  }
-
-  // --- sources
+  check_top_level_keys(root);
+  read_identity(root, t);
+  read_args(root, t);
+  read_shapes(root, t);
+  read_tolerance(root, t);
   t.reference_source = read_source_file(root, "reference", t.dir, t.function, t.reference_path);
   t.seed_source = read_source_file(root, "seed", t.dir, t.function, t.seed_path);
-
-  // --- search space
-  if (auto ss = root.optional_object("search_space")) {
-    const std::string base = ss->pointer();
-    const nlohmann::json& params = ss->at("params");
-    if (!params.is_array() || params.empty())
-      ss->fail("params", "a non-empty array of parameters, got " + shown(params));
-    std::vector<Param> list;
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      const std::string pp = base + "/params/" + idx(i);
-      StrictObject p(params[i], file, pp);
-      Param param;
-      param.name = p.string("name");
-      if (!is_c_identifier(param.name))
-        p.fail("name", "a C identifier (it becomes a macro), got \"" + param.name + "\"");
-      for (std::size_t k = 0; k < list.size(); ++k)
-        if (list[k].name == param.name)
-          p.fail("name", "a unique parameter name (\"" + param.name + "\" is " + base + "/params/" + idx(k) + "/name too)");
-      if (arg_index.count(param.name) || param.name == t.function)
-        p.fail("name", "a name that is not an argument or the function (the macro would rename it), got \"" +
-                           param.name + "\"");
-      const nlohmann::json& values = p.at("values");
-      if (!values.is_array() || values.empty())
-        p.fail("values", "a non-empty array of numbers or strings, got " + shown(values));
-      for (std::size_t k = 0; k < values.size(); ++k) {
-        const nlohmann::json& v = values[k];
-        const std::string vp = pp + "/values/" + idx(k);
-        Value value;
-        if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
-          throw InputError(file, vp, "an integer that fits 64 bits, got " + shown(v));
-        if (v.is_number_integer()) value = Value::integer(v.get<std::int64_t>());
-        else if (v.is_number_float()) value = Value::real(v.get<double>());
-        else if (v.is_string()) {
-          value = Value::string(v.get<std::string>());
-          // NAME_value must be a valid macro name.
-          if (value.s.empty() || !std::all_of(value.s.begin(), value.s.end(), [](char c) {
-                return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-              }))
-            throw InputError(file, vp, "a non-empty string of letters, digits and '_' (it becomes the macro " +
-                                           param.name + "_<value>), got " + shown(v));
-        } else {
-          throw InputError(file, vp, "a number or a string, got " + shown(v));
-        }
-        if (!param.values.empty() && (param.values.front().kind == Value::Kind::string) != (value.kind == Value::Kind::string))
-          throw InputError(file, vp, "values of one kind (all numbers or all strings), got " + shown(v));
-        for (std::size_t q = 0; q < param.values.size(); ++q)
-          if (param.values[q] == value)
-            throw InputError(file, vp, "unique values (" + shown(v) + " equals values/" + idx(q) + ")");
-        param.values.push_back(std::move(value));
-      }
-      p.finish();
-      list.push_back(std::move(param));
-    }
-    std::vector<std::string> param_names;
-    for (const auto& p : list) param_names.push_back(p.name);
-    const std::vector<std::string> texts = ss->strings("restrictions", std::vector<std::string>{});
-    std::vector<Expr> restrictions;
-    for (std::size_t r = 0; r < texts.size(); ++r) {
-      const std::string rp = base + "/restrictions/" + idx(r);
-      restrictions.push_back(read_expr(nlohmann::json(texts[r]), file, rp, "a restriction expression"));
-      for (const auto& n : restrictions.back().names())
-        if (std::find(param_names.begin(), param_names.end(), n) == param_names.end())
-          throw InputError(file, rp, "an expression over the parameters " + join(param_names) +
-                                         " (unknown name '" + n + "')");
-    }
-    t.space = SearchSpace(std::move(list), std::move(restrictions));
-
-    const SplitSource seed_split = split_params_block(t.seed_source);
-    if (auto sp = ss->optional_object("seed_point")) {
-      Point point(t.space.params().size());
-      for (std::size_t k = 0; k < t.space.params().size(); ++k) {
-        const Param& p = t.space.params()[k];
-        std::vector<std::string> shown_values;
-        for (const Value& v : p.values) shown_values.push_back(v.kind == Value::Kind::string ? "\"" + v.s + "\"" : v.to_string());
-        const nlohmann::json* v = sp->find(p.name);
-        if (!v) sp->fail(p.name, "a value for parameter " + p.name + ", one of: " + join(shown_values) + " (the key is required)");
-        std::optional<std::size_t> found;
-        for (std::size_t q = 0; q < p.values.size() && !found; ++q) {
-          const Value& pv = p.values[q];
-          if (pv.kind == Value::Kind::string ? (v->is_string() && v->get<std::string>() == pv.s)
-                                             : (v->is_number() && v->get<double>() == pv.as_double()))
-            found = q;
-        }
-        if (!found) sp->fail(p.name, "one of: " + join(shown_values) + ", got " + shown(*v));
-        point[k] = static_cast<std::uint32_t>(*found);
-      }
-      sp->finish();
-      t.seed_point = point;
-      if (!seed_split.block.empty()) {
-        std::string why;
-        const auto block_point = point_from_block(t.space, seed_split.block, why);
-        if (!block_point || *block_point != point)
-          throw InputError(file, sp->pointer(),
-                           "the point of the params block in " + t.seed_path.filename().string() + " (" +
-                               (block_point ? t.space.key(*block_point) : why) + "), got " + t.space.key(point));
-      }
-    } else {
-      if (seed_split.block.empty())
-        ss->fail("seed_point", "a seed point, or a '// kevo:params begin' ... '// kevo:params end' block in " +
-                                   t.seed_path.filename().string() + " (the seed has neither)");
-      std::string why;
-      t.seed_point = point_from_block(t.space, seed_split.block, why);
-      if (!t.seed_point)
-        ss->fail("seed_point", "a seed point, or a params block in " + t.seed_path.filename().string() +
-                                   " that sets every parameter to one of its values (" + why + ")");
-    }
-    // The seed point must satisfy every restriction (which also proves the
-    // space has a valid point); evaluate them one by one to name the culprit.
-    const Env env = t.space.env(*t.seed_point);
-    for (std::size_t r = 0; r < t.space.restrictions().size(); ++r) {
-      const Expr& e = t.space.restrictions()[r];
-      bool ok = false;
-      try {
-        ok = e.eval(env).truthy();
-      } catch (const std::invalid_argument& err) {
-        throw InputError(file, base + "/restrictions/" + idx(r),
-                         "an expression that evaluates at the seed point " + t.space.key(*t.seed_point) + " (" +
-                             err.what() + ")");
-      }
-      if (!ok)
-        throw InputError(file, base + "/seed_point",
-                         "a seed point that satisfies every restriction (" + t.space.key(*t.seed_point) +
-                             " violates '" + e.text() + "')");
-    }
-    ss->finish();
-  }
-
-  // --- flops / bytes
-  auto read_count = [&](const std::string& key, Expr& out) {
-    const nlohmann::json* j = root.find(key);
-    if (!j) return;
-    out = read_expr(*j, file, "/" + key, "an expression over the dimensions");
-    for (const auto& n : out.names())
-      if (std::find(t.dims.begin(), t.dims.end(), n) == t.dims.end())
-        root.fail(key, "an expression over the dimensions " + (t.dims.empty() ? std::string("(none)") : join(t.dims)) +
-                           " (unknown name '" + n + "')");
-    for (const auto* list : {&t.visible, &t.hidden}) {
-      for (const Shape& s : *list) {
-        double v = 0;
-        try {
-          v = out.eval(s.env()).as_double();
-        } catch (const std::invalid_argument& e) {
-          root.fail(key, "a number at every shape (at " + s.label + ": " + e.what() + ")");
-        }
-        if (!(v >= 0.0) || !std::isfinite(v))
-          root.fail(key, "a finite count >= 0 at every shape (at " + s.label + ": " + Value::real(v).to_string() + ")");
-      }
-    }
-  };
-  read_count("flops", t.flops);
-  read_count("bytes", t.bytes);
-
-  // --- baselines: Python source for a library that kevo runs itself, so only
-  // its shape is checked here (the script reports a wrong or failing one).
-  if (auto bl = root.optional_object("baselines")) {
-    for (const char* kind : kBaselineKinds) {
-      const nlohmann::json* j = bl->find(kind);
-      if (!j) continue;
-      if (!j->is_string()) bl->fail(kind, "a Python expression (a string) over the argument names, got " + shown(*j));
-      const std::string expr = j->get<std::string>();
-      const bool blank = expr.find_first_not_of(" \t") == std::string::npos;
-      if (blank || expr.size() > 2000 || expr.find_first_of("\n\r") != std::string::npos ||
-          expr.find('\0') != std::string::npos)
-        bl->fail(kind, "a one-line, non-empty Python expression of at most 2000 characters");
-      bool uses_arg = false;
-      for (const Arg& a : t.args) uses_arg = uses_arg || mentions_word(expr, a.name);
-      if (!uses_arg) bl->fail(kind, "an expression that uses at least one argument name (" + arg_names(t) + ")");
-      t.baselines[kind] = expr;
-    }
-    // Sources that ship with the task: judged by the backend like
-    // candidates, so they are read (and their names checked) here.
-    if (const nlohmann::json* src = bl->find("sources")) {
-      const std::string at = bl->pointer("sources");
-      if (!src->is_array() || src->empty() || src->size() > 16)
-        bl->fail("sources", "an array of 1 to 16 objects {\"name\", \"source\", \"link\"}, got " + shown(*src));
-      for (std::size_t i = 0; i < src->size(); ++i) {
-        StrictObject b((*src)[i], file, at + "/" + idx(i));
-        Task::SourceBaseline sb;
-        sb.name = b.string("name");
-        auto lower = [](char c) { return std::islower(static_cast<unsigned char>(c)) != 0; };
-        auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
-        const bool lower_ident = !sb.name.empty() && sb.name.size() <= 24 && lower(sb.name[0]) &&
-                                 std::all_of(sb.name.begin(), sb.name.end(),
-                                             [&](char c) { return lower(c) || digit(c) || c == '_'; });
-        // The name heads a report column and keys the results.
-        if (!lower_ident)
-          b.fail("name", "a lower-case identifier of at most 24 characters (a report column), got \"" + sb.name + "\"");
-        for (const auto& other : t.source_baselines)
-          if (other.name == sb.name)
-            b.fail("name", "a name unique among the task's baselines; '" + sb.name + "' appears twice");
-        sb.source = read_source_file(b, "source", t.dir, t.function, sb.path);
-        // Library names only: each becomes -l<name>, so nothing here may
-        // read as another compiler option.
-        sb.link = b.strings("link", std::vector<std::string>{});
-        for (std::size_t k = 0; k < sb.link.size(); ++k) {
-          const std::string& l = sb.link[k];
-          auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
-          const bool ok = !l.empty() && l.size() <= 64 && alnum(l[0]) && std::all_of(l.begin(), l.end(), [&](char c) {
-                            return alnum(c) || c == '_' || c == '.' || c == '+' || c == '-';
-                          });
-          if (!ok)
-            b.fail("link", "library names such as \"cublas\" (linked as -l<name>; letters, digits, _ . + -), got \"" +
-                               l + "\" at index " + idx(k));
-        }
-        b.finish();
-        t.source_baselines.push_back(std::move(sb));
-      }
-    }
-    bl->finish();
-  }
-
+  read_search_space(root, t);
+  read_count(root, "flops", t, t.flops);
+  read_count(root, "bytes", t, t.bytes);
+  read_baselines(root, t);
+  read_stress(root, t);
+  read_libraries(root, t);
   root.finish();
   return t;
 }
+
 
 std::vector<fs::path> find_task_dirs(const fs::path& dir) {
   std::error_code ec;

@@ -16,8 +16,10 @@
 //   ACC      independent accumulators in the reductions (hides add latency).
 //   UNROLL   unroll factor of the normalising loop (#pragma GCC unroll).
 //   STATS    "twopass": sum, then sum of squared deviations from the mean;
-//            "onepass": sum and sum of squares together, var = E[x^2] - mean^2
-//            (one read of the row less; fine unless |mean| >> stddev).
+//            "onepass": sum and sum of squares of d = x - x[0] together,
+//            var = E[d^2] - E[d]^2 (one read of the row less). The shift by
+//            the row's first element keeps a large mean from cancelling:
+//            E[x^2] - mean^2 itself loses every digit once |mean| >> stddev.
 // Columns past the last full block of ACC vectors, and past the last full
 // vector, take shorter loops, so every C is handled.
 #include <cmath>
@@ -81,20 +83,21 @@ static void layernorm_row(const float* x, const float* g, const float* b, float*
     for (int c = cv; c < C; ++c) s += (x[c] - mean) * (x[c] - mean);
     var = s / C;
   }
-#else  // onepass
+#else  // onepass, shifted by k = x[0]
   {
+    const float k = x[0];
     vec_t acc[ACC], acc2[ACC];
     for (int a = 0; a < ACC; ++a) acc[a] = acc2[a] = vec_t{};
     for (int c = 0; c < cb; c += block)
       for (int a = 0; a < ACC; ++a) {
-        const vec_t v = load_vec(x + c + a * VEC);
-        acc[a] += v;
-        acc2[a] += v * v;
+        const vec_t d = load_vec(x + c + a * VEC) - k;
+        acc[a] += d;
+        acc2[a] += d * d;
       }
     for (int c = cb; c < cv; c += VEC) {
-      const vec_t v = load_vec(x + c);
-      acc[0] += v;
-      acc2[0] += v * v;
+      const vec_t d = load_vec(x + c) - k;
+      acc[0] += d;
+      acc2[0] += d * d;
     }
     float s = 0.0f, s2 = 0.0f;
     for (int a = 0; a < ACC; ++a) {
@@ -102,11 +105,13 @@ static void layernorm_row(const float* x, const float* g, const float* b, float*
       s2 += hsum(acc2[a]);
     }
     for (int c = cv; c < C; ++c) {
-      s += x[c];
-      s2 += x[c] * x[c];
+      const float d = x[c] - k;
+      s += d;
+      s2 += d * d;
     }
-    mean = s / C;
-    var = s2 / C - mean * mean;
+    const float dm = s / C;
+    mean = k + dm;
+    var = s2 / C - dm * dm;
     if (var < 0.0f) var = 0.0f;  // rounding can push a zero variance below 0
   }
 #endif

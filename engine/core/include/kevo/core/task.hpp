@@ -14,6 +14,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace kevo {
@@ -55,9 +57,50 @@ struct Arg {
 };
 
 struct Shape {
-  std::string label;                         // "M=256,N=256,K=256"
+  std::string label;                         // "M=256,N=256,K=256"; drawn shapes "drawn M=37,N=1029"
   std::map<std::string, std::int64_t> dims;  // dimension name -> size
   Env env() const;
+};
+
+// The space the judge draws fresh correctness shapes from at every judgement
+// ("shapes": {"draw": ...}, docs/tasks.md#drawn-shapes; draw_shapes()).
+// Every dimension is either free, drawn from an inclusive range, or tied: an
+// expression over the free ones ("K": "N", "H": "W + 2").
+struct DrawSpace {
+  struct Range {
+    std::string dim;
+    std::int64_t min = 1, max = 1;
+  };
+  struct Tie {
+    std::string dim;
+    Expr value;   // over free dimensions only
+  };
+  std::size_t count = 0;        // shapes per judgement; 0: the task has no draw space
+  std::vector<Range> free;      // in Task::dims order
+  std::vector<Tie> tied;        // in Task::dims order
+  std::int64_t max_elements = 0;   // per buffer; 0: no cap
+  std::int64_t max_bytes = 0;      // all buffers together (always set when count > 0)
+
+  bool empty() const { return count == 0; }
+};
+
+// An extra correctness trial on inputs from other distributions ("stress":
+// [{"name", "inputs"}], docs/tasks.md#stress): every argument named in
+// `inputs` is drawn from the given distribution instead of its own.
+struct StressTrial {
+  std::string name;                                         // "large-mean"
+  std::vector<std::pair<std::size_t, Distribution>> inputs;  // index into Task::args -> distribution
+};
+
+// A library a candidate may be allowed to use (docs/tasks.md#libraries).
+struct LibraryInfo {
+  std::string name;                   // "cublas": the spelling in "libraries"
+  std::string backend;                // the backend it belongs to ("cpu", "cuda"); "" for every backend
+  bool runtime = false;               // part of every task of `backend` (libc, libm, libstdc++, openmp / cudart)
+  bool header_only = false;           // used through includes only (cub, thrust): policed by headers, not symbols
+  std::vector<std::string> link;      // what -l<name> links it ("cublas"); empty when header-only or implicit
+  std::vector<std::string> headers;   // its include files; a name ending in '/' is a directory ("cub/")
+  std::string what;                   // one line for messages and docs
 };
 
 struct Tolerance {
@@ -100,6 +143,12 @@ struct Task {
     std::vector<std::string> link;     // library names, linked as -l<name>
   };
   std::vector<SourceBaseline> source_baselines;
+  DrawSpace draw;                       // "shapes": {"draw": ...}; empty when absent
+  std::vector<StressTrial> stress;      // "stress": extra trials; empty when absent
+  // The libraries a candidate may use: the backend's runtime
+  // (runtime_libraries()) and then the manifest's "libraries", in order.
+  // Source baselines are not bound by it (they link their "link").
+  std::vector<std::string> libraries;
   nlohmann::json manifest;              // as read, for lineage attributes
 
   // "extern \"C\" void sgemm(const float* A, ..., int32_t M)" — what sources must define.
@@ -108,7 +157,29 @@ struct Task {
   std::int64_t elements(const Arg& arg, const Shape& shape) const;
   std::vector<std::int64_t> extents(const Arg& arg, const Shape& shape) const;
   Value scalar_value(const Arg& arg, const Shape& shape) const;
+  bool allows_library(std::string_view name) const;
 };
+
+// The correctness shapes of one judgement, drawn from task.draw:
+// task.draw.count shapes (none when the task has no draw space), the same
+// for the same (task, seed) on every machine. Shape 0 has every free
+// dimension within [min, min + 7]; across shapes 0..3 every free dimension
+// takes each residue mod 4 (so mod 2) that its range holds, and further
+// shapes a random residue; the sizes of shapes 1.. are otherwise spread
+// log-uniformly over the range (residues mod 8..32 random). A shape outside
+// the caps, or not a valid shape of the task, is redrawn from the same
+// stream. Labels are "drawn " + the dimensions ("drawn M=37,K=5,N=1029").
+std::vector<Shape> draw_shapes(const Task& task, std::uint64_t seed);
+
+// `task` with stress trial `stress`'s distributions in place of its
+// arguments' own; everything else unchanged.
+Task with_stress(const Task& task, const StressTrial& stress);
+
+// Every library name "libraries" accepts, and the runtime ones.
+const std::vector<LibraryInfo>& known_libraries();
+// What every candidate of a backend may use without asking: "libc", "libm",
+// "libstdc++", then "openmp" (cpu) or "cudart" (cuda).
+std::vector<std::string> runtime_libraries(std::string_view backend);
 
 // Loads and validates DIR/task.json. Throws InputError.
 Task load_task(const std::filesystem::path& dir);
