@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 namespace kevo {
@@ -90,6 +92,74 @@ TEST(Hash, Fnv1aKnownValues) {
   EXPECT_EQ(hex64(0xabcULL), "0000000000000abc");
   const char bytes[] = {'f', 'o', 'o'};
   EXPECT_EQ(fnv1a64(bytes, 3), fnv1a64("foo"));
+}
+
+TEST(Rng, RandomHexIsHexAndFresh) {
+  const std::string a = random_hex(8), b = random_hex(8);
+  EXPECT_EQ(a.size(), 16u);
+  EXPECT_EQ(a.find_first_not_of("0123456789abcdef"), std::string::npos) << a;
+  EXPECT_NE(a, b);   // 2^-64 chance of a false failure
+  EXPECT_EQ(random_hex(0), "");
+}
+
+TEST(Hash, ToHex) {
+  const unsigned char bytes[] = {0x00, 0x01, 0x7f, 0x80, 0xab, 0xff};
+  EXPECT_EQ(to_hex(bytes, sizeof bytes), "00017f80abff");
+  EXPECT_EQ(to_hex(bytes, 0), "");
+}
+
+// The examples of FIPS 180-4 (NIST's "SHA256.pdf" example file) and the
+// long-message test of FIPS 180-2 appendix B.3.
+TEST(Hash, Sha256KnownAnswers) {
+  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  EXPECT_EQ(sha256_hex("abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrs"
+                       "mnopqrstnopqrstu"),
+            "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
+  EXPECT_EQ(sha256_hex(std::string(1000000, 'a')),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+// Runs of 'a' around the padding boundaries: up to 55 bytes the length fits
+// in the last block, from 56 it spills into one more; 64 fills a block
+// exactly. Reference values from GNU coreutils' sha256sum.
+TEST(Hash, Sha256PaddingBoundaries) {
+  const std::pair<std::size_t, const char*> cases[] = {
+      {1, "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb"},
+      {55, "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318"},
+      {56, "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a"},
+      {57, "f13b2d724659eb3bf47f2dd6af1accc87b81f09f59f2b75e5c0bed6589dfe8c6"},
+      {63, "7d3e74a05d7db15bce4ad9ec0658ea98e3f06eeecf16b4c6fff2da457ddc2f34"},
+      {64, "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb"},
+      {65, "635361c48bb9eab14198e76ea8ab7f1a41685d6ad62aa9146d301d4f17eb0ae0"},
+      {119, "31eba51c313a5c08226adf18d4a359cfdfd8d2e816b13f4af952f7ea6584dcfb"},
+      {120, "2f3d335432c70b580af0e8e1b3674a7c020d683aa5f73aaaedfdc55af904c21c"},
+      {127, "c57e9278af78fa3cab38667bef4ce29d783787a2f731d4e12200270f0c32320a"},
+      {128, "6836cf13bac400e9105071cd6af47084dfacad4e5e302c94bfed24e013afb73e"},
+  };
+  for (const auto& [n, hex] : cases) EXPECT_EQ(sha256_hex(std::string(n, 'a')), hex) << n << " bytes";
+}
+
+TEST(Hash, Sha256IncrementalMatchesOneShot) {
+  std::string msg;
+  Rng r(7);
+  for (int i = 0; i < 200; ++i) msg += static_cast<char>(r.below(256));
+  const std::string whole = sha256_hex(msg);
+  Sha256 h;
+  for (std::size_t cut = 0; cut <= msg.size(); ++cut) {
+    h.update(std::string_view(msg).substr(0, cut));
+    h.update(std::string_view(msg).substr(cut));
+    ASSERT_EQ(h.finish_hex(), whole) << "split at " << cut;   // finish() starts the hasher over
+  }
+  for (std::size_t step : {1u, 3u, 63u, 65u}) {
+    for (std::size_t at = 0; at < msg.size(); at += step) h.update(msg.data() + at, std::min(step, msg.size() - at));
+    EXPECT_EQ(h.finish_hex(), whole) << "pieces of " << step;
+  }
+  const Sha256::Digest d = [&] { h.update(msg); return h.finish(); }();
+  EXPECT_EQ(to_hex(d.data(), d.size()), whole);
+  EXPECT_EQ(h.finish_hex(), sha256_hex(""));
 }
 
 TEST(Hash, NormalisationIgnoresCommentsAndLayout) {

@@ -1,7 +1,11 @@
 #include "kevo/core/rng.hpp"
 
 #include "kevo/core/error.hpp"
+#include "kevo/core/hash.hpp"
 
+#include <sys/random.h>
+
+#include <cerrno>
 #include <cmath>
 #include <numbers>
 #include <cstdio>
@@ -116,6 +120,17 @@ Rng Rng::from_state_string(const std::string& text) {
   Rng r;
   r.set_state(s);
   return r;
+}
+
+std::string random_hex(std::size_t bytes) {
+  std::string raw(bytes, '\0');
+  for (std::size_t got = 0; got < bytes;) {
+    const ssize_t n = ::getrandom(raw.data() + got, bytes - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    check_errno(n > 0, "getrandom");
+    got += static_cast<std::size_t>(n);
+  }
+  return to_hex(raw.data(), raw.size());
 }
 
 }  // namespace kevo

@@ -1,7 +1,11 @@
-// Content hashes used for dedup, caches and lineage. 64-bit FNV-1a, printed as
-// 16 lowercase hex digits. Not cryptographic: keys, not signatures.
+// Content hashes. 64-bit FNV-1a (printed as 16 lowercase hex digits) for
+// dedup and lineage keys: fast, not cryptographic, so never where a chosen
+// collision would do harm. SHA-256 (FIPS 180-4) where it would: the compile
+// cache's keys and its check of an object's content.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -12,6 +16,34 @@ std::uint64_t fnv1a64(std::string_view data, std::uint64_t basis = 0xcbf29ce4842
 std::uint64_t fnv1a64(const void* data, std::size_t size,
                       std::uint64_t basis = 0xcbf29ce484222325ULL);
 std::string hex64(std::uint64_t v);
+
+// Bytes as lowercase hex, two digits a byte.
+std::string to_hex(const void* data, std::size_t size);
+
+// SHA-256 over a message given in pieces of any size. finish() pads the
+// message, returns its digest and starts the hasher over on an empty message.
+class Sha256 {
+ public:
+  using Digest = std::array<std::uint8_t, 32>;
+
+  Sha256() noexcept { reset(); }
+  void update(std::string_view data) noexcept { update(data.data(), data.size()); }
+  void update(const void* data, std::size_t size) noexcept;
+  Digest finish() noexcept;
+  std::string finish_hex();   // finish() as 64 lowercase hex digits
+
+ private:
+  void reset() noexcept;
+  void compress(const std::uint8_t* block) noexcept;
+
+  std::array<std::uint32_t, 8> state_{};
+  std::array<std::uint8_t, 64> block_{};
+  std::size_t buffered_ = 0;     // bytes waiting in block_
+  std::uint64_t length_ = 0;     // message bytes so far
+};
+
+// SHA-256 of `data` as 64 lowercase hex digits.
+std::string sha256_hex(std::string_view data);
 
 // Source normalised for dedup: comments removed (not inside literals), runs of
 // whitespace collapsed to one space where dropping it could join two tokens

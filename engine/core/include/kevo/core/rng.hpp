@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -36,5 +37,10 @@ class Rng {
 };
 
 std::uint64_t splitmix64(std::uint64_t& x);
+
+// `bytes` bytes from the kernel's random source (getrandom), as lowercase
+// hex: for unique file names and nonces. Never reproducible, unlike Rng.
+// Throws Failure when the kernel gives none.
+std::string random_hex(std::size_t bytes);
 
 }  // namespace kevo

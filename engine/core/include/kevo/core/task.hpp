@@ -126,8 +126,6 @@ struct Task {
   SearchSpace space;                    // may be empty
   std::optional<Point> seed_point;      // the seed's point when the space is not empty
   Expr flops, bytes;                    // optional (empty Expr)
-  // Libraries a candidate may call beyond the language runtime (docs/tasks.md).
-  std::vector<std::string> libraries;
   // Library baselines: kind ("torch") -> a Python expression over the argument
   // names giving the outputs. Measured by the CUDA backend when a run starts
   // (docs/cuda.md#library-baselines); the engine only carries them.
