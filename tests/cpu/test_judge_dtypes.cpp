@@ -123,7 +123,9 @@ TEST(JudgePoison, DrawnPerJudgementAndNeverACanonicalNan) {
     const Poison p = Poison::draw(e);
     f32.insert(p.f32);
     b16.insert(p.bf16);
-    ASSERT_TRUE(std::isnan(*reinterpret_cast<const float*>(&p.f32)));
+    float as_float = 0;
+    std::memcpy(&as_float, &p.f32, sizeof as_float);
+    ASSERT_TRUE(std::isnan(as_float));
     ASSERT_NE(p.f32, 0x7FC00000u);
     ASSERT_NE(p.bf16, 0x7FC0u);
     ASSERT_NE(p.bf16, 0x7FFFu);

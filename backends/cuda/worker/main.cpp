@@ -461,6 +461,7 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     w::fatal("task_load", e.what());
   }
+  opt.drawn = kevo::draw_shapes(task, r.seed ^ 0x6472617773ULL);   // as the native session draws them
   w::Space& space = cw::device_space();
   space.set_poison(w::Poison::draw(std::hash<std::string>{}(r.nonce)));
 

@@ -297,6 +297,21 @@ void Judge::correctness() {
     for (const Case& c : cases_) trial_on(c, "trial " + std::to_string(t + 1), "trial" + std::to_string(t), t == 0, {});
 }
 
+void Judge::stress() {
+  // Each declared stress distribution is one more trial on every shape
+  // (visible, hidden and drawn): inputs a kernel must survive that the
+  // usual distribution never produces (a softmax without max subtraction
+  // overflows on a large mean).
+  for (const StressTrial& st : task_.stress) {
+    const DistributionOverride dist = [&st, this](const Arg& a) -> const Distribution* {
+      for (const auto& [index, d] : st.inputs)
+        if (&task_.args[index] == &a || task_.args[index].name == a.name) return &d;
+      return nullptr;
+    };
+    for (const Case& c : cases_) trial_on(c, "stress " + st.name, "stress-" + st.name, false, dist);
+  }
+}
+
 void Judge::time_case(const Case& c, double budget, double& log_ratio, int& min_reps) {
   std::vector<double> tc, tr;
   int calls = 0;
@@ -417,8 +432,10 @@ JudgeResult Judge::explain_end(const Endpoint& side, const std::string& where) {
 JudgeResult Judge::run() {
   try {
     correctness();
+    stress();
     v_.status = Status::correct;
-    v_.message = "correct on " + std::to_string(opt_.trials) + " trials x " + std::to_string(cases_.size()) + " shapes";
+    v_.message = "correct on " + std::to_string(opt_.trials + static_cast<int>(task_.stress.size())) + " trials x " +
+                 std::to_string(cases_.size()) + " shapes";
     if (opt_.timing && opt_.mode == kModeJudge) {
       timing();
       std::ostringstream m;

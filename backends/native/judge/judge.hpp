@@ -62,6 +62,7 @@ class Judge {
  private:
   struct Fail {};   // thrown internally once the verdict is settled
   void correctness();
+  void stress();
   void timing();
   void time_case(const Case& c, double budget, double& log_ratio, int& min_reps);
   CallResult call(Endpoint& side, ArgSet& a, const Case& c, const std::string& trial, bool candidate,

@@ -99,6 +99,9 @@ JudgeResult run_session(const JudgeRequest& req, const Task& task, const Session
   Space& space = *parts.space;
   space.set_poison(Poison::draw(fresh_entropy(req.nonce)));
   Options opt = options_of(req, started);
+  // Fresh shapes for this judgement from the task's shape space: the seed
+  // is the judgement's own, which the candidate never sees.
+  opt.drawn = draw_shapes(task, req.seed ^ 0x6472617773ULL);   // "draws"
 
   HostSpec base;
   base.program = parts.host_program;

@@ -2,7 +2,9 @@
 
 #include "kevo/core/error.hpp"
 #include "kevo/core/hash.hpp"
+#include "kevo/core/rng.hpp"
 #include "kevo/native/protocol.hpp"
+#include "kevo/native/compile_cache.hpp"
 #include "kevo/native/libraries.hpp"
 #include "kevo/sandbox/isolation.hpp"
 #include "kevo/sandbox/runner.hpp"
@@ -20,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -102,23 +105,6 @@ std::string first_lines(const std::string& s, std::size_t lines, std::size_t cap
   return out;
 }
 
-std::string random_hex(std::size_t bytes) {
-  std::string raw(bytes, '\0');
-  std::size_t got = 0;
-  while (got < bytes) {
-    ssize_t n = ::getrandom(raw.data() + got, bytes - got, 0);
-    check_errno(n > 0, "getrandom");
-    got += static_cast<std::size_t>(n);
-  }
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (char c : raw) {
-    out += digits[(static_cast<unsigned char>(c) >> 4) & 15];
-    out += digits[static_cast<unsigned char>(c) & 15];
-  }
-  return out;
-}
-
 std::string host_cpu_id() {
   // What -march=native depends on: the CPU model and feature flags.
   std::ifstream in("/proc/cpuinfo");
@@ -186,8 +172,12 @@ std::string compiled_source(const Task& task, const std::string& source) {
 struct NativeBackend::Impl {
   NativeOptions opt;
   std::string compiler_path, compiler_version, host_id;
-  fs::path worker_path, cache_root, scratch_base;
-  sb::ScratchDir private_cache;
+  fs::path worker_path, scratch_base;
+  // This backend's compiled objects (one per key, for its lifetime), and
+  // the compile cache shared with other runs (when cache_dir is set).
+  sb::ScratchDir objects;
+  std::optional<CompileCache> cache;
+  bool cache_warned = false;
   std::vector<std::string> compile_env;
   // The worker's environment is read when each worker starts: the islands
   // bind a device (CUDA_VISIBLE_DEVICES, KEVO_DEVICE_INDEX) after the
@@ -222,6 +212,7 @@ struct NativeBackend::Impl {
     bool timing = true;
     fs::path ref_so, so_path;
     std::string so_key;
+    KeyParts key_parts;              // everything that goes into the build
     std::string nonce;
     Verdict v;
     bool mismatch_hidden = false;
@@ -315,15 +306,14 @@ NativeBackend::Impl::Impl(NativeOptions o) : opt(std::move(o)) {
     throw Failure(fl + " backend: the evaluation worker " + worker_path.string() + " is missing or not executable (build the " +
                   opt.flavour.worker_name + " target, or set backend." + fl + ".worker)");
 
+  objects = sb::ScratchDir::create(scratch_base, "kevo-" + opt.flavour.name + "-so");
   if (!opt.cache_dir.empty()) {
-    cache_root = fs::path(opt.cache_dir) / (opt.flavour.name + "-so");
-    std::error_code ec;
-    fs::create_directories(cache_root, ec);
-    if (ec) throw Failure(opt.flavour.name + " backend: cannot create the compile cache " + cache_root.string() + ": " + ec.message());
-  } else {
-    // No persistent cache: compiled objects live for this backend only.
-    private_cache = sb::ScratchDir::create(scratch_base, "kevo-" + opt.flavour.name + "-so");
-    cache_root = private_cache.path();
+    const fs::path root = fs::path(opt.cache_dir) / (opt.flavour.name + "-v2");
+    try {
+      cache.emplace(root, opt.cache_limits);
+    } catch (const std::exception& e) {
+      throw Failure(opt.flavour.name + " backend: cannot open the compile cache " + root.string() + ": " + e.what());
+    }
   }
 }
 
@@ -348,17 +338,27 @@ void NativeBackend::Impl::schedule() {
   for (auto it = compile_q.begin(); it != compile_q.end();) {
     Job& j = jobs.at(*it);
     if (j.so_key.empty()) {
-      std::uint64_t h = fnv1a64("kevo-" + opt.flavour.name + "-v1");
-      h = fnv1a64(compiled_source(*j.task, j.source), h);
-      h = fnv1a64(compiler_path + '\0' + compiler_version + '\0' + host_id, h);
-      for (const auto& f : opt.flags) h = fnv1a64(f + '\0', h);
-      for (const auto& f : opt.flavour.link_flags) h = fnv1a64(f + '\0', h);
-      for (const auto& l : link_args(j)) h = fnv1a64(l + '\0', h);
-      j.so_key = hex64(h);
-      j.so_path = cache_root / (j.so_key + ".so");
+      // Everything that goes into the build, the source with its adapter
+      // first; the key is the SHA-256 of all of it (the cache checks the
+      // whole material on every hit).
+      j.key_parts = {"kevo-" + opt.flavour.name, compiled_source(*j.task, j.source), compiler_path, compiler_version,
+                     host_id};
+      for (const auto& f : opt.flags) j.key_parts.push_back("flag " + f);
+      for (const auto& f : opt.flavour.link_flags) j.key_parts.push_back("link " + f);
+      for (const auto& l : link_args(j)) j.key_parts.push_back("lib " + l);
+      j.so_key = sha256_hex(key_material(j.key_parts));
+      j.so_path = objects.path() / (j.so_key + ".so");
     }
     std::error_code ec;
-    if (fs::exists(j.so_path, ec)) {
+    bool have = fs::exists(j.so_path, ec);
+    if (!have && cache) {
+      const FetchResult got = cache->fetch(j.key_parts, j.so_path);
+      have = got.hit();
+      if (got.outcome == FetchOutcome::clash || got.outcome == FetchOutcome::corrupt)
+        std::fprintf(stderr, "kevo: %s backend: compile cache %s: %s (compiled again)\n", opt.flavour.name.c_str(),
+                     to_string(got.outcome), got.detail.c_str());
+    }
+    if (have) {
       j.v.compile_cached = true;
       ++stats.cache_hits;
       it = compile_q.erase(it);
@@ -486,7 +486,7 @@ void NativeBackend::Impl::start_eval(Job& j) {
     finish(j);
     return;
   }
-  j.nonce = random_hex(16);
+  j.nonce = kevo::random_hex(16);
   JudgeRequest req;
   req.nonce = j.nonce;
   req.mode = j.mode;
@@ -581,13 +581,19 @@ void NativeBackend::Impl::on_compile_done(Job& j, sb::Finished& f) {
   compile_waiters.erase(j.so_key);
 
   if (ok) {
-    // Atomic insert: copy under a unique name, then rename over.
-    const fs::path tmp = cache_root / (j.so_key + ".so.tmp-" + std::to_string(::getpid()) + "-" + random_hex(4));
+    // This backend's copy (what its judges load), then the shared cache:
+    // a store that fails costs later runs a compile, never this verdict.
+    const fs::path tmp = j.so_path.string() + ".tmp";
     fs::copy_file(built, tmp, fs::copy_options::overwrite_existing, ec);
     if (!ec) fs::rename(tmp, j.so_path, ec);
-    if (ec) {
-      fs::remove(tmp, ec);
-      throw Failure("cannot store the compiled kernel in " + cache_root.string() + ": " + ec.message());
+    if (ec) throw Failure("cannot keep the compiled kernel in " + objects.path().string() + ": " + ec.message());
+    if (cache) {
+      const StoreResult stored = cache->store(j.key_parts, built);
+      if (stored.outcome == StoreOutcome::failed && !cache_warned) {
+        cache_warned = true;
+        std::fprintf(stderr, "kevo: %s backend: %s (the run goes on; later runs compile again)\n",
+                     opt.flavour.name.c_str(), stored.message.c_str());
+      }
     }
     j.v.compile_log = head(f.output, kCompileLogCap);   // warnings
     to_eval(j);

@@ -67,6 +67,16 @@ NativeOptions parse_native_options(StrictObject& obj, NativeOptions defaults) {
   o.eval_jobs = static_cast<int>(obj.integer("eval_jobs", o.eval_jobs, 1, 1024));
   o.cache_dir = obj.has("cache_dir") ? obj.string("cache_dir") : default_cache_dir();
   o.worker = obj.string("worker", o.worker);
+  if (auto c = obj.optional_object("cache")) {
+    const std::int64_t entry = c->integer("max_entry_mb", static_cast<std::int64_t>(o.cache_limits.max_entry_bytes >> 20), 1,
+                                          std::int64_t{1} << 20);
+    const std::int64_t total = c->integer("max_total_mb", static_cast<std::int64_t>(o.cache_limits.max_total_bytes >> 20), 1,
+                                          std::int64_t{1} << 30);
+    if (total < entry) c->fail("max_total_mb", "an integer >= cache.max_entry_mb (" + std::to_string(entry) + ")");
+    o.cache_limits.max_entry_bytes = static_cast<std::uint64_t>(entry) << 20;
+    o.cache_limits.max_total_bytes = static_cast<std::uint64_t>(total) << 20;
+    c->finish();
+  }
   if (auto lim = obj.optional_object("limits")) {
     NativeLimits& l = o.limits;
     l.wall_seconds = lim->number("wall_seconds", l.wall_seconds, 0.1, 86400);
@@ -121,6 +131,8 @@ nlohmann::json to_json(const NativeOptions& o) {
       {"eval_jobs", o.eval_jobs},
       {"cache_dir", o.cache_dir},
       {"worker", o.worker},
+      {"cache",
+       {{"max_entry_mb", o.cache_limits.max_entry_bytes >> 20}, {"max_total_mb", o.cache_limits.max_total_bytes >> 20}}},
       {"limits",
        {{"wall_seconds", l.wall_seconds},
         {"cpu_seconds", l.cpu_seconds > 0 ? l.cpu_seconds : l.wall_seconds * cores()},

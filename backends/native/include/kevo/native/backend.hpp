@@ -11,6 +11,7 @@
 #include "kevo/core/backend.hpp"
 #include "kevo/core/strict_json.hpp"
 #include "kevo/core/task.hpp"
+#include "kevo/native/compile_cache.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -85,6 +86,7 @@ struct NativeOptions {
   int compile_jobs = 0;                // 0: number of cores
   int eval_jobs = 1;                   // 1: timings do not overlap
   std::string cache_dir;               // "" = no persistent compile cache
+  CacheLimits cache_limits;            // cache.max_entry_mb, cache.max_total_mb
   std::string worker;                  // "" = kevo-cpu-worker next to the running executable
   std::string scratch_dir;             // base of scratch dirs ("" = $TMPDIR or /tmp)
   bool seccomp = true;                 // false: judge without the system-call policy
