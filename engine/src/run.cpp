@@ -145,8 +145,26 @@ std::vector<std::shared_ptr<const Task>> load_tasks(const Config& config) {
       tasks.push_back(std::move(task));
     }
   }
+  // What the operators need for each task (an LLM operator: the prompt and
+  // knowledge files of the task's backend) is checked before any backend
+  // work: a missing file is an input error, not a failure an hour in.
+  for (const auto& t : tasks) prepare_operators(config, *t);
   for (const auto& t : tasks) config.backend->prepare(*t);
   return tasks;
+}
+
+void prepare_operators(const Config& config, const Task& task) {
+  for (std::size_t k = 0; k < config.operators.size(); ++k) {
+    const BuiltOperator& op = config.operators[k];
+    if (!op.enabled || op.weight <= 0.0 || !op.op->applicable(task)) continue;   // never asked for this task
+    try {
+      op.op->prepare(task);
+    } catch (const InputError& e) {
+      throw InputError(e.file(), e.key(),
+                       fmt::format("{} (for operator /operators/{} '{}' on task '{}' of backend '{}')", e.expected(),
+                                   k, op.type, task.name, task.backend));
+    }
+  }
 }
 
 

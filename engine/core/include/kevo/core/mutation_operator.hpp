@@ -65,6 +65,15 @@ class MutationOperator {
   virtual bool applicable(const Task& task) const = 0;
   virtual bool deterministic() const { return true; }
 
+  // Loads what the operator needs for this task beyond its config (an LLM
+  // operator: the system prompt and the knowledge of the task's backend), so
+  // that a missing or unreadable file is an input error before the run
+  // starts. Throws InputError naming the file, the config key and what was
+  // expected. The engine calls it for every enabled operator with a positive
+  // weight and every task it applies to, before any backend work
+  // (engine::load_tasks). Default: nothing.
+  void prepare(const Task& task) { do_prepare(task); }
+
   // Checks the request (parent count, task) and returns the outcome when the
   // operator is synchronous, nullopt when it will arrive through poll().
   std::optional<OperatorOutcome> begin(const OperatorRequest& request);
@@ -88,6 +97,7 @@ class MutationOperator {
  protected:
   virtual std::optional<OperatorOutcome> do_begin(const OperatorRequest& request) = 0;
   virtual std::vector<OperatorOutcome> do_poll(std::chrono::milliseconds) { return {}; }
+  virtual void do_prepare(const Task&) {}
 
  private:
   std::string name_;
