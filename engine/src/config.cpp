@@ -1,6 +1,7 @@
 #include "kevo/engine/config.hpp"
 
 #include "kevo/core/error.hpp"
+#include "kevo/core/text.hpp"
 
 #include <fmt/format.h>
 
@@ -17,7 +18,10 @@ void apply_override(nlohmann::json& doc, const std::string& assignment) {
   try {
     value = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error&) {
-    value = text;   // a bare word is a string
+    // A bare word is a string; it goes into config.json and the lineage.
+    if (!is_clean_utf8(text, kStoredText))
+      throw InputError("--set", assignment.substr(0, eq), "a value that is valid UTF-8 text without NUL");
+    value = text;
   }
   std::vector<std::string> parts;
   for (std::size_t start = 0;;) {

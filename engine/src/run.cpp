@@ -1,6 +1,7 @@
 #include "kevo/engine/run.hpp"
 
 #include "kevo/core/error.hpp"
+#include "kevo/core/text.hpp"
 #include "kevo/engine/lineage_sink.hpp"
 
 #include <fmt/format.h>
@@ -90,7 +91,7 @@ nlohmann::json record_baselines(const BaselineHook& hook, const std::vector<std:
       // them must not lose the run.
       doc = {{"format", "kevo-baselines/1"}, {"measured", false},
              {"note", std::string("measuring failed: ") + e.what()}, {"tasks", nlohmann::json::object()}};
-      if (log) fmt::print(log, "kevo: library baselines: {}\n", doc["note"].get<std::string>());
+      if (log) fmt::print(log, "kevo: library baselines: {}\n", sanitize_utf8(doc["note"].get<std::string>(), kTerminalText));
     }
   }
   if (sources) {
@@ -121,13 +122,13 @@ nlohmann::json record_baselines(const BaselineHook& hook, const std::vector<std:
       if (log)
         for (const auto& [name, r] : entries.items())
           fmt::print(log, "kevo: library baselines: {}: {} {}\n", t->name, name,
-                     r.contains("error") ? "failed: " + r["error"].get<std::string>()
+                     r.contains("error") ? "failed: " + sanitize_utf8(r["error"].get<std::string>(), kTerminalText)
                                          : fmt::format("{:.4f} ms, speedup {:.2f}x over the reference",
                                                        r["median_ms"].get<double>(), r["speedup_vs_ref"].get<double>()));
       doc["tasks"][t->name]["sources"] = std::move(entries);
     }
   }
-  write_file(run_dir / "baselines.json", doc.dump(2) + "\n");
+  write_file(run_dir / "baselines.json", dump_json(doc, 2) + "\n");
   return doc;
 }
 

@@ -3,6 +3,7 @@
 #include "kevo/core/error.hpp"
 #include "kevo/core/hash.hpp"
 #include "kevo/core/strict_json.hpp"
+#include "kevo/core/text.hpp"
 #include "kevo/engine/island.hpp"
 #include "kevo/engine/lineage_sink.hpp"
 #include "kevo/engine/report.hpp"
@@ -415,7 +416,8 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
   }
   world.broadcast(code, 0);
   if (code != 0) {
-    if (rank == 0) fmt::print(stderr, "kevo: {}: {}\n", code == 2 ? "error" : "failure", message);
+    if (rank == 0)
+      fmt::print(stderr, "kevo: {}: {}\n", code == 2 ? "error" : "failure", sanitize_utf8(message, kTerminalText));
     return static_cast<int>(code);
   }
   world.broadcast(doc_text, 0);
@@ -427,7 +429,7 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
       setup(nlohmann::json::parse(doc_text));
     } catch (const std::exception& e) {
       code = 1;
-      fmt::print(stderr, "kevo: rank {}: failure: {}\n", rank, e.what());
+      fmt::print(stderr, "kevo: rank {}: failure: {}\n", rank, sanitize_utf8(e.what(), kTerminalText));
     }
   }
   if (world.allreduce_max(code) != 0) return 1;
@@ -607,9 +609,10 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
                          {"elapsed_seconds", network ? network->global_snapshot().elapsed_seconds : snap.elapsed_seconds},
                          {"ranks", size}};
     if (!report.baselines.is_null()) rj["baselines"] = report.baselines;
-    engine::write_file(run_dir / "report.json", rj.dump(2) + "\n");
-    fmt::print("\n{}", engine::format_table(report.rows));
-    if (!report.baselines.is_null()) fmt::print("\n{}", engine::format_baselines(report.rows, report.baselines));
+    engine::write_file(run_dir / "report.json", dump_json(rj, 2) + "\n");
+    std::string table = "\n" + engine::format_table(report.rows);
+    if (!report.baselines.is_null()) table += "\n" + engine::format_baselines(report.rows, report.baselines);
+    fmt::print("{}", sanitize_utf8(table, kTerminalText));
     fmt::print("run directory: {}\n", run_dir.string());
     if (!budget_stop.empty())
       fmt::print("stopped: {}; everything judged so far is in the lineage (raise the budget and continue with "

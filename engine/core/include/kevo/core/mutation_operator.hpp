@@ -76,8 +76,12 @@ class MutationOperator {
 
   // Checks the request (parent count, task) and returns the outcome when the
   // operator is synchronous, nullopt when it will arrive through poll().
+  // Outcomes (of begin and poll) leave with their texts made safe: the
+  // source and the LLM records valid UTF-8 without NUL (kStoredText), the
+  // failure reason, note and profile reason without control bytes but
+  // '\n' and '\t' (kShownText); see kevo/core/text.hpp.
   std::optional<OperatorOutcome> begin(const OperatorRequest& request);
-  std::vector<OperatorOutcome> poll(std::chrono::milliseconds max_wait) { return do_poll(max_wait); }
+  std::vector<OperatorOutcome> poll(std::chrono::milliseconds max_wait);
   virtual std::size_t in_flight() const { return 0; }
   // Every committed candidate of the island (in commit order, so in id order
   // when ordering is deterministic), judged or not. Operators that learn from
@@ -100,6 +104,8 @@ class MutationOperator {
   virtual void do_prepare(const Task&) {}
 
  private:
+  // Throws for an outcome without proposal or reason; cleans its texts.
+  void check_outcome(OperatorOutcome& outcome) const;
   std::string name_;
   int arity_;
 };
