@@ -1,5 +1,6 @@
 #include "commands.hpp"
 
+#include "kevo/core/text.hpp"
 #include "kevo/app/plugins.hpp"
 
 #include "kevo/core/error.hpp"
@@ -86,8 +87,10 @@ int cmd_eval(const EvalArgs& args) {
   auto built = plugins.make_backend(task->backend, obj);
   if (!args.no_prepare) built.backend->prepare(*task);
   const Verdict v = built.backend->evaluate(task, source, args.seed);
-  if (args.json) fmt::print("{}\n", to_json(v).dump(2));
-  else fmt::print("{}", describe(v));
+  // The verdict's texts are sanitised by the Backend wrapper; dump_json and
+  // the terminal rules are the backstop.
+  if (args.json) fmt::print("{}\n", dump_json(to_json(v), 2));
+  else fmt::print("{}", sanitize_utf8(describe(v), kTerminalText));
   return 0;
 }
 
@@ -122,7 +125,7 @@ int cmd_tasks(const TasksArgs& args) {
                  points, d.string());
     }
   }
-  if (args.json) fmt::print("{}\n", out.dump(2));
+  if (args.json) fmt::print("{}\n", dump_json(out, 2));
   else fmt::print("{} task(s) valid{}\n", dirs.size(), args.prepare ? " (references and null candidates checked)" : "");
   return 0;
 }

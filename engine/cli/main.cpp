@@ -1,6 +1,7 @@
 // kevo's command line. Exit codes: 0 ok, 2 usage or input error, 1 runtime failure.
 #include "commands.hpp"
 
+#include "kevo/core/text.hpp"
 #include "kevo/core/error.hpp"
 
 #include <CLI/CLI.hpp>
@@ -93,10 +94,11 @@ int main(int argc, char** argv) {
     if (*tasks) return kevo::app::cmd_tasks(tasks_args);
     if (*merge) return kevo::app::cmd_merge(merge_args, g_stop);
   } catch (const kevo::InputError& e) {
-    fmt::print(stderr, "kevo: error: {}\n", e.what());
+    // Messages may quote candidate or task text: safe for a terminal.
+    fmt::print(stderr, "kevo: error: {}\n", kevo::sanitize_utf8(e.what(), kevo::kTerminalText));
     return 2;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "kevo: failure: {}\n", e.what());
+    fmt::print(stderr, "kevo: failure: {}\n", kevo::sanitize_utf8(e.what(), kevo::kTerminalText));
     return 1;
   }
   return 2;

@@ -1,6 +1,8 @@
 // `kevo report`, `kevo lineage` and `kevo merge`: read a run's lineage files.
 #include "commands.hpp"
 
+#include "kevo/core/text.hpp"
+#include "kevo/engine/progress.hpp"
 #include "kevo/engine/report.hpp"
 #include "kevo/lineage/merge.hpp"
 
@@ -11,13 +13,16 @@ namespace kevo::app {
 int cmd_report(const ReportArgs& args) {
   const auto r = engine::read_report(args.run_dir);
   if (args.json) {
-    fmt::print("{}\n", engine::to_json(r).dump(2));
+    // Texts from lineage files (which any tool may have written) and
+    // baselines.json: invalid UTF-8 is replaced, never thrown on.
+    fmt::print("{}\n", dump_json(engine::to_json(r), 2));
     return 0;
   }
-  fmt::print("run {}  ({} rank file(s), {} records, seed {}, host {})\n", r.run_dir.string(), r.ranks, r.records,
-             r.seed, r.host);
-  fmt::print("{}", engine::format_table(r.rows));
-  if (!r.baselines.is_null()) fmt::print("\n{}", engine::format_baselines(r.rows, r.baselines));
+  std::string out = fmt::format("run {}  ({} rank file(s), {} records, seed {}, host {})\n", r.run_dir.string(),
+                                r.ranks, r.records, r.seed, r.host);
+  out += engine::format_table(r.rows);
+  if (!r.baselines.is_null()) out += "\n" + engine::format_baselines(r.rows, r.baselines);
+  fmt::print("{}", sanitize_utf8(out, kTerminalText));
   return 0;
 }
 
@@ -28,17 +33,19 @@ int cmd_lineage(const LineageArgs& args) {
     for (const auto& s : chain)
       out.push_back({{"id", s.id}, {"task", s.task}, {"operator", s.op}, {"status", s.status},
                      {"speedup", s.speedup}, {"parent0", s.parent0}, {"parent1", s.parent1},
-                     {"params", s.params.empty() ? nlohmann::json() : nlohmann::json::parse(s.params)},
+                     {"params", engine::params_to_json(s.params)},
                      {"rank", s.rank}});
-    fmt::print("{}\n", out.dump(2));
+    fmt::print("{}\n", dump_json(out, 2));
     return 0;
   }
-  fmt::print("{:>8}  {:<16} {:<14} {:>9}  {:>8}  {}\n", "id", "operator", "status", "speedup", "parent2", "parameters");
+  std::string text =
+      fmt::format("{:>8}  {:<16} {:<14} {:>9}  {:>8}  {}\n", "id", "operator", "status", "speedup", "parent2", "parameters");
   for (const auto& s : chain)
-    fmt::print("{:>8}  {:<16} {:<14} {:>9}  {:>8}  {}\n", s.id, s.op, s.status,
-               s.status == "correct" ? fmt::format("{:.3f}x", s.speedup) : std::string("-"),
-               s.parent1 >= 0 ? fmt::format("{}", s.parent1) : std::string(""), s.params);
-  if (!chain.empty()) fmt::print("task {}: {} step(s) back to the seed\n", chain.front().task, chain.size() - 1);
+    text += fmt::format("{:>8}  {:<16} {:<14} {:>9}  {:>8}  {}\n", s.id, s.op, s.status,
+                        s.status == "correct" ? fmt::format("{:.3f}x", s.speedup) : std::string("-"),
+                        s.parent1 >= 0 ? fmt::format("{}", s.parent1) : std::string(""), s.params);
+  if (!chain.empty()) text += fmt::format("task {}: {} step(s) back to the seed\n", chain.front().task, chain.size() - 1);
+  fmt::print("{}", sanitize_utf8(text, kTerminalText));
   return 0;
 }
 

@@ -1,6 +1,7 @@
 #include "kevo/engine/config.hpp"
 
 #include "kevo/core/error.hpp"
+#include "kevo/core/text.hpp"
 
 #include <fmt/format.h>
 
@@ -17,7 +18,10 @@ void apply_override(nlohmann::json& doc, const std::string& assignment) {
   try {
     value = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error&) {
-    value = text;   // a bare word is a string
+    // A bare word is a string; it goes into config.json and the lineage.
+    if (!is_clean_utf8(text, kStoredText))
+      throw InputError("--set", assignment.substr(0, eq), "a value that is valid UTF-8 text without NUL");
+    value = text;
   }
   std::vector<std::string> parts;
   for (std::size_t start = 0;;) {
@@ -51,6 +55,43 @@ void apply_override(nlohmann::json& doc, const std::string& assignment) {
   }
   *node = value;
   doc = std::move(copy);
+}
+
+namespace {
+
+// The "islands" section (read first by the multi-rank run, which binds its
+// device from it before anything of the backend exists).
+Config::Islands read_islands(StrictObject& root) {
+  Config::Islands I;
+  if (auto is = root.optional_object("islands")) {
+    I.topology = is->choice("topology", {"ring", "bidirectional_ring", "torus", "random", "complete", "none"}, "ring");
+    I.degree = static_cast<int>(is->integer("degree", I.degree, 1, 1 << 16));
+    if (auto m = is->optional_object("migration")) {
+      I.migration.interval = m->integer("interval", I.migration.interval, 1);
+      I.migration.count = static_cast<int>(m->integer("count", I.migration.count, 0, 1 << 16));
+      I.migration.selection = m->choice("selection", {"best", "tournament"}, "best");
+      I.migration.replacement = m->choice("replacement", {"replace_worst", "keep"}, "replace_worst");
+      I.migration.mode = m->choice("mode", {"p2p", "broadcast"}, "p2p");
+      m->finish();
+    }
+    I.stats_seconds = is->number("stats_seconds", I.stats_seconds, 0.001, 3600);
+    I.poll_seconds = is->number("poll_seconds", I.poll_seconds, 0.0, 10);
+    I.heartbeat_seconds = is->number("heartbeat_seconds", I.heartbeat_seconds, 1.0, 86400);
+    I.checkpoint_seconds = is->number("checkpoint_seconds", I.checkpoint_seconds, 0.1, 86400);
+    I.device_binding = is->choice("device_binding", {"none", "cuda_visible_devices", "index"}, "none");
+    I.devices = static_cast<int>(is->integer("devices", I.devices, 0, 1 << 16));
+    is->finish();
+    if (I.heartbeat_seconds <= 2 * I.stats_seconds)
+      throw InputError(root.file(), "/islands/heartbeat_seconds", "more than twice /islands/stats_seconds");
+  }
+  return I;
+}
+
+}  // namespace
+
+Config::Islands parse_islands(const nlohmann::json& doc, const std::string& file) {
+  StrictObject root(doc, file, "");
+  return read_islands(root);
 }
 
 Config parse_config(const nlohmann::json& doc, const std::string& file, const Plugins& plugins) {
@@ -101,28 +142,7 @@ Config parse_config(const nlohmann::json& doc, const std::string& file, const Pl
       throw InputError(file, "/island/elites", fmt::format("at most /island/population ({})", c.island.population));
   }
 
-  if (auto is = root.optional_object("islands")) {
-    auto& I = c.islands;
-    I.topology = is->choice("topology", {"ring", "bidirectional_ring", "torus", "random", "complete", "none"}, "ring");
-    I.degree = static_cast<int>(is->integer("degree", I.degree, 1, 1 << 16));
-    if (auto m = is->optional_object("migration")) {
-      I.migration.interval = m->integer("interval", I.migration.interval, 1);
-      I.migration.count = static_cast<int>(m->integer("count", I.migration.count, 0, 1 << 16));
-      I.migration.selection = m->choice("selection", {"best", "tournament"}, "best");
-      I.migration.replacement = m->choice("replacement", {"replace_worst", "keep"}, "replace_worst");
-      I.migration.mode = m->choice("mode", {"p2p", "broadcast"}, "p2p");
-      m->finish();
-    }
-    I.stats_seconds = is->number("stats_seconds", I.stats_seconds, 0.001, 3600);
-    I.poll_seconds = is->number("poll_seconds", I.poll_seconds, 0.0, 10);
-    I.heartbeat_seconds = is->number("heartbeat_seconds", I.heartbeat_seconds, 1.0, 86400);
-    I.checkpoint_seconds = is->number("checkpoint_seconds", I.checkpoint_seconds, 0.1, 86400);
-    I.device_binding = is->choice("device_binding", {"none", "cuda_visible_devices", "index"}, "none");
-    I.devices = static_cast<int>(is->integer("devices", I.devices, 0, 1 << 16));
-    is->finish();
-    if (I.heartbeat_seconds <= 2 * I.stats_seconds)
-      throw InputError(file, "/islands/heartbeat_seconds", "more than twice /islands/stats_seconds");
-  }
+  c.islands = read_islands(root);
 
   if (auto l = root.optional_object("lineage")) {
     c.lineage.flush_records = static_cast<int>(l->integer("flush_records", c.lineage.flush_records, 1, 1 << 24));

@@ -1,5 +1,7 @@
 #include "kevo/engine/progress.hpp"
 
+#include "kevo/core/text.hpp"
+
 #include <fmt/format.h>
 
 #include <unistd.h>
@@ -49,7 +51,8 @@ void ProgressView::update(const IslandSnapshot& s) {
   const double t = mono_now();
   if (t - last_ < interval_) return;
   last_ = t;
-  const std::string text = line(s);
+  // Task names are validated, but the line goes to a terminal.
+  const std::string text = sanitize_utf8(line(s), kTerminalText);
   if (refreshing_) {
     // Overwrite the previous line; pad to clear leftovers of a longer one.
     std::string padded = text;
@@ -103,6 +106,12 @@ std::string format_table(const std::vector<TaskRow>& rows) {
   return out;
 }
 
+nlohmann::json params_to_json(const std::string& text) {
+  if (text.empty()) return nullptr;
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  return j.is_discarded() ? nlohmann::json(text) : j;
+}
+
 nlohmann::json rows_to_json(const std::vector<TaskRow>& rows) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& r : rows) {
@@ -114,7 +123,7 @@ nlohmann::json rows_to_json(const std::vector<TaskRow>& rows) {
                    {"status", counts},
                    {"best_id", r.best_id >= 0 ? nlohmann::json(r.best_id) : nlohmann::json()},
                    {"best_speedup", r.best_id >= 0 ? nlohmann::json(r.best_speedup) : nlohmann::json()},
-                   {"best_params", r.best_params.empty() ? nlohmann::json() : nlohmann::json::parse(r.best_params)},
+                   {"best_params", params_to_json(r.best_params)},
                    {"best_ms", r.best_ms >= 0 ? nlohmann::json(r.best_ms) : nlohmann::json()},
                    {"ref_ms", r.ref_ms >= 0 ? nlohmann::json(r.ref_ms) : nlohmann::json()}});
   }

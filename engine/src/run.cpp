@@ -1,6 +1,7 @@
 #include "kevo/engine/run.hpp"
 
 #include "kevo/core/error.hpp"
+#include "kevo/core/text.hpp"
 #include "kevo/engine/lineage_sink.hpp"
 
 #include <fmt/format.h>
@@ -90,7 +91,7 @@ nlohmann::json record_baselines(const BaselineHook& hook, const std::vector<std:
       // them must not lose the run.
       doc = {{"format", "kevo-baselines/1"}, {"measured", false},
              {"note", std::string("measuring failed: ") + e.what()}, {"tasks", nlohmann::json::object()}};
-      if (log) fmt::print(log, "kevo: library baselines: {}\n", doc["note"].get<std::string>());
+      if (log) fmt::print(log, "kevo: library baselines: {}\n", sanitize_utf8(doc["note"].get<std::string>(), kTerminalText));
     }
   }
   if (sources) {
@@ -121,13 +122,13 @@ nlohmann::json record_baselines(const BaselineHook& hook, const std::vector<std:
       if (log)
         for (const auto& [name, r] : entries.items())
           fmt::print(log, "kevo: library baselines: {}: {} {}\n", t->name, name,
-                     r.contains("error") ? "failed: " + r["error"].get<std::string>()
+                     r.contains("error") ? "failed: " + sanitize_utf8(r["error"].get<std::string>(), kTerminalText)
                                          : fmt::format("{:.4f} ms, speedup {:.2f}x over the reference",
                                                        r["median_ms"].get<double>(), r["speedup_vs_ref"].get<double>()));
       doc["tasks"][t->name]["sources"] = std::move(entries);
     }
   }
-  write_file(run_dir / "baselines.json", doc.dump(2) + "\n");
+  write_file(run_dir / "baselines.json", dump_json(doc, 2) + "\n");
   return doc;
 }
 
@@ -145,8 +146,26 @@ std::vector<std::shared_ptr<const Task>> load_tasks(const Config& config) {
       tasks.push_back(std::move(task));
     }
   }
+  // What the operators need for each task (an LLM operator: the prompt and
+  // knowledge files of the task's backend) is checked before any backend
+  // work: a missing file is an input error, not a failure an hour in.
+  for (const auto& t : tasks) prepare_operators(config, *t);
   for (const auto& t : tasks) config.backend->prepare(*t);
   return tasks;
+}
+
+void prepare_operators(const Config& config, const Task& task) {
+  for (std::size_t k = 0; k < config.operators.size(); ++k) {
+    const BuiltOperator& op = config.operators[k];
+    if (!op.enabled || op.weight <= 0.0 || !op.op->applicable(task)) continue;   // never asked for this task
+    try {
+      op.op->prepare(task);
+    } catch (const InputError& e) {
+      throw InputError(e.file(), e.key(),
+                       fmt::format("{} (for operator /operators/{} '{}' on task '{}' of backend '{}')", e.expected(),
+                                   k, op.type, task.name, task.backend));
+    }
+  }
 }
 
 

@@ -2,6 +2,7 @@
 
 #include "kevo/core/error.hpp"
 #include "kevo/core/hash.hpp"
+#include "kevo/core/text.hpp"
 
 #include <curl/curl.h>
 #include <fmt/format.h>
@@ -77,11 +78,13 @@ double cost(const Model& m, std::int64_t in, std::int64_t out) {
   return (static_cast<double>(in) * m.usd_per_mtok_in + static_cast<double>(out) * m.usd_per_mtok_out) / 1e6;
 }
 
+// The start of a reply for an error message: one line, whole characters,
+// no control bytes.
 std::string snippet(const std::string& body) {
-  std::string s = body.substr(0, 200);
+  std::string s(utf8_prefix(body, 200));
   for (char& ch : s)
     if (ch == '\n' || ch == '\r') ch = ' ';
-  return s;
+  return sanitize_utf8(s, kShownText);
 }
 
 }  // namespace
@@ -244,8 +247,12 @@ std::string request_body(const Model& m, const Conversation& c) {
   return body.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-ParsedReply parse_response(Provider p, const std::string& body) {
+ParsedReply parse_response(Provider p, const std::string& raw_body) {
   ParsedReply r;
+  // A server may send bytes that are not UTF-8 (a model's broken token):
+  // they become U+FFFD, so the reply is still read (docs/verdicts.md, "Text
+  // from candidates").
+  const std::string body = is_clean_utf8(raw_body, kStoredText) ? raw_body : sanitize_utf8(raw_body, kStoredText);
   json j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     r.error = "invalid JSON in reply: " + snippet(body);
@@ -302,6 +309,9 @@ ParsedReply parse_response(Provider p, const std::string& body) {
     r.error = std::string("unexpected reply layout: ") + e.what();
     return r;
   }
+  // JSON escapes can still carry NUL ("\u0000"): the reply goes into
+  // sources and the lineage.
+  if (!is_clean_utf8(r.text, kStoredText)) r.text = sanitize_utf8(r.text, kStoredText);
   r.ok = true;
   return r;
 }

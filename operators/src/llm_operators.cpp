@@ -251,6 +251,8 @@ ServiceConfig parse_service_config(StrictObject& o, const fs::path& base) {
   c.hardware = o.string("hardware", "");
   c.probe = o.boolean("probe", true);
   o.finish();
+  c.source_file = o.file();
+  c.pointer = o.pointer();
   c.effective = {{"models", models_eff},
                  {"budget",
                   {{"tokens", c.budget.tokens},
@@ -358,6 +360,39 @@ const Knowledge& Service::knowledge(const std::string& backend) {
     it = knowledge_.emplace(backend, std::move(k)).first;
   }
   return it->second;
+}
+
+namespace {
+
+// Why `file` cannot be read as a text file ("" when it can).
+std::string unreadable(const fs::path& file) {
+  std::error_code ec;
+  if (!fs::exists(file, ec)) return "does not exist";
+  if (!fs::is_regular_file(file, ec)) return "is not a regular file";
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return "cannot be opened for reading";
+  return "";
+}
+
+}  // namespace
+
+void Service::prepare_backend(const std::string& backend) {
+  const std::string system_name = "system_" + backend;
+  const fs::path system_file = config_.prompts_dir / (system_name + ".md");
+  if (const std::string why = unreadable(system_file); !why.empty())
+    throw InputError(config_.source_file, config_.pointer + "/prompts_dir",
+                     fmt::format("a folder holding a readable {}.md, the system prompt for tasks of backend '{}' "
+                                 "({} {})",
+                                 system_name, backend, system_file.string(), why));
+  prompt(system_name);   // parsed now: an unknown slot is an input error too
+  if (config_.knowledge_tokens == 0) return;
+  const fs::path knowledge_file = config_.knowledge_dir / (backend + ".md");
+  if (const std::string why = unreadable(knowledge_file); !why.empty())
+    throw InputError(config_.source_file, config_.pointer + "/knowledge_dir",
+                     fmt::format("a folder holding a readable {}.md, the knowledge for tasks of backend '{}', one "
+                                 "snippet per '## ' heading ({} {}; {}/knowledge_tokens 0 runs without knowledge)",
+                                 backend, backend, knowledge_file.string(), why, config_.pointer));
+  knowledge(backend);
 }
 
 std::string Service::hardware() const {
@@ -492,6 +527,8 @@ void LlmOperator::observe(const Candidate& c) {
 }
 
 LlmOperator::~LlmOperator() = default;
+
+void LlmOperator::do_prepare(const Task& task) { service_->prepare_backend(task.backend); }
 
 bool LlmOperator::applicable(const Task& task) const {
   return options_.kind != Kind::param_hint || !task.space.empty();

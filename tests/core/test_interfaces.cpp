@@ -2,6 +2,7 @@
 #include "kevo/core/backend.hpp"
 #include "kevo/core/error.hpp"
 #include "kevo/core/mutation_operator.hpp"
+#include "kevo/core/text.hpp"
 
 #include <gtest/gtest.h>
 
@@ -110,6 +111,72 @@ TEST(Backend, EvaluateIsSynchronousAndPrepares) {
   EXPECT_EQ(b.in_flight(), 0u);
   b.submit(EvalRequest{1, task, "x", 0});
   EXPECT_THROW(b.evaluate(task, "y", 1), Failure);   // would swallow request 1's result
+}
+
+// Candidate output as an adversary writes it: every invalid UTF-8 form, NUL,
+// a terminal escape.
+const std::string kHostile = std::string("out\xC0\x80 \xE0\x80\x80 \xED\xA0\x80 \xF4\x90\x80\x80 \xE2\x82 \x80 ") +
+                             std::string("\0", 1) + "\x1b[2J\r end\n";
+
+TEST(Backend, VerdictTextsLeaveSanitised) {
+  FakeBackend b;
+  auto task = make_task("t");
+  b.prepare(*task);
+  b.submit(EvalRequest{5, task, "x", 0});
+  EvalResult r;
+  r.id = 5;
+  r.verdict.status = Status::wrong_answer;
+  Verdict& v = r.verdict;
+  v.message = v.compile_log = v.output_tail = v.feedback = v.profile = v.device = kHostile;
+  v.mismatch = Mismatch{kHostile, kHostile, kHostile, 3, kHostile, 1.0, 2.0};
+  ASSERT_THROW(to_json(v).dump(), nlohmann::json::type_error);   // what the wrapper prevents
+  b.script.push_back(r);
+  const auto results = b.poll(std::chrono::milliseconds(0));
+  ASSERT_EQ(results.size(), 1u);
+  const Verdict& got = results[0].verdict;
+  const std::string want = sanitize_utf8(kHostile, kShownText);
+  for (const std::string* t : {&got.message, &got.compile_log, &got.output_tail, &got.feedback, &got.profile,
+                               &got.device, &got.mismatch->arg, &got.mismatch->shape, &got.mismatch->trial,
+                               &got.mismatch->index})
+    EXPECT_EQ(*t, want);
+  EXPECT_EQ(want.find('\x1b'), std::string::npos);
+  EXPECT_NO_THROW(to_json(got).dump());
+  // evaluate() goes through poll(): the fake echoes the source as message.
+  b.queued.clear();   // request 5 was answered by the script
+  EXPECT_EQ(b.evaluate(task, kHostile, 1).message, want);
+}
+
+// Answers through poll(), as an LLM operator does.
+class AsyncOperator : public MutationOperator {
+ public:
+  AsyncOperator() : MutationOperator("async_op", 1) {}
+  bool applicable(const Task&) const override { return true; }
+  std::vector<OperatorOutcome> next;
+
+ protected:
+  std::optional<OperatorOutcome> do_begin(const OperatorRequest&) override { return std::nullopt; }
+  std::vector<OperatorOutcome> do_poll(std::chrono::milliseconds) override { return std::move(next); }
+};
+
+TEST(MutationOperator, OutcomeTextsLeaveSanitisedFromPoll) {
+  AsyncOperator op;
+  OperatorOutcome ok = OperatorOutcome::ok(1, Proposal{"int x; // " + kHostile + "\f", std::nullopt, kHostile, kHostile});
+  ok.llm = "[{\"reply\": \"" + kHostile + "\"}]";
+  op.next = {ok, OperatorOutcome::failed(2, kHostile)};
+  const auto out = op.poll(std::chrono::milliseconds(0));
+  ASSERT_EQ(out.size(), 2u);
+  // Sources and LLM records: valid UTF-8 without NUL, controls kept (the
+  // form feed of a source stays); notes and reasons: no controls.
+  EXPECT_EQ(out[0].proposal->source, sanitize_utf8("int x; // " + kHostile + "\f", kStoredText));
+  EXPECT_NE(out[0].proposal->source.find('\f'), std::string::npos);
+  EXPECT_EQ(out[0].proposal->source.find('\0'), std::string::npos);
+  EXPECT_TRUE(is_clean_utf8(out[0].llm, kStoredText));
+  EXPECT_EQ(out[0].proposal->note, sanitize_utf8(kHostile, kShownText));
+  EXPECT_EQ(out[0].proposal->profile, sanitize_utf8(kHostile, kShownText));
+  EXPECT_EQ(out[1].failure, sanitize_utf8(kHostile, kShownText));
+  // A failure without a reason is a broken operator, from poll() as from begin().
+  op.next = {OperatorOutcome::failed(3, "")};
+  EXPECT_THROW(op.poll(std::chrono::milliseconds(0)), Failure);
 }
 
 class FakeOperator : public MutationOperator {

@@ -49,6 +49,7 @@ expect 2 "unknown.json|/sed|seed" -- "$kevo" run "$work/unknown.json" --out "$wo
 expect 2 "/island/populaton" -- "$kevo" run "$good" --set island.populaton=3 --out "$work/o4"; no_dir "$work/o4"
 expect 2 "/budget/evaluations_per_task" -- "$kevo" run "$good" --set budget.evaluations_per_task=-1 --out "$work/o5"; no_dir "$work/o5"
 expect 2 "--set" -- "$kevo" run "$good" --set novalue --out "$work/o6"; no_dir "$work/o6"
+expect 2 "valid UTF-8" -- "$kevo" run "$good" --set "out_dir=bad$(printf '\300\200')x" --out "$work/o6u"; no_dir "$work/o6u"
 sed "s|\"$toy\"|\"$work/nowhere\"|" "$good" > "$work/notask.json"
 expect 2 "notask.json|/tasks" -- "$kevo" run "$work/notask.json" --out "$work/o7"; no_dir "$work/o7"
 

@@ -92,9 +92,6 @@ TEST(LineageRoundTrip, TextsAreMadeValidUtf8WithoutNul) {
   const LineageReader r = LineageReader::open(path);
   ASSERT_EQ(r.rows().size(), 1u);
   EXPECT_EQ(r.candidate(r.rows()[0]).verdict.output_tail, "bin\xEF\xBF\xBD\xEF\xBF\xBD\xE2\x90\x80zerook é");
-  EXPECT_EQ(to_valid_utf8("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD") << "overlong form";
-  EXPECT_EQ(to_valid_utf8("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD") << "surrogate";
-  EXPECT_TRUE(is_valid_utf8("π 🚀"));
 }
 
 TEST(LineageRoundTrip, LongOperatorNameIsCutAtACharacterAndWarnedOnce) {

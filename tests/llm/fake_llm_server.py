@@ -25,6 +25,11 @@ A behaviour B is an object with "kind":
   invalid_json   a 200 with a body that is not JSON
   empty_choices  a 200 without choices / content
   refusal        a 200 carrying a refusal
+  bad_bytes      an improve variant whose code carries a comment with bytes
+                 that are not UTF-8 (raw in the body: overlong C0 80 and
+                 E0 80 80, surrogate ED A0 80, F4 90 80 80 above U+10FFFF, a
+                 truncated E2 82, a stray 80) and, JSON-escaped, NUL and a
+                 terminal escape (ESC [2J)
   reset          close the connection without an answer (RST)
 
 Every request is logged as one JSON line to --log: n, path, format, model,
@@ -49,6 +54,9 @@ STATE = {"n": 0, "code": 0, "diff": 0, "hint": 0}
 SCRIPT = {"sequence": [], "default": {"kind": "auto"}}
 LOG = None
 
+# bad_bytes: the marker in the JSON text that the raw bytes replace.
+BAD_MARK = "@@KEVO_BAD_BYTES@@"
+BAD_BYTES = b"\xc0\x80|\xe0\x80\x80|\xed\xa0\x80|\xf4\x90\x80\x80|\xe2\x82|\x80|"
 CODE_ROTATION = ["improve", "improve", "compile_error", "wrong", "improve", "no_code"]
 DIFF_ROTATION = ["good_diff", "bad_diff"]
 IMPROVE_RULES = [
@@ -176,8 +184,10 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-    def send_json(self, status, obj, extra=None):
+    def send_json(self, status, obj, extra=None, raw=None):
         body = json.dumps(obj).encode()
+        if raw:
+            body = body.replace(BAD_MARK.encode(), raw)
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -186,28 +196,28 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def reply(self, fmt, model, text, prompt_len):
+    def reply(self, fmt, model, text, prompt_len, raw=None):
         usage_in, usage_out = max(1, prompt_len // 4), max(1, len(text) // 4)
         if fmt == "openai":
             self.send_json(200, {"id": "fake", "object": "chat.completion", "model": model,
                                  "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                                               "finish_reason": "stop"}],
                                  "usage": {"prompt_tokens": usage_in, "completion_tokens": usage_out,
-                                           "total_tokens": usage_in + usage_out}})
+                                           "total_tokens": usage_in + usage_out}}, raw=raw)
         else:
             self.send_json(200, {"id": "fake", "type": "message", "role": "assistant", "model": model,
                                  "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
-                                 "usage": {"input_tokens": usage_in, "output_tokens": usage_out}})
+                                 "usage": {"input_tokens": usage_in, "output_tokens": usage_out}}, raw=raw)
 
     def do_POST(self):
         length = int(self.headers.get("Content-Length", "0"))
-        raw = self.rfile.read(length)
+        raw_request = self.rfile.read(length)
         fmt = "anthropic" if self.path.endswith("/messages") else "openai"
         if not (self.path.endswith("/messages") or self.path.endswith("/chat/completions")):
             self.send_json(404, {"error": {"message": "no such endpoint " + self.path}})
             return
         try:
-            req = json.loads(raw)
+            req = json.loads(raw_request)
         except ValueError:
             self.send_json(400, {"error": {"message": "request is not JSON"}})
             return
@@ -237,7 +247,7 @@ class Handler(BaseHTTPRequestHandler):
         if LOG:
             with LOCK:
                 entry = {"n": n, "path": self.path, "format": fmt, "model": model, "kind": kind,
-                         "has_key": has_key, "bytes": len(raw),
+                         "has_key": has_key, "bytes": len(raw_request),
                          "max_tokens": req.get("max_tokens"), "turns": len(msgs)}
                 if SCRIPT.get("log_content"):
                     entry["content"] = last if isinstance(last, str) else json.dumps(last)
@@ -292,12 +302,17 @@ class Handler(BaseHTTPRequestHandler):
                 self.send_json(200, {"id": "fake", "content": [{"type": "text", "text": ""}],
                                      "stop_reason": "refusal", "usage": {"input_tokens": 5, "output_tokens": 3}})
             return
+        raw = None
         if kind == "text":
             text = b["text"]
+        elif kind == "bad_bytes":
+            text = code_reply("improve", prompt, n).replace(
+                "```cpp\n", "```cpp\n// " + BAD_MARK + " nul:\x00 esc:\x1b[2J end\n", 1)
+            raw = BAD_BYTES
         else:
             variant, k = auto_variant(prompt) if kind == "auto" else (kind, n)
             text = code_reply(variant, prompt, k)
-        self.reply(fmt, model, text, len(raw))
+        self.reply(fmt, model, text, len(raw_request), raw)
 
 
 def main():

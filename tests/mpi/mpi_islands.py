@@ -4,7 +4,8 @@ backend. Everything is asserted from what the run leaves behind (the
 per-rank lineage files, checkpoints, report.json) and from exit codes.
 
 usage: mpi_islands.py MPIEXEC KEVO SOURCE_DIR WORK_DIR NRANKS CASE [ARG]
-cases: migration TOPOLOGY | budget | groups | bad_config | sigterm | kill | hang | param_resume
+cases: migration TOPOLOGY | budget | groups | bad_config | sigterm | kill | hang | param_resume |
+       device_binding (KEVO is kevo_device_probe)
 """
 import collections
 import glob
@@ -341,6 +342,59 @@ elif case == "param_resume":
         fail("the resumed session recorded nothing")
     if again:
         fail(f"the resumed session proposed points judged before it: ids {again[:10]}")
+    print("ok")
+elif case == "device_binding":
+    # KEVO is kevo_device_probe (tests/mpi/device_probe.cpp): `kevo run` whose
+    # backend records the device environment at every stage that starts
+    # processes in a real backend (built, prepare, first submit). Each rank
+    # must see its own device at every one of them: the binding is in effect
+    # before any backend work (docs/islands.md, Start-up).
+    def probe(name, binding, env_extra, want):
+        run_dir = fresh(f"device-{name}-{nranks}")
+        out = fresh(f"device-{name}-{nranks}-probe")
+        env = dict(os.environ, KEVO_PROBE_OUT=out, **env_extra)
+        for k in ("CUDA_VISIBLE_DEVICES", "KEVO_DEVICE_INDEX"):
+            if k not in env_extra:
+                env.pop(k, None)
+        cmd = mpirun(nranks, "run", os.path.join(data, "islands.json"), "--out", run_dir, "--set",
+                     f"islands.device_binding={binding}", f"islands.devices={nranks}",
+                     "budget.evaluations_per_task=40", "progress.mode=off")
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120, env=env)
+        print(f"$ {' '.join(cmd)}\n  -> exit {p.returncode}")
+        if p.returncode != 0:
+            print(p.stdout[-3000:])
+            fail(f"exit {p.returncode}")
+        for r in range(nranks):
+            path = os.path.join(out, f"rank-{r}.jsonl")
+            if not os.path.exists(path):
+                fail(f"rank {r} recorded nothing ({path})")
+            recs = [json.loads(line) for line in open(path)]
+            stages = [x["stage"] for x in recs]
+            for s in ("construct", "prepare", "submit"):
+                if s not in stages:
+                    fail(f"{name}: rank {r} recorded no '{s}' stage: {stages}")
+            for x in recs:
+                seen = {k: x[k] for k in ("CUDA_VISIBLE_DEVICES", "KEVO_DEVICE_INDEX")}
+                if seen != want(r):
+                    fail(f"{name}: rank {r} ran its '{x['stage']}' with {seen}, wanted {want(r)}")
+            print(f"{name}: rank {r}: {stages} all on {want(r)}")
+        files = load(run_dir)
+        for f in files:
+            ev = f["events"]
+            notes = [t for t in ev[ev["kind"] == 6]["text"]]
+            with h5py.File(f["file"], "r") as h:
+                texts = [h["text"][t].decode() for t in notes]
+            r = f["rank"]
+            head = f"device binding {binding}: local rank {r} -> device {r} ("
+            if sum(1 for t in texts if t.startswith(head)) != 1:
+                fail(f"{name}: rank {r}: no note '{head}...' in {texts}")
+
+    probe("index", "index", {}, lambda r: {"CUDA_VISIBLE_DEVICES": None, "KEVO_DEVICE_INDEX": str(r)})
+    probe("cvd", "cuda_visible_devices", {}, lambda r: {"CUDA_VISIBLE_DEVICES": str(r), "KEVO_DEVICE_INDEX": None})
+    # A list given by the scheduler: each rank keeps its entry.
+    given = [f"GPU-fake{r}" for r in range(nranks)]
+    probe("cvd-list", "cuda_visible_devices", {"CUDA_VISIBLE_DEVICES": ",".join(given)},
+          lambda r: {"CUDA_VISIBLE_DEVICES": given[r], "KEVO_DEVICE_INDEX": None})
     print("ok")
 else:
     fail(f"unknown case {case}")

@@ -42,7 +42,10 @@ void Backend::submit(EvalRequest request) {
 
 std::vector<EvalResult> Backend::poll(std::chrono::milliseconds max_wait) {
   std::vector<EvalResult> results = do_poll(max_wait);
-  for (const EvalResult& r : results) {
+  for (EvalResult& r : results) {
+    // Verdict texts carry candidate output: whatever the backend let
+    // through, they leave here safe for JSON, the lineage and terminals.
+    sanitize_texts(r.verdict);
     if (r.verdict.status == Status::pending)
       throw Failure("backend '" + name_ + "': returned a pending verdict for request " + std::to_string(r.id));
     // Also catches the same id returned twice.
@@ -87,9 +90,11 @@ std::vector<BaselineVerdict> Backend::judge_baselines(const Task& task, std::uin
   if (!out.empty() && out.size() != task.source_baselines.size())
     throw Failure("backend '" + name_ + "': " + std::to_string(out.size()) + " baseline verdict(s) for the " +
                   std::to_string(task.source_baselines.size()) + " source baseline(s) of task '" + task.name + "'");
-  for (const auto& b : out)
+  for (auto& b : out) {
     if (b.verdict.status == Status::pending)
       throw Failure("backend '" + name_ + "': a pending verdict for baseline '" + b.name + "'");
+    sanitize_texts(b.verdict);
+  }
   return out;
 }
 

@@ -1,8 +1,36 @@
 #include "kevo/core/mutation_operator.hpp"
 
 #include "kevo/core/error.hpp"
+#include "kevo/core/text.hpp"
 
 namespace kevo {
+
+namespace {
+
+void clean(std::string& text, const TextRules& rules) {
+  if (!is_clean_utf8(text, rules)) text = sanitize_utf8(text, rules);
+}
+
+}  // namespace
+
+void MutationOperator::check_outcome(OperatorOutcome& o) const {
+  if (!o.proposal && o.failure.empty())
+    throw Failure("operator '" + name_ + "': failed request " + std::to_string(o.id) + " without a reason");
+  // An LLM operator's texts are a model's words: they may hold anything.
+  clean(o.failure, kShownText);
+  clean(o.llm, kStoredText);
+  if (o.proposal) {
+    clean(o.proposal->source, kStoredText);
+    clean(o.proposal->note, kShownText);
+    clean(o.proposal->profile, kShownText);
+  }
+}
+
+std::vector<OperatorOutcome> MutationOperator::poll(std::chrono::milliseconds max_wait) {
+  std::vector<OperatorOutcome> out = do_poll(max_wait);
+  for (OperatorOutcome& o : out) check_outcome(o);
+  return out;
+}
 
 std::optional<OperatorOutcome> MutationOperator::begin(const OperatorRequest& request) {
   const std::string who = "operator '" + name_ + "': ";
@@ -21,8 +49,7 @@ std::optional<OperatorOutcome> MutationOperator::begin(const OperatorRequest& re
   std::optional<OperatorOutcome> out = do_begin(request);
   if (out && out->id != request.id)
     throw Failure(who + "answered request " + std::to_string(request.id) + " with id " + std::to_string(out->id));
-  if (out && !out->proposal && out->failure.empty())
-    throw Failure(who + "failed request " + std::to_string(request.id) + " without a reason");
+  if (out) check_outcome(*out);
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "kevo/core/verdict.hpp"
 
+#include "kevo/core/text.hpp"
+
 #include <array>
 #include <cmath>
 #include <limits>
@@ -104,6 +106,14 @@ nlohmann::json to_json(const Verdict& v) {
   j["profile"] = v.profile;
   j["device"] = v.device;
   return j;
+}
+
+void sanitize_texts(Verdict& v) {
+  for (std::string* t : {&v.message, &v.compile_log, &v.output_tail, &v.feedback, &v.profile, &v.device})
+    if (!is_clean_utf8(*t, kShownText)) *t = sanitize_utf8(*t, kShownText);
+  if (v.mismatch)
+    for (std::string* t : {&v.mismatch->arg, &v.mismatch->shape, &v.mismatch->trial, &v.mismatch->index})
+      if (!is_clean_utf8(*t, kShownText)) *t = sanitize_utf8(*t, kShownText);
 }
 
 Verdict verdict_from_json(const nlohmann::json& j) {

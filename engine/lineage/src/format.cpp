@@ -1,5 +1,7 @@
 #include "format.hpp"
 
+#include "kevo/core/text.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -219,7 +221,7 @@ void create_layout(hid_t file, const RunInfo& run) {
     h5::PropList dcpl = h5::make_plist(H5P_DATASET_CREATE);
     h5::Dataset tasks = h5::create_dataset(file, kTasks, str.get(), space.get(), dcpl.get());
     std::vector<std::string> names;
-    for (const auto& t : run.tasks) names.push_back(to_valid_utf8(t));
+    for (const auto& t : run.tasks) names.push_back(sanitize_utf8(t, kStoredText));
     std::vector<const char*> ptrs;
     for (const auto& t : names) ptrs.push_back(t.c_str());
     if (n > 0) h5::check(H5Dwrite(tasks.get(), str.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()), "H5Dwrite(tasks)");
@@ -227,10 +229,10 @@ void create_layout(hid_t file, const RunInfo& run) {
   h5::write_attr_string(file, "format", kFormat);
   h5::write_attr_string(file, "kevo_version", run.kevo_version.empty() ? std::string(KEVO_VERSION) : run.kevo_version);
   h5::write_attr_string(file, "hdf5_version", h5::library_version());
-  h5::write_attr_string(file, "config", to_valid_utf8(run.config_json));
-  h5::write_attr_string(file, "task_manifests", to_valid_utf8(run.task_manifests_json));
+  h5::write_attr_string(file, "config", sanitize_utf8(run.config_json, kStoredText));
+  h5::write_attr_string(file, "task_manifests", sanitize_utf8(run.task_manifests_json, kStoredText));
   h5::write_attr_u64(file, "seed", run.seed);
-  h5::write_attr_string(file, "host", to_valid_utf8(run.host.empty() ? host_name() : run.host));
+  h5::write_attr_string(file, "host", sanitize_utf8(run.host.empty() ? host_name() : run.host, kStoredText));
   h5::write_attr_f64(file, "start_time", run.start_time > 0.0 ? run.start_time : unix_now());
   h5::write_attr_i64(file, "rank", run.rank);
   h5::write_attr_i64(file, "nranks", run.nranks);

@@ -1,5 +1,6 @@
 #include "kevo/lineage/merge.hpp"
 
+#include "kevo/core/text.hpp"
 #include "format.hpp"
 
 #include <fcntl.h>
@@ -213,7 +214,7 @@ MergeResult merge_run(const std::filesystem::path& run_dir, const std::filesyste
         valid.clear();
         ptrs.clear();
         // The writer already stored valid UTF-8 without NUL; keep it so.
-        for (std::size_t i = 0; i < n; ++i) valid.push_back(to_valid_utf8(*all[at + i]));
+        for (std::size_t i = 0; i < n; ++i) valid.push_back(sanitize_utf8(*all[at + i], kStoredText));
         for (const auto& s : valid) ptrs.push_back(s.c_str());
         h5::write_at(ds.get(), at, n, str.get(), ptrs.data(), dxpl.get());
       }

@@ -1,5 +1,6 @@
 #include "kevo/lineage/writer.hpp"
 
+#include "kevo/core/text.hpp"
 #include "format.hpp"
 
 #include <fcntl.h>
@@ -110,8 +111,8 @@ struct LineageWriter::Impl {
     if (raw.empty()) return kNoText;
     std::string fixed;
     std::string_view text = raw;
-    if (!is_valid_utf8(raw)) {
-      fixed = to_valid_utf8(raw);
+    if (!is_clean_utf8(raw, kStoredText)) {
+      fixed = sanitize_utf8(raw, kStoredText);
       text = fixed;
     }
     const TextKey key{std::hash<std::string_view>{}(text), mix_hash(text), text.size()};
@@ -330,7 +331,7 @@ void LineageWriter::append(const Candidate& c, std::optional<std::int32_t> origi
   const Verdict& v = c.verdict;
   r.id = c.id;
   r.task = c.task;
-  const std::string op = is_valid_utf8(c.op) ? c.op : to_valid_utf8(c.op);
+  const std::string op = is_clean_utf8(c.op, kShownText) ? c.op : sanitize_utf8(c.op, kShownText);
   const std::string_view name = utf8_prefix(op, kOpBytes - 1);
   if (name.size() < op.size() && !m.warned_op_cut) {
     m.warned_op_cut = true;

@@ -3,6 +3,7 @@
 #include "kevo/core/error.hpp"
 #include "kevo/core/hash.hpp"
 #include "kevo/core/strict_json.hpp"
+#include "kevo/core/text.hpp"
 #include "kevo/engine/island.hpp"
 #include "kevo/engine/lineage_sink.hpp"
 #include "kevo/engine/report.hpp"
@@ -316,28 +317,37 @@ void record_lost(const fs::path& file, const std::vector<Prior::Lost>& lost, int
   w.close();
 }
 
-void bind_device(const engine::Config::Islands& is, int local) {
-  if (is.device_binding == "none") return;
+// Exports this rank's device (islands.device_binding) into the process
+// environment, which every process the backend starts inherits: the
+// compiler, the workers, the baselines. Returns the note that says which
+// device the rank got ("" for device_binding none).
+std::string bind_device(const engine::Config::Islands& is, int local) {
+  if (is.device_binding == "none") return "";
   const int device = is.devices > 0 ? local % is.devices : local;
-  // Set before any backend starts a worker: workers read the environment
-  // when they start.
-  if (is.device_binding == "cuda_visible_devices") {
-    // Within the devices the scheduler gave this job (Slurm sets a list),
-    // else the host's ordinals.
-    std::vector<std::string> given;
-    if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES"); v && *v) {
-      std::string s = v;
-      for (std::size_t at = 0; at <= s.size();) {
-        const std::size_t comma = std::min(s.find(',', at), s.size());
-        if (comma > at) given.push_back(s.substr(at, comma - at));
-        at = comma + 1;
-      }
-    }
-    const std::string pick = given.empty() ? std::to_string(device) : given[static_cast<std::size_t>(local) % given.size()];
-    setenv("CUDA_VISIBLE_DEVICES", pick.c_str(), 1);
-  } else {
+  const std::string head = fmt::format("device binding {}: local rank {} -> device {}", is.device_binding, local, device);
+  if (is.device_binding != "cuda_visible_devices") {
     setenv("KEVO_DEVICE_INDEX", std::to_string(device).c_str(), 1);
+    return head + fmt::format(" (KEVO_DEVICE_INDEX={})", device);
   }
+  // Within the devices the scheduler gave this job (Slurm sets a list),
+  // else the host's ordinals.
+  std::vector<std::string> given;
+  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES"); v && *v) {
+    const std::string s = v;
+    for (std::size_t at = 0; at <= s.size();) {
+      const std::size_t comma = std::min(s.find(',', at), s.size());
+      if (comma > at) given.push_back(s.substr(at, comma - at));
+      at = comma + 1;
+    }
+  }
+  if (given.empty()) {
+    setenv("CUDA_VISIBLE_DEVICES", std::to_string(device).c_str(), 1);
+    return head + fmt::format(" (CUDA_VISIBLE_DEVICES={})", device);
+  }
+  const std::size_t entry = static_cast<std::size_t>(local) % given.size();
+  setenv("CUDA_VISIBLE_DEVICES", given[entry].c_str(), 1);
+  return head + fmt::format(" (CUDA_VISIBLE_DEVICES={}: entry {} of the {} already visible)", given[entry], entry,
+                            given.size());
 }
 
 }  // namespace
@@ -364,7 +374,13 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
   engine::Config config;
   std::vector<std::shared_ptr<const Task>> tasks;
   RunLock lock;   // rank 0 only
+  const int lrank = local_rank(node);
+  std::string device_note;   // which device this rank got ("" = no binding)
   auto setup = [&](const nlohmann::json& doc) {
+    // The device binding first: building the backend, preparing the tasks
+    // (reference and null candidates), the baselines and the workers all
+    // start processes, which must run on this rank's device.
+    device_note = bind_device(engine::parse_islands(doc, file), lrank);
     config = engine::parse_config(doc, file, plugins);
     tasks = engine::load_tasks(config);
   };
@@ -400,7 +416,8 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
   }
   world.broadcast(code, 0);
   if (code != 0) {
-    if (rank == 0) fmt::print(stderr, "kevo: {}: {}\n", code == 2 ? "error" : "failure", message);
+    if (rank == 0)
+      fmt::print(stderr, "kevo: {}: {}\n", code == 2 ? "error" : "failure", sanitize_utf8(message, kTerminalText));
     return static_cast<int>(code);
   }
   world.broadcast(doc_text, 0);
@@ -412,7 +429,7 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
       setup(nlohmann::json::parse(doc_text));
     } catch (const std::exception& e) {
       code = 1;
-      fmt::print(stderr, "kevo: rank {}: failure: {}\n", rank, e.what());
+      fmt::print(stderr, "kevo: rank {}: failure: {}\n", rank, sanitize_utf8(e.what(), kTerminalText));
     }
   }
   if (world.allreduce_max(code) != 0) return 1;
@@ -464,9 +481,6 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
     }
   }
 
-  const int lrank = local_rank(node);
-  bind_device(config.islands, lrank);
-
   // Library baselines (docs/cuda.md#library-baselines): measured once, by
   // rank 0 on its device, before any island times a candidate; the other
   // ranks wait, so no timing overlaps them. A resume keeps the first ones.
@@ -493,10 +507,7 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
   attrs.append = resume;
   auto sink = engine::open_hdf5_sink(run_dir / "lineage" / lineage::rank_file_name(rank), attrs,
                                      config.lineage.flush_records, config.lineage.flush_seconds);
-  if (config.islands.device_binding != "none")
-    sink->event(engine::LineageSink::EventKind::note, -1, rank, -1,
-                fmt::format("device binding {}: local rank {} -> device {}", config.islands.device_binding, lrank,
-                            config.islands.devices > 0 ? lrank % config.islands.devices : lrank));
+  if (!device_note.empty()) sink->event(engine::LineageSink::EventKind::note, -1, rank, -1, device_note);
   for (const auto& line : engine::baseline_notes(baselines))
     sink->event(engine::LineageSink::EventKind::note, -1, rank, -1, line);
   if (resume)
@@ -598,9 +609,10 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
                          {"elapsed_seconds", network ? network->global_snapshot().elapsed_seconds : snap.elapsed_seconds},
                          {"ranks", size}};
     if (!report.baselines.is_null()) rj["baselines"] = report.baselines;
-    engine::write_file(run_dir / "report.json", rj.dump(2) + "\n");
-    fmt::print("\n{}", engine::format_table(report.rows));
-    if (!report.baselines.is_null()) fmt::print("\n{}", engine::format_baselines(report.rows, report.baselines));
+    engine::write_file(run_dir / "report.json", dump_json(rj, 2) + "\n");
+    std::string table = "\n" + engine::format_table(report.rows);
+    if (!report.baselines.is_null()) table += "\n" + engine::format_baselines(report.rows, report.baselines);
+    fmt::print("{}", sanitize_utf8(table, kTerminalText));
     fmt::print("run directory: {}\n", run_dir.string());
     if (!budget_stop.empty())
       fmt::print("stopped: {}; everything judged so far is in the lineage (raise the budget and continue with "

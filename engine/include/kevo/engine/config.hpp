@@ -134,6 +134,10 @@ void apply_override(nlohmann::json& doc, const std::string& assignment);
 // Parses and validates a config. `file` names it in errors and anchors
 // relative task paths. Throws InputError.
 Config parse_config(const nlohmann::json& doc, const std::string& file, const Plugins& plugins);
+// The "islands" section alone, validated as parse_config validates it. The
+// multi-rank run reads it first: its device binding must be in effect
+// before parse_config builds the backend (docs/islands.md, Start-up).
+Config::Islands parse_islands(const nlohmann::json& doc, const std::string& file);
 Config load_config(const std::string& path, const std::vector<std::string>& overrides, const Plugins& plugins);
 
 }  // namespace kevo::engine

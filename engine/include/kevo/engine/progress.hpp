@@ -42,6 +42,10 @@ struct TaskRow {
 
 std::string format_table(const std::vector<TaskRow>& rows);
 nlohmann::json rows_to_json(const std::vector<TaskRow>& rows);
+// A candidate's parameters text (a lineage `params` text) as JSON: null when
+// empty, the text itself as a string when it is not JSON (a lineage file
+// another tool wrote).
+nlohmann::json params_to_json(const std::string& text);
 std::vector<TaskRow> rows_from_snapshot(const IslandSnapshot& s);
 
 }  // namespace kevo::engine

@@ -24,9 +24,15 @@
 namespace kevo::engine {
 
 // Loads every task under the configured directories, checks each suits the
-// backend, and prepares it (reference self-check, null candidates). Throws
-// InputError naming the manifest.
+// backend, checks what the operators need for it (prepare_operators), then
+// has the backend prepare it (reference self-check, null candidates).
+// Throws InputError naming the manifest (or the operator's file).
 std::vector<std::shared_ptr<const Task>> load_tasks(const Config& config);
+// Has every enabled operator with a positive weight that applies to `task`
+// load what it needs for it (MutationOperator::prepare); load_tasks calls
+// it for every task before the backend prepares any. Throws InputError
+// naming the file, the key and the operator (/operators/K).
+void prepare_operators(const Config& config, const Task& task);
 
 // The host name, for run attributes.
 std::string host_name();

@@ -68,6 +68,9 @@ struct ServiceConfig {
   std::string hardware;                   // "" = described from this machine
   bool probe = true;                      // connect check at start
   nlohmann::json effective;
+  // Where the section is, for errors about the files it points at.
+  std::string source_file;                // the config file
+  std::string pointer;                    // the section's JSON pointer ("/llm")
 };
 
 // Parses the "llm" section. `base` anchors relative paths (the config
@@ -97,6 +100,12 @@ class Service {
 
   const Template& prompt(const std::string& name);   // loads <prompts_dir>/<name>.md once
   const Knowledge& knowledge(const std::string& backend);
+  // Loads what the operators need for tasks of `backend`: the system prompt
+  // <prompts_dir>/system_<backend>.md and, unless knowledge_tokens is 0, the
+  // knowledge <knowledge_dir>/<backend>.md. Throws InputError naming the
+  // config file, /llm/prompts_dir or /llm/knowledge_dir and the missing or
+  // unreadable file.
+  void prepare_backend(const std::string& backend);
   std::string hardware() const;
   // Whether an enabled llm_analyst with a positive weight is in the config:
   // then profiler data goes to the analyst's review, else into the feedback
@@ -147,6 +156,8 @@ class LlmOperator final : public MutationOperator {
   void observe(const Candidate& c) override;
 
  protected:
+  // The system prompt and knowledge of the task's backend (Service::prepare_backend).
+  void do_prepare(const Task& task) override;
   std::optional<OperatorOutcome> do_begin(const OperatorRequest& request) override;
   std::vector<OperatorOutcome> do_poll(std::chrono::milliseconds max_wait) override;
 

@@ -74,7 +74,9 @@ class Backend {
   void submit(EvalRequest request);
 
   // Makes progress, waiting at most max_wait for something to finish, and
-  // returns the finished verdicts (never pending ones).
+  // returns the finished verdicts (never pending ones), their texts made
+  // safe for JSON, HDF5 and terminals (sanitize_texts; also for evaluate()
+  // and judge_baselines()).
   std::vector<EvalResult> poll(std::chrono::milliseconds max_wait);
 
   std::size_t in_flight() const { return in_flight_.size(); }

@@ -65,10 +65,23 @@ class MutationOperator {
   virtual bool applicable(const Task& task) const = 0;
   virtual bool deterministic() const { return true; }
 
+  // Loads what the operator needs for this task beyond its config (an LLM
+  // operator: the system prompt and the knowledge of the task's backend), so
+  // that a missing or unreadable file is an input error before the run
+  // starts. Throws InputError naming the file, the config key and what was
+  // expected. The engine calls it for every enabled operator with a positive
+  // weight and every task it applies to, before any backend work
+  // (engine::load_tasks). Default: nothing.
+  void prepare(const Task& task) { do_prepare(task); }
+
   // Checks the request (parent count, task) and returns the outcome when the
   // operator is synchronous, nullopt when it will arrive through poll().
+  // Outcomes (of begin and poll) leave with their texts made safe: the
+  // source and the LLM records valid UTF-8 without NUL (kStoredText), the
+  // failure reason, note and profile reason without control bytes but
+  // '\n' and '\t' (kShownText); see kevo/core/text.hpp.
   std::optional<OperatorOutcome> begin(const OperatorRequest& request);
-  std::vector<OperatorOutcome> poll(std::chrono::milliseconds max_wait) { return do_poll(max_wait); }
+  std::vector<OperatorOutcome> poll(std::chrono::milliseconds max_wait);
   virtual std::size_t in_flight() const { return 0; }
   // Every committed candidate of the island (in commit order, so in id order
   // when ordering is deterministic), judged or not. Operators that learn from
@@ -88,8 +101,11 @@ class MutationOperator {
  protected:
   virtual std::optional<OperatorOutcome> do_begin(const OperatorRequest& request) = 0;
   virtual std::vector<OperatorOutcome> do_poll(std::chrono::milliseconds) { return {}; }
+  virtual void do_prepare(const Task&) {}
 
  private:
+  // Throws for an outcome without proposal or reason; cleans its texts.
+  void check_outcome(OperatorOutcome& outcome) const;
   std::string name_;
   int arity_;
 };

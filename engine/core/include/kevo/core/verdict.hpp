@@ -90,6 +90,11 @@ struct Verdict {
 };
 
 nlohmann::json to_json(const Verdict&);
+// Makes every text of the verdict (message, compile_log, output_tail,
+// feedback, profile, device, the mismatch's names) safe for JSON, HDF5 and
+// terminals: sanitize_utf8 with kShownText (kevo/core/text.hpp). The Backend
+// wrapper applies it to every verdict a backend returns.
+void sanitize_texts(Verdict&);
 Verdict verdict_from_json(const nlohmann::json&);   // throws std::exception on bad input
 
 }  // namespace kevo

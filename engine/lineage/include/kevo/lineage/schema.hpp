@@ -146,15 +146,8 @@ struct RunInfo {
 // The file of rank `rank` inside a run directory: RUN_DIR/lineage/rank-0000.h5.
 std::string rank_file_name(int rank);
 
-// `text` as valid UTF-8 without NUL bytes (HDF5 strings end at NUL, and h5py
-// decodes strictly): each invalid byte becomes U+FFFD, NUL becomes U+2400.
-// Valid text is returned unchanged.
-std::string to_valid_utf8(std::string_view text);
-
-// True when to_valid_utf8(text) would return `text` unchanged.
-bool is_valid_utf8(std::string_view text);
-
-// `name` cut to at most `bytes` bytes at a UTF-8 character boundary.
-std::string_view utf8_prefix(std::string_view name, std::size_t bytes);
+// Texts are written as sanitize_utf8(text, kStoredText) (kevo/core/text.hpp):
+// valid UTF-8 without NUL bytes (HDF5 strings end at NUL, and h5py decodes
+// strictly).
 
 }  // namespace kevo::lineage

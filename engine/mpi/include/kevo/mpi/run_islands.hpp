@@ -2,6 +2,9 @@
 // island; a process started without mpirun/srun is a world of one rank and
 // behaves exactly as the single-island engine.
 //
+//   0. Every rank binds its device (islands.device_binding) from the config's
+//      islands section before anything of the backend is built, so that the
+//      task preparation, the baselines and the workers all run on it.
 //   1. Rank 0 reads the config, applies --set, validates it (and the tasks)
 //      and creates the run directory; then it broadcasts the outcome. A bad
 //      config stops every rank with one error from rank 0 (exit 2) and
