@@ -365,7 +365,9 @@ extern "C" void rowsum(const float*, float*, int32_t, int32_t) {
   kevo::Verdict v = b.evaluate(task, src, 3);
   EXPECT_EQ(v.status, Status::runtime_error);
   EXPECT_EQ(v.signal, 6);
-  EXPECT_NE(v.output_tail.find("bad ?? bytes ? here"), std::string::npos) << v.output_tail;
+  // Each invalid byte becomes U+FFFD, a control byte its Control Picture
+  // (kevo::sanitize_utf8, kevo/core/text.hpp).
+  EXPECT_NE(v.output_tail.find("bad \xEF\xBF\xBD\xEF\xBF\xBD bytes \xE2\x90\x81 here"), std::string::npos) << v.output_tail;
   const std::string text = kevo::to_json(v).dump();   // throws on invalid UTF-8
   kevo::Verdict back = kevo::verdict_from_json(nlohmann::json::parse(text));
   EXPECT_EQ(back.status, v.status);

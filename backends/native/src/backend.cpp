@@ -3,6 +3,7 @@
 #include "kevo/core/error.hpp"
 #include "kevo/core/hash.hpp"
 #include "kevo/core/rng.hpp"
+#include "kevo/core/text.hpp"
 #include "kevo/native/protocol.hpp"
 #include "kevo/native/compile_cache.hpp"
 #include "kevo/native/libraries.hpp"
@@ -41,41 +42,9 @@ constexpr std::size_t kCompileLogCap = 16 * 1024;   // kept in the verdict: the 
 constexpr std::size_t kOutputTailCap = 4 * 1024;    // kept in the verdict: the last output
 constexpr std::int64_t kResultPipeCap = 1 << 20;
 
-// Keeps printable, well-formed UTF-8 (plus newline and tab); anything else
-// (control bytes, stray or truncated sequences, overlong encodings,
-// surrogates, code points above U+10FFFF) becomes '?', so that verdict
-// texts always serialise as JSON.
-std::string clean_text(std::string_view in) {
-  std::string out;
-  out.reserve(in.size());
-  std::size_t i = 0;
-  while (i < in.size()) {
-    const auto c = static_cast<unsigned char>(in[i]);
-    if (c < 0x80) {
-      out += (c >= 0x20 && c != 0x7f) || c == '\n' || c == '\t' ? static_cast<char>(c) : '?';
-      ++i;
-      continue;
-    }
-    const std::size_t len = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-    bool ok = len > 0 && i + len <= in.size();
-    for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(in[i + k]) & 0xC0) == 0x80;
-    if (ok && len >= 3) {
-      const auto c1 = static_cast<unsigned char>(in[i + 1]);
-      if (c == 0xE0 && c1 < 0xA0) ok = false;                 // overlong
-      if (c == 0xED && c1 >= 0xA0) ok = false;                // UTF-16 surrogates
-      if (c == 0xF0 && c1 < 0x90) ok = false;                 // overlong
-      if (c == 0xF4 && c1 >= 0x90) ok = false;                // above U+10FFFF
-    }
-    if (ok) {
-      out.append(in.substr(i, len));
-      i += len;
-    } else {
-      out += '?';
-      ++i;
-    }
-  }
-  return out;
-}
+// Verdict texts: well-formed UTF-8 without control bytes (but newline and
+// tab), so that they always serialise as JSON (kevo/core/text.hpp).
+std::string clean_text(std::string_view in) { return sanitize_utf8(in, kShownText); }
 
 std::string head(const std::string& s, std::size_t cap) {
   if (s.size() <= cap) return clean_text(s);
@@ -179,9 +148,9 @@ struct NativeBackend::Impl {
   std::optional<CompileCache> cache;
   bool cache_warned = false;
   std::vector<std::string> compile_env;
-  // The worker's environment is read when each worker starts: the islands
-  // bind a device (CUDA_VISIBLE_DEVICES, KEVO_DEVICE_INDEX) after the
-  // backend exists.
+  // The worker's environment is read when each worker starts (the islands'
+  // device binding, CUDA_VISIBLE_DEVICES or KEVO_DEVICE_INDEX, is set
+  // before the backend is built; reading it late costs nothing).
   std::vector<std::string> worker_env_fixed, worker_env_names;
   std::vector<std::string> worker_env() const {
     return pass_env_prefixed({"OMP_", "GOMP_", "KMP_"}, pass_env(worker_env_names, worker_env_fixed));
