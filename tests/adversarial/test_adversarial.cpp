@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -72,12 +73,33 @@ const std::map<std::string, Expect> kExpected = {
     {"uninit_malloc", {Status::wrong_answer, ""}},
     {"forge_stdout", {Status::wrong_answer, "never written"}},
     {"forge_fds", {Status::wrong_answer, "never written"}},
+    // The engine attacked from the candidate's process.
+    {"kill_all", {Status::runtime_error, "sandbox violation: forbidden system call 62 (kill"}},
+    {"kill_group", {Status::runtime_error, "sandbox violation: forbidden system call 62 (kill"}},
+    {"sigqueue_parent", {Status::runtime_error, "rt_sigqueueinfo"}},
+    {"pidfd_getfd", {Status::runtime_error, "pidfd_open"}},
+    {"prlimit_others", {Status::correct, ""}},
+    {"read_secrets", {Status::correct, ""}},
+    {"sysv_shm", {Status::runtime_error, "shmget"}},
+    // Forging the verdict from inside: only the judge's comparison counts.
+    {"forge_control", {Status::wrong_answer, "never written"}},
+    // Coverage a candidate cannot learn.
+    {"tail_bug", {Status::wrong_answer, "drawn"}},
+    {"poison_probe", {Status::wrong_answer, "never written"}},
+    // Libraries.
+    {"cblas_call", {Status::forbidden, "cblas_sdot"}},
 };
+
+// A fake API key in the engine's environment: no candidate may read it.
+constexpr const char* kSecret = "sk-kevo-test-2f9c6e1d8b";
 
 }  // namespace
 
 TEST(Adversarial, EveryAttackGetsItsStatus) {
   fs::remove("/tmp/kevo-adversarial-escape");
+  ::setenv("KEVO_TEST_SECRET", kSecret, 1);
+  rlimit files_before{};
+  ::getrlimit(RLIMIT_NOFILE, &files_before);
   auto task = std::make_shared<kevo::Task>(kevo::load_task(kDir / "task"));
   kevo::cpu::CpuBackend backend(test_options());
   backend.prepare(*task);
@@ -120,6 +142,21 @@ TEST(Adversarial, EveryAttackGetsItsStatus) {
     }
     EXPECT_FALSE(v.feedback.empty()) << name;
   }
+
+  // No text of any verdict carries the engine's secret.
+  for (const auto& [name, v] : got)
+    for (const std::string* text : {&v.message, &v.feedback, &v.output_tail, &v.compile_log})
+      EXPECT_EQ(text->find(kSecret), std::string::npos) << name << " reached the secret: " << *text;
+  EXPECT_NE(got.at("read_secrets").output_tail.find("mem openable 0"), std::string::npos)
+      << got.at("read_secrets").output_tail;
+  EXPECT_EQ(got.at("read_secrets").output_tail.find("found"), std::string::npos) << got.at("read_secrets").output_tail;
+  EXPECT_NE(got.at("prlimit_others").output_tail.find("prlimit-others 0"), std::string::npos)
+      << got.at("prlimit_others").output_tail;
+  rlimit files_after{};
+  ::getrlimit(RLIMIT_NOFILE, &files_after);
+  EXPECT_EQ(files_after.rlim_cur, files_before.rlim_cur) << "a candidate changed the engine's limits";
+  ASSERT_TRUE(got.at("tail_bug").mismatch.has_value());
+  EXPECT_EQ(got.at("tail_bug").mismatch->shape.rfind("drawn ", 0), 0u) << got.at("tail_bug").mismatch->shape;
 
   // Details that matter beyond the status.
   EXPECT_GT(got.at("correct").speedup, 0.0);
@@ -188,4 +225,47 @@ TEST(Adversarial, TheCudaPolicyVariantReachesTheWorker) {
   EXPECT_EQ(denied.status, Status::runtime_error) << denied.message;
   EXPECT_NE(denied.message.find("sandbox violation"), std::string::npos) << denied.message;
   fs::remove(existing);
+}
+
+// Timing that only real work can move: each attack on the timing judged
+// beside the honest kernel it is built on. An attack may be caught (wrong
+// answer) or judged as what its honest work earns; never faster, and the
+// reference is never slowed by what the candidate leaves behind.
+TEST(Adversarial, TimingOnlyRealWorkCanMove) {
+  const fs::path dir = kDir / "timing";
+  auto task = std::make_shared<kevo::Task>(kevo::load_task(dir / "task"));
+  nlohmann::json cfg = {
+      {"cache_dir", ""},
+      {"worker", KEVO_CPU_WORKER},
+      {"compile_jobs", 2},
+      {"limits", {{"wall_seconds", 20}, {"memory_mb", 1024}}},
+      {"timing", {{"warmup", 1}, {"min_repeats", 5}, {"max_repeats", 40}, {"budget_seconds", 0.15}}},
+  };
+  kevo::StrictObject obj(cfg, "test-config.json", "/backend/cpu");
+  kevo::cpu::CpuBackend backend(kevo::cpu::parse_cpu_options(obj));
+  backend.prepare(*task);
+  const kevo::Verdict plain = backend.evaluate(task, read(dir / "candidates" / "plain.cpp"), 3);
+  ASSERT_EQ(plain.status, Status::correct) << plain.message;
+  std::printf("%-16s %-14s speedup %.3f  cand %.1f us  ref %.1f us  %s\n", "plain", "correct", plain.speedup,
+              plain.cand_median_ns / 1e3, plain.ref_median_ns / 1e3, plain.message.c_str());
+  const std::map<std::string, bool> caught = {
+      {"memo_one", false},     {"memo_many", false},      {"skip_same_args", true},
+      {"finish_later", true},  {"busy_threads", false},   {"nice_reference", false},
+  };
+  for (const auto& [name, must_fail] : caught) {
+    const kevo::Verdict v = backend.evaluate(task, read(dir / "candidates" / (name + ".cpp")), 3);
+    std::printf("%-16s %-14s speedup %.3f  cand %.1f us  ref %.1f us  %s\n", name.c_str(),
+                std::string(kevo::to_string(v.status)).c_str(), v.speedup, v.cand_median_ns / 1e3,
+                v.ref_median_ns / 1e3, v.message.c_str());
+    if (must_fail) {
+      EXPECT_EQ(v.status, Status::wrong_answer) << name << ": " << v.message;
+      continue;
+    }
+    ASSERT_EQ(v.status, Status::correct) << name << ": " << v.message;
+    EXPECT_LT(v.speedup, 2.0 * plain.speedup) << name << " gained from its attack";
+    EXPECT_LT(v.ref_median_ns, 1.6 * plain.ref_median_ns) << name << " slowed the reference";
+  }
+  // The honest kernel's verdict is what it was.
+  const kevo::Verdict again = backend.evaluate(task, read(dir / "candidates" / "plain.cpp"), 3);
+  EXPECT_EQ(again.status, Status::correct) << again.message;
 }

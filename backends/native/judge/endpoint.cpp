@@ -217,7 +217,7 @@ void RemoteEndpoint::stop_and_wait() {
 bool RemoteEndpoint::wait_done(std::uint32_t seq) {
   // A short spin first (a call of microseconds), then futex waits with
   // liveness checks between them.
-  const auto spin_until = Clock::now() + std::chrono::microseconds(20);
+  const auto spin_until = Clock::now() + std::chrono::microseconds(200);
   do {
     if (ctl_->done.load(std::memory_order_acquire) == seq) return true;
   } while (Clock::now() < spin_until);

@@ -225,6 +225,10 @@ struct NativeBackend::Impl {
 };
 
 NativeBackend::Impl::Impl(NativeOptions o) : opt(std::move(o)) {
+  // The process that starts candidates' judges holds what candidates must
+  // not read (API keys in its environment, the tasks' hidden shapes): no
+  // process of the same user may trace it or read its /proc files.
+  sb::set_non_dumpable();
   const int cores = usable_cores();   // this rank's share of the host
   if (opt.compile_jobs <= 0) opt.compile_jobs = cores;
   if (opt.eval_jobs <= 0) opt.eval_jobs = 1;

@@ -2,6 +2,7 @@
 
 #include "kevo/core/error.hpp"
 
+#include <cstdlib>
 #include <exception>
 #include <string>
 
@@ -20,6 +21,13 @@ Environment::Environment(int* argc, char*** argv) {
   MPI_Initialized(&flag);
   if (flag) throw Failure("MPI is already initialised");
   int provided = 0;
+  // The engine makes itself non-dumpable (a backend that runs candidate
+  // code does, docs/sandbox.md), and Open MPI's shared-memory transport
+  // copies between ranks with process_vm_readv, which a non-dumpable peer
+  // refuses: ranks on one host copy through shared memory instead, unless
+  // the user chose a mechanism.
+  ::setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
+  ::setenv("OMPI_MCA_btl_sm_single_copy_mechanism", "none", 0);
   // FUNNELED: only the main thread calls MPI; backends may run helper threads.
   check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "Init_thread");
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
