@@ -6,6 +6,7 @@
 #include "kevo/sandbox/unique_fd.hpp"
 
 #include <linux/futex.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -169,6 +170,17 @@ RemoteEndpoint::~RemoteEndpoint() {
   if (arena_fd_ >= 0) ::close(arena_fd_);
 }
 
+void RemoteEndpoint::reset_scheduling() {
+  if (!sched_saved_) {
+    sched_saved_ = ::sched_getaffinity(pid_, sizeof affinity_, &affinity_) == 0;
+    return;
+  }
+  ::sched_setaffinity(pid_, sizeof affinity_, &affinity_);
+  ::setpriority(PRIO_PROCESS, static_cast<id_t>(pid_), 0);
+  sched_param none{};
+  ::sched_setscheduler(pid_, SCHED_OTHER, &none);
+}
+
 void RemoteEndpoint::reap(int status, const ::rusage& ru) {
   end_.ended = true;
   if (WIFEXITED(status)) end_.exit_code = WEXITSTATUS(status);
@@ -264,6 +276,10 @@ CallResult RemoteEndpoint::call(ArgSet& a, bool poison_allocations) {
   }
   ctl_->poison_allocations = poison_allocations ? 1u : 0u;
   ctl_->outcome = 0;
+  // A trusted host (the reference) is put back to the scheduling it started
+  // with before every call (nothing should have changed it: the candidate
+  // cannot name it; this keeps it so).
+  if (spec_.trusted) reset_scheduling();
   const std::uint32_t seq = ++seq_;
   // The clock runs from the resume to the answer: everything the host does
   // for this call (its threads included) falls inside it.

@@ -12,6 +12,7 @@
 #include "kevo/native/protocol.hpp"
 #include "kevo/sandbox/isolation.hpp"
 
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/types.h>
 
@@ -114,6 +115,7 @@ class RemoteEndpoint final : public Endpoint {
   bool alive();
   void stop_and_wait();
   void reap(int status, const ::rusage& ru);
+  void reset_scheduling();
 
   HostSpec spec_;
   pid_t pid_ = -1;
@@ -127,6 +129,8 @@ class RemoteEndpoint final : public Endpoint {
   sandbox::IsolationReport isolation_;
   HostEnd end_;
   ArgSet args_;
+  bool sched_saved_ = false;
+  cpu_set_t affinity_{};
 };
 
 }  // namespace kevo::native::judge

@@ -508,6 +508,15 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
   auto sink = engine::open_hdf5_sink(run_dir / "lineage" / lineage::rank_file_name(rank), attrs,
                                      config.lineage.flush_records, config.lineage.flush_seconds);
   if (!device_note.empty()) sink->event(engine::LineageSink::EventKind::note, -1, rank, -1, device_note);
+  // What the candidates' sandbox could not have on this machine (no user
+  // namespaces, a container...): said at start, in the lineage and in
+  // report.json, never silently (docs/sandbox.md#what-a-run-reports).
+  if (const nlohmann::json g = config.backend->guarantees(); g.is_object() && !g.value("missing", nlohmann::json::array()).empty()) {
+    std::string missing;
+    for (const auto& m : g["missing"]) missing += (missing.empty() ? "" : "; ") + m.get<std::string>();
+    if (rank == 0) fmt::print(stderr, "kevo: the candidates' sandbox lacks: {}\n", missing);
+    sink->event(engine::LineageSink::EventKind::note, -1, rank, -1, "sandbox lacks: " + missing);
+  }
   for (const auto& line : engine::baseline_notes(baselines))
     sink->event(engine::LineageSink::EventKind::note, -1, rank, -1, line);
   if (resume)
@@ -609,6 +618,7 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
                          {"elapsed_seconds", network ? network->global_snapshot().elapsed_seconds : snap.elapsed_seconds},
                          {"ranks", size}};
     if (!report.baselines.is_null()) rj["baselines"] = report.baselines;
+    if (const nlohmann::json g = config.backend->guarantees(); !g.is_null()) rj["sandbox"] = g;
     engine::write_file(run_dir / "report.json", dump_json(rj, 2) + "\n");
     std::string table = "\n" + engine::format_table(report.rows);
     if (!report.baselines.is_null()) table += "\n" + engine::format_baselines(report.rows, report.baselines);
