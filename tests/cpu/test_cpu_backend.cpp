@@ -451,3 +451,69 @@ extern "C" void rowsum(const float* A, float* out, int32_t M, int32_t N) {
   EXPECT_EQ(v.status, Status::correct) << v.message;
   EXPECT_EQ(w.status, Status::wrong_answer) << w.message;
 }
+
+TEST(CpuBackend, TimesUnderTheRooflineFloorAreErrors) {
+  // With peaks this small the honest candidate's time is far under the
+  // floor (flops / peak, bytes / bandwidth): an error, never a speedup.
+  auto task = std::make_shared<kevo::Task>(kevo::load_task(kTask));
+  kevo::cpu::CpuBackend b(options({{"roofline", {{"peak_gflops", 1e-6}, {"peak_gbps", 1e-6}}}}));
+  b.prepare(*task);
+  const kevo::Verdict v = b.evaluate(task, read(kCandidates / "correct.cpp"), 3);
+  EXPECT_EQ(v.status, Status::runtime_error) << v.message;
+  EXPECT_NE(v.message.find("roofline floor"), std::string::npos) << v.message;
+  EXPECT_EQ(v.stage, kevo::Stage::timing);
+}
+
+TEST(CpuBackend, TheEstimatedPeaksLeaveHonestKernelsAlone) {
+  // Unset peaks are estimated for this machine, generously: the same
+  // candidate is correct with them, and the effective config shows them.
+  const kevo::cpu::CpuOptions o = options();
+  EXPECT_GT(o.roofline.peak_gflops, 1.0);
+  EXPECT_GT(o.roofline.peak_gbps, 1.0);
+  EXPECT_EQ(kevo::cpu::to_json(o).at("roofline").at("peak_gbps"), o.roofline.peak_gbps);
+  auto task = std::make_shared<kevo::Task>(kevo::load_task(kTask));
+  kevo::cpu::CpuBackend b(o);
+  b.prepare(*task);
+  const kevo::Verdict v = b.evaluate(task, read(kCandidates / "correct.cpp"), 3);
+  EXPECT_EQ(v.status, Status::correct) << v.message;
+}
+
+TEST(CpuBackend, ReportsTheGuaranteesOfItsSandbox) {
+  // What the candidates' kernel hosts got, from the last judgement: here
+  // (root or a user with namespaces) every guarantee; the report names
+  // any that is missing, never silently.
+  auto task = std::make_shared<kevo::Task>(kevo::load_task(kTask));
+  kevo::cpu::CpuBackend b(options());
+  EXPECT_TRUE(b.guarantees().is_null());
+  b.prepare(*task);
+  const nlohmann::json g = b.guarantees();
+  ASSERT_TRUE(g.is_object()) << g.dump();
+  const nlohmann::json& iso = g.at("isolation");
+  EXPECT_TRUE(iso.at("seccomp").get<bool>()) << g.dump();
+  EXPECT_TRUE(iso.at("caps_dropped").get<bool>()) << g.dump();
+  const bool all = iso.at("user_ns").get<bool>() && iso.at("pid_ns").get<bool>() && iso.at("private_proc").get<bool>() &&
+                   iso.at("read_only_fs").get<bool>();
+  EXPECT_EQ(g.at("missing").empty(), all) << g.dump();
+  std::printf("sandbox guarantees here: %s\n", g.dump().c_str());
+}
+
+TEST(CpuBackend, WithoutNamespacesTheEngineStaysOutOfReachAndTheReportSaysWhatIsMissing) {
+  // sandbox.namespaces false stands for a machine without user namespaces:
+  // the host sees the machine's /proc, but the engine (non-dumpable) keeps
+  // its environment, and the report lists the missing guarantees.
+  ::setenv("KEVO_TEST_SECRET", "sk-kevo-fallback-7d31", 1);
+  auto task = std::make_shared<kevo::Task>(kevo::load_task(kTask));
+  kevo::cpu::CpuBackend b(options({{"sandbox", {{"namespaces", false}}}}));
+  b.prepare(*task);
+  const kevo::Verdict v = b.evaluate(task, read(kCandidates / "read_secrets.cpp"), 3);
+  EXPECT_EQ(v.status, Status::correct) << v.message;
+  EXPECT_EQ(v.output_tail.find("sk-kevo-fallback-7d31"), std::string::npos) << v.output_tail;
+  const nlohmann::json g = b.guarantees();
+  ASSERT_TRUE(g.is_object());
+  EXPECT_FALSE(g.at("isolation").at("pid_ns").get<bool>());
+  bool names_pid = false;
+  for (const auto& m : g.at("missing")) names_pid = names_pid || m.get<std::string>().find("PID namespace") != std::string::npos;
+  EXPECT_TRUE(names_pid) << g.dump();
+  EXPECT_TRUE(g.at("isolation").at("seccomp").get<bool>());
+  EXPECT_TRUE(g.at("isolation").at("caps_dropped").get<bool>());
+}

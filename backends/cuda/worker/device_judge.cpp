@@ -133,49 +133,46 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
 
   for (std::size_t i = 0; i < task.visible.size(); ++i) {
     const w::Case c{&task.visible[i], w::Case::Kind::visible, i};
-    // Two input sets whose contents alternate, in place, between timed
-    // calls: a result cached across calls (by pointer or size) goes stale,
-    // and the last timed output is checked below. All of it in GPU memory
+    // Fresh input contents for every timed call, drawn on the device into
+    // one staging set outside the event window, and both sides' outputs
+    // re-poisoned before each call: no timed call sees inputs an earlier one
+    // saw, so a result the candidate keeps from earlier calls (one or many)
+    // is never the right one. Every timed output is compared with the
+    // reference's for the same inputs (below). All of it in GPU memory
     // (separate allocations for candidate and reference).
     w::Space& space = device_space();
     // With phase holds, one shared hold for all of the preparation below
     // (each step's own hold nests in it); released before the exclusive one.
     std::optional<SharedSlot> preparing;
     if (g.phase_holds) preparing.emplace();
-    const w::ArgSet pristine[2] = {space.make_inputs(task, c, seed, "timing"),
-                                   space.make_inputs(task, c, seed, "timing-b")};
-    w::ArgSet dc = space.clone_for_call(task, pristine[0], true), dr = space.clone_for_call(task, pristine[0], true);
-    auto load_inputs = [&](w::ArgSet& d, const w::ArgSet& from) {
-      for (std::size_t k = 0; k < d.buf.size(); ++k)
-        if (d.buf[k].data() && task.args[k].is_input())
-          check(cudaMemcpyAsync(d.buf[k].data(), from.buf[k].data(), d.buf[k].bytes(), cudaMemcpyDeviceToDevice),
-                "loading inputs");
-    };
-    int calls_c = 0, calls_r = 0;
-    // The outputs of the last timed call and of one more call on the other
-    // input set (checked below, after the slot is released). Allocated now:
-    // no allocation inside the exclusive slot (a pool that grows asks the
-    // driver, which may be busy with another worker's context).
-    w::ArgSet got[2] = {space.clone_for_call(task, dc, false), space.clone_for_call(task, dc, false)};
-    auto keep_outputs = [&](w::ArgSet& into) {
-      for (std::size_t k = 0; k < dc.buf.size(); ++k)
-        if (dc.buf[k].data()) space.copy(into.buf[k], dc.buf[k]);
-    };
-    int got_set[2] = {0, 0};
+    w::ArgSet fresh = space.make_inputs(task, c, seed, "timing");
+    w::ArgSet dc = space.clone_for_call(task, fresh, true), dr = space.clone_for_call(task, fresh, true);
+    int calls = 0;
     preparing.reset();
-    // From here to the end of the verification calls no other kevo work
-    // runs on this GPU (every worker on the host honours the slot).
+    // From here to the end of the timed calls no other kevo work runs on
+    // this GPU (every worker on the host honours the slot). Allocations were
+    // made before it: the repeats reuse these buffers.
     std::optional<ExclusiveSlot> exclusive;
     exclusive.emplace();
+    // New contents for `fresh`, both sides loaded (inputs, poisoned outputs).
+    auto next_inputs = [&] {
+      space.fill_inputs(task, c, fresh, seed, "timing" + std::to_string(calls++));
+      space.load(task, dc, fresh);
+      space.load(task, dr, fresh);
+    };
+    // The candidate's output of this repeat against the reference's.
+    auto check_repeat = [&](const char* when) -> std::string {
+      const std::string bad = w::first_mismatch(task, c, dr, dc, space);
+      if (bad.empty()) return {};
+      return "the output of " + std::string(when) + " " + std::to_string(calls) + " on shape " + c.label() +
+             " is wrong (" + bad + "): results reused across calls, or work skipped while timed";
+    };
 
     struct Series {
       std::vector<double> ev, host, host_net;   // events; host interval; host less the flush
     };
     Series sc, sr;
-    auto run = [&](Entry e, w::ArgSet& d, int& calls, Series& s, const char* who) {
-      // Fresh input contents (inout buffers restored too: in-place kernels
-      // would otherwise work on their own results).
-      load_inputs(d, pristine[calls++ % 2]);
+    auto run = [&](Entry e, w::ArgSet& d, Series& s, const char* who) {
       // The inputs are in place before anything of the call can run (a
       // kernel on a non-blocking stream does not wait for the copy).
       check(cudaDeviceSynchronize(), "before a timed call");
@@ -211,9 +208,12 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       s.host.push_back(host);
       s.host_net.push_back(std::max(0.0, host - static_cast<double>(flush_ms) * 1e6));
     };
-    for (int k = 0; k < opt.timing_options.warmup; ++k) {
-      run(cand, dc, calls_c, sc, "candidate");
-      run(ref, dr, calls_r, sr, "reference");
+    std::string wrong;
+    for (int k = 0; k < opt.timing_options.warmup && wrong.empty(); ++k) {
+      next_inputs();
+      run(cand, dc, sc, "candidate");
+      run(ref, dr, sr, "reference");
+      wrong = check_repeat("warm-up call");
     }
     sc = {};
     sr = {};
@@ -221,13 +221,16 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     double fill_until = -1.0;   // set when the budget's stop condition is first met
     for (int rep = 0; rep < std::max(opt.timing_options.max_repeats, 1); ++rep) {
       // Alternating order: drifts in clock or temperature hit both alike.
+      if (!wrong.empty()) break;
+      next_inputs();
       if (rep % 2 == 0) {
-        run(ref, dr, calls_r, sr, "reference");
-        run(cand, dc, calls_c, sc, "candidate");
+        run(ref, dr, sr, "reference");
+        run(cand, dc, sc, "candidate");
       } else {
-        run(cand, dc, calls_c, sc, "candidate");
-        run(ref, dr, calls_r, sr, "reference");
+        run(cand, dc, sc, "candidate");
+        run(ref, dr, sr, "reference");
       }
+      wrong = check_repeat("timed call");
       const auto now = Clock::now();
       const double spent = std::chrono::duration<double>(now - t_start).count();
       const auto reps = static_cast<std::size_t>(rep + 1);
@@ -245,23 +248,14 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       if (opt.wall_seconds > 0 && std::chrono::duration<double>(now - opt.started).count() > 0.6 * opt.wall_seconds)
         break;
     }
-    // The last timed output, then one more (untimed) call on the other
-    // input set: between them they catch a result kept from any one
-    // earlier call.
-    got_set[0] = (calls_c - 1) % 2;
     check(cudaDeviceSynchronize(), "after the timed calls");
-    keep_outputs(got[0]);
-    got_set[1] = calls_c % 2;
-    load_inputs(dc, pristine[got_set[1]]);
-    // The copy above is on the legacy stream; a candidate working on a
-    // non-blocking stream must not start before it lands.
-    check(cudaDeviceSynchronize(), "before the verification call");
-    ++calls_c;
-    cand(dc.ptr.data());
-    check(cudaGetLastError(), "after the verification call of the candidate");
-    check(cudaDeviceSynchronize(), "while the verification call of the candidate ran");
-    keep_outputs(got[1]);
     exclusive.reset();
+    if (!wrong.empty()) {
+      v.status = Status::wrong_answer;
+      v.stage = Stage::timing;
+      v.message = wrong;
+      return shapes;
+    }
     // Host wall-clock cross-check: events on the legacy stream miss work on
     // non-blocking streams; then the host times (which include the device
     // synchronize) are the honest ones.
@@ -303,22 +297,6 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       v.message = "timed at " + fmt(cm / 1e3) + " us on shape " + c.label() + ", under the roofline floor of " +
                   fmt(floor_ns / 1e3) + " us (flops / peak, bytes / bandwidth): an error, not a speedup";
       return shapes;
-    }
-    // Both must be right for the inputs they were given.
-    std::optional<SharedSlot> checking;
-    if (g.phase_holds) checking.emplace();
-    for (int extra = 0; extra < 2; ++extra) {
-      w::ArgSet want = space.clone_for_call(task, pristine[got_set[extra]], true);
-      device_call(ref, want);
-      const std::string bad = w::first_mismatch(task, c, want, got[extra], space);
-      if (!bad.empty()) {
-        v.status = Status::wrong_answer;
-        v.stage = Stage::timing;
-        v.message = "the output of the " + std::string(extra ? "call after the timed calls" : "last timed call") +
-                    " on shape " + c.label() + " is wrong (" + bad +
-                    "): results reused across calls, or work skipped while timed";
-        return shapes;
-      }
     }
     v.cand_median_ns += cm;
     v.ref_median_ns += rm;

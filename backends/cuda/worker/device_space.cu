@@ -308,6 +308,13 @@ class DeviceSpace final : public w::Space {
     // serialises those host-wide), and a timer would wait on that.
     for (std::size_t k = 0; k < task.args.size(); ++k)
       if (task.args[k].is_buffer()) a.buf[k] = allocate(static_cast<std::size_t>(a.n[k]) * dtype_size(task.args[k].dtype));
+    fill_inputs(task, c, a, seed, tag, dist);
+    a.rebind();
+    return a;
+  }
+
+  void fill_inputs(const Task& task, const w::Case& c, w::ArgSet& a, uint64_t seed, const std::string& tag,
+                   const w::DistributionOverride& dist) override {
     SharedSlot slot;
     for (std::size_t k = 0; k < task.args.size(); ++k) {
       const Arg& arg = task.args[k];
@@ -324,8 +331,6 @@ class DeviceSpace final : public w::Space {
       generate<<<grid_for(n), kThreads>>>(a.buf[k].data(), n, p);
     }
     finish("input generation");
-    a.rebind();
-    return a;
   }
 
   w::ArgSet clone_for_call(const Task& task, const w::ArgSet& orig, bool poison_outputs) override {

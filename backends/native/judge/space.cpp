@@ -262,14 +262,14 @@ std::size_t layout_bytes(const Task& task, const Case& c, std::size_t align) {
 
 namespace {
 
-ArgSet host_make_inputs(const Task& task, const Case& c, std::uint64_t seed, const std::string& tag,
-                        const DistributionOverride& override_dist, const Poison& P) {
-  ArgSet a = scalars_of(task, c);
+// Draws inputs into a's buffers (allocated for case c) and poisons its
+// outputs.
+void host_generate(const Task& task, const Case& c, ArgSet& a, std::uint64_t seed, const std::string& tag,
+                   const DistributionOverride& override_dist, const Poison& P) {
   for (std::size_t k = 0; k < task.args.size(); ++k) {
     const Arg& arg = task.args[k];
     if (!arg.is_buffer()) continue;
     const std::int64_t n = a.n[k];
-    a.buf[k] = Buffer(static_cast<std::size_t>(n) * dtype_size(arg.dtype));
     if (!arg.is_input()) {
       poison(P, arg, a.buf[k], n);
       continue;
@@ -298,6 +298,15 @@ ArgSet host_make_inputs(const Task& task, const Case& c, std::uint64_t seed, con
       }
     });
   }
+}
+
+ArgSet host_make_inputs(const Task& task, const Case& c, std::uint64_t seed, const std::string& tag,
+                        const DistributionOverride& override_dist, const Poison& P) {
+  ArgSet a = scalars_of(task, c);
+  for (std::size_t k = 0; k < task.args.size(); ++k)
+    if (task.args[k].is_buffer())
+      a.buf[k] = Buffer(static_cast<std::size_t>(a.n[k]) * dtype_size(task.args[k].dtype));
+  host_generate(task, c, a, seed, tag, override_dist, P);
   a.rebind();
   return a;
 }
@@ -349,6 +358,10 @@ class HostSpace final : public Space {
   ArgSet make_inputs(const Task& task, const Case& c, std::uint64_t seed, const std::string& tag,
                      const DistributionOverride& dist) override {
     return host_make_inputs(task, c, seed, tag, dist, poison());
+  }
+  void fill_inputs(const Task& task, const Case& c, ArgSet& a, std::uint64_t seed, const std::string& tag,
+                   const DistributionOverride& dist) override {
+    host_generate(task, c, a, seed, tag, dist, poison());
   }
   ArgSet clone_for_call(const Task& task, const ArgSet& orig, bool poison_outputs) override {
     ArgSet a = allocate_like(orig);

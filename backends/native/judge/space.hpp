@@ -121,6 +121,10 @@ class Space {
   // poisoned. The values depend on the space's generator.
   virtual ArgSet make_inputs(const Task& task, const Case& c, std::uint64_t seed, const std::string& tag,
                              const DistributionOverride& dist = {}) = 0;
+  // The same, into the buffers of `a` (allocated for case c): new input
+  // contents, outputs poisoned, no allocation.
+  virtual void fill_inputs(const Task& task, const Case& c, ArgSet& a, std::uint64_t seed, const std::string& tag,
+                           const DistributionOverride& dist = {}) = 0;
   // A copy of every buffer (outputs poisoned instead when asked).
   virtual ArgSet clone_for_call(const Task& task, const ArgSet& orig, bool poison_outputs) = 0;
   // dst's buffers (allocated, same sizes) take orig's inputs, and poison

@@ -1,7 +1,8 @@
 // Correct for its first 100 calls (every correctness trial, drawn shapes
 // included: axpy's 8 shapes make 32 calls), then launches an empty kernel:
-// its timings fall under the roofline floor (expected: runtime_error naming
-// the floor).
+// on a judge that checks only some timed outputs its timings would be a
+// huge speedup (or fall under the roofline floor). Expected: wrong_answer
+// at the first timed call after the 100th (every timed output is checked).
 #include <cstdint>
 __global__ void k(const float* x, const float* y, float* out, float a, int n) {
   const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
