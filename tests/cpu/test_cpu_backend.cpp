@@ -3,6 +3,7 @@
 #include "kevo/core/error.hpp"
 #include "kevo/core/task.hpp"
 #include "kevo/cpu/cpu_backend.hpp"
+#include "kevo/sandbox/isolation.hpp"
 #include "kevo/sandbox/scratch_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -516,4 +517,28 @@ TEST(CpuBackend, WithoutNamespacesTheEngineStaysOutOfReachAndTheReportSaysWhatIs
   EXPECT_TRUE(names_pid) << g.dump();
   EXPECT_TRUE(g.at("isolation").at("seccomp").get<bool>());
   EXPECT_TRUE(g.at("isolation").at("caps_dropped").get<bool>());
+}
+
+TEST(CpuBackend, TheCompilerWritesItsBuildAndNothingElse) {
+  // A compiler that also tries to write beside the build (as a hostile
+  // source cannot make gcc do, but a toolchain plugin or wrapper could):
+  // Landlock lets it write its scratch directory only.
+  std::string why;
+  const int probe = kevo::sandbox::make_write_ruleset({"/tmp"}, why);
+  if (probe < 0) GTEST_SKIP() << "no Landlock on this kernel: " << why;
+  ::close(probe);
+  const kevo::sandbox::ScratchDir dir = kevo::sandbox::ScratchDir::create(fs::temp_directory_path(), "kevo-confine");
+  const fs::path escape = dir.path() / "escaped.txt";
+  const fs::path wrapper = dir.path() / "cxx-wrapper";
+  std::ofstream(wrapper) << "#!/bin/sh\n"
+                         << "case \"$*\" in *-shared*) echo escaped > '" << escape.string() << "' ;; esac\n"
+                         << "exec c++ \"$@\"\n";
+  fs::permissions(wrapper, fs::perms::owner_all);
+  auto task = std::make_shared<kevo::Task>(kevo::load_task(kTask));
+  kevo::cpu::CpuBackend b(options({{"compiler", wrapper.string()}}));
+  b.prepare(*task);
+  const kevo::Verdict v = b.evaluate(task, read(kCandidates / "correct.cpp"), 3);
+  EXPECT_EQ(v.status, Status::correct) << v.message;
+  EXPECT_FALSE(fs::exists(escape)) << "the compiler wrote outside its build directory";
+  EXPECT_TRUE(b.guarantees().at("compiler_writes_confined").get<bool>());
 }

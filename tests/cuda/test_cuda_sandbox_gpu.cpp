@@ -117,6 +117,18 @@ TEST_F(CudaEscapes, CreatingAFileWhileBeingLoadedIsAViolation) {
   EXPECT_FALSE(fs::exists(target));
 }
 
+TEST_F(CudaEscapes, RewritingAnExistingFileIsRefused) {
+  // The CUDA variant lets an existing file be opened read-write (the
+  // driver's device files); Landlock keeps every other file unwritten.
+  REQUIRE_GPU();
+  const fs::path target = escape_path("rewrite");
+  std::ofstream(target) << "original\n";
+  const Verdict v = judge("escape_rewrites_file.cu", escape_source("escape_rewrites_file.cu", target));
+  EXPECT_EQ(v.status, Status::correct) << v.message;
+  EXPECT_EQ(read_text(target), "original\n") << "a candidate rewrote a file of the user";
+  fs::remove(target);
+}
+
 TEST_F(CudaEscapes, StartingAProcessIsAViolation) {
   REQUIRE_GPU();
   expect_violation(judge("escape_forks.cu", read_text(fs::path(KEVO_CUDA_ADVERSARIAL) / "escape_forks.cu")), "clone");

@@ -29,6 +29,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cerrno>
 #include <cfenv>
 #include <chrono>
 #include <cstdio>
@@ -202,6 +203,15 @@ class DeviceEndpoint final : public w::Endpoint {
 // Installs the CUDA allow-list on this process (reporting a violation on
 // the channel) and lowers RLIMIT_NOFILE; a failure to install is fatal.
 void lock_down(const native::JudgeRequest& r) {
+  // Path rules the filter cannot express: the driver opens device files
+  // read-write, so the policy must let existing files be opened so; Landlock
+  // keeps writes to /dev, /proc and this worker's scratch directory.
+  std::string why;
+  const int ruleset = kevo::sandbox::make_write_ruleset({"/dev", "/proc", fs::current_path().string()}, why);
+  if (ruleset >= 0) {
+    if (!kevo::sandbox::restrict_to(ruleset)) w::fatal("sandbox_unavailable", std::string("landlock_restrict_self: ") + std::strerror(errno));
+    ::close(ruleset);
+  }
   if (r.seccomp) {
     try {
       kevo::sandbox::set_violation_report(w::result_channel(), "\n{\"event\":\"violation\",\"nonce\":\"" + r.nonce + "\",\"syscall\":", "}\n");
@@ -281,6 +291,10 @@ int child_main(const std::string& mode, const fs::path& request_file, const fs::
       // On stderr, the tool's log (the worker meets the same violation
       // itself when it judges the candidate).
       kevo::sandbox::set_violation_report(2, "kevo-cuda-worker child: sandbox violation: forbidden system call ", "\n");
+      std::string why;
+      const int ruleset = kevo::sandbox::make_write_ruleset({"/dev", "/proc", fs::current_path().string()}, why);
+      if (ruleset >= 0 && !kevo::sandbox::restrict_to(ruleset)) throw std::runtime_error("landlock_restrict_self failed");
+      if (ruleset >= 0) ::close(ruleset);
       kevo::sandbox::install_candidate_policy(kevo::sandbox::policy_from_string(r.policy));
     }
     cand = entry_of(open_library(r.candidate_so, "candidate"));
@@ -626,6 +640,16 @@ int main(int argc, char** argv) {
     kevo::sandbox::IsolationReport iso;
     iso.seccomp = r.seccomp;
     iso.notes.push_back("the CUDA judge runs the candidate in its own process (no kernel hosts yet)");
+    {
+      std::string why;
+      const int probe = kevo::sandbox::make_write_ruleset({}, why);
+      if (probe >= 0) {
+        ::close(probe);
+        iso.notes.push_back("writes confined to /dev, /proc and the worker's scratch directory (Landlock)");
+      } else {
+        iso.notes.push_back("writes not confined by path: " + why);
+      }
+    }
     result.isolation = iso.to_json();
     result.worker_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - started).count();
     w::emit(native::to_json(result));

@@ -157,6 +157,7 @@ struct NativeBackend::Impl {
   }
   std::uint64_t timed_started = 0;   // for flavour.profile_every
   nlohmann::json isolation;          // the last candidate host's IsolationReport (guarantees())
+  std::string compiler_unconfined;   // why compilers may write outside their build ("" = they may not)
   std::string unhealthy;             // set when the health check failed after an accelerator error
   sb::Runner runner;
   Stats stats;
@@ -418,6 +419,8 @@ void NativeBackend::Impl::start_compile(Job& j) {
   s.limits.file_mb = opt.limits.file_mb;
   s.limits.output_bytes = 256 * 1024;
   s.limits.processes = 64;
+  // The compiler may write its build (the scratch dir) and nothing else.
+  s.confine_writes = true;
   const std::uint64_t pid = runner.start(std::move(s));
   by_proc[pid] = j.key;
   compile_waiters[j.so_key];   // others with this key wait for this compile
@@ -546,6 +549,7 @@ void NativeBackend::Impl::handle(sb::Finished& f) {
 
 void NativeBackend::Impl::on_compile_done(Job& j, sb::Finished& f) {
   --compiling;
+  if (!f.confine_error.empty()) compiler_unconfined = f.confine_error;
   j.v.compile_seconds = f.wall_seconds;
   const fs::path built = f.scratch.valid() ? f.scratch.path() / "kernel.so" : fs::path();
   std::error_code ec;
@@ -1103,7 +1107,10 @@ nlohmann::json NativeBackend::do_guarantees() const {
   const nlohmann::json& iso = impl_->isolation;
   if (iso.is_null()) return nullptr;
   const sb::IsolationReport r = sb::IsolationReport::from_json(iso);
-  return {{"isolation", iso}, {"missing", r.missing()}};
+  std::vector<std::string> missing = r.missing();
+  if (!impl_->compiler_unconfined.empty())
+    missing.push_back("compilers confined to their build directory: " + impl_->compiler_unconfined);
+  return {{"isolation", iso}, {"missing", missing}, {"compiler_writes_confined", impl_->compiler_unconfined.empty()}};
 }
 
 std::unique_ptr<Backend> make_native_backend(NativeOptions options) {

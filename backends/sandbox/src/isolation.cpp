@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -350,6 +351,58 @@ void drop_capabilities(IsolationReport& rep) {
   for (const auto& d : now) zero = zero && d.effective == 0 && d.permitted == 0 && d.inheritable == 0;
   rep.caps_dropped = zero;
   if (!zero) rep.notes.push_back("capabilities remain after capset");
+}
+
+namespace {
+
+// The Landlock ABI, spelled here: the build's headers may be older than the
+// kernel it runs on.
+constexpr long kLandlockCreateRuleset = 444, kLandlockAddRule = 445, kLandlockRestrictSelf = 446;
+constexpr std::uint64_t kWriteFile = 1ULL << 1, kRemoveDir = 1ULL << 4, kRemoveFile = 1ULL << 5,
+                        kMakeChar = 1ULL << 6, kMakeDir = 1ULL << 7, kMakeReg = 1ULL << 8, kMakeSock = 1ULL << 9,
+                        kMakeFifo = 1ULL << 10, kMakeBlock = 1ULL << 11, kMakeSym = 1ULL << 12, kRefer = 1ULL << 13,
+                        kTruncate = 1ULL << 14;
+struct PathBeneath {
+  std::uint64_t allowed_access;
+  std::int32_t parent_fd;
+} __attribute__((packed));
+
+}  // namespace
+
+int make_write_ruleset(const std::vector<std::string>& dirs, std::string& why) {
+  const long abi = ::syscall(kLandlockCreateRuleset, nullptr, 0, 1u /* LANDLOCK_CREATE_RULESET_VERSION */);
+  if (abi < 1) {
+    why = std::string("Landlock is not available: ") + errno_text(errno);
+    return -1;
+  }
+  std::uint64_t handled = kWriteFile | kRemoveDir | kRemoveFile | kMakeChar | kMakeDir | kMakeReg | kMakeSock |
+                          kMakeFifo | kMakeBlock | kMakeSym;
+  if (abi >= 2) handled |= kRefer;
+  if (abi >= 3) handled |= kTruncate;
+  const std::uint64_t attr = handled;   // struct landlock_ruleset_attr's first field is enough
+  const int fd = static_cast<int>(::syscall(kLandlockCreateRuleset, &attr, sizeof attr, 0u));
+  if (fd < 0) {
+    why = std::string("landlock_create_ruleset: ") + errno_text(errno);
+    return -1;
+  }
+  ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  for (const std::string& d : dirs) {
+    UniqueFd dir(::open(d.c_str(), O_PATH | O_CLOEXEC));
+    if (!dir.valid()) continue;   // a path that does not exist allows nothing
+    PathBeneath rule{handled, dir.get()};
+    if (::syscall(kLandlockAddRule, fd, 1 /* LANDLOCK_RULE_PATH_BENEATH */, &rule, 0u) != 0) {
+      why = "landlock_add_rule(" + d + "): " + errno_text(errno);
+      ::close(fd);
+      return -1;
+    }
+  }
+  return fd;
+}
+
+bool restrict_to(int ruleset_fd) {
+  if (ruleset_fd < 0) return false;
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return false;
+  return ::syscall(kLandlockRestrictSelf, ruleset_fd, 0u) == 0;
 }
 
 void set_non_dumpable() {

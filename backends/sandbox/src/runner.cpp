@@ -1,6 +1,7 @@
 #include "kevo/sandbox/runner.hpp"
 
 #include "kevo/core/error.hpp"
+#include "kevo/sandbox/isolation.hpp"
 
 #include "child_setup.hpp"
 
@@ -72,6 +73,7 @@ struct ChildPlan {
   int hi_base = 3;                     // above every target
   long close_max = 1024;               // loop bound when close_range is missing
   pid_t parent = -1;                   // the engine (for the death-signal race)
+  int landlock = -1;                   // a write ruleset to take before exec (-1: none)
   struct Lim {
     decltype(RLIMIT_CPU) resource;
     rlimit value;
@@ -89,6 +91,7 @@ using detail::child_fail;
   if (::getppid() != plan.parent) ::_exit(126);
 
   detail::default_signals();
+  if (plan.landlock >= 0 && !restrict_to(plan.landlock)) child_fail(plan.err_write, errno);
 
   const int errfd = detail::remap_fds(plan.src, plan.dst, plan.nmap, plan.hi_base, plan.err_write, plan.close_max);
 
@@ -142,6 +145,7 @@ struct Runner::Proc {
   Limits limits;
   std::string output, error_output, result;
   bool capped = false;
+  std::string confine_error;
   ScratchDir scratch;
 };
 
@@ -257,7 +261,15 @@ std::uint64_t Runner::start(Spec spec) {
   }
   Pipe errp = make_pipe();
 
+  // Compilers write their build and nothing else (where Landlock exists).
+  UniqueFd ruleset;
+  std::string confine_error;
+  if (spec.confine_writes && p->scratch.valid()) {
+    ruleset = UniqueFd(make_write_ruleset({p->scratch.path().string(), "/dev"}, confine_error));
+  }
   ChildPlan plan;
+  plan.landlock = ruleset.get();
+  p->confine_error = confine_error;
   plan.path = exe.c_str();
   plan.argv = argv.data();
   plan.envp = envp.data();
@@ -417,6 +429,7 @@ void Runner::finish(Proc& p, std::vector<Finished>& out) {
 
   Finished f;
   f.id = p.id;
+  f.confine_error = p.confine_error;
   f.wall_seconds = std::chrono::duration<double>(Clock::now() - p.started).count();
   f.user_seconds = seconds(ru.ru_utime);
   f.system_seconds = seconds(ru.ru_stime);

@@ -68,6 +68,16 @@ void harden_filesystem(IsolationReport& report);
 // Drops every capability (effective, permitted, inheritable, ambient and
 // the bounding set) and locks the securebits, so that uid 0 regains none.
 void drop_capabilities(IsolationReport& report);
+// Landlock (Linux 5.13+): a ruleset under which the calling process may
+// create, write, remove, rename or truncate files only beneath `dirs`
+// (reading stays free). Returns its descriptor (close-on-exec), or -1 with
+// the reason in `why` when the kernel has no Landlock. Built in the parent:
+// a child only has to call restrict_to(fd).
+int make_write_ruleset(const std::vector<std::string>& dirs, std::string& why);
+// Puts the caller (the calling thread and its later children) under the
+// ruleset, with PR_SET_NO_NEW_PRIVS. Async-signal-safe; false on failure.
+bool restrict_to(int ruleset_fd);
+
 // PR_SET_DUMPABLE 0: other processes of the user can neither trace this
 // one nor read its /proc files (environ, mem, fd). Throws Failure.
 void set_non_dumpable();

@@ -50,6 +50,9 @@ struct Spec {
   int input_fd = -1;                   // child fd of the input channel (-1: none); gets `input`, then EOF
   std::string input;
   int result_fd = -1;                  // child fd of the result pipe (-1: none)
+  // Writes only beneath the scratch dir and /dev (Landlock, where the
+  // kernel has it): for compilers, which must write but only their build.
+  bool confine_writes = false;
 };
 
 enum class Outcome {
@@ -72,6 +75,7 @@ struct Finished {
   bool output_capped = false; // some capture hit its cap
   double wall_seconds = 0.0;
   double user_seconds = 0.0, system_seconds = 0.0;
+  std::string confine_error;  // confine_writes asked for and Landlock not available: why
   std::int64_t max_rss_kb = 0;
   ScratchDir scratch;         // still present; removed when this Finished is destroyed
 };
