@@ -202,12 +202,18 @@ class DeviceEndpoint final : public w::Endpoint {
 
 // Installs the CUDA allow-list on this process (reporting a violation on
 // the channel) and lowers RLIMIT_NOFILE; a failure to install is fatal.
+// How lock_down confined the worker's writes, for its isolation report
+// (nothing may be probed after the policy: Landlock's calls are not on it).
+std::string g_write_confinement;
+
 void lock_down(const native::JudgeRequest& r) {
   // Path rules the filter cannot express: the driver opens device files
   // read-write, so the policy must let existing files be opened so; Landlock
   // keeps writes to /dev, /proc and this worker's scratch directory.
   std::string why;
   const int ruleset = kevo::sandbox::make_write_ruleset({"/dev", "/proc", fs::current_path().string()}, why);
+  g_write_confinement = ruleset >= 0 ? "writes confined to /dev, /proc and the worker's scratch directory (Landlock)"
+                                     : "writes not confined by path: " + why;
   if (ruleset >= 0) {
     if (!kevo::sandbox::restrict_to(ruleset)) w::fatal("sandbox_unavailable", std::string("landlock_restrict_self: ") + std::strerror(errno));
     ::close(ruleset);
@@ -640,16 +646,7 @@ int main(int argc, char** argv) {
     kevo::sandbox::IsolationReport iso;
     iso.seccomp = r.seccomp;
     iso.notes.push_back("the CUDA judge runs the candidate in its own process (no kernel hosts yet)");
-    {
-      std::string why;
-      const int probe = kevo::sandbox::make_write_ruleset({}, why);
-      if (probe >= 0) {
-        ::close(probe);
-        iso.notes.push_back("writes confined to /dev, /proc and the worker's scratch directory (Landlock)");
-      } else {
-        iso.notes.push_back("writes not confined by path: " + why);
-      }
-    }
+    if (!g_write_confinement.empty()) iso.notes.push_back(g_write_confinement);
     result.isolation = iso.to_json();
     result.worker_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - started).count();
     w::emit(native::to_json(result));
