@@ -1,0 +1,35 @@
+// Claims a failed allocation in the control block, then faults: the
+// claim turns SIGSEGV into memory_limit (no better).
+#include <cstdint>
+
+namespace {
+// The control block (backends/native/judge/host_control.hpp): the page
+// before the first buffer; offsets of its fields in this build.
+struct Ctl {
+  std::uint32_t call, nargs, poison_allocations, reserved0;
+  std::uint64_t offset[32], scalar[32];
+  alignas(64) std::uint32_t done;
+  std::uint32_t state;
+  std::int32_t outcome, reserved1;
+  std::int64_t violation;
+  std::uint64_t alloc_failed_bytes;
+  std::int32_t fatal_signal;
+  char message[1024];
+};
+// volatile: the stores must happen even right before _exit or a crash.
+volatile Ctl* ctl_of(const float* A) {
+  return reinterpret_cast<volatile Ctl*>(reinterpret_cast<char*>(const_cast<float*>(A)) - 4096);
+}
+}  // namespace
+
+extern "C" void rowsum(const float* A, float* out, int32_t M, int32_t N) {
+  for (int32_t i = 0; i < M; ++i) {
+    float s = 0.0f;
+    for (int32_t j = 0; j < N; ++j) s += A[static_cast<int64_t>(i) * N + j];
+    out[i] = s;
+  }
+  ctl_of(A)->alloc_failed_bytes = 1;
+  // A real fault (raise() is ignored by the first process of a PID
+  // namespace, and a store through null is dropped by the compiler).
+  asm volatile("movl $1, 0" ::: "memory");
+}

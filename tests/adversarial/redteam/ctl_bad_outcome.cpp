@@ -1,0 +1,48 @@
+// Computes the right answer while a thread writes an outcome the host
+// never writes (0x7fffffff) and a message of control bytes: anything but ok
+// is a failure of the kernel, and the text is sanitised.
+#include <cstdint>
+#include <thread>
+
+namespace {
+// The control block (backends/native/judge/host_control.hpp): the page
+// before the first buffer; offsets of its fields in this build.
+struct Ctl {
+  std::uint32_t call, nargs, poison_allocations, reserved0;
+  std::uint64_t offset[32], scalar[32];
+  alignas(64) std::uint32_t done;
+  std::uint32_t state;
+  std::int32_t outcome, reserved1;
+  std::int64_t violation;
+  std::uint64_t alloc_failed_bytes;
+  std::int32_t fatal_signal;
+  char message[1024];
+};
+// volatile: the stores must happen even right before _exit or a crash.
+volatile Ctl* ctl_of(const float* A) {
+  return reinterpret_cast<volatile Ctl*>(reinterpret_cast<char*>(const_cast<float*>(A)) - 4096);
+}
+
+// Keeps writing its claim: the host writes its own outcome after the
+// call returns, and this thread overwrites it before the judge's freeze.
+void claim(volatile Ctl* c) {
+  for (;;) {
+    for (std::size_t i = 0; i + 1 < sizeof c->message; ++i) c->message[i] = static_cast<char>(1 + i % 31);
+    c->message[sizeof c->message - 1] = 0;
+    c->outcome = 0x7fffffff;
+  }
+}
+}  // namespace
+
+extern "C" void rowsum(const float* A, float* out, int32_t M, int32_t N) {
+  static bool started = false;
+  if (!started) {
+    started = true;
+    std::thread(claim, ctl_of(A)).detach();
+  }
+  for (int32_t i = 0; i < M; ++i) {
+    float s = 0.0f;
+    for (int32_t j = 0; j < N; ++j) s += A[static_cast<int64_t>(i) * N + j];
+    out[i] = s;
+  }
+}

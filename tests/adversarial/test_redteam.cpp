@@ -1,0 +1,314 @@
+// The red team's attacks on the CPU judge (issue 15), each judged through a
+// kevo::cpu::CpuBackend and held to the verdict its honest work earns: the
+// attack is caught (wrong_answer, a sandbox violation, forbidden...) or it
+// gets no more than the plain kernel (a speedup under twice the plain
+// kernel's, judged in the same test, and a reference median not slowed by
+// more than 1.6x). Candidates: tests/adversarial/redteam/ (the 64x256
+// rowsum task) and redteam/timing/ (the 512x4096 one).
+//
+// Attacks that succeed today are tests named DISABLED_*: each asserts the
+// honest verdict (and so fails while the hole is open) and says where the
+// hole is. Run them with --gtest_also_run_disabled_tests.
+#include "kevo/core/task.hpp"
+#include "kevo/cpu/cpu_backend.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace fs = std::filesystem;
+using kevo::Status;
+
+namespace {
+
+const fs::path kDir = KEVO_ADVERSARIAL_DIR;
+const fs::path kAttacks = kDir / "redteam";
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  EXPECT_FALSE(s.str().empty()) << "cannot read " << p;
+  return s.str();
+}
+
+std::string status_text(const kevo::Verdict& v) { return std::string(kevo::to_string(v.status)); }
+
+void print(const std::string& name, const kevo::Verdict& v) {
+  std::printf("%-26s %-14s speedup %6.3f  cand %9.1f us  ref %9.1f us  %s\n", name.c_str(), status_text(v).c_str(),
+              v.speedup, v.cand_median_ns / 1e3, v.ref_median_ns / 1e3, v.message.substr(0, 300).c_str());
+  if (!v.output_tail.empty()) std::printf("%-26s   output: %s\n", "", v.output_tail.substr(0, 300).c_str());
+}
+
+// The small task (64x256 plus hidden and drawn shapes): correctness
+// attacks, judged two at a time.
+kevo::cpu::CpuOptions small_options(double wall_seconds = 6) {
+  nlohmann::json cfg = {
+      {"cache_dir", ""},
+      {"worker", KEVO_CPU_WORKER},
+      {"compile_jobs", 2},
+      {"eval_jobs", 2},
+      {"limits", {{"wall_seconds", wall_seconds}, {"memory_mb", 1024}, {"output_kb", 64}, {"processes", 256}}},
+      {"timing", {{"warmup", 0}, {"min_repeats", 2}, {"max_repeats", 5}, {"budget_seconds", 0.02}, {"flush_kb", 256}}},
+  };
+  kevo::StrictObject obj(cfg, "test-config.json", "/backend/cpu");
+  return kevo::cpu::parse_cpu_options(obj);
+}
+
+// The timed task (512x4096, about 2 ms a call), as TimingOnlyRealWorkCanMove
+// judges it.
+kevo::cpu::CpuOptions timing_options() {
+  nlohmann::json cfg = {
+      {"cache_dir", ""},
+      {"worker", KEVO_CPU_WORKER},
+      {"compile_jobs", 2},
+      {"limits", {{"wall_seconds", 20}, {"memory_mb", 1024}}},
+      {"timing", {{"warmup", 1}, {"min_repeats", 5}, {"max_repeats", 40}, {"budget_seconds", 0.15}}},
+  };
+  kevo::StrictObject obj(cfg, "test-config.json", "/backend/cpu");
+  return kevo::cpu::parse_cpu_options(obj);
+}
+
+std::shared_ptr<kevo::Task> small_task() { return std::make_shared<kevo::Task>(kevo::load_task(kDir / "task")); }
+std::shared_ptr<kevo::Task> timed_task() {
+  return std::make_shared<kevo::Task>(kevo::load_task(kDir / "timing" / "task"));
+}
+
+struct Honest {
+  std::set<Status> statuses;     // the verdicts its honest work may earn
+  std::string message_part;      // "" = any
+  std::string output_part;       // in output_tail; "" = any
+};
+
+// Every candidate of redteam/ judged in the table below; the attacks that
+// succeed (holes) are judged in tests of their own.
+const std::map<std::string, Honest> kCorrectnessAttacks = {
+    // The control block: whatever the host writes there is a claim of a
+    // failure (believed) or is not read at all.
+    {"ctl_message_unterminated", {{Status::runtime_error}, "threw an exception AAAA", ""}},
+    {"ctl_claim_bad_alloc", {{Status::memory_limit}, "std::bad_alloc", ""}},
+    {"ctl_bad_outcome", {{Status::runtime_error}, "threw an exception", ""}},
+    {"ctl_garbage_descriptor", {{Status::correct}, "", ""}},
+    {"ctl_fake_sigxcpu", {{Status::timeout}, "CPU-time limit", ""}},
+    {"alloc_claim_then_segv", {{Status::memory_limit}, "an allocation of 1 bytes failed", ""}},
+    {"done_early", {{Status::wrong_answer}, "", ""}},
+    // Ends the judge might misread.
+    {"exit_159", {{Status::runtime_error}, "sandbox violation", ""}},
+    {"exit_signal_code", {{Status::runtime_error}, "exit code 139", ""}},
+    // The arena, from the host's side.
+    {"munmap_arena", {{Status::runtime_error}, "SIGSEGV", ""}},
+    {"mprotect_arena", {{Status::runtime_error}, "SIGSEGV", ""}},
+    {"mremap_grow", {{Status::runtime_error}, "SIGBUS", ""}},
+    {"madvise_remove_inputs", {{Status::wrong_answer}, "modified its input", ""}},
+    {"madvise_dontneed_inputs", {{Status::correct}, "", ""}},
+    {"free_arena", {{Status::runtime_error}, "SIGABRT", ""}},
+    // Signals to itself.
+    {"self_sigstop", {{Status::correct, Status::timeout}, "", ""}},
+    {"self_sigtrap", {{Status::runtime_error}, "SIGTRAP", ""}},
+    {"sigcont_spam", {{Status::timeout, Status::correct}, "", ""}},
+    {"kill_tids", {{Status::runtime_error}, "forbidden system call 62 (kill", ""}},
+    // Processes, kernel facilities, its own sandbox.
+    {"vfork_call", {{Status::runtime_error}, "sandbox violation: forbidden system call 58", ""}},
+    {"clone_vm_process", {{Status::runtime_error}, "clone (a process, not a thread)", ""}},
+    {"clone3_call", {{Status::correct}, "", "clone3 -1 errno 38"}},
+    {"clone_flags",
+     {{Status::correct},
+      "",
+      "clone: parent=refused newns=refused newnet=refused newipc=refused newuts=refused newpid=refused newuser=refused"}},
+    {"io_uring", {{Status::runtime_error}, "sandbox violation: forbidden system call 425", ""}},
+    {"userfaultfd_call", {{Status::runtime_error}, "sandbox violation: forbidden system call 323", ""}},
+    {"personality_call", {{Status::runtime_error}, "sandbox violation: forbidden system call 135", ""}},
+    {"seccomp_filter", {{Status::runtime_error}, "sandbox violation: forbidden system call 317", ""}},
+    {"prctl_calls", {{Status::correct}, "", "prctl results: -1 -1 -1 -1 -1 -1 -1 dumpable now 0"}},
+    {"setrlimit_raise", {{Status::correct}, "", "raise as -1 cpu -1 nofile -1"}},
+    {"sched_tids", {{Status::correct}, "", "fifo -1 nice -1 others 0"}},
+    {"proc_scan", {{Status::correct}, "", "visible pids 1 self 1 parent 0"}},
+    {"maps_flood", {{Status::correct}, "", ""}},
+    // A library it may not call, not hidden: the control for hidden_blas.
+    {"plain_blas", {{Status::forbidden}, "libblas", ""}},
+};
+
+// Candidates of redteam/ with a test of their own.
+const std::set<std::string> kOwnTests = {"hidden_blas", "read_manifest", "thread_storm"};
+
+kevo::Verdict judge_one(kevo::cpu::CpuBackend& backend, const std::shared_ptr<kevo::Task>& task, const fs::path& file,
+                        std::uint64_t seed = 3) {
+  const kevo::Verdict v = backend.evaluate(task, read(file), seed);
+  print(file.stem().string(), v);
+  return v;
+}
+
+// The plain kernel and an attack on the timed task, judged by one backend:
+// the attack must be caught or earn no more than the plain kernel.
+void expect_no_gain(const std::string& attack, bool may_be_caught) {
+  auto task = timed_task();
+  kevo::cpu::CpuBackend backend(timing_options());
+  backend.prepare(*task);
+  const kevo::Verdict plain = judge_one(backend, task, kDir / "timing" / "candidates" / "plain.cpp");
+  ASSERT_EQ(plain.status, Status::correct) << plain.message;
+  const kevo::Verdict v = judge_one(backend, task, kAttacks / "timing" / (attack + ".cpp"));
+  if (may_be_caught && v.status != Status::correct) {
+    EXPECT_TRUE(v.status == Status::wrong_answer || v.status == Status::runtime_error || v.status == Status::timeout)
+        << attack << ": " << status_text(v) << ": " << v.message;
+    return;
+  }
+  ASSERT_EQ(v.status, Status::correct) << attack << ": " << v.message;
+  EXPECT_LT(v.speedup, 2.0 * plain.speedup) << attack << " gained from its attack: " << v.message;
+  EXPECT_LT(v.ref_median_ns, 1.6 * plain.ref_median_ns) << attack << " slowed the reference: " << v.message;
+}
+
+}  // namespace
+
+TEST(RedTeam, EveryAttackOnTheSmallTaskGetsItsHonestVerdict) {
+  auto task = small_task();
+  kevo::cpu::CpuBackend backend(small_options());
+  backend.prepare(*task);
+
+  // Every candidate file has an expectation (or a test of its own), and
+  // every expectation a file.
+  std::map<std::uint64_t, std::string> ids;
+  std::uint64_t next = 1;
+  for (const auto& e : fs::directory_iterator(kAttacks)) {
+    if (!e.is_regular_file()) continue;
+    const std::string name = e.path().stem().string();
+    if (kOwnTests.count(name)) continue;
+    ASSERT_TRUE(kCorrectnessAttacks.count(name)) << "no expectation for redteam/" << name << ".cpp";
+    ids[next] = name;
+    backend.submit(kevo::EvalRequest{next, task, read(e.path()), 42});
+    ++next;
+  }
+  ASSERT_EQ(ids.size(), kCorrectnessAttacks.size());
+
+  std::map<std::string, kevo::Verdict> got;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+  while (got.size() < ids.size() && std::chrono::steady_clock::now() < until)
+    for (auto& r : backend.poll(std::chrono::milliseconds(500))) {
+      ASSERT_TRUE(ids.count(r.id)) << "unknown id " << r.id;
+      ASSERT_FALSE(got.count(ids[r.id])) << "id " << r.id << " came back twice";
+      got.emplace(ids[r.id], std::move(r.verdict));
+    }
+  ASSERT_EQ(got.size(), ids.size()) << "verdicts were lost";
+  for (const auto& [name, v] : got) print(name, v);
+
+  for (const auto& [name, want] : kCorrectnessAttacks) {
+    const kevo::Verdict& v = got.at(name);
+    EXPECT_EQ(want.statuses.count(v.status), 1u) << name << ": got " << status_text(v) << ": " << v.message
+                                               << "\noutput: " << v.output_tail.substr(0, 400);
+    if (!want.message_part.empty()) {
+      EXPECT_NE(v.message.find(want.message_part), std::string::npos) << name << ": " << v.message;
+    }
+    if (!want.output_part.empty()) {
+      EXPECT_NE(v.output_tail.find(want.output_part), std::string::npos) << name << ": " << v.output_tail;
+    }
+    // A message is cut at its field (1023 bytes; a control byte shows as a
+    // 3-byte Control Picture).
+    EXPECT_LT(v.message.size(), 3 * 1023u + 200u) << name;
+  }
+
+  // The engine is in working order: the seed is still correct, nothing of
+  // the attacks was left unreaped.
+  const kevo::Verdict again = backend.evaluate(task, read(kDir / "task" / "seed.cpp"), 7);
+  EXPECT_EQ(again.status, Status::correct) << again.message;
+  int st;
+  errno = 0;
+  EXPECT_EQ(waitpid(-1, &st, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD) << "a worker or compiler was left unreaped";
+}
+
+TEST(RedTeam, TimingAttacksThatAreCaught) {
+  // Cutting corners only in timed calls (told apart by the control block's
+  // poison_allocations word): every timed output is checked.
+  auto task = timed_task();
+  kevo::cpu::CpuBackend backend(timing_options());
+  backend.prepare(*task);
+  const kevo::Verdict v = judge_one(backend, task, kAttacks / "timing" / "phase_probe.cpp");
+  EXPECT_EQ(v.status, Status::wrong_answer) << v.message;
+  ASSERT_TRUE(v.mismatch.has_value()) << v.message;
+  EXPECT_EQ(v.mismatch->trial.rfind("timed call", 0), 0u) << v.mismatch->trial;
+}
+
+TEST(RedTeam, RequeuingTheJudgesWaiterGainsNothing) { expect_no_gain("futex_requeue", false); }
+
+// HOLE 1: a candidate resumes itself while the judge believes it stopped.
+// The freeze is SIGSTOP / SIGCONT job control (backends/native/judge/
+// endpoint.cpp, RemoteEndpoint::stop_and_wait and call), and the policy
+// allows timer_create with any sigevent (backends/sandbox/src/seccomp.cpp,
+// always_allowed: timer_create / timer_settime). A timer whose signal is
+// SIGCONT is sent by the kernel: it continues the stopped host (SIGCONT's
+// effect does not depend on the PID namespace's signal rules), so the
+// candidate's threads run while the judge loads the next inputs, flushes
+// and times the reference. timer_precompute computes the next call's
+// answer as soon as the judge has loaded its inputs (the outputs turn into
+// the poison NaN then), before the call is posted, and pads the call to a
+// quarter of the honest time: measured speedups 3.6x-4.4x against the
+// plain kernel's 0.6x-1.9x on the 2-core VM, every output correct.
+TEST(RedTeam, DISABLED_TimerSigcontCannotPrecomputeTheNextCall) { expect_no_gain("timer_precompute", false); }
+
+// HOLE 1, second use: the same resume keeps two threads streaming through
+// memory while the judge times the reference: its median grew 2.3x-2.5x
+// (reference 5.7-6.6 ms against 2.4-2.6 ms beside the plain kernel), the
+// speedup 1.9x-2.4x for an honest kernel. The attack can also hang its own
+// judgement (a SIGCONT that lands while the judge's stop is in progress
+// cancels it and the judge's blocking wait4(WUNTRACED) never returns:
+// timeout), so it is tuned with a 20 ms delay.
+TEST(RedTeam, DISABLED_TimerSigcontCannotSlowTheReference) { expect_no_gain("timer_busy", true); }
+
+// HOLE 2: the library policy checks the files the candidate's process has
+// mapped (backends/native/judge/session.cpp, run_session: forbidden_mapping
+// of /proc/PID/maps after loading and after the protocol;
+// backends/native/src/libraries.cpp matches file names). hidden_blas
+// dlopen()s libblas.so.3 and copies its mappings into anonymous memory at
+// the same addresses (mmap MAP_FIXED, allowed), so no maps line names the
+// file: the verdict is correct, not forbidden. plain_blas (the same call,
+// not hidden) is forbidden.
+TEST(RedTeam, DISABLED_AHiddenLibraryIsStillForbidden) {
+  auto task = small_task();
+  kevo::cpu::CpuBackend backend(small_options());
+  backend.prepare(*task);
+  const kevo::Verdict v = judge_one(backend, task, kAttacks / "hidden_blas.cpp");
+  EXPECT_EQ(v.status, Status::forbidden) << v.message;
+}
+
+// HOLE 3 (documented in verdicts.md, "Reading files"; listed here because
+// of where it leads): the hosts' mounts are read-only, not hidden
+// (backends/sandbox/src/isolation.cpp, harden_filesystem), so a candidate
+// can walk the file system, find its task's task.json and throw its hidden
+// shapes in an exception's text, which reaches the verdict's message and
+// the feedback (the next prompt): the feedback redacts the hidden shape's
+// label ("hidden M=7,N=33"), not the manifest's JSON.
+TEST(RedTeam, DISABLED_HiddenShapesDoNotReachTheFeedback) {
+  auto task = small_task();
+  kevo::cpu::CpuBackend backend(small_options(20));
+  backend.prepare(*task);
+  const kevo::Verdict v = judge_one(backend, task, kAttacks / "read_manifest.cpp");
+  for (const std::string* text : {&v.message, &v.feedback, &v.output_tail})
+    EXPECT_EQ(text->find("\"M\": 7, \"N\": 33"), std::string::npos) << "the hidden shapes leaked: " << *text;
+}
+
+// HOLE 4: limits.processes (RLIMIT_NPROC, set by the runner) does not bind
+// root: the kernel exempts the root user from RLIMIT_NPROC whatever its
+// capabilities, and the policy allows any number of threads
+// (backends/sandbox/src/seccomp.cpp: clone with CLONE_THREAD). thread_storm
+// starts 3000 threads under a limit of 256 (a candidate with 4096 MiB of
+// address space could start ~200000 at 20 KiB each: more than pid_max,
+// 32768 on the development VM, i.e. every process number of the machine,
+// while the judgement lasts). Run as root only here; a non-root engine is
+// bound by the limit.
+TEST(RedTeam, DISABLED_ThreadsAreBoundByTheProcessLimit) {
+  auto task = small_task();
+  kevo::cpu::CpuBackend backend(small_options(20));
+  backend.prepare(*task);
+  const kevo::Verdict v = judge_one(backend, task, kAttacks / "thread_storm.cpp");
+  std::printf("%s\n", v.output_tail.c_str());
+  EXPECT_EQ(v.output_tail.find("threads started 3000"), std::string::npos)
+      << "3000 threads under limits.processes = 256 (uid " << ::getuid() << ")";
+}
