@@ -114,7 +114,7 @@ const std::map<std::string, Honest> kCorrectnessAttacks = {
     // Signals to itself.
     {"self_sigstop", {{Status::correct, Status::timeout}, "", ""}},
     {"self_sigtrap", {{Status::runtime_error}, "SIGTRAP", ""}},
-    {"sigcont_spam", {{Status::timeout, Status::correct}, "", ""}},
+    {"sigcont_spam", {{Status::runtime_error}, "sandbox violation", ""}},   // SIGCONT to itself is a violation
     {"kill_tids", {{Status::runtime_error}, "forbidden system call 62 (kill", ""}},
     // Processes, kernel facilities, its own sandbox.
     {"vfork_call", {{Status::runtime_error}, "sandbox violation: forbidden system call 58", ""}},
@@ -238,7 +238,8 @@ TEST(RedTeam, TimingAttacksThatAreCaught) {
 
 TEST(RedTeam, RequeuingTheJudgesWaiterGainsNothing) { expect_no_gain("futex_requeue", false); }
 
-// HOLE 1: a candidate resumes itself while the judge believes it stopped.
+// HOLE 1 (closed; see below): a candidate resumed itself while the judge
+// believed it stopped.
 // The freeze is SIGSTOP / SIGCONT job control (backends/native/judge/
 // endpoint.cpp, RemoteEndpoint::stop_and_wait and call), and the policy
 // allows timer_create with any sigevent (backends/sandbox/src/seccomp.cpp,
@@ -251,7 +252,11 @@ TEST(RedTeam, RequeuingTheJudgesWaiterGainsNothing) { expect_no_gain("futex_requ
 // the poison NaN then), before the call is posted, and pads the call to a
 // quarter of the honest time: measured speedups 3.6x-4.4x against the
 // plain kernel's 0.6x-1.9x on the 2-core VM, every output correct.
-TEST(RedTeam, DISABLED_TimerSigcontCannotPrecomputeTheNextCall) { expect_no_gain("timer_precompute", false); }
+// Closed: timer_create and a SIGCONT to itself are violations under the CPU
+// policy (backends/sandbox/src/seccomp.cpp), fcntl may not choose a signal,
+// and the judge checks the candidate's process is still stopped before it
+// compares (Judge::check_still_stopped) and kills one that does not stop.
+TEST(RedTeam, TimerSigcontCannotPrecomputeTheNextCall) { expect_no_gain("timer_precompute", true); }
 
 // HOLE 1, second use: the same resume keeps two threads streaming through
 // memory while the judge times the reference: its median grew 2.3x-2.5x
@@ -260,9 +265,11 @@ TEST(RedTeam, DISABLED_TimerSigcontCannotPrecomputeTheNextCall) { expect_no_gain
 // judgement (a SIGCONT that lands while the judge's stop is in progress
 // cancels it and the judge's blocking wait4(WUNTRACED) never returns:
 // timeout), so it is tuned with a 20 ms delay.
-TEST(RedTeam, DISABLED_TimerSigcontCannotSlowTheReference) { expect_no_gain("timer_busy", true); }
+TEST(RedTeam, TimerSigcontCannotSlowTheReference) { expect_no_gain("timer_busy", true); }
 
-// HOLE 2: the library policy checks the files the candidate's process has
+// HOLE 2 (closed: the CPU policy traps anonymous or writable executable
+// mappings and mprotect/pkey_mprotect to PROT_EXEC, so code no mapped file
+// names cannot run): the library policy checks the files the candidate's process has
 // mapped (backends/native/judge/session.cpp, run_session: forbidden_mapping
 // of /proc/PID/maps after loading and after the protocol;
 // backends/native/src/libraries.cpp matches file names). hidden_blas
@@ -270,12 +277,15 @@ TEST(RedTeam, DISABLED_TimerSigcontCannotSlowTheReference) { expect_no_gain("tim
 // the same addresses (mmap MAP_FIXED, allowed), so no maps line names the
 // file: the verdict is correct, not forbidden. plain_blas (the same call,
 // not hidden) is forbidden.
-TEST(RedTeam, DISABLED_AHiddenLibraryIsStillForbidden) {
+TEST(RedTeam, AHiddenLibraryIsStillForbidden) {
   auto task = small_task();
   kevo::cpu::CpuBackend backend(small_options());
   backend.prepare(*task);
   const kevo::Verdict v = judge_one(backend, task, kAttacks / "hidden_blas.cpp");
-  EXPECT_EQ(v.status, Status::forbidden) << v.message;
+  // Forbidden (the library was seen mapped) or a violation (the copy could
+  // not be made executable): never correct.
+  const bool violation = v.status == Status::runtime_error && v.message.find("sandbox violation") != std::string::npos;
+  EXPECT_TRUE(v.status == Status::forbidden || violation) << v.message;
 }
 
 // HOLE 3 (documented in verdicts.md, "Reading files"; listed here because

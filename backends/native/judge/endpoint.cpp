@@ -215,15 +215,40 @@ bool RemoteEndpoint::alive() {
 void RemoteEndpoint::stop_and_wait() {
   if (pid_ <= 0) return;
   ::kill(pid_, SIGSTOP);
-  for (;;) {
+  // A stopped host reports it at once; one that keeps resuming itself never
+  // settles: it is killed, and its death says why.
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  for (auto pause = std::chrono::microseconds(20);; pause = std::min(pause * 2, std::chrono::microseconds(2000))) {
     int st = 0;
     ::rusage ru{};
-    const pid_t r = ::wait4(pid_, &st, WUNTRACED, &ru);
+    const pid_t r = ::wait4(pid_, &st, WUNTRACED | WNOHANG, &ru);
     if (r < 0 && errno == EINTR) continue;
     if (r == pid_ && WIFSTOPPED(st)) return;
-    if (r == pid_) reap(st, ru);
-    return;
+    if (r == pid_) {
+      reap(st, ru);
+      return;
+    }
+    if (Clock::now() > deadline) {
+      ::kill(pid_, SIGKILL);
+      while (::wait4(pid_, &st, 0, &ru) < 0 && errno == EINTR) {
+      }
+      reap(st, ru);
+      end_.resisted_stop = true;
+      return;
+    }
+    ::usleep(static_cast<useconds_t>(pause.count()));
   }
+}
+
+bool RemoteEndpoint::still_stopped() const {
+  if (pid_ <= 0) return true;
+  std::ifstream in("/proc/" + std::to_string(pid_) + "/stat");
+  std::string line;
+  std::getline(in, line);
+  const auto close = line.rfind(')');
+  if (close == std::string::npos || close + 2 >= line.size()) return true;   // unreadable: nothing to say
+  const char state = line[close + 2];
+  return state == 'T' || state == 't';
 }
 
 bool RemoteEndpoint::wait_done(std::uint32_t seq) {

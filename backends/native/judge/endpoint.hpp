@@ -35,6 +35,7 @@ struct HostEnd {
   std::uint64_t alloc_failed_bytes = 0; // the last allocation that failed
   double cpu_seconds = 0.0;
   std::int64_t max_rss_kb = 0;
+  bool resisted_stop = false;           // it did not stop when the judge stopped it
 };
 
 struct CallResult {
@@ -55,6 +56,9 @@ class Endpoint {
   virtual CallResult call(ArgSet& a, bool poison_allocations) = 0;
   // After a call that died: how.
   virtual const HostEnd& end() const = 0;
+  // Whether its process is still stopped, as the judge left it after its
+  // last call (a host that resumed itself would run beside the other side).
+  virtual bool still_stopped() const { return true; }
 };
 
 // Trusted code in the judge's own process (null candidates).
@@ -106,6 +110,7 @@ class RemoteEndpoint final : public Endpoint {
   CallResult call(ArgSet& a, bool poison_allocations) override;
   const HostEnd& end() const override { return end_; }
 
+  bool still_stopped() const override;
   // The files the host has mapped (/proc/PID/maps), "" when unreadable.
   std::string mapped_files() const;
   pid_t pid() const { return pid_; }

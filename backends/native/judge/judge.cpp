@@ -150,6 +150,8 @@ void Judge::settle_failed_call(const CallResult& r, const Endpoint& side, bool c
   }
   const HostEnd& e = side.end();
   const std::string proc = candidate ? "the candidate's process" : "the reference's process";
+  if (e.resisted_stop)
+    settle(Status::runtime_error, proc + " did not stay stopped when the judge stopped it (it resumed itself) " + where);
   if (e.violation >= 0 || e.signal == SIGSYS || (e.signal == 0 && e.exit_code == sandbox::kViolationExitCode)) {
     std::string call = "(unknown)";
     if (e.violation >= 0) {
@@ -181,6 +183,15 @@ CallResult Judge::call(Endpoint& side, ArgSet& a, const Case& c, const std::stri
     settle_failed_call(r, side, candidate, "during " + trial + " on shape " + c.label());
   }
   return r;
+}
+
+void Judge::check_still_stopped(const Case& c, const std::string& trial) {
+  // Between its calls the candidate's process is stopped; if it runs now it
+  // resumed itself, and may have run beside the reference or tampered with
+  // the outputs about to be compared.
+  if (!cand_.still_stopped())
+    settle(Status::runtime_error, "the candidate's process resumed itself while it was stopped (during " + trial +
+                                      " on shape " + c.label() + ")");
 }
 
 void Judge::check_inputs(const ArgSet& got, const ArgSet& orig, const Case& c, const std::string& trial) {
@@ -279,6 +290,7 @@ void Judge::trial_on(const Case& c, const std::string& trial, const std::string&
   ArgSet& want = ref_.arguments(task_, c);
   space_.load(task_, want, orig);
   call(ref_, want, c, trial, false, false);
+  check_still_stopped(c, trial);
   compare_outputs(want, got, c, trial, true);
   if (!repeat) return;
   // Same inputs again, outputs poisoned again: the second run must agree
@@ -342,6 +354,7 @@ void Judge::time_case(const Case& c, double budget, double& log_ratio, int& min_
       time_cand();
       time_ref();
     }
+    check_still_stopped(c, trial);
     compare_outputs(want, got, c, trial, true);
     check_inputs(got, orig, c, trial);
     if (record) {

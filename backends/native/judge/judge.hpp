@@ -67,6 +67,7 @@ class Judge {
   void time_case(const Case& c, double budget, double& log_ratio, int& min_reps);
   CallResult call(Endpoint& side, ArgSet& a, const Case& c, const std::string& trial, bool candidate,
                   bool poison_allocations);
+  void check_still_stopped(const Case& c, const std::string& trial);
   void check_inputs(const ArgSet& got, const ArgSet& orig, const Case& c, const std::string& trial);
   void compare_outputs(const ArgSet& want, const ArgSet& got, const Case& c, const std::string& trial,
                        bool against_reference);

@@ -21,6 +21,9 @@ constexpr Known kKnown[] = {
     {"liblapack", "lapack"},     {"libmkl", "mkl"},           {"libtorch", "torch"},     {"libc10", "torch"},
     {"libpython", "python"},     {"libnvrtc", "nvrtc"},       {"libcutensor", "cutensor"}, {"libnpp", "npp"},
     {"libfftw", "fftw"},         {"libeigen", "eigen"},       {"libarmadillo", "armadillo"},
+    {"libflexiblas", "blas"},    {"libblis", "blas"},         {"libatlas", "blas"},      {"libsatlas", "blas"},
+    {"libtatlas", "blas"},       {"libscipy_openblas", "blas"}, {"libarmpl", "blas"},    {"libxsmm", "blas"},
+    {"libdnnl", "dnnl"},         {"libmkldnn", "dnnl"},       {"libcusparseLt", "cusparse"}, {"libcufile", "cufile"},
 };
 
 // Symbol prefixes of the same libraries (C names, and the mangled

@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -67,8 +68,8 @@ const std::vector<Named>& always_allowed() {
   static const std::vector<Named> list = {
       KEVO_NR(read) KEVO_NR(write) KEVO_NR(readv) KEVO_NR(writev) KEVO_NR(pread64) KEVO_NR(preadv)
       KEVO_NR(close) KEVO_NR(fstat) KEVO_NR(newfstatat) KEVO_NR(statx) KEVO_NR(lseek) KEVO_NR(faccessat)
-      KEVO_NR(readlinkat) KEVO_NR(getcwd) KEVO_NR(getdents64) KEVO_NR(fcntl) KEVO_NR(dup) KEVO_NR(dup3)
-      KEVO_NR(ppoll) KEVO_NR(pselect6) KEVO_NR(brk) KEVO_NR(mmap) KEVO_NR(munmap) KEVO_NR(mprotect)
+      KEVO_NR(readlinkat) KEVO_NR(getcwd) KEVO_NR(getdents64) KEVO_NR(dup) KEVO_NR(dup3)
+      KEVO_NR(ppoll) KEVO_NR(pselect6) KEVO_NR(brk) KEVO_NR(munmap)
       KEVO_NR(mremap) KEVO_NR(madvise) KEVO_NR(mincore) KEVO_NR(membarrier) KEVO_NR(futex)
       KEVO_NR(set_robust_list) KEVO_NR(get_robust_list) KEVO_NR(set_tid_address) KEVO_NR(exit)
       KEVO_NR(exit_group) KEVO_NR(gettid) KEVO_NR(getpid) KEVO_NR(getppid) KEVO_NR(sched_yield)
@@ -80,7 +81,7 @@ const std::vector<Named>& always_allowed() {
       KEVO_NR(sysinfo) KEVO_NR(getuid) KEVO_NR(geteuid) KEVO_NR(getgid) KEVO_NR(getegid)
       KEVO_NR(getresuid) KEVO_NR(getresgid) KEVO_NR(getgroups) KEVO_NR(capget) KEVO_NR(umask)
       KEVO_NR(mbind) KEVO_NR(get_mempolicy) KEVO_NR(set_mempolicy) KEVO_NR(pipe2) KEVO_NR(getitimer)
-      KEVO_NR(setitimer) KEVO_NR(timer_create) KEVO_NR(timer_settime) KEVO_NR(timer_gettime)
+      KEVO_NR(setitimer) KEVO_NR(timer_settime) KEVO_NR(timer_gettime)
       KEVO_NR(timer_getoverrun) KEVO_NR(timer_delete) KEVO_NR(getpriority)
 #ifdef __NR_rseq
       KEVO_NR(rseq)
@@ -152,6 +153,7 @@ const std::vector<Named>& other_names() {
       KEVO_NR(tgkill) KEVO_NR(rt_sigqueueinfo) KEVO_NR(rt_tgsigqueueinfo) KEVO_NR(rt_sigaction)
       KEVO_NR(quotactl) KEVO_NR(acct) KEVO_NR(sethostname) KEVO_NR(setdomainname) KEVO_NR(ioprio_set)
       KEVO_NR(eventfd2) KEVO_NR(epoll_create1) KEVO_NR(mlock) KEVO_NR(msync) KEVO_NR(flock) KEVO_NR(fsync)
+      KEVO_NR(timer_create) KEVO_NR(pkey_mprotect)
 #ifdef __NR_fork
       KEVO_NR(fork) KEVO_NR(vfork) KEVO_NR(creat) KEVO_NR(unlink) KEVO_NR(rename) KEVO_NR(mkdir)
       KEVO_NR(rmdir) KEVO_NR(link) KEVO_NR(symlink) KEVO_NR(chmod) KEVO_NR(chown) KEVO_NR(lchown)
@@ -183,10 +185,16 @@ const std::vector<Named>& checked() {
 #endif
       {__NR_openat, "openat (for writing or creating)"},
       {__NR_clone, "clone (a process, not a thread)"},
-      {__NR_kill, "kill (another process)"},
-      {__NR_tgkill, "tgkill (another process)"},
+      {__NR_kill, "kill (another process, or SIGCONT)"},
+      {__NR_tgkill, "tgkill (another process, or SIGCONT)"},
       {__NR_rt_sigqueueinfo, "rt_sigqueueinfo (another process)"},
       {__NR_rt_tgsigqueueinfo, "rt_tgsigqueueinfo (another process)"},
+      {__NR_mmap, "mmap (anonymous executable, or writable and executable)"},
+      {__NR_mprotect, "mprotect (making memory executable)"},
+#ifdef __NR_pkey_mprotect
+      {__NR_pkey_mprotect, "pkey_mprotect (making memory executable)"},
+#endif
+      {__NR_timer_create, "timer_create (a timer that could signal the process)"},
   };
   return list;
 }
@@ -240,6 +248,28 @@ struct Prog {
     jump(BPF_JMP | BPF_JSET | BPF_K, mask, 0, 1);
     stmt(BPF_RET | BPF_K, on_set);
     stmt(BPF_RET | BPF_K, on_clear);
+  }
+  // if nr == n: arg a is `self` and arg b is not `bad` ? allow : trap
+  void self_not(long n, int a, std::uint32_t self, int b, std::uint32_t bad) {
+    jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(n), 0, 7);
+    load_arg(a);
+    jump(BPF_JMP | BPF_JEQ | BPF_K, self, 1, 0);
+    stmt(BPF_RET | BPF_K, kTrap);
+    load_arg(b);
+    jump(BPF_JMP | BPF_JEQ | BPF_K, bad, 0, 1);
+    stmt(BPF_RET | BPF_K, kTrap);
+    stmt(BPF_RET | BPF_K, kAllow);
+  }
+  // mmap: trap PROT_EXEC with MAP_ANONYMOUS or with PROT_WRITE, else allow.
+  void mmap_rule(long n) {
+    jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(n), 0, 7);
+    load_arg(2);
+    jump(BPF_JMP | BPF_JSET | BPF_K, PROT_EXEC, 0, 4);
+    jump(BPF_JMP | BPF_JSET | BPF_K, PROT_WRITE, 2, 0);
+    load_arg(3);
+    jump(BPF_JMP | BPF_JSET | BPF_K, MAP_ANONYMOUS, 0, 1);
+    stmt(BPF_RET | BPF_K, kTrap);
+    stmt(BPF_RET | BPF_K, kAllow);
   }
   // if nr == n: return arg in values ? on_in : on_out (at most 250 values)
   void one_of(long n, int arg, const std::vector<std::uint32_t>& values, std::uint32_t on_in, std::uint32_t on_out) {
@@ -328,11 +358,40 @@ void add_checked_rules(Prog& p, const PolicyOptions& o) {
   p.simple(__NR_openat2, errno_ret(ENOSYS));
 #endif
   // Signals to itself only: kill(0)/kill(-pgid) would reach the judge's
-  // process group.
-  p.one_of(__NR_kill, 0, {self}, kAllow, kTrap);
-  p.one_of(__NR_tgkill, 0, {self}, kAllow, kTrap);
-  p.one_of(__NR_rt_sigqueueinfo, 0, {self}, kAllow, kTrap);
-  p.one_of(__NR_rt_tgsigqueueinfo, 0, {self}, kAllow, kTrap);
+  // process group. And never SIGCONT: the judge stops the host between
+  // calls, and a host that continued itself would run while the reference
+  // runs or the judge compares.
+  p.self_not(__NR_kill, 0, self, 1, SIGCONT);
+  p.self_not(__NR_tgkill, 0, self, 2, SIGCONT);
+  p.self_not(__NR_rt_sigqueueinfo, 0, self, 1, SIGCONT);
+  p.self_not(__NR_rt_tgsigqueueinfo, 0, self, 2, SIGCONT);
+  if (o.policy == Policy::cpu) {
+    // A CPU host is stopped between calls; nothing may start it again.
+    // Timers that signal: their sigevent (in memory) may name any signal,
+    // SIGCONT among them (setitimer's are fixed: SIGALRM...).
+    p.simple(__NR_timer_create, kTrap);
+    // fcntl: descriptors, flags and locks; not the commands that choose a
+    // signal or its receiver (F_SETSIG, F_SETOWN(_EX), F_NOTIFY, F_SETLEASE).
+    p.one_of(__NR_fcntl, 1,
+             {F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_GETLK, F_SETLK, F_SETLKW, F_DUPFD_CLOEXEC, 36u, 37u, 38u,
+              1032u /* F_GETPIPE_SZ */, 1034u /* F_GET_SEALS */},
+             kAllow, errno_ret(EINVAL));
+    // Executable memory: only what the loader maps from files. An anonymous
+    // executable mapping, a writable and executable one, or memory made
+    // executable later would let a candidate run code no mapped file names
+    // (a library copied out of its file, hidden from the library check).
+    p.mmap_rule(__NR_mmap);
+    p.flags(__NR_mprotect, 2, PROT_EXEC, kTrap, kAllow);
+#ifdef __NR_pkey_mprotect
+    p.flags(__NR_pkey_mprotect, 2, PROT_EXEC, kTrap, kAllow);
+#endif
+  } else {
+    // The CUDA worker is not stopped between calls, and the driver maps
+    // and protects memory as it likes.
+    for (long nr : {static_cast<long>(__NR_mmap), static_cast<long>(__NR_mprotect), static_cast<long>(__NR_fcntl),
+                    static_cast<long>(__NR_timer_create)})
+      p.simple(nr, kAllow);
+  }
   // Replacing the violation handler ends the process at once.
   p.one_of(__NR_rt_sigaction, 0, {SIGSYS}, kKill, kAllow);
   // Scheduling, affinity, limits: on itself (pid 0 or its own number); in a
