@@ -295,7 +295,7 @@ TEST(RedTeam, AHiddenLibraryIsStillForbidden) {
 // shapes in an exception's text, which reaches the verdict's message and
 // the feedback (the next prompt): the feedback redacts the hidden shape's
 // label ("hidden M=7,N=33"), not the manifest's JSON.
-TEST(RedTeam, DISABLED_HiddenShapesDoNotReachTheFeedback) {
+TEST(RedTeam, HiddenShapesDoNotReachTheFeedback) {
   auto task = small_task();
   kevo::cpu::CpuBackend backend(small_options(20));
   backend.prepare(*task);
@@ -313,7 +313,7 @@ TEST(RedTeam, DISABLED_HiddenShapesDoNotReachTheFeedback) {
 // 32768 on the development VM, i.e. every process number of the machine,
 // while the judgement lasts). Run as root only here; a non-root engine is
 // bound by the limit.
-TEST(RedTeam, DISABLED_ThreadsAreBoundByTheProcessLimit) {
+TEST(RedTeam, ThreadsAreBoundByTheProcessLimit) {
   auto task = small_task();
   kevo::cpu::CpuBackend backend(small_options(20));
   backend.prepare(*task);

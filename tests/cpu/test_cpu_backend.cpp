@@ -493,6 +493,7 @@ TEST(CpuBackend, ReportsTheGuaranteesOfItsSandbox) {
   EXPECT_TRUE(iso.at("seccomp").get<bool>()) << g.dump();
   EXPECT_TRUE(iso.at("caps_dropped").get<bool>()) << g.dump();
   const bool all = iso.at("user_ns").get<bool>() && iso.at("pid_ns").get<bool>() && iso.at("private_proc").get<bool>() &&
+                   iso.at("private_root").get<bool>() && iso.at("unprivileged").get<bool>() &&
                    iso.at("read_only_fs").get<bool>();
   EXPECT_EQ(g.at("missing").empty(), all) << g.dump();
   std::printf("sandbox guarantees here: %s\n", g.dump().c_str());

@@ -5,6 +5,7 @@
 #include "kevo/core/error.hpp"
 #include "kevo/sandbox/unique_fd.hpp"
 
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <sched.h>
 #include <signal.h>
@@ -105,6 +106,8 @@ RemoteEndpoint::RemoteEndpoint(const HostSpec& spec) : spec_(spec) {
       spec.role,
       "--library",
       spec.library,
+      "--library-fd",
+      "5",
       "--policy",
       spec.policy,
       "--seccomp",
@@ -127,8 +130,12 @@ RemoteEndpoint::RemoteEndpoint(const HostSpec& spec) : spec_(spec) {
   const std::vector<std::string>& env = spec.env;
   sandbox::IsolationRequest req;
   req.namespaces = spec.namespaces;
-  sandbox::IsolatedChild child =
-      sandbox::spawn_isolated(spec.program, argv, env, {{arena_fd_, 3}, {report.write.get(), 4}}, req);
+  // The library goes by descriptor: a host in a root of its own cannot
+  // reach the judge's directories.
+  sandbox::UniqueFd library(::open(spec.library.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!library.valid()) throw std::runtime_error("cannot open " + spec.library + ": " + std::strerror(errno));
+  sandbox::IsolatedChild child = sandbox::spawn_isolated(
+      spec.program, argv, env, {{arena_fd_, 3}, {report.write.get(), 4}, {library.get(), 5}}, req);
   pid_ = child.pid;
   report.write.reset();
   const std::string text = read_to_eof(report.read.get());

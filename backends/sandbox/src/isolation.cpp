@@ -49,6 +49,8 @@ constexpr Flag kFlags[] = {
     {"ipc_ns", &IsolationReport::ipc_ns, "IPC namespace: SysV IPC is shared (the system-call policy still forbids it)"},
     {"net_ns", &IsolationReport::net_ns, "network namespace: the network is shared (the system-call policy still forbids sockets)"},
     {"private_proc", &IsolationReport::private_proc, "private /proc: other processes' /proc entries are visible"},
+    {"private_root", &IsolationReport::private_root, "a root of its own: candidate processes can read every file the user can (task manifests, sources, the user's secrets)"},
+    {"unprivileged", &IsolationReport::unprivileged, "an unprivileged uid: candidate processes run as root outside their namespace, which the process limit does not bind"},
     {"read_only_fs", &IsolationReport::read_only_fs, "read-only file system: files the user may write are writable where the policy lets a call through"},
     {"caps_dropped", &IsolationReport::caps_dropped, "capabilities dropped: candidate processes keep capabilities"},
     {"seccomp", &IsolationReport::seccomp, "system-call allow-list: not installed"},
@@ -94,6 +96,7 @@ struct Plan {
   int nmap = 0;
   int hi_base = 3;
   long close_max = 1024;
+  bool become_root = false;   // setresuid(0) in the new user namespace before exec
 };
 
 using detail::child_fail;
@@ -106,6 +109,12 @@ using detail::child_fail;
   while ((n = ::read(plan.sync_read, &go, 1)) < 0 && errno == EINTR) {
   }
   if (n != 1) ::_exit(126);   // the parent is gone
+  if (plan.become_root) {
+    // Root of the new user namespace (the parent mapped it to an unprivileged
+    // uid outside): raw calls, this thread only, so that exec keeps the
+    // namespace's capabilities for the host's own set-up.
+    if (::syscall(SYS_setresgid, 0, 0, 0) != 0 || ::syscall(SYS_setresuid, 0, 0, 0) != 0) child_fail(plan.err_write, errno);
+  }
   detail::default_signals();
   const int errfd = detail::remap_fds(plan.src, plan.dst, plan.nmap, plan.hi_base, plan.err_write, plan.close_max);
   ::execve(plan.path, plan.argv, plan.envp);
@@ -175,6 +184,7 @@ IsolatedChild spawn_isolated(const std::string& path, const std::vector<std::str
   unsigned long used = 0;
   pid_t pid = -1;
   for (unsigned long flags : attempts) {
+    plan.become_root = (flags & CLONE_NEWUSER) != 0;
     pid = raw_clone(flags);
     if (pid == 0) child_main(plan);
     if (pid > 0) {
@@ -194,13 +204,19 @@ IsolatedChild spawn_isolated(const std::string& path, const std::vector<std::str
   rep.mount_ns = (used & CLONE_NEWNS) != 0;
   rep.ipc_ns = (used & CLONE_NEWIPC) != 0;
   rep.net_ns = (used & CLONE_NEWNET) != 0;
+  rep.unprivileged = rep.user_ns || ::geteuid() != 0;
   if (rep.user_ns) {
-    // The caller's ids mapped to themselves: files keep their owners, and
-    // the child's root-in-namespace capabilities reach nothing outside.
+    // Root in the namespace (so the child keeps its capabilities there
+    // across exec, to build its file system), mapped outside to the
+    // caller's own ids, or to the overflow user when the caller is root:
+    // root is exempt from RLIMIT_NPROC, and the candidate's process must not
+    // be. Its capabilities reach nothing outside the namespace either way.
+    const unsigned outer_uid = ::geteuid() == 0 ? 65534u : ::geteuid();
+    const unsigned outer_gid = ::geteuid() == 0 ? 65534u : ::getegid();
     std::string why;
-    const bool ok = write_proc(pid, "uid_map", std::to_string(::geteuid()) + " " + std::to_string(::geteuid()) + " 1\n", why) &&
+    const bool ok = write_proc(pid, "uid_map", "0 " + std::to_string(outer_uid) + " 1\n", why) &&
                     write_proc(pid, "setgroups", "deny", why) &&
-                    write_proc(pid, "gid_map", std::to_string(::getegid()) + " " + std::to_string(::getegid()) + " 1\n", why);
+                    write_proc(pid, "gid_map", "0 " + std::to_string(outer_gid) + " 1\n", why);
     if (!ok) {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, nullptr, 0);
@@ -208,6 +224,7 @@ IsolatedChild spawn_isolated(const std::string& path, const std::vector<std::str
     }
   }
   const char go = 1;
+  // (plan.become_root was set before the clone: the child reads its copy.)
   if (::write(sync.write.get(), &go, 1) != 1) {
     ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
@@ -261,6 +278,14 @@ void detect_namespaces(const std::string& parent_ids, IsolationReport& r) {
     // itself: a child cloned with CLONE_NEWPID sees the new one.
     *flags[i] = mine != "?" && parent != "?" && mine != parent;
   }
+  // Its uid as the rest of the system sees it (through the user
+  // namespace's map): root outside is exempt from the process limit.
+  const unsigned inner = ::getuid();
+  unsigned outer = inner;
+  std::ifstream map("/proc/self/uid_map");
+  for (unsigned first = 0, lower = 0, count = 0; map >> first >> lower >> count;)
+    if (inner >= first && inner - first < count) outer = lower + (inner - first);
+  r.unprivileged = outer != 0;
 }
 
 namespace {
@@ -299,13 +324,79 @@ unsigned long kept_flags(const std::string& options) {
 
 }  // namespace
 
+namespace {
+
+bool touch(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  ::close(fd);
+  return true;
+}
+
+// Binds `from` (a file or a directory) at `to` inside the new root; a path
+// that does not exist on this machine is skipped.
+bool bind_into(const std::string& from, const std::string& to, std::string& why) {
+  struct stat st {};
+  if (::lstat(from.c_str(), &st) != 0) return true;
+  if (S_ISLNK(st.st_mode)) {
+    char target[4096];
+    const ssize_t n = ::readlink(from.c_str(), target, sizeof target - 1);
+    if (n <= 0) return true;
+    target[n] = '\0';
+    if (::symlink(target, to.c_str()) != 0) {
+      why = "symlink " + to + ": " + errno_text(errno);
+      return false;
+    }
+    return true;
+  }
+  const bool made = S_ISDIR(st.st_mode) ? ::mkdir(to.c_str(), 0755) == 0 : touch(to);
+  if (!made || ::mount(from.c_str(), to.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+    why = "binding " + from + ": " + errno_text(errno);
+    return false;
+  }
+  return true;
+}
+
+// A tmpfs over /tmp (in this mount namespace only) becomes the root.
+bool enter_private_root(IsolationReport& rep) {
+  const std::string root = "/tmp";
+  std::string why;
+  auto fail = [&](const std::string& what) {
+    rep.notes.push_back("a root of its own: " + what);
+    return false;
+  };
+  if (::mount("kevo-root", root.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") != 0)
+    return fail("mounting a tmpfs: " + errno_text(errno));
+  for (const char* top : {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"})
+    if (!bind_into(std::string("/") + top, root + "/" + top, why)) return fail(why);
+  for (const char* dir : {"/etc", "/dev", "/sys", "/sys/devices", "/sys/devices/system", "/proc", "/oldroot"})
+    if (::mkdir((root + dir).c_str(), 0755) != 0 && errno != EEXIST) return fail(std::string("mkdir ") + dir + ": " + errno_text(errno));
+  for (const char* file : {"/etc/ld.so.cache", "/etc/alternatives", "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
+                           "/sys/devices/system/cpu"})
+    if (!bind_into(file, root + file, why)) return fail(why);
+  if (rep.pid_ns) {
+    if (::mount("proc", (root + "/proc").c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0)
+      rep.private_proc = true;
+    else
+      rep.notes.push_back("mounting a private /proc: " + errno_text(errno));
+  }
+  if (::syscall(SYS_pivot_root, root.c_str(), (root + "/oldroot").c_str()) != 0) return fail("pivot_root: " + errno_text(errno));
+  if (::chdir("/") != 0) return fail("chdir /: " + errno_text(errno));
+  if (::umount2("/oldroot", MNT_DETACH) != 0) return fail("detaching the old root: " + errno_text(errno));
+  ::rmdir("/oldroot");
+  rep.private_root = true;
+  return true;
+}
+
+}  // namespace
+
 void harden_filesystem(IsolationReport& rep) {
   if (!rep.mount_ns) return;
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
     rep.notes.push_back("making mounts private: " + errno_text(errno));
     return;
   }
-  if (rep.pid_ns) {
+  if (!enter_private_root(rep) && rep.pid_ns && !rep.private_proc) {
     if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0)
       rep.private_proc = true;
     else

@@ -19,6 +19,8 @@ namespace kevo::sandbox {
 struct IsolationReport {
   bool user_ns = false, pid_ns = false, mount_ns = false, ipc_ns = false, net_ns = false;
   bool private_proc = false;    // a /proc of its own PID namespace
+  bool private_root = false;    // a root of its own: the system's code and loader, nothing of the user's
+  bool unprivileged = false;    // its uid outside its namespace is not root (limits bind it)
   bool read_only_fs = false;    // every mount it can see is read-only
   bool caps_dropped = false;    // no capability in any set, bounding set empty
   bool seccomp = false;         // the allow-list policy is in place
@@ -62,8 +64,12 @@ std::string namespace_ids();
 void detect_namespaces(const std::string& parent_ids, IsolationReport& report);
 
 // In the child, after exec, while it still holds its namespace's
-// capabilities: mounts made private, a fresh /proc for its PID namespace,
-// every mount remounted read-only. Failures are noted in the report.
+// capabilities: mounts made private; a root of its own (a tmpfs holding
+// bind mounts of /usr and the /lib trees, the loader's cache, a few device
+// files, the CPU topology in /sys and a fresh /proc for its PID namespace;
+// nothing of the user's files, the run's or other candidates'), pivoted
+// into; every mount remounted read-only. Failures are noted in the report
+// (a host that cannot pivot keeps the machine's tree, read-only).
 void harden_filesystem(IsolationReport& report);
 // Drops every capability (effective, permitted, inheritable, ambient and
 // the bounding set) and locks the securebits, so that uid 0 regains none.
