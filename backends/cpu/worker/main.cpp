@@ -67,13 +67,18 @@ int main(int argc, char** argv) {
     j::fatal("task_load", e.what());
   }
   try {
-    CacheFlush flush(req.timing_options.flush_bytes);
-    j::SessionParts parts;
-    parts.space = &j::host_space();
-    parts.flush = [&flush] { flush(); };
-    parts.host_program = j::self_executable();
-    parts.host_env = j::current_environment();
-    kevo::native::JudgeResult result = j::run_session(req, task, parts, started);
+    kevo::native::JudgeResult result;
+    {
+      // Freed before the clock stops: its pages are the judge's work, not
+      // the sandbox's.
+      CacheFlush flush(req.timing_options.flush_bytes);
+      j::SessionParts parts;
+      parts.space = &j::host_space();
+      parts.flush = [&flush] { flush(); };
+      parts.host_program = j::self_executable();
+      parts.host_env = j::current_environment();
+      result = j::run_session(req, task, parts, started);
+    }
     // Time spent inside main(): the rest of the wall time the engine sees is
     // the cost of the sandbox (exec, dynamic loading, pipes, reaping).
     result.worker_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - started).count();

@@ -138,7 +138,16 @@ RemoteEndpoint::RemoteEndpoint(const HostSpec& spec) : spec_(spec) {
       spec.program, argv, env, {{arena_fd_, 3}, {report.write.get(), 4}, {library.get(), 5}}, req);
   pid_ = child.pid;
   report.write.reset();
-  const std::string text = read_to_eof(report.read.get());
+  report_ = std::move(report.read);
+  spawn_notes_ = child.report;
+}
+
+void RemoteEndpoint::wait_ready() {
+  if (!report_.valid()) return;   // waited already
+  const HostSpec& spec = spec_;
+  const std::string text = read_to_eof(report_.get());
+  report_.reset();
+  const sandbox::IsolatedChild child{pid_, spawn_notes_};
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_object()) {
     isolation_ = sandbox::IsolationReport::from_json(j);

@@ -11,6 +11,7 @@
 
 #include "kevo/native/protocol.hpp"
 #include "kevo/sandbox/isolation.hpp"
+#include "kevo/sandbox/unique_fd.hpp"
 
 #include <sched.h>
 #include <sys/resource.h>
@@ -91,8 +92,9 @@ struct HostSpec {
   std::vector<std::string> env;
 };
 
-// A kernel host process. The constructor starts it, waits until its code
-// is loaded (or it failed) and stops it.
+// A kernel host process. The constructor starts it; wait_ready() waits
+// until its code is loaded (or it failed) and stops it (so that a judge
+// starts both of its hosts before it waits for either).
 class RemoteEndpoint final : public Endpoint {
  public:
   explicit RemoteEndpoint(const HostSpec& spec);
@@ -100,8 +102,10 @@ class RemoteEndpoint final : public Endpoint {
   RemoteEndpoint(const RemoteEndpoint&) = delete;
   RemoteEndpoint& operator=(const RemoteEndpoint&) = delete;
 
-  // Loaded and waiting for calls; otherwise load_error() says why (a load
-  // failure the host reported) or end() how it died while loading.
+  void wait_ready();
+  // After wait_ready(): loaded and waiting for calls; otherwise
+  // load_error() says why (a load failure the host reported) or end() how
+  // it died while loading.
   bool ready() const { return ready_; }
   const std::string& load_error() const { return load_error_; }
   const sandbox::IsolationReport& isolation() const { return isolation_; }
@@ -124,6 +128,8 @@ class RemoteEndpoint final : public Endpoint {
 
   HostSpec spec_;
   pid_t pid_ = -1;
+  sandbox::UniqueFd report_;                 // the isolation report's pipe, until wait_ready()
+  sandbox::IsolationReport spawn_notes_;     // what the spawn itself found
   int arena_fd_ = -1;
   void* arena_ = nullptr;
   std::size_t arena_bytes_ = 0;

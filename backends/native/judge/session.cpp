@@ -124,14 +124,6 @@ JudgeResult run_session(const JudgeRequest& req, const Task& task, const Session
   } catch (const std::exception& e) {
     fatal("host_start", std::string("cannot start the reference's kernel host: ") + e.what());
   }
-  if (!ref->ready()) {
-    std::string why = ref->load_error();
-    if (ref->end().ended && ref->end().violation >= 0)
-      why += " (sandbox violation: system call " + std::to_string(ref->end().violation) + " " +
-             sandbox::forbidden_syscall_name(ref->end().violation) + ")";
-    fatal(req.seccomp ? "sandbox_unavailable" : "reference_load", "the reference's kernel host did not start: " + why);
-  }
-
   std::unique_ptr<RemoteEndpoint> remote;
   std::unique_ptr<Endpoint> local;
   Endpoint* cand = nullptr;
@@ -150,6 +142,16 @@ JudgeResult run_session(const JudgeRequest& req, const Task& task, const Session
       fatal("host_start", std::string("cannot start the candidate's kernel host: ") + e.what());
     }
     cand = remote.get();
+  }
+  // Both hosts start side by side; the judge waits for them in turn.
+  ref->wait_ready();
+  if (remote) remote->wait_ready();
+  if (!ref->ready()) {
+    std::string why = ref->load_error();
+    if (ref->end().ended && ref->end().violation >= 0)
+      why += " (sandbox violation: system call " + std::to_string(ref->end().violation) + " " +
+             sandbox::forbidden_syscall_name(ref->end().violation) + ")";
+    fatal(req.seccomp ? "sandbox_unavailable" : "reference_load", "the reference's kernel host did not start: " + why);
   }
 
   JudgeResult result;
