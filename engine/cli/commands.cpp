@@ -56,20 +56,22 @@ std::string describe(const Verdict& v) {
 
 // Every rank of `mpirun -np N kevo run` (or a single process: a world of
 // one) runs the same code; see engine/mpi/run_islands.hpp.
-int cmd_run(const RunArgs& args, const std::atomic<int>& stop) {
+int cmd_run(const RunArgs& args, const std::atomic<int>& stop, const engine::StopSignal* stop_signal) {
   mpi::Environment env(nullptr, nullptr);
   mpi::IslandsRunArgs a;
   a.config = args.config;
   a.overrides = args.overrides;
   a.out = args.out;
+  a.stop_signal = stop_signal;
   return mpi::run_islands(env, builtin_plugins(), a, stop);
 }
 
-int cmd_resume(const ResumeArgs& args, const std::atomic<int>& stop) {
+int cmd_resume(const ResumeArgs& args, const std::atomic<int>& stop, const engine::StopSignal* stop_signal) {
   mpi::Environment env(nullptr, nullptr);
   mpi::IslandsRunArgs a;
   a.resume_dir = args.run_dir;
   a.overrides = args.overrides;
+  a.stop_signal = stop_signal;
   return mpi::run_islands(env, builtin_plugins(), a, stop);
 }
 

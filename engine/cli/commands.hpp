@@ -1,6 +1,8 @@
 // The subcommands of `kevo`.
 #pragma once
 
+#include "kevo/engine/lifecycle.hpp"
+
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -44,8 +46,8 @@ struct TasksArgs {
   bool json = false;
 };
 
-int cmd_run(const RunArgs& args, const std::atomic<int>& stop);
-int cmd_resume(const ResumeArgs& args, const std::atomic<int>& stop);
+int cmd_run(const RunArgs& args, const std::atomic<int>& stop, const engine::StopSignal* stop_signal = nullptr);
+int cmd_resume(const ResumeArgs& args, const std::atomic<int>& stop, const engine::StopSignal* stop_signal = nullptr);
 int cmd_eval(const EvalArgs& args);
 int cmd_report(const ReportArgs& args);
 int cmd_lineage(const LineageArgs& args);

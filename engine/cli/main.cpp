@@ -3,6 +3,7 @@
 
 #include "kevo/core/text.hpp"
 #include "kevo/core/error.hpp"
+#include "kevo/engine/lifecycle.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -13,10 +14,12 @@
 namespace {
 
 std::atomic<int> g_stop{0};
+kevo::engine::StopSignal g_stop_signal;   // the first stop signal and its time
 
-extern "C" void on_stop_signal(int) {
+extern "C" void on_stop_signal(int sig) {
   // First signal: stop proposing, let in-flight work finish, flush, exit 0.
   // Second: stop at once (still flushing what is recorded).
+  g_stop_signal.note(sig);
   g_stop.fetch_add(1);
 }
 
@@ -86,8 +89,8 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
 
   try {
-    if (*run) return kevo::app::cmd_run(run_args, g_stop);
-    if (*resume) return kevo::app::cmd_resume(resume_args, g_stop);
+    if (*run) return kevo::app::cmd_run(run_args, g_stop, &g_stop_signal);
+    if (*resume) return kevo::app::cmd_resume(resume_args, g_stop, &g_stop_signal);
     if (*eval) return kevo::app::cmd_eval(eval_args);
     if (*report) return kevo::app::cmd_report(report_args);
     if (*lineage) return kevo::app::cmd_lineage(lineage_args);

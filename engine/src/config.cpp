@@ -120,6 +120,7 @@ Config parse_config(const nlohmann::json& doc, const std::string& file, const Pl
     c.budget.wall_seconds = b->number("wall_seconds", c.budget.wall_seconds, 0.0);
     c.budget.max_candidates_per_task = b->integer("max_candidates_per_task", c.budget.max_candidates_per_task, 0);
     c.budget.stagnation = b->integer("stagnation", c.budget.stagnation, 1);
+    c.budget.stop_drain_seconds = b->number("stop_drain_seconds", c.budget.stop_drain_seconds, 0.0, 600.0);
     b->finish();
   }
   if (c.budget.max_candidates_per_task == 0) c.budget.max_candidates_per_task = 20 * c.budget.evaluations_per_task;
@@ -209,7 +210,8 @@ Config parse_config(const nlohmann::json& doc, const std::string& file, const Pl
        {{"evaluations_per_task", c.budget.evaluations_per_task},
         {"wall_seconds", c.budget.wall_seconds},
         {"max_candidates_per_task", c.budget.max_candidates_per_task},
-        {"stagnation", c.budget.stagnation}}},
+        {"stagnation", c.budget.stagnation},
+        {"stop_drain_seconds", c.budget.stop_drain_seconds}}},
       {"island",
        {{"population", c.island.population},
         {"elites", c.island.elites},

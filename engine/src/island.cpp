@@ -138,6 +138,27 @@ void Island::create_seed(std::size_t task) {
   slots_.emplace(id, std::move(slot));
 }
 
+void Island::create_again(std::size_t task, const Candidate& lost) {
+  TaskState& t = tasks_[task];
+  Slot slot;
+  Candidate& c = slot.c;
+  c.id = next_id_;
+  next_id_ += options_.id_stride;
+  c.task = static_cast<std::uint32_t>(task);
+  c.op = lost.op;
+  c.parent0 = lost.parent0;
+  c.parent1 = lost.parent1;
+  c.op_note = lost.op_note;
+  c.t_created = now();
+  ++t.proposed;
+  ++t.pending;
+  sink_.event(LineageSink::EventKind::note, static_cast<std::int64_t>(c.id), -1, -1,
+              fmt::format("judges again candidate {}, in flight when the run stopped", lost.id));
+  accept_source(slot, lost.source, lost.point);
+  const auto id = c.id;
+  slots_.emplace(id, std::move(slot));
+}
+
 bool Island::propose() {
   const auto pick = pick_task();
   if (!pick) return false;
@@ -412,6 +433,10 @@ void Island::run(const std::atomic<int>& stop, const std::function<void(const Is
 
   for (std::size_t i = 0; i < tasks_.size(); ++i)
     if (!tasks_[i].restored) create_seed(i);
+  for (std::size_t i = 0; i < tasks_.size(); ++i) {
+    for (const auto& lost : tasks_[i].requeue) create_again(i, lost);
+    tasks_[i].requeue.clear();
+  }
   commit_ready();
 
   while (true) {
@@ -419,7 +444,10 @@ void Island::run(const std::atomic<int>& stop, const std::function<void(const Is
     const int level = std::max(stop.load(), options_.hook ? options_.hook->poll(*this) : 0);
     if (!stopping_ && (level > 0 || (wall > 0.0 && t - t_start_ >= wall))) {
       stopping_ = true;
-      drain_deadline = t + options_.drain_seconds;
+      // A stop request (a signal: a batch system's grace time is short)
+      // lets in-flight work finish only briefly; the wall-clock budget, the
+      // user's own limit, waits longer for it.
+      drain_deadline = t + (level > 0 ? options_.stop_drain_seconds : options_.drain_seconds);
     }
     if (stopping_ && (level > 1 || t >= drain_deadline)) break;
 

@@ -14,7 +14,7 @@ class Hdf5Sink final : public LineageSink {
   }
   ~Hdf5Sink() override {
     try {
-      writer_.append(lineage::Event{lineage::EventKind::stop, 0.0, -1, -1, -1, "run ended"});
+      writer_.append(lineage::Event{lineage::EventKind::stop, 0.0, -1, -1, -1, end_text_});
       writer_.close();
     } catch (const std::exception& e) {
       // The destructor must not throw; the writer already warned.
@@ -36,6 +36,7 @@ class Hdf5Sink final : public LineageSink {
     }
     writer_.append(lineage::Event{k, 0.0, id, from_rank, to_rank, text});
   }
+  void end(const std::string& text) override { end_text_ = text; }
   void tick() override { writer_.maybe_flush(); }
   void flush() override { writer_.flush(); }
 
@@ -59,6 +60,7 @@ class Hdf5Sink final : public LineageSink {
   lineage::LineageWriter writer_;
   std::vector<std::uint32_t> task_map_;
   Candidate scratch_;
+  std::string end_text_ = "run ended";
 };
 
 }  // namespace

@@ -2,9 +2,12 @@
 
 #include "kevo/core/error.hpp"
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <string>
+#include <thread>
 
 namespace kevo::mpi {
 
@@ -40,7 +43,18 @@ Environment::~Environment() {
   // and MPI_Finalize could wait for them forever. Leaving without it makes
   // mpirun/srun end the job.
   if (std::uncaught_exceptions() > 0) return;
-  if (finalize_ && !finalized) MPI_Finalize();
+  if (!finalize_ || finalized) return;
+  if (finalize_bound_s_ >= 0.0) {
+    const int code = bound_exit_code_;
+    const auto bound = std::chrono::duration<double>(finalize_bound_s_);
+    std::thread([code, bound] {
+      std::this_thread::sleep_for(bound);
+      std::fflush(stdout);
+      std::fflush(stderr);
+      std::_Exit(code);
+    }).detach();
+  }
+  MPI_Finalize();
 }
 
 Comm Comm::world() { return Comm(MPI_COMM_WORLD, false); }

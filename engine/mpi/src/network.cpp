@@ -247,7 +247,9 @@ void IslandNetwork::round(engine::Island& island, bool active) {
     }
     return;
   }
-  if (t - last_round_end_ < o_.islands.stats_seconds) return;
+  // While finishing, rounds follow each other at once: the last ones only
+  // establish that every rank is done, and a stop has to be quick.
+  if (active && t - last_round_end_ < o_.islands.stats_seconds) return;
   // Contribute this rank's counters.
   const auto snap = island.snapshot();
   std::fill(sum_in_.begin(), sum_in_.end(), 0.0);

@@ -75,6 +75,7 @@ struct Config {
     double wall_seconds = 0.0;                   // 0 = unlimited
     std::int64_t max_candidates_per_task = 0;    // all records incl. duplicates; 0 = 20 x evaluations
     std::int64_t stagnation = 500;               // consecutive non-judged proposals that end a task
+    double stop_drain_seconds = 0.2;             // after a stop signal: in-flight work may finish this long
   } budget;
 
   struct Island {

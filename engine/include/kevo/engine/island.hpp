@@ -48,6 +48,8 @@ class LineageSink {
   virtual void event(EventKind kind, std::int64_t id, int from_rank, int to_rank, const std::string& text) {
     (void)kind, (void)id, (void)from_rank, (void)to_rank, (void)text;
   }
+  // How the session ended (the text of the `stop` event a closing sink writes).
+  virtual void end(const std::string& text) { (void)text; }
 };
 
 class Island;
@@ -89,7 +91,10 @@ struct IslandOptions {
   Config::Budget budget;
   Config::Island island;
   std::uint64_t first_id = 0;      // ids start here (resume never reuses ids)
-  double drain_seconds = 30.0;     // after a stop, how long in-flight work may finish
+  double drain_seconds = 30.0;     // after the wall-clock budget, how long in-flight work may finish
+  // After a stop request (a signal, a shared budget, another rank's stop):
+  // how long in-flight work may finish before it is killed and recorded lost.
+  double stop_drain_seconds = 0.2;
   // Ids are first_id, first_id + id_stride, ...: with id_stride = ranks and
   // first_id = base + rank, ids are unique across the ranks of a run.
   std::uint64_t id_stride = 1;
@@ -138,6 +143,11 @@ class Island {
   // committed it; called in the order it did) every operator replays it
   // too (MutationOperator::replay), rebuilding what it had learned.
   void replay(const Candidate& c, bool committed_here);
+  // Resume, before run(): children of task i that were in flight when the
+  // run stopped (recorded lost with their source). run() judges each again
+  // first, under a new id, with its operator and parents; a `note` event
+  // names the id it stands for.
+  void requeue(std::size_t i, std::vector<Candidate> lost) { tasks_.at(i).requeue = std::move(lost); }
   // Ids created and not yet committed, with their task (checkpoints record them).
   std::vector<std::pair<std::uint64_t, std::uint32_t>> in_flight_ids() const;
   void record_event(LineageSink::EventKind kind, std::int64_t id, int from_rank, int to_rank, const std::string& text) {
@@ -162,6 +172,7 @@ class Island {
     std::int64_t cap = 0;                           // evaluation cap (see set_cap)
     bool cap_final = true;
     bool restored = false;                          // population rebuilt on resume: no seed
+    std::vector<Candidate> requeue;                 // see Island::requeue
   };
   enum class Where { operator_pending, backend, finished };
   struct Slot {
@@ -178,6 +189,7 @@ class Island {
   std::optional<std::size_t> pick_task() const;
   bool propose();                                    // creates the next id; false when nothing eligible
   void create_seed(std::size_t task);
+  void create_again(std::size_t task, const Candidate& lost);   // see requeue()
   void handle_outcome(OperatorOutcome outcome);
   // handle_outcome, except that under deterministic ordering outcomes are
   // accepted strictly in id order (deduplication depends on acceptance

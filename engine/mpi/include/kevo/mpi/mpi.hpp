@@ -27,9 +27,19 @@ class Environment {
   // After a fault (a lost rank) MPI_Finalize could wait forever on the dead
   // peer: the process then ends without it.
   void skip_finalize() { finalize_ = false; }
+  // After a stop by a signal: everything is written, and mpirun, which is
+  // ending the job itself, may never complete MPI_Finalize's exchange (Open
+  // MPI's does not; it kills the ranks 1 s later). The process then ends
+  // with `exit_code` once MPI_Finalize has taken `seconds`.
+  void bound_finalize(double seconds, int exit_code) {
+    finalize_bound_s_ = seconds;
+    bound_exit_code_ = exit_code;
+  }
 
  private:
   bool finalize_ = true;
+  double finalize_bound_s_ = -1.0;
+  int bound_exit_code_ = 0;
 };
 
 // An owned communicator (freed on destruction) or a borrowed one (WORLD).

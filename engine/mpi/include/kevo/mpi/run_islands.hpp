@@ -21,6 +21,7 @@
 #pragma once
 
 #include "kevo/engine/config.hpp"
+#include "kevo/engine/lifecycle.hpp"
 #include "kevo/engine/progress.hpp"
 #include "kevo/mpi/mpi.hpp"
 
@@ -36,6 +37,8 @@ struct IslandsRunArgs {
   std::string resume_dir;              // resume: the run directory
   std::vector<std::string> overrides;  // --set
   std::string out;                     // fresh run: --out
+  // The signal that asked the run to stop, for the stop line and the checkpoint.
+  const engine::StopSignal* stop_signal = nullptr;
 };
 
 struct IslandsRunResult {
