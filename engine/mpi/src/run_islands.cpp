@@ -565,9 +565,13 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
   if (!network) view.finish(snap);
   // A budget spent on another rank reaches this one through the rounds
   // (finish() keeps taking part in them until every rank is done).
-  std::string budget_stop = checkpoint.stop_reason;
-  for (const auto& b : config.shared_budgets)
+  std::string budget_stop = checkpoint.stop_reason, failure;
+  for (const auto& b : config.shared_budgets) {
     if (budget_stop.empty() && b->exhausted() && b->stop_when_exhausted()) budget_stop = b->summary();
+    if (failure.empty()) failure = b->failure();   // e.g. a replay missed a reply: exit 1
+  }
+  const std::vector<std::string> notes = config.run_notes ? config.run_notes() : std::vector<std::string>{};
+  for (const auto& n : notes) sink->event(engine::LineageSink::EventKind::note, -1, rank, -1, n);
   const bool stopped = stop.load() > 0 || (network && network->stop_level() > 0) || !budget_stop.empty();
   if (network) {
     // For the overhead benchmark (scripts/bench_islands.sh).
@@ -617,6 +621,7 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
                          {"stop_reason", !budget_stop.empty() ? budget_stop : stopped ? "signal" : ""},
                          {"elapsed_seconds", network ? network->global_snapshot().elapsed_seconds : snap.elapsed_seconds},
                          {"ranks", size}};
+    if (!notes.empty()) rj["notes"] = notes;   // rank 0's (each rank's are notes in its lineage)
     if (!report.baselines.is_null()) rj["baselines"] = report.baselines;
     if (const nlohmann::json g = config.backend->guarantees(); !g.is_null()) rj["sandbox"] = g;
     engine::write_file(run_dir / "report.json", dump_json(rj, 2) + "\n");
@@ -624,7 +629,10 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
     if (!report.baselines.is_null()) table += "\n" + engine::format_baselines(report.rows, report.baselines);
     fmt::print("{}", sanitize_utf8(table, kTerminalText));
     fmt::print("run directory: {}\n", run_dir.string());
-    if (!budget_stop.empty())
+    for (const auto& n : notes) fmt::print("{}\n", sanitize_utf8(n, kTerminalText));
+    if (!failure.empty())
+      fmt::print("stopped by an error (below); everything judged so far is in the lineage\n");
+    else if (!budget_stop.empty())
       fmt::print("stopped: {}; everything judged so far is in the lineage (raise the budget and continue with "
                  "`kevo resume {} --set llm.budget.tokens=...`)\n",
                  budget_stop, run_dir.string());
@@ -632,7 +640,8 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
       fmt::print("stopped by a signal; everything judged so far is in the lineage (continue with `kevo resume {}`)\n",
                  run_dir.string());
   }
-  return 0;
+  if (!failure.empty()) fmt::print(stderr, "kevo: rank {}: failure: {}\n", rank, sanitize_utf8(failure, kTerminalText));
+  return failure.empty() ? 0 : 1;
 }
 
 }  // namespace kevo::mpi
