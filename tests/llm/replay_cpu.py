@@ -183,7 +183,7 @@ try:
     if not any(n.endswith("; 1 missed") for n in mis_notes):
         fail("missed reply: the miss is not counted: %s" % mis_notes)
     after = [r for r in mis_rows if r["id"] > victim + 8]
-    if len(after) > 0:
+    if len(after) > 0 or len(mis_rows) >= len(rec_rows):
         fail("missed reply: the run went on past the miss (%d candidates after id %d)" % (len(after), victim + 8))
     print("missed reply stopped the run at candidate %d (%d candidates recorded)" % (victim, len(mis_rows)))
     p, _ = run("resume", "--set", "llm.models.0.base_url=" + url, "--set", "llm.cache.mode=replay_or_call",

@@ -779,5 +779,32 @@ TEST(LlmBudget, SharedBetweenRanksThroughRounds) {
   EXPECT_EQ(x.reserve(1, 0.0), Budget::Grant::ok);
 }
 
+// A replay miss on one rank (Budget::halt) stops every rank with an error
+// at the next round, also where the budget itself would let the run go on.
+TEST(LlmBudget, HaltReachesTheOtherRanksAsAFailure) {
+  BudgetLimits lim;
+  lim.stop_when_spent = false;   // on_exhausted "continue": a halt stops all the same
+  Budget a(lim), b(lim);
+  a.start_shared(0, 2);
+  b.start_shared(1, 2);
+  std::vector<double> ca(a.width()), cb(b.width()), sum(a.width());
+  a.halt("replay: no cached reply in cache for candidate 7");
+  EXPECT_TRUE(a.exhausted());
+  EXPECT_TRUE(a.stop_when_exhausted());
+  EXPECT_EQ(a.failure(), "replay: no cached reply in cache for candidate 7");
+  EXPECT_TRUE(b.failure().empty());
+  EXPECT_FALSE(b.stop_when_exhausted());
+  a.open_round(ca.data());
+  b.open_round(cb.data());
+  for (std::size_t k = 0; k < sum.size(); ++k) sum[k] = ca[k] + cb[k];
+  a.close_round(sum.data());
+  b.close_round(sum.data());
+  EXPECT_TRUE(b.exhausted());
+  EXPECT_TRUE(b.stop_when_exhausted());
+  EXPECT_NE(b.failure().find("another rank stopped the run"), std::string::npos) << b.failure();
+  EXPECT_EQ(a.failure(), "replay: no cached reply in cache for candidate 7");   // the first reason stays
+  EXPECT_EQ(b.reserve(1, 0.0), Budget::Grant::refused);
+}
+
 }  // namespace
 }  // namespace kevo
