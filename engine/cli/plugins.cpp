@@ -82,6 +82,25 @@ engine::Plugins builtin_plugins(const std::vector<std::string>& backend_types) {
     if (*llm) v.emplace_back(std::shared_ptr<SharedBudget>(*llm, &(*llm)->client().budget()));
     return v;
   };
+  // The reply cache is the run's record: the verdict record follows its
+  // mode (backend.verdicts.mode "auto") and lives in its folder.
+  p.run_record = [llm]() {
+    engine::Plugins::RunRecord r;
+    if (!*llm) return r;
+    const auto& cfg = (*llm)->config();
+    using operators::llm::CacheMode;
+    r.mode = cfg.cache_mode == CacheMode::record ? "record"
+             : cfg.cache_mode == CacheMode::off  ? "off"
+                                                 : "replay";   // replay, replay_or_call
+    r.dir = cfg.cache_dir / "verdicts";
+    return r;
+  };
+  p.run_notes = [llm]() {
+    std::vector<std::string> v;
+    if (*llm)
+      if (auto note = (*llm)->cache_note(); !note.empty()) v.push_back(std::move(note));
+    return v;
+  };
   p.make_operator = [llm](StrictObject& spec) {
     auto s = operators::make_operator(spec, *llm);
     engine::BuiltOperator b;

@@ -2,6 +2,7 @@
 
 #include "kevo/core/error.hpp"
 #include "kevo/core/text.hpp"
+#include "kevo/engine/verdict_record.hpp"
 
 #include <fmt/format.h>
 
@@ -161,9 +162,15 @@ Config parse_config(const nlohmann::json& doc, const std::string& file, const Pl
   }
 
   nlohmann::json backend_eff;
+  std::string verdicts_mode = "auto", verdicts_dir;
   {
     StrictObject b = root.object("backend");
     c.backend_type = b.choice("type", plugins.backend_types);
+    if (auto v = b.optional_object("verdicts")) {
+      verdicts_mode = v->choice("mode", {"auto", "off", "record", "replay", "remeasure"}, "auto");
+      verdicts_dir = v->string("dir", "");
+      v->finish();
+    }
     nlohmann::json empty = nlohmann::json::object();
     const nlohmann::json* inner = b.find(c.backend_type);
     StrictObject opts(inner ? *inner : empty, file, b.pointer(c.backend_type));
@@ -200,6 +207,36 @@ Config parse_config(const nlohmann::json& doc, const std::string& file, const Pl
   }
   root.finish();
   if (plugins.shared_budgets) c.shared_budgets = plugins.shared_budgets();
+
+  // The verdict record (docs/config.md#determinism): "auto" follows the
+  // plugins' record (the LLM reply cache), so a recorded run keeps its
+  // verdicts and its replay reproduces the selection on a real backend.
+  const Plugins::RunRecord followed = plugins.run_record ? plugins.run_record() : Plugins::RunRecord{};
+  c.verdicts_mode = verdicts_mode == "auto" ? followed.mode : verdicts_mode;
+  c.verdicts_dir = !verdicts_dir.empty()      ? fs::path(verdicts_dir)
+                   : !followed.dir.empty()    ? followed.dir
+                                              : fs::path("verdict-cache");
+  if ((c.verdicts_mode == "replay" || c.verdicts_mode == "remeasure") && !fs::is_directory(c.verdicts_dir))
+    throw InputError(file, verdicts_dir.empty() ? "/backend/verdicts/mode" : "/backend/verdicts/dir",
+                     fmt::format("an existing verdict record to {} ('{}' is not a folder; record one with mode "
+                                 "\"record\", or llm.cache.mode \"record\")",
+                                 c.verdicts_mode, c.verdicts_dir.string()));
+  std::function<std::string()> verdict_note;
+  if (c.verdicts_mode != "off") {
+    const VerdictMode m = c.verdicts_mode == "record"   ? VerdictMode::record
+                          : c.verdicts_mode == "replay" ? VerdictMode::replay
+                                                        : VerdictMode::remeasure;
+    auto rec = std::make_unique<VerdictRecord>(std::move(c.backend), m, c.verdicts_dir);
+    const VerdictRecord* raw = rec.get();   // owned by c.backend, which outlives the notes' use
+    verdict_note = [raw] { return raw->summary(); };
+    c.backend = std::move(rec);
+  }
+  c.run_notes = [notes = plugins.run_notes, verdict_note] {
+    std::vector<std::string> out = notes ? notes() : std::vector<std::string>{};
+    if (verdict_note) out.push_back(verdict_note());
+    return out;
+  };
+  backend_eff["verdicts"] = {{"mode", verdicts_mode}, {"dir", verdicts_dir}};
 
   c.effective = {
       {"name", c.name},

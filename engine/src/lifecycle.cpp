@@ -253,6 +253,7 @@ void write_results(const fs::path& run_dir, const ResultsInput& in) {
                        {"stop_reason", stop.stopped ? stop.reason : ""},
                        {"elapsed_seconds", in.elapsed_seconds},
                        {"ranks", in.ranks}};
+  if (!stop.notes.empty()) rj["notes"] = stop.notes;   // rank 0's (each rank's are notes in its lineage)
   if (!report.baselines.is_null()) rj["baselines"] = report.baselines;
   if (in.config)
     if (const nlohmann::json g = in.config->backend->guarantees(); !g.is_null()) rj["sandbox"] = g;
@@ -261,7 +262,10 @@ void write_results(const fs::path& run_dir, const ResultsInput& in) {
   if (!report.baselines.is_null()) table += "\n" + format_baselines(report.rows, report.baselines);
   fmt::print("{}", sanitize_utf8(table, kTerminalText));
   fmt::print("run directory: {}\n", run_dir.string());
-  if (stop.by_budget)
+  for (const auto& n : stop.notes) fmt::print("{}\n", sanitize_utf8(n, kTerminalText));
+  if (!stop.failure.empty())
+    fmt::print("stopped by an error (below); everything judged so far is in the lineage\n");
+  else if (stop.by_budget)
     fmt::print("stopped: {}; everything judged so far is in the lineage (raise the budget and continue with "
                "`kevo resume {} --set llm.budget.tokens=...`)\n",
                stop.reason, run_dir.string());

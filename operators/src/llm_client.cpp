@@ -148,9 +148,10 @@ void Budget::settle(std::int64_t reserved_tokens, double reserved_usd, std::int6
   used_[1] += used_usd;
 }
 
-// Round layout: used (2), reserved (2), exhausted (1), then per rank its
-// demand (2): a sum in which each rank fills its own slots is a gather.
-constexpr std::size_t kFixedSlots = 5;
+// Round layout: used (2), reserved (2), exhausted (1), halted (1), then per
+// rank its demand (2): a sum in which each rank fills its own slots is a
+// gather.
+constexpr std::size_t kFixedSlots = 6;
 
 void Budget::start_shared(int rank, int ranks) {
   shared_ = true;
@@ -171,6 +172,7 @@ void Budget::open_round(double* out) {
     at_open_[q] = used_[q] + reserved_[q];
   }
   out[4] = exhausted_ ? 1.0 : 0.0;
+  out[5] = failure_.empty() ? 0.0 : 1.0;
   if (wanting_) {
     out[kFixedSlots + 2 * rank_] = demand_[0];
     out[kFixedSlots + 2 * rank_ + 1] = demand_[1];
@@ -182,6 +184,8 @@ void Budget::open_round(double* out) {
 void Budget::close_round(const double* sums) {
   round_open_ = false;
   if (sums[4] > 0.5) exhausted_ = true;
+  if (sums[5] > 0.5 && failure_.empty())
+    halt("llm: another rank stopped the run with an error (its message and lineage say why)");
   double left[kQ];
   for (int q = 0; q < kQ; ++q) {
     others_used_[q] = std::max(0.0, sums[q] - used_at_open_[q]);
@@ -207,7 +211,13 @@ void Budget::close_round(const double* sums) {
   for (int q = 0; q < kQ; ++q) cap_[q] = at_open_[q] + mine[q] + left[q] / ranks_;
 }
 
+void Budget::halt(std::string why) {
+  if (failure_.empty()) failure_ = std::move(why);
+  exhausted_ = true;
+}
+
 std::string Budget::summary() const {
+  if (!failure_.empty()) return failure_;
   std::string s = "llm budget";
   if (limited(0)) s += fmt::format(": {} of {} tokens", run_tokens(), limits_.tokens);
   if (limited(1)) s += fmt::format("{} {:.4f} of {:.4f} USD", limited(0) ? "," : ":", run_usd(), limits_.usd);
@@ -325,41 +335,74 @@ bool retryable_status(int s) {
 
 ReplyCache::ReplyCache(CacheMode mode, fs::path dir) : mode_(mode), dir_(std::move(dir)) {}
 
-std::string ReplyCache::key(const Model& m, const Conversation& c, std::uint64_t sample) {
-  json k = {{"provider", m.provider_label}, {"model", m.model}, {"temperature", m.temperature},
-            {"max_tokens", m.max_tokens}, {"system", c.system}, {"sample", sample},
-            {"messages", json::array()}};
-  for (const auto& x : c.messages) k["messages"].push_back({{"role", x.role}, {"content", x.content}});
-  const std::string text = k.dump(-1, ' ', false, json::error_handler_t::replace);
+namespace {
+
+json key_json(const Model& m, const CacheKey& k) {
+  return {{"provider", m.provider_label}, {"model", m.model},       {"temperature", m.temperature},
+          {"max_tokens", m.max_tokens},   {"task", k.task},         {"id", k.id},
+          {"op", k.op},                   {"parents", k.parents},   {"repair_of", k.repair_of},
+          {"repair_turn", k.repair_turn}, {"sample", k.sample}};
+}
+
+json conversation_json(const Conversation& c) {
+  json msgs = json::array();
+  for (const auto& x : c.messages) msgs.push_back({{"role", x.role}, {"content", x.content}});
+  return {{"system", c.system}, {"messages", msgs}};
+}
+
+}  // namespace
+
+std::string describe(const Model& m, const CacheKey& k) {
+  std::string parents;
+  for (auto p : k.parents) parents += (parents.empty() ? "" : ", ") + std::to_string(p);
+  std::string s = fmt::format("task '{}', candidate {}, operator {}, parents [{}]", k.task, k.id, k.op, parents);
+  if (k.repair_of >= 0) s += fmt::format(", repair {} of candidate {}", k.repair_turn, k.repair_of);
+  return s + fmt::format(", sample {}, model '{}' ({} {}, temperature {}, max_tokens {})", k.sample, m.name,
+                         m.provider_label, m.model, m.temperature, m.max_tokens);
+}
+
+std::string ReplyCache::key(const Model& m, const CacheKey& k) {
+  const std::string text = key_json(m, k).dump(-1, ' ', false, json::error_handler_t::replace);
   // Two independent 64-bit hashes: 128 bits make accidental collisions moot.
   return hex64(fnv1a64(text)) + hex64(fnv1a64(text, 0x84222325cbf29ce4ULL));
 }
 
-std::optional<ChatResult> ReplyCache::lookup(const std::string& key) const {
+std::optional<ReplyCache::Entry> ReplyCache::lookup(const std::string& key) const {
   if (mode_ == CacheMode::off || mode_ == CacheMode::record) return std::nullopt;
-  std::ifstream in(dir_ / key.substr(0, 2) / (key + ".json"), std::ios::binary);
+  const fs::path file = dir_ / key.substr(0, 2) / (key + ".json");
+  std::ifstream in(file, std::ios::binary);
   if (!in) return std::nullopt;
   std::stringstream ss;
   ss << in.rdbuf();
   json j = json::parse(ss.str(), nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("text"))
-    throw Failure("reply cache entry is corrupt: " + (dir_ / key.substr(0, 2) / (key + ".json")).string());
-  ChatResult r;
-  r.ok = true;
-  r.text = j.at("text").get<std::string>();
-  r.input_tokens = j.value("input_tokens", std::int64_t{0});
-  r.output_tokens = j.value("output_tokens", std::int64_t{0});
-  r.cached = true;
-  r.cache_key = key;
-  return r;
+  if (j.is_discarded() || !j.is_object() || !j.contains("text") || !j["text"].is_string())
+    throw Failure("reply cache entry is corrupt: " + file.string());
+  Entry e;
+  e.reply.ok = true;
+  e.reply.text = j.at("text").get<std::string>();
+  e.reply.input_tokens = j.value("input_tokens", std::int64_t{0});
+  e.reply.output_tokens = j.value("output_tokens", std::int64_t{0});
+  e.reply.cached = true;
+  e.reply.cache_key = key;
+  if (const auto p = j.find("prompt"); p != j.end() && p->is_object()) {
+    e.prompt.system = p->value("system", "");
+    for (const auto& x : p->value("messages", json::array()))
+      e.prompt.messages.push_back({x.value("role", ""), x.value("content", "")});
+  }
+  return e;
 }
 
-void ReplyCache::store(const std::string& key, const ChatResult& r) const {
+void ReplyCache::store(const std::string& key, const CacheKey& parts, const Conversation& prompt,
+                       const ChatResult& r) const {
   if (mode_ != CacheMode::record && mode_ != CacheMode::replay_or_call) return;
   const fs::path dir = dir_ / key.substr(0, 2);
   fs::create_directories(dir);
-  const json j = {{"text", r.text}, {"input_tokens", r.input_tokens}, {"output_tokens", r.output_tokens},
-                  {"model", r.model}};
+  // The key's parts ride along (model, ids) so that a person can tell what
+  // an entry answered; the API key is not among them.
+  json k = key_json(Model{}, parts);
+  for (const char* f : {"provider", "model", "temperature", "max_tokens"}) k.erase(f);
+  const json j = {{"text", r.text},     {"input_tokens", r.input_tokens}, {"output_tokens", r.output_tokens},
+                  {"model", r.model},   {"key", k},                       {"prompt", conversation_json(prompt)}};
   const fs::path final_path = dir / (key + ".json");
   const fs::path tmp = final_path.string() + ".tmp";
   {
@@ -376,7 +419,7 @@ struct Client::Job {
   std::size_t model = 0;
   Conversation conversation;
   std::string body;
-  std::uint64_t sample = 0;
+  CacheKey key_parts;
   std::string cache_key;
   int attempts = 0;
   double started = 0.0;
@@ -410,29 +453,48 @@ Client::~Client() {
   curl_multi_cleanup(static_cast<CURLM*>(multi_));
 }
 
-std::uint64_t Client::submit(std::size_t model, Conversation conversation, std::uint64_t sample) {
+std::uint64_t Client::submit(std::size_t model, Conversation conversation, CacheKey key) {
   if (model >= models_.size()) throw Failure(fmt::format("llm client: no model {}", model));
   const std::uint64_t ticket = next_ticket_++;
   auto job = std::make_unique<Job>();
   job->model = model;
-  job->sample = sample;
   job->started = now_s();
   job->partial.model = models_[model].name;
-  if (cache_ && cache_->mode() != CacheMode::off) job->cache_key = ReplyCache::key(models_[model], conversation, sample);
+  if (cache_ && cache_->mode() != CacheMode::off) job->cache_key = ReplyCache::key(models_[model], key);
   if (cache_ && (cache_->mode() == CacheMode::replay || cache_->mode() == CacheMode::replay_or_call)) {
     if (auto hit = cache_->lookup(job->cache_key)) {
-      hit->model = models_[model].name;
-      done_.emplace_back(ticket, std::move(*hit));
+      // The key does not hold the prompt: a prompt that differs from the
+      // recorded one (other measured timings in it) still gets the recorded
+      // reply, and is counted.
+      const bool same = hit->prompt.system == conversation.system &&
+                        hit->prompt.messages.size() == conversation.messages.size() &&
+                        std::equal(conversation.messages.begin(), conversation.messages.end(),
+                                   hit->prompt.messages.begin(), [](const Message& a, const Message& b) {
+                                     return a.role == b.role && a.content == b.content;
+                                   });
+      hit->reply.model = models_[model].name;
+      hit->reply.prompt_drifted = !same;
+      ++stats_.replayed;
+      stats_.drifted += same ? 0 : 1;
+      done_.emplace_back(ticket, std::move(hit->reply));
       return ticket;
     }
     if (cache_->mode() == CacheMode::replay) {
+      // Never a silent run of failures: the run stops (resumable, e.g. with
+      // --set llm.cache.mode=replay_or_call).
+      ++stats_.missed;
       ChatResult miss = job->partial;
-      miss.error = "replay: no cached reply for key " + job->cache_key;
+      miss.error = fmt::format("replay: no cached reply in {} for {} (key {})", cache_->dir().string(),
+                               describe(models_[model], key), job->cache_key);
       miss.cache_key = job->cache_key;
+      budget_.halt(miss.error + "; the run stops (continue with `kevo resume RUN_DIR --set llm.cache.mode=replay_or_call`"
+                                " to ask the model for what the cache lacks)");
       done_.emplace_back(ticket, std::move(miss));
       return ticket;
     }
+    ++stats_.called;
   }
+  job->key_parts = std::move(key);
   job->body = request_body(models_[model], conversation);
   job->conversation = std::move(conversation);
   jobs_.emplace(ticket, std::move(job));
@@ -443,7 +505,8 @@ void Client::end_job(std::uint64_t ticket, ChatResult result) {
   auto it = jobs_.find(ticket);
   result.latency_s = now_s() - it->second->started;
   result.cache_key = it->second->cache_key;
-  if (result.ok && cache_ && !it->second->cache_key.empty()) cache_->store(it->second->cache_key, result);
+  if (result.ok && cache_ && !it->second->cache_key.empty())
+    cache_->store(it->second->cache_key, it->second->key_parts, it->second->conversation, result);
   done_.emplace_back(ticket, std::move(result));
   jobs_.erase(it);
 }

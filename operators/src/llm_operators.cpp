@@ -239,6 +239,13 @@ ServiceConfig parse_service_config(StrictObject& o, const fs::path& base) {
     k->finish();
   }
   c.cache_dir = cache_dir;   // relative to the working directory, like out_dir
+  // A replay answers only from the cache: without one every request would
+  // miss, so say so before the run starts.
+  if (c.cache_mode == CacheMode::replay && !fs::is_directory(c.cache_dir))
+    throw InputError(o.file(), o.pointer() + "/cache/dir",
+                     fmt::format("an existing folder of recorded replies for cache.mode \"replay\" ('{}' is not a "
+                                 "folder; record one with cache.mode \"record\")",
+                                 cache_dir));
   auto rel = [&](const std::string& p) { return fs::path(p).is_relative() ? base / p : fs::path(p); };
   const std::string prompts = o.string("prompts_dir", "prompts");
   const std::string knowledge = o.string("knowledge_dir", "knowledge");
@@ -313,12 +320,22 @@ std::size_t Service::pick_model(Rng& rng) const {
   return config_.models.size() - 1;
 }
 
-std::uint64_t Service::next_sample(const Model& m, const Conversation& c) {
-  return samples_[ReplyCache::key(m, c, 0)]++;
+std::string Service::cache_note() const {
+  const ReplyCache* cache = client_->cache();
+  if (!cache || cache->mode() == CacheMode::off) return {};
+  const CacheStats& st = client_->cache_stats();
+  if (cache->mode() == CacheMode::record)
+    return fmt::format("llm cache record: replies stored in {}", cache->dir().string());
+  std::string s = fmt::format("llm cache {}: {} repl{} from {}, {} of them for a prompt that differs from the recorded one",
+                              to_string(cache->mode()), st.replayed, st.replayed == 1 ? "y" : "ies",
+                              cache->dir().string(), st.drifted);
+  if (cache->mode() == CacheMode::replay_or_call) s += fmt::format("; {} not in the cache, asked of the model", st.called);
+  else s += fmt::format("; {} missed", st.missed);
+  return s;
 }
 
-std::uint64_t Service::submit(const void* owner, std::size_t model, Conversation c, std::uint64_t sample) {
-  const auto ticket = client_->submit(model, std::move(c), sample);
+std::uint64_t Service::submit(const void* owner, std::size_t model, Conversation c, CacheKey key) {
+  const auto ticket = client_->submit(model, std::move(c), std::move(key));
   owner_of_[ticket] = owner;
   return ticket;
 }
@@ -478,7 +495,7 @@ struct LlmOperator::Job {
   Conversation conv;
   std::size_t model = 0;
   int step = 0;                  // analyst: 0 = analysis, 1 = generation
-  std::uint64_t sample = 0;      // reply-cache sample index, fixed at begin()
+  CacheKey key;                  // finds the reply in the cache: fixed at begin(), the sample at each send
   std::string profile_request;   // analyst: why its child should be profiled ("" = no request)
   std::int64_t repair_of = -1;   // fix: the failed candidate this repairs
   int repair_turn = 0;           // fix: 1 for the first repair of a conversation
@@ -535,10 +552,12 @@ bool LlmOperator::applicable(const Task& task) const {
 }
 
 void LlmOperator::send(Job& job, std::uint64_t) {
-  // The sample index is taken when the job begins (in id order under
-  // deterministic ordering), never when a reply arrives: later turns of two
-  // identical conversations must not swap indices between record and replay.
-  const auto ticket = service_->submit(this, job.model, job.conv, job.sample);
+  // The cache key names the child, the operator, the parents and the
+  // request's place in the child's conversation, never the prompt text: a
+  // replay finds its replies although the parents' measured timings in the
+  // prompts differ (docs/llm.md#record-and-replay).
+  job.key.sample = static_cast<int>(job.turns.size());
+  const auto ticket = service_->submit(this, job.model, job.conv, job.key);
   jobs_[ticket].reset(&job);   // owned from here on
 }
 
@@ -550,6 +569,10 @@ std::optional<OperatorOutcome> LlmOperator::do_begin(const OperatorRequest& req)
   job->parent_point = req.parents.front()->point;
   job->slots = prompt_slots(req, *service_, static_cast<std::size_t>(options_.inspirations));
   job->model = service_->pick_model(*req.rng);
+  job->key.task = req.task->name;
+  job->key.id = req.id;
+  job->key.op = name();
+  for (const Candidate* p : req.parents) job->key.parents.push_back(p->id);
   std::string system_name = "system_" + req.task->backend;
   job->conv.system = service_->prompt(system_name).render(job->slots);
   if (options_.kind == Kind::fix) {
@@ -569,7 +592,8 @@ std::optional<OperatorOutcome> LlmOperator::do_begin(const OperatorRequest& req)
       job->slots["knowledge"] = know.empty() ? "(none)" : know;
       repairs_.erase(it);
       job->conv.messages.push_back({"user", service_->prompt("fix").render(job->slots)});
-      job->sample = service_->next_sample(service_->config().models[job->model], job->conv);
+      job->key.repair_of = job->repair_of;
+      job->key.repair_turn = job->repair_turn;
       Job* raw = job.release();
       send(*raw, 0);
       return std::nullopt;
@@ -599,7 +623,6 @@ std::optional<OperatorOutcome> LlmOperator::do_begin(const OperatorRequest& req)
       break;
   }
   job->conv.messages.push_back({"user", service_->prompt(tmpl).render(job->slots)});
-  job->sample = service_->next_sample(service_->config().models[job->model], job->conv);
   Job* raw = job.release();
   send(*raw, 0);
   return std::nullopt;
@@ -617,6 +640,7 @@ std::optional<OperatorOutcome> LlmOperator::finish(Job& job, const ChatResult& r
                        {"http_status", r.http_status}, {"input_tokens", r.input_tokens},
                        {"output_tokens", r.output_tokens}, {"latency_s", r.latency_s}, {"retries", r.retries},
                        {"cost_usd", r.cost_usd}, {"cached", r.cached}});
+  if (r.cached) job.turns.back()["prompt_drifted"] = r.prompt_drifted;
   if (job.repair_of >= 0) {
     job.turns.back()["repair_of"] = job.repair_of;
     job.turns.back()["repair_turn"] = job.repair_turn;

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <filesystem>
 #include <regex>
+#include <set>
 
 namespace kevo {
 namespace {
@@ -377,6 +378,52 @@ TEST(LlmBudget, NeverExceededRetriesIncluded) {
   EXPECT_EQ(d.budget().used_usd(), 0.0);
 }
 
+CacheKey key_of(std::uint64_t id) { return {"reduce_sum", id, "llm_rewrite", {3, 5}, -1, 0, 0}; }
+
+TEST(LlmCache, KeyNamesTheRequestNotItsMeasuredPrompt) {
+  Model m;
+  m.provider_label = "openai";
+  m.model = "fake-coder";
+  const CacheKey base = key_of(12);
+  const std::string k = ReplyCache::key(m, base);
+  EXPECT_EQ(k.size(), 32u);
+  EXPECT_EQ(ReplyCache::key(m, key_of(12)), k);   // a function of the parts alone
+  // Every part changes the key.
+  std::vector<CacheKey> others(9, base);
+  others[0].task = "softmax";
+  others[1].id = 13;
+  others[2].op = "llm_diff";
+  others[3].parents = {3};
+  others[4].parents = {5, 3};
+  others[5].repair_of = 7;
+  others[6].repair_turn = 1;
+  others[7].sample = 1;
+  others[8].parents.clear();
+  std::set<std::string> keys = {k};
+  for (const auto& o : others) keys.insert(ReplyCache::key(m, o));
+  Model hot = m, other = m, longer = m;
+  hot.temperature = 1.0;
+  other.model = "fake-coder-2";
+  longer.max_tokens = 8;
+  for (const auto& mm : {hot, other, longer}) keys.insert(ReplyCache::key(mm, base));
+  EXPECT_EQ(keys.size(), 1 + others.size() + 3);
+  // The error text of a miss names every part.
+  const std::string d = describe(m, {"reduce_sum", 12, "llm_fix", {3}, 7, 2, 1});
+  for (const char* part : {"task 'reduce_sum'", "candidate 12", "operator llm_fix", "parents [3]",
+                           "repair 2 of candidate 7", "sample 1", "fake-coder"})
+    EXPECT_NE(d.find(part), std::string::npos) << part << " not in: " << d;
+}
+
+Model unreachable_model() {
+  Model m;
+  m.name = "oa";
+  m.provider_label = "openai";
+  m.base_url = "http://127.0.0.1:9/v1";
+  m.model = "fake-coder";
+  m.max_tokens = 128;
+  return m;
+}
+
 TEST(LlmCache, RecordThenReplayWithoutServer) {
   const fs::path dir = fs::temp_directory_path() / ("kevo-llm-cache-" + std::to_string(::getpid()));
   fs::remove_all(dir);
@@ -386,26 +433,78 @@ TEST(LlmCache, RecordThenReplayWithoutServer) {
     ASSERT_TRUE(s.up());
     Client c({model_for(s, Provider::openai)}, fast_options(), {},
              std::make_shared<ReplyCache>(CacheMode::record, dir));
-    c.submit(0, hello(), 0);
+    c.submit(0, hello(), key_of(12));
     auto r = run_all(c, 1);
     ASSERT_TRUE(r[0].ok);
     recorded = r[0].text;
   }
-  Model m;
-  m.name = "oa";
-  m.provider_label = "openai";
-  m.base_url = "http://127.0.0.1:9/v1";
-  m.model = "fake-coder";
-  m.max_tokens = 128;
-  Client replay({m}, fast_options(), {}, std::make_shared<ReplyCache>(CacheMode::replay, dir));
-  replay.submit(0, hello(), 0);
-  replay.submit(0, hello(), 1);   // another sample index: not recorded
+  Client replay({unreachable_model()}, fast_options(), {}, std::make_shared<ReplyCache>(CacheMode::replay, dir));
+  replay.submit(0, hello(), key_of(12));
+  // The same request with a prompt whose measured timings differ: the
+  // recorded reply, counted as drifted.
+  Conversation drifted = hello();
+  drifted.messages[0].content = "say hi (speedup 1.031x)";
+  replay.submit(0, drifted, key_of(12));
   auto r = run_all(replay, 2);
-  EXPECT_TRUE(r[0].ok);
+  ASSERT_TRUE(r[0].ok) << r[0].error;
   EXPECT_TRUE(r[0].cached);
+  EXPECT_FALSE(r[0].prompt_drifted);
   EXPECT_EQ(r[0].text, recorded);
-  EXPECT_FALSE(r[1].ok);
-  EXPECT_NE(r[1].error.find("replay: no cached reply"), std::string::npos);
+  ASSERT_TRUE(r[1].ok) << r[1].error;
+  EXPECT_TRUE(r[1].prompt_drifted);
+  EXPECT_EQ(r[1].text, recorded);
+  EXPECT_EQ(replay.cache_stats().replayed, 2);
+  EXPECT_EQ(replay.cache_stats().drifted, 1);
+  EXPECT_EQ(replay.cache_stats().missed, 0);
+  EXPECT_TRUE(replay.budget().failure().empty());
+  fs::remove_all(dir);
+}
+
+TEST(LlmCache, ReplayMissStopsTheRunNamingCacheAndKey) {
+  const fs::path dir = fs::temp_directory_path() / ("kevo-llm-miss-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  Client replay({unreachable_model()}, fast_options(), {}, std::make_shared<ReplyCache>(CacheMode::replay, dir));
+  replay.submit(0, hello(), key_of(13));
+  auto r = run_all(replay, 1);
+  EXPECT_FALSE(r[0].ok);
+  for (const std::string part : {std::string("replay: no cached reply"), dir.string(), std::string("candidate 13"),
+                                 std::string("operator llm_rewrite"), std::string("parents [3, 5]")})
+    EXPECT_NE(r[0].error.find(part), std::string::npos) << part << " not in: " << r[0].error;
+  EXPECT_EQ(replay.cache_stats().missed, 1);
+  // The run stops with the error (SharedBudget::failure): exhausted, a stop
+  // even with on_exhausted "continue", and the message says how to go on.
+  const SharedBudget& b = replay.budget();
+  EXPECT_TRUE(b.exhausted());
+  EXPECT_TRUE(b.stop_when_exhausted());
+  EXPECT_NE(b.failure().find("candidate 13"), std::string::npos) << b.failure();
+  EXPECT_NE(b.failure().find("replay_or_call"), std::string::npos) << b.failure();
+  EXPECT_EQ(b.summary(), b.failure());
+  fs::remove_all(dir);
+}
+
+TEST(LlmCache, ReplayOrCallAsksTheModelOnAMissAndStoresIt) {
+  const fs::path dir = fs::temp_directory_path() / ("kevo-llm-roc-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  {
+    test::FakeServer s(json{{"default", {{"kind", "text"}, {"text", "fresh words"}}}});
+    ASSERT_TRUE(s.up());
+    Client c({model_for(s, Provider::openai)}, fast_options(), {},
+             std::make_shared<ReplyCache>(CacheMode::replay_or_call, dir));
+    c.submit(0, hello(), key_of(14));
+    auto r = run_all(c, 1);
+    ASSERT_TRUE(r[0].ok) << r[0].error;
+    EXPECT_FALSE(r[0].cached);
+    EXPECT_EQ(c.cache_stats().called, 1);
+    EXPECT_TRUE(c.budget().failure().empty());
+  }
+  // Stored with its prompt: a strict replay now finds it, undrifted.
+  Client replay({unreachable_model()}, fast_options(), {}, std::make_shared<ReplyCache>(CacheMode::replay, dir));
+  replay.submit(0, hello(), key_of(14));
+  auto r = run_all(replay, 1);
+  ASSERT_TRUE(r[0].ok) << r[0].error;
+  EXPECT_EQ(r[0].text, "fresh words");
+  EXPECT_FALSE(r[0].prompt_drifted);
   fs::remove_all(dir);
 }
 
@@ -678,6 +777,33 @@ TEST(LlmBudget, SharedBetweenRanksThroughRounds) {
   EXPECT_EQ(x.reserve(1, 0.0), Budget::Grant::wait);
   x.close_round(cx.data());
   EXPECT_EQ(x.reserve(1, 0.0), Budget::Grant::ok);
+}
+
+// A replay miss on one rank (Budget::halt) stops every rank with an error
+// at the next round, also where the budget itself would let the run go on.
+TEST(LlmBudget, HaltReachesTheOtherRanksAsAFailure) {
+  BudgetLimits lim;
+  lim.stop_when_spent = false;   // on_exhausted "continue": a halt stops all the same
+  Budget a(lim), b(lim);
+  a.start_shared(0, 2);
+  b.start_shared(1, 2);
+  std::vector<double> ca(a.width()), cb(b.width()), sum(a.width());
+  a.halt("replay: no cached reply in cache for candidate 7");
+  EXPECT_TRUE(a.exhausted());
+  EXPECT_TRUE(a.stop_when_exhausted());
+  EXPECT_EQ(a.failure(), "replay: no cached reply in cache for candidate 7");
+  EXPECT_TRUE(b.failure().empty());
+  EXPECT_FALSE(b.stop_when_exhausted());
+  a.open_round(ca.data());
+  b.open_round(cb.data());
+  for (std::size_t k = 0; k < sum.size(); ++k) sum[k] = ca[k] + cb[k];
+  a.close_round(sum.data());
+  b.close_round(sum.data());
+  EXPECT_TRUE(b.exhausted());
+  EXPECT_TRUE(b.stop_when_exhausted());
+  EXPECT_NE(b.failure().find("another rank stopped the run"), std::string::npos) << b.failure();
+  EXPECT_EQ(a.failure(), "replay: no cached reply in cache for candidate 7");   // the first reason stays
+  EXPECT_EQ(b.reserve(1, 0.0), Budget::Grant::refused);
 }
 
 }  // namespace

@@ -238,8 +238,13 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
     how.signal_time = static_cast<double>(args.stop_signal->unix_ns.load()) / 1e9;
   }
   std::string budget_stop = checkpoint.stop_reason;
-  for (const auto& b : config.shared_budgets)
+  for (const auto& b : config.shared_budgets) {
     if (budget_stop.empty() && b->exhausted() && b->stop_when_exhausted()) budget_stop = b->summary();
+    if (how.failure.empty()) how.failure = b->failure();   // e.g. a replay missed a reply: exit 1
+  }
+  // What plugins report at the end (a replay's cache hits and drifted prompts).
+  how.notes = config.run_notes ? config.run_notes() : std::vector<std::string>{};
+  for (const auto& n : how.notes) sink->event(engine::LineageSink::EventKind::note, -1, rank, -1, n);
   how.stopped = stop.load() > 0 || (network && network->stop_level() > 0) || !budget_stop.empty() || !ok;
   if (!budget_stop.empty()) {
     how.by_budget = true;
@@ -286,13 +291,17 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
     in.ranks = size;
     engine::write_results(run_dir, in);
   }
+  if (!how.failure.empty())
+    fmt::print(stderr, "kevo: rank {}: failure: {}\n", rank, sanitize_utf8(how.failure, kTerminalText));
+  const int code = how.failure.empty() ? 0 : 1;
   if (how.stopped) {
-    // The batch system is ending the job: once every rank is done (rank 0's
-    // results written), nothing is left that MPI_Finalize could lose.
+    // Every rank waits for rank 0's results: mpirun ends the job at the
+    // first non-zero exit. A batch system ending the job may never complete
+    // MPI_Finalize; nothing is left that it could lose.
     world.barrier();
-    env.bound_finalize(0.05, 0);
+    env.bound_finalize(0.05, code);
   }
-  return 0;
+  return code;
 }
 
 }  // namespace kevo::mpi

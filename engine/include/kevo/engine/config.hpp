@@ -57,6 +57,19 @@ struct Plugins {
   // Run-wide budgets of the plugins (the LLM tokens and USD), asked for after
   // the sections and operators are built; may be empty.
   std::function<std::vector<std::shared_ptr<SharedBudget>>()> shared_budgets;
+  // A plugin's record of the run that a replay reproduces (the LLM reply
+  // cache), asked for after the sections: backend.verdicts.mode "auto"
+  // follows its mode ("off", "record" or "replay") and keeps the verdicts in
+  // its `dir`. May be empty (no such record).
+  struct RunRecord {
+    std::string mode = "off";
+    std::filesystem::path dir;
+  };
+  std::function<RunRecord()> run_record;
+  // Lines the plugins want said at the end of a run (in every rank's lineage
+  // as notes, on the console and in report.json): e.g. how many replayed
+  // prompts drifted from the recorded ones. May be empty.
+  std::function<std::vector<std::string>()> run_notes;
 };
 
 enum class Selection { tournament, proportional };
@@ -123,6 +136,11 @@ struct Config {
   BaselineHook baselines;                        // from the backend; empty: none
   std::vector<BuiltOperator> operators;
   std::vector<std::shared_ptr<SharedBudget>> shared_budgets;   // from Plugins::shared_budgets
+  // The verdict record around the backend (backend.verdicts, engine/verdict_record.hpp).
+  std::string verdicts_mode = "off";             // off, record, replay, remeasure (after "auto" is resolved)
+  std::filesystem::path verdicts_dir;
+  // What to say at the end of a run (the plugins' notes, the verdict record's counts).
+  std::function<std::vector<std::string>()> run_notes;
 
   nlohmann::json effective;                      // the whole config, defaults filled in
 };

@@ -83,6 +83,9 @@ struct ChatResult {
   double cost_usd = 0.0;          // charged to the run's budget
   bool cached = false;            // answered from the reply cache
   std::string cache_key;
+  // Replay: the recorded prompt differs from the one this run built (e.g.
+  // the parent's measured timings differ); the recorded reply is used anyway.
+  bool prompt_drifted = false;
 };
 
 // Tokens and USD of a run, shared by every rank of a multi-rank run
@@ -129,9 +132,15 @@ class Budget final : public SharedBudget {
   void open_round(double* contribution) override;
   void close_round(const double* sums) override;
   bool exhausted() const override { return exhausted_; }
-  bool stop_when_exhausted() const override { return limits_.stop_when_spent; }
+  bool stop_when_exhausted() const override { return limits_.stop_when_spent || !failure_.empty(); }
   std::string summary() const override;
   void restore(const std::vector<std::string_view>& records) override;
+  std::string failure() const override { return failure_; }
+
+  // Stops the run with an error (a replay missed a recorded reply): every
+  // later request is refused, the stop travels to the other ranks with the
+  // next round, and the run exits non-zero with `why`.
+  void halt(std::string why);
 
  private:
   static constexpr int kQ = 2;   // quantities: tokens, USD
@@ -147,19 +156,50 @@ class Budget final : public SharedBudget {
   double used_at_open_[kQ] = {0, 0};
   double demand_[kQ] = {0, 0};         // first waiting reservation since the last round
   bool wanting_ = false, exhausted_ = false, shared_ = false, round_open_ = false;
+  std::string failure_;                // halt(): why the run stops with an error
   int rank_ = 0, ranks_ = 1;
   std::uint64_t rounds_ = 0;
 };
 
-// Content-addressed reply cache: one JSON file per reply, named by a hash of
-// model, parameters, the conversation and the sample index.
+// What a recorded reply is found by (docs/llm.md#record-and-replay): who
+// asked for it, never what the prompt says, so measured values that enter a
+// prompt (the parent's timings) do not change the key. With the model's
+// provider, id, temperature and max_tokens.
+struct CacheKey {
+  std::string task;                    // the task's name
+  std::uint64_t id = 0;                // the child the request is made for
+  std::string op;                      // the operator's name
+  std::vector<std::uint64_t> parents;  // the child's parents' ids, in order
+  std::int64_t repair_of = -1;         // llm_fix: the repaired candidate (-1: none)
+  int repair_turn = 0;                 // llm_fix: 1 for the first repair of a conversation
+  int sample = 0;                      // the request's index within the child (llm_analyst: 0 review, 1 rewrite)
+};
+// "task 'x', candidate 12, operator llm_rewrite, parents [3], sample 0, model 'm'" (for errors).
+std::string describe(const Model& m, const CacheKey& k);
+
+// Replay counts of one client (one rank).
+struct CacheStats {
+  std::int64_t replayed = 0;           // requests answered from the cache
+  std::int64_t drifted = 0;            // of them: the recorded prompt differed from the new one
+  std::int64_t missed = 0;             // replay: requests the cache had no reply for
+  std::int64_t called = 0;             // replay_or_call: misses sent to the model
+};
+
+// The reply cache: one JSON file per reply, named by a hash of the CacheKey
+// and the model; it holds the reply and the prompt it answered, so that a
+// replay can tell a drifted prompt.
 class ReplyCache {
  public:
   ReplyCache(CacheMode mode, std::filesystem::path dir);
   CacheMode mode() const { return mode_; }
-  static std::string key(const Model& m, const Conversation& c, std::uint64_t sample);
-  std::optional<ChatResult> lookup(const std::string& key) const;
-  void store(const std::string& key, const ChatResult& r) const;
+  const std::filesystem::path& dir() const { return dir_; }
+  static std::string key(const Model& m, const CacheKey& k);
+  struct Entry {
+    ChatResult reply;
+    Conversation prompt;               // what the reply answered
+  };
+  std::optional<Entry> lookup(const std::string& key) const;
+  void store(const std::string& key, const CacheKey& parts, const Conversation& prompt, const ChatResult& r) const;
 
  private:
   CacheMode mode_;
@@ -191,8 +231,13 @@ class Client {
   const Budget& budget() const { return budget_; }
   Budget& budget() { return budget_; }
 
-  // Queues a request; returns its ticket. Never blocks.
-  std::uint64_t submit(std::size_t model, Conversation conversation, std::uint64_t sample = 0);
+  // Queues a request; returns its ticket. Never blocks. `key` finds its
+  // reply in the cache (record and replay modes). A replay that misses
+  // halts the budget: the run stops with an error naming the cache folder
+  // and the key.
+  std::uint64_t submit(std::size_t model, Conversation conversation, CacheKey key = {});
+  const CacheStats& cache_stats() const { return stats_; }
+  const ReplyCache* cache() const { return cache_.get(); }
   // Drives the transfers for up to max_wait; returns the requests that ended.
   std::vector<std::pair<std::uint64_t, ChatResult>> poll(std::chrono::milliseconds max_wait);
   std::size_t in_flight() const { return jobs_.size() + done_.size(); }
@@ -219,6 +264,7 @@ class Client {
   std::map<void*, std::unique_ptr<Transfer>> transfers_;   // CURL* -> transfer
   std::vector<int> active_;                    // per model
   std::vector<std::pair<std::uint64_t, ChatResult>> done_;
+  CacheStats stats_;
   std::uint64_t jitter_state_ = 0x9e3779b97f4a7c15ULL;
 };
 

@@ -91,12 +91,13 @@ class Service {
   void probe();
 
   std::size_t pick_model(Rng& rng) const;
-  std::uint64_t submit(const void* owner, std::size_t model, Conversation c, std::uint64_t sample);
+  std::uint64_t submit(const void* owner, std::size_t model, Conversation c, CacheKey key);
   std::vector<std::pair<std::uint64_t, ChatResult>> poll(const void* owner, std::chrono::milliseconds max_wait);
   std::size_t in_flight(const void* owner) const;
-  // A deterministic sample index: how often this exact conversation was
-  // asked before in this run (so replay keys repeat identically).
-  std::uint64_t next_sample(const Model& m, const Conversation& c);
+  // What the reply cache did in this run, for the lineage and the console
+  // at the end ("" when the cache is off): replies replayed, prompts that
+  // drifted from the recorded ones, misses.
+  std::string cache_note() const;
 
   const Template& prompt(const std::string& name);   // loads <prompts_dir>/<name>.md once
   const Knowledge& knowledge(const std::string& backend);
@@ -118,7 +119,6 @@ class Service {
   std::unique_ptr<Client> client_;
   std::map<std::uint64_t, const void*> owner_of_;
   std::map<const void*, std::vector<std::pair<std::uint64_t, ChatResult>>> ready_;
-  std::map<std::string, std::uint64_t> samples_;
   std::map<std::string, Template> prompts_;
   std::map<std::string, Knowledge> knowledge_;
   bool probed_ = false;

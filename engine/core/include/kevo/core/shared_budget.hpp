@@ -39,6 +39,11 @@ class SharedBudget {
   virtual bool stop_when_exhausted() const = 0;
   // One line for the lineage and the console: what was spent of what.
   virtual std::string summary() const = 0;
+  // Non-empty: the budget stopped the run because of an error, not because
+  // it was spent (the LLM budget: a replay missed a recorded reply). The run
+  // stops as for a spent budget (drained, checkpointed, resumable) and exits
+  // non-zero with this message. Implies exhausted() and stop_when_exhausted().
+  virtual std::string failure() const { return {}; }
 
   // Resume: the plugin's lineage records of the sessions before (for the
   // LLM budget the text of every `llm` event); called on every rank with the
