@@ -408,7 +408,7 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
       run_dir_text = run_dir.string();
     } catch (const InputError& e) {
       code = 2;
-      message = e.what();
+      message = engine::attribute_overrides(e, file, args.overrides).what();
     } catch (const std::exception& e) {
       code = 1;
       message = e.what();
@@ -618,6 +618,7 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
                          {"elapsed_seconds", network ? network->global_snapshot().elapsed_seconds : snap.elapsed_seconds},
                          {"ranks", size}};
     if (!report.baselines.is_null()) rj["baselines"] = report.baselines;
+    if (!report.llm.empty()) rj["llm"] = engine::to_json(report.llm);
     if (const nlohmann::json g = config.backend->guarantees(); !g.is_null()) rj["sandbox"] = g;
     engine::write_file(run_dir / "report.json", dump_json(rj, 2) + "\n");
     std::string table = "\n" + engine::format_table(report.rows);
@@ -625,14 +626,13 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
     fmt::print("{}", sanitize_utf8(table, kTerminalText));
     fmt::print("run directory: {}\n", run_dir.string());
     if (!budget_stop.empty())
-      fmt::print("stopped: {}; everything judged so far is in the lineage (raise the budget and continue with "
-                 "`kevo resume {} --set llm.budget.tokens=...`)\n",
-                 budget_stop, run_dir.string());
+      fmt::print("stopped: {}; everything judged so far is in the lineage ({})\n", budget_stop,
+                 stop_advice(config.shared_budgets, run_dir.string()));
     else if (stopped)
       fmt::print("stopped by a signal; everything judged so far is in the lineage (continue with `kevo resume {}`)\n",
                  run_dir.string());
   }
-  return 0;
+  return stop_exit_code(config.shared_budgets);
 }
 
 }  // namespace kevo::mpi

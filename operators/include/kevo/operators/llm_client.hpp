@@ -83,6 +83,29 @@ struct ChatResult {
   double cost_usd = 0.0;          // charged to the run's budget
   bool cached = false;            // answered from the reply cache
   std::string cache_key;
+  // When !ok, what kind of failure (docs/llm.md#failures): auth, payment,
+  // not_found, client, rate_limit, server, timeout, transport,
+  // invalid_reply, empty, refusal, budget, replay_miss.
+  std::string failure;
+  // The failure will repeat for every request to this model (a rejected key,
+  // a model the server does not have): the run stops at once.
+  bool fatal = false;
+};
+
+// How a failed HTTP answer is classified (exposed for tests): its kind and
+// whether every later request to the model would fail the same way (401,
+// 402, 403, 404, 405, 501, and a 400/422 saying the model does not exist).
+struct HttpFailure {
+  std::string kind;
+  bool fatal = false;
+};
+HttpFailure classify_http_failure(int status, const std::string& body);
+
+// What GET {base_url}/models answered at the start-up probe.
+struct ModelsProbe {
+  std::string transport_error;    // "" when the server answered
+  int http_status = 0;
+  std::string body;
 };
 
 // Tokens and USD of a run, shared by every rank of a multi-rank run
@@ -132,6 +155,9 @@ class Budget final : public SharedBudget {
   bool stop_when_exhausted() const override { return limits_.stop_when_spent; }
   std::string summary() const override;
   void restore(const std::vector<std::string_view>& records) override;
+  std::string stop_advice(const std::string& run_dir) const override {
+    return "raise the budget and continue with `kevo resume " + run_dir + " --set llm.budget.tokens=...`";
+  }
 
  private:
   static constexpr int kQ = 2;   // quantities: tokens, USD
@@ -200,6 +226,9 @@ class Client {
   // A TCP connect to the model's host (no request, no key used): "" when it
   // answers, else the reason.
   std::string connect_check(std::size_t model) const;
+  // One authenticated GET {base_url}/models (OpenAI, Anthropic and the
+  // OpenAI-compatible servers list their models there; no tokens are spent).
+  ModelsProbe probe_models(std::size_t model) const;
 
  private:
   struct Job;
