@@ -64,10 +64,13 @@ inline const SharedBudget* stopping_budget(const std::vector<std::shared_ptr<Sha
   return nullptr;
 }
 
-// The exit status of a run that ended with these budgets (0 when none stopped it).
+// The exit status of a run that ended with these budgets: the highest of
+// those that stop it (0 when none does).
 inline int stop_exit_code(const std::vector<std::shared_ptr<SharedBudget>>& budgets) {
-  const SharedBudget* b = stopping_budget(budgets);
-  return b ? b->stop_exit_code() : 0;
+  int code = 0;
+  for (const auto& b : budgets)
+    if (b && b->exhausted() && b->stop_when_exhausted() && b->stop_exit_code() > code) code = b->stop_exit_code();
+  return code;
 }
 
 // The console advice after a budget stop ("" when none stopped the run).
