@@ -36,7 +36,8 @@ Every request is logged as one JSON line to --log, as its answer starts:
 method, n, path, format, model, kind, has_key (whether an API key header
 came; the key itself is never written), bytes, status (the HTTP status sent;
 null for a reset), input_tokens and output_tokens (the usage a 200 reported;
-0 otherwise); with "log_content": true in the script also content (the last
+0 otherwise; a stall is logged on arrival, with status null and no tokens);
+with "log_content": true in the script also content (the last
 message's text, for tests that check what a prompt carried).
 
 GET .../models (the start-up probe) answers the script's "models" behaviour:
@@ -297,6 +298,8 @@ class Handler(BaseHTTPRequestHandler):
             entry["content"] = last if isinstance(last, str) else json.dumps(last)
         self.entry = entry
         if kind == "stall":
+            # Logged on arrival: the client may give up before the answer.
+            self.write_log()
             time.sleep(float(b.get("seconds", 5)))
             kind = "auto"
         if kind == "status":

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 
-CASE, KEVO, SRC, WORK = sys.argv[1:5]
+CASE, KEVO, SRC, WORK = [sys.argv[1]] + [os.path.abspath(a) for a in sys.argv[2:5]]
 CONFIG = os.path.join(SRC, "configs", "llm.json")
 TOY = os.path.join(SRC, "tests", "engine", "data", "toy")
 SERVER = os.path.join(SRC, "tests", "llm", "fake_llm_server.py")
