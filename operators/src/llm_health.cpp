@@ -19,7 +19,7 @@ std::string Health::fatal_reason(std::size_t model, int status, const std::strin
   const Model& m = models_.at(model);
   std::string what;
   if (kind == "auth" || kind == "payment")
-    what = m.api_key_env.empty() ? "the server wants a key (set llm.models.N.api_key_env)"
+    what = m.api_key_env.empty() ? fmt::format("the server wants a key (set llm.models.{}.api_key_env)", model)
                                  : fmt::format("check the key in ${} and the account", m.api_key_env);
   else
     what = "check the model id and base_url";

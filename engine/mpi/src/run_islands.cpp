@@ -632,6 +632,7 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
       fmt::print("stopped by a signal; everything judged so far is in the lineage (continue with `kevo resume {}`)\n",
                  run_dir.string());
   }
+  world.barrier();   // no rank leaves with status 3 (mpirun then ends the job) before rank 0's results are written
   return stop_exit_code(config.shared_budgets);
 }
 
