@@ -1,4 +1,5 @@
-// kevo's command line. Exit codes: 0 ok, 2 usage or input error, 1 runtime failure.
+// kevo's command line. Exit codes: 0 ok, 2 usage or input error, 1 runtime failure, 3 a run
+// stopped because its LLM requests fail (docs/llm.md#failures).
 #include "commands.hpp"
 
 #include "kevo/core/text.hpp"

@@ -80,6 +80,8 @@ engine::Plugins builtin_plugins(const std::vector<std::string>& backend_types) {
   p.shared_budgets = [llm]() {
     std::vector<std::shared_ptr<SharedBudget>> v;
     if (*llm) v.emplace_back(std::shared_ptr<SharedBudget>(*llm, &(*llm)->client().budget()));
+    // The stop rules over the requests' outcomes (docs/llm.md#failures).
+    if (*llm) v.emplace_back((*llm)->health());
     return v;
   };
   // The reply cache is the run's record: the verdict record follows its

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace kevo::engine {
 namespace fs = std::filesystem;
 
@@ -56,6 +58,26 @@ void apply_override(nlohmann::json& doc, const std::string& assignment) {
   }
   *node = value;
   doc = std::move(copy);
+}
+
+InputError attribute_overrides(const InputError& e, const std::string& file,
+                               const std::vector<std::string>& overrides) {
+  if (e.file() != file || e.key().empty() || e.key().front() != '/') return e;
+  std::vector<std::string> parents;
+  // The last override of a key is the one in effect.
+  for (auto it = overrides.rbegin(); it != overrides.rend(); ++it) {
+    const auto eq = it->find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    std::string pointer = "/" + it->substr(0, eq);
+    std::replace(pointer.begin(), pointer.end(), '.', '/');
+    if (e.key() == pointer || e.key().rfind(pointer + "/", 0) == 0)
+      return InputError("--set " + *it, e.key(), e.expected());
+    if (pointer.rfind(e.key() + "/", 0) == 0) parents.push_back(*it);
+  }
+  if (parents.empty()) return e;
+  std::string with;
+  for (auto it = parents.rbegin(); it != parents.rend(); ++it) with += (with.empty() ? "" : ", ") + ("--set " + *it);
+  return InputError(e.file(), e.key(), e.expected() + " (with " + with + ")");
 }
 
 namespace {
@@ -291,7 +313,11 @@ Config parse_config(const nlohmann::json& doc, const std::string& file, const Pl
 Config load_config(const std::string& path, const std::vector<std::string>& overrides, const Plugins& plugins) {
   nlohmann::json doc = read_json_file(path);
   for (const auto& o : overrides) apply_override(doc, o);
-  return parse_config(doc, path, plugins);
+  try {
+    return parse_config(doc, path, plugins);
+  } catch (const InputError& e) {
+    throw attribute_overrides(e, path, overrides);
+  }
 }
 
 }  // namespace kevo::engine

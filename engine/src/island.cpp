@@ -354,6 +354,7 @@ void Island::commit(Candidate c) {
     insert_member(t, c);
   }
   sink_.record(c);
+  llm_.add_candidate(c.op, c.llm);
   for (auto& o : operators_) o.op->observe(c);
 }
 
@@ -420,6 +421,7 @@ IslandSnapshot Island::snapshot() const {
   s.in_flight = static_cast<std::int64_t>(slots_.size());
   s.status = status_;
   for (const auto& t : tasks_) s.tasks.push_back(t.progress);
+  s.llm = llm_;
   return s;
 }
 

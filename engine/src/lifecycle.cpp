@@ -255,6 +255,7 @@ void write_results(const fs::path& run_dir, const ResultsInput& in) {
                        {"ranks", in.ranks}};
   if (!stop.notes.empty()) rj["notes"] = stop.notes;   // rank 0's (each rank's are notes in its lineage)
   if (!report.baselines.is_null()) rj["baselines"] = report.baselines;
+  if (!report.llm.empty()) rj["llm"] = to_json(report.llm);
   if (in.config)
     if (const nlohmann::json g = in.config->backend->guarantees(); !g.is_null()) rj["sandbox"] = g;
   write_file(run_dir / "report.json", dump_json(rj, 2) + "\n");
@@ -266,9 +267,8 @@ void write_results(const fs::path& run_dir, const ResultsInput& in) {
   if (!stop.failure.empty())
     fmt::print("stopped by an error (below); everything judged so far is in the lineage\n");
   else if (stop.by_budget)
-    fmt::print("stopped: {}; everything judged so far is in the lineage (raise the budget and continue with "
-               "`kevo resume {} --set llm.budget.tokens=...`)\n",
-               stop.reason, run_dir.string());
+    fmt::print("stopped: {}; everything judged so far is in the lineage ({})\n", stop.reason,
+               stop.advice.empty() ? "continue with `kevo resume " + run_dir.string() + "`" : stop.advice);
   else if (stop.stopped)
     fmt::print("stopped by {}; everything judged so far is in the lineage, work in flight recorded as lost "
                "(continue with `kevo resume {}`)\n",

@@ -43,6 +43,8 @@ std::string ProgressView::line(const IslandSnapshot& s) const {
     if (t.done) text += "*";
   }
   if (s.ranks > 1) text += fmt::format(" | ranks {}", s.ranks);   // a multi-rank run's global view
+  // Failing LLM requests per operator and model, so a broken server shows.
+  if (const std::string llm = llm_failure_line(s.llm); !llm.empty()) text += " | " + llm;
   return text;
 }
 

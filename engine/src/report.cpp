@@ -12,6 +12,100 @@
 
 namespace kevo::engine {
 
+// ---- LLM requests ----------------------------------------------------------
+
+namespace {
+
+void tally(LlmTally& t, const nlohmann::json& r) {
+  auto num = [&](const char* key) -> std::int64_t {
+    const auto it = r.find(key);
+    return it != r.end() && it->is_number() ? it->get<std::int64_t>() : 0;
+  };
+  auto flag = [&](const char* key) {
+    const auto it = r.find(key);
+    return it != r.end() && it->is_boolean() && it->get<bool>();
+  };
+  ++t.requests;
+  t.retries += num("retries");
+  t.input_tokens += num("input_tokens");
+  t.output_tokens += num("output_tokens");
+  if (const auto c = r.find("cost_usd"); c != r.end() && c->is_number()) t.usd += c->get<double>();
+  if (flag("cached")) ++t.cached;
+  if (flag("rejected")) ++t.rejected;
+  if (flag("ok")) return;
+  ++t.failures;
+  // Records written before failures had kinds: the HTTP status says most.
+  std::string kind = "other";
+  if (const auto k = r.find("failure"); k != r.end() && k->is_string() && !k->get<std::string>().empty())
+    kind = k->get<std::string>();
+  else if (num("http_status") > 0)
+    kind = fmt::format("http {}", num("http_status"));
+  ++t.failures_by_kind[kind];
+}
+
+nlohmann::json tally_json(const LlmTally& t) {
+  return {{"requests", t.requests},         {"failures", t.failures},
+          {"failures_by_kind", t.failures_by_kind}, {"rejected", t.rejected},
+          {"retries", t.retries},           {"cached", t.cached},
+          {"input_tokens", t.input_tokens}, {"output_tokens", t.output_tokens},
+          {"usd", t.usd}};
+}
+
+std::string kinds_text(const LlmTally& t) {
+  std::string s;
+  for (const auto& [k, n] : t.failures_by_kind) s += fmt::format("{}{} {}", s.empty() ? "" : ", ", k, n);
+  return s;
+}
+
+}  // namespace
+
+void LlmSummary::add(const std::string& op, const nlohmann::json& record) {
+  if (!record.is_object()) return;
+  const auto m = record.find("model");
+  const std::string model = m != record.end() && m->is_string() ? m->get<std::string>() : std::string("?");
+  tally(total, record);
+  tally(by_model[model], record);
+  tally(by_operator[op], record);
+  tally(by_operator_model[op + "/" + model], record);
+}
+
+void LlmSummary::add_candidate(const std::string& op, const std::string& llm_text) {
+  if (llm_text.empty()) return;
+  const auto turns = nlohmann::json::parse(llm_text, nullptr, false);
+  if (!turns.is_array()) return;
+  for (const auto& t : turns) add(op, t);
+}
+
+nlohmann::json to_json(const LlmSummary& s) {
+  nlohmann::json j = tally_json(s.total);
+  j["by_model"] = nlohmann::json::object();
+  for (const auto& [k, t] : s.by_model) j["by_model"][k] = tally_json(t);
+  j["by_operator"] = nlohmann::json::object();
+  for (const auto& [k, t] : s.by_operator) j["by_operator"][k] = tally_json(t);
+  return j;
+}
+
+std::string format_llm(const LlmSummary& s) {
+  const char* head = "{:<24} {:>8} {:>8} {:>8} {:>7} {:>10} {:>10} {:>10}  {}\n";
+  std::string out = fmt::format(fmt::runtime(head), "llm", "requests", "failed", "rejected", "retries", "tokens in",
+                                "tokens out", "USD", "failures by kind");
+  auto line = [&](const std::string& label, const LlmTally& t) {
+    out += fmt::format(fmt::runtime(head), label, t.requests, t.failures, t.rejected, t.retries, t.input_tokens,
+                       t.output_tokens, fmt::format("{:.4f}", t.usd), kinds_text(t));
+  };
+  for (const auto& [k, t] : s.by_model) line("model " + k, t);
+  for (const auto& [k, t] : s.by_operator) line("operator " + k, t);
+  line("total", s.total);
+  return out;
+}
+
+std::string llm_failure_line(const LlmSummary& s) {
+  std::string out;
+  for (const auto& [k, t] : s.by_operator_model)
+    if (t.failures > 0) out += fmt::format("{}{} {} of {}", out.empty() ? "llm failed " : ", ", k, t.failures, t.requests);
+  return out;
+}
+
 RunReport read_report(const std::filesystem::path& run_dir) {
   auto readers = lineage::read_run_dir(run_dir);
   RunReport r;
@@ -57,6 +151,16 @@ RunReport read_report(const std::filesystem::path& run_dir) {
       }
     }
     for (const auto& [name, row] : best) by_task[name].best_params = reader.text(row->params);
+    // LLM requests: one `llm` event each, written with its candidate (a
+    // migrant's copy brings none), named by the candidate's operator.
+    std::unordered_map<std::uint64_t, std::string> op_of;
+    for (const auto& row : reader.rows())
+      if (row.written() && row.origin_rank == row.rank) op_of[row.id] = std::string(row.op_name());
+    for (const auto& e : reader.events()) {
+      if (e.kind != lineage::EventKind::llm) continue;
+      const auto op = e.id >= 0 ? op_of.find(static_cast<std::uint64_t>(e.id)) : op_of.end();
+      r.llm.add(op == op_of.end() ? std::string("?") : op->second, nlohmann::json::parse(e.text, nullptr, false));
+    }
   }
   for (const auto& name : order) r.rows.push_back(by_task[name]);
   r.baselines = read_baselines(run_dir);
@@ -67,6 +171,7 @@ nlohmann::json to_json(const RunReport& r) {
   nlohmann::json j = {{"run_dir", r.run_dir.string()}, {"ranks", r.ranks},   {"records", r.records},
                       {"seed", r.seed},                {"host", r.host},     {"tasks", rows_to_json(r.rows)}};
   if (!r.baselines.is_null()) j["baselines"] = r.baselines;
+  if (!r.llm.empty()) j["llm"] = to_json(r.llm);
   return j;
 }
 

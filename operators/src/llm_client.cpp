@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -87,7 +88,56 @@ std::string snippet(const std::string& body) {
   return sanitize_utf8(s, kShownText);
 }
 
+// A server may quote the key it rejected: the text of an error never
+// carries it (it goes to the lineage and the console).
+std::string redact_key(std::string text, const Model& m) {
+  if (m.api_key.size() < 4) return text;
+  for (auto at = text.find(m.api_key); at != std::string::npos; at = text.find(m.api_key, at))
+    text.replace(at, m.api_key.size(), "<key>");
+  return text;
+}
+
+void add_auth_headers(HeaderList& headers, const Model& m) {
+  if (m.provider == Provider::openai) {
+    if (!m.api_key.empty()) headers.add("Authorization: Bearer " + m.api_key);
+  } else {
+    if (!m.api_key.empty()) headers.add("x-api-key: " + m.api_key);
+    headers.add("anthropic-version: 2023-06-01");
+  }
+}
+
+// The kind of a 2xx reply that could not be used (ParsedReply::error).
+std::string reply_failure_kind(const std::string& error) {
+  if (error.rfind("refusal", 0) == 0) return "refusal";
+  if (error.rfind("empty", 0) == 0) return "empty";
+  return "invalid_reply";
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 }  // namespace
+
+HttpFailure classify_http_failure(int status, const std::string& body) {
+  if (status == 401 || status == 403) return {"auth", true};
+  if (status == 402) return {"payment", true};
+  // No such model, or no such endpoint at base_url: the same for every request.
+  if (status == 404 || status == 405 || status == 501) return {"not_found", true};
+  if (status == 400 || status == 422) {
+    const std::string b = lower(body);
+    const bool about_model = b.find("model") != std::string::npos;
+    for (const char* says : {"not found", "does not exist", "not exist", "unknown model", "invalid model",
+                             "model_not_found", "no such model", "not supported"})
+      if (about_model && b.find(says) != std::string::npos) return {"not_found", true};
+    return {"client", false};
+  }
+  if (status == 408) return {"timeout", false};
+  if (status == 429) return {"rate_limit", false};
+  if (status >= 500) return {"server", false};
+  return {"client", false};
+}
 
 CacheMode cache_mode_from_string(const std::string& s) {
   if (s == "off") return CacheMode::off;
@@ -486,6 +536,7 @@ std::uint64_t Client::submit(std::size_t model, Conversation conversation, Cache
       ChatResult miss = job->partial;
       miss.error = fmt::format("replay: no cached reply in {} for {} (key {})", cache_->dir().string(),
                                describe(models_[model], key), job->cache_key);
+      miss.failure = "replay_miss";
       miss.cache_key = job->cache_key;
       budget_.halt(miss.error + "; the run stops (continue with `kevo resume RUN_DIR --set llm.cache.mode=replay_or_call`"
                                 " to ask the model for what the cache lacks)");
@@ -526,6 +577,7 @@ void Client::start_attempt(std::uint64_t ticket, Job& job, double now) {
     ChatResult r = job.partial;
     r.retries = std::max(0, job.attempts - 1);
     r.error = fmt::format("budget exhausted: {} (this request may need {} tokens)", budget_.summary(), tokens);
+    r.failure = "budget";
     end_job(ticket, std::move(r));
     return;
   }
@@ -539,12 +591,7 @@ void Client::start_attempt(std::uint64_t ticket, Job& job, double now) {
   url += m.provider == Provider::openai ? "/chat/completions" : "/messages";
   t->headers.add("Content-Type: application/json");
   t->headers.add("Expect:");   // no 100-continue round trip
-  if (m.provider == Provider::openai) {
-    if (!m.api_key.empty()) t->headers.add("Authorization: Bearer " + m.api_key);
-  } else {
-    if (!m.api_key.empty()) t->headers.add("x-api-key: " + m.api_key);
-    t->headers.add("anthropic-version: 2023-06-01");
-  }
+  add_auth_headers(t->headers, m);
   curl_easy_setopt(h, CURLOPT_URL, url.c_str());
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, t->headers.list);
   curl_easy_setopt(h, CURLOPT_POSTFIELDS, t->body.c_str());
@@ -590,18 +637,24 @@ void Client::finish_transfer(Transfer* t, int code) {
 
   bool retry = false;
   bool ok = false;
-  std::string error;
+  bool fatal = false;
+  std::string error, failure;
   ParsedReply parsed;
   if (code != CURLE_OK) {
     error = fmt::format("transport: {} ({})", curl_easy_strerror(static_cast<CURLcode>(code)), m.base_url);
+    failure = code == CURLE_OPERATION_TIMEDOUT ? "timeout" : "transport";
     retry = true;   // refused, reset, timed out, truncated: all transient
   } else if (status < 200 || status >= 300) {
-    error = fmt::format("http {}: {}", status, snippet(t->response));
+    error = fmt::format("http {}: {}", status, snippet(redact_key(t->response, m)));
     retry = retryable_status(static_cast<int>(status));
+    const HttpFailure f = classify_http_failure(static_cast<int>(status), t->response);
+    failure = f.kind;
+    fatal = f.fatal;
   } else {
     parsed = parse_response(m.provider, t->response);
     ok = parsed.ok;
     error = parsed.error;
+    if (!ok) failure = reply_failure_kind(parsed.error);
     // A garbled 200 is the server's or the network's fault: try again. An
     // empty or refused answer is the model's: recorded, not retried.
     retry = !ok && parsed.error.rfind("invalid JSON", 0) == 0;
@@ -636,6 +689,8 @@ void Client::finish_transfer(Transfer* t, int code) {
   }
   ChatResult r = job.partial;
   r.error = error + (retry ? fmt::format(" (gave up after {} attempts)", job.attempts) : "");
+  r.failure = failure;
+  r.fatal = fatal;
   r.retries = job.attempts - 1;
   end_job(ticket, std::move(r));
 }
@@ -679,6 +734,35 @@ std::string Client::connect_check(std::size_t model) const {
   const CURLcode rc = curl_easy_perform(e.h);
   if (rc == CURLE_OK) return {};
   return curl_easy_strerror(rc);
+}
+
+ModelsProbe Client::probe_models(std::size_t model) const {
+  const Model& m = models_.at(model);
+  EasyHandle e;
+  HeaderList headers;
+  add_auth_headers(headers, m);
+  ModelsProbe out;
+  const std::string url = m.base_url + "/models";
+  curl_easy_setopt(e.h, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(e.h, CURLOPT_HTTPGET, 1L);
+  curl_easy_setopt(e.h, CURLOPT_HTTPHEADER, headers.list);
+  curl_easy_setopt(e.h, CURLOPT_WRITEFUNCTION, &on_body);
+  curl_easy_setopt(e.h, CURLOPT_WRITEDATA, &out.body);
+  curl_easy_setopt(e.h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout_s * 1000));
+  // A listing is small: it never needs the generation timeout.
+  curl_easy_setopt(e.h, CURLOPT_TIMEOUT_MS, static_cast<long>(std::min(options_.timeout_s, 30.0) * 1000));
+  curl_easy_setopt(e.h, CURLOPT_NOSIGNAL, 1L);
+  const CURLcode rc = curl_easy_perform(e.h);
+  if (rc != CURLE_OK) {
+    out.transport_error = curl_easy_strerror(rc);
+    return out;
+  }
+  long status = 0;
+  curl_easy_getinfo(e.h, CURLINFO_RESPONSE_CODE, &status);
+  out.http_status = static_cast<int>(status);
+  if (out.body.size() > (1u << 20)) out.body.resize(1u << 20);
+  out.body = redact_key(std::move(out.body), m);
+  return out;
 }
 
 }  // namespace kevo::operators::llm

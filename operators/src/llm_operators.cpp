@@ -4,6 +4,7 @@
 #include "kevo/core/hash.hpp"
 #include "kevo/core/rng.hpp"
 #include "kevo/core/search_space.hpp"
+#include "kevo/core/text.hpp"
 #include "kevo/operators/llm_reply.hpp"
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -257,6 +259,8 @@ ServiceConfig parse_service_config(StrictObject& o, const fs::path& base) {
   c.inspiration_chars = static_cast<std::size_t>(o.integer("inspiration_chars", 6000, 0, 1 << 24));
   c.hardware = o.string("hardware", "");
   c.probe = o.boolean("probe", true);
+  c.health.max_failure_share = o.number("max_failure_share", c.health.max_failure_share, 0.01, 1.0);
+  c.health.window = static_cast<int>(o.integer("failure_window", c.health.window, 1, 1 << 20));
   o.finish();
   c.source_file = o.file();
   c.pointer = o.pointer();
@@ -275,7 +279,9 @@ ServiceConfig parse_service_config(StrictObject& o, const fs::path& base) {
                  {"knowledge_tokens", c.knowledge_tokens},
                  {"inspiration_chars", c.inspiration_chars},
                  {"hardware", c.hardware},
-                 {"probe", c.probe}};
+                 {"probe", c.probe},
+                 {"max_failure_share", c.health.max_failure_share},
+                 {"failure_window", c.health.window}};
   return c;
 }
 
@@ -294,18 +300,70 @@ Service::Service(ServiceConfig config) : config_(std::move(config)) {
     m.api_key = key;
   }
   client_ = std::make_unique<Client>(config_.models, config_.client, config_.budget, std::move(cache));
+  health_ = std::make_shared<Health>(config_.health, config_.models);
 }
+
+namespace {
+
+// Notes of the probe go to stderr once per run: from the first process of an
+// MPI launch (every rank probes), or from a process that was not launched so.
+bool first_process() {
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"})
+    if (const char* v = std::getenv(var); v && *v) return std::string(v) == "0";
+  return true;
+}
+
+void probe_note(const std::string& text) {
+  if (!first_process()) return;
+  std::fprintf(stderr, "kevo: note: %s\n", sanitize_utf8(text, kTerminalText).c_str());
+  std::fflush(stderr);
+}
+
+// The model ids of a /models listing (OpenAI and Anthropic: {"data": [{"id": ...}]}).
+std::vector<std::string> listed_models(const std::string& body) {
+  std::vector<std::string> ids;
+  const json j = json::parse(body, nullptr, false);
+  if (!j.is_object() || !j.contains("data") || !j["data"].is_array()) return ids;
+  for (const auto& m : j["data"])
+    if (m.is_object() && m.contains("id") && m["id"].is_string()) ids.push_back(m["id"].get<std::string>());
+  return ids;
+}
+
+}  // namespace
 
 void Service::probe() {
   if (probed_ || !config_.probe || config_.cache_mode == CacheMode::replay) return;
   probed_ = true;
   for (std::size_t k = 0; k < config_.models.size(); ++k) {
-    if (config_.models[k].weight <= 0.0) continue;
-    const auto why = client_->connect_check(k);
-    if (!why.empty())
+    const Model& m = config_.models[k];
+    if (m.weight <= 0.0) continue;
+    const ModelsProbe p = client_->probe_models(k);
+    if (!p.transport_error.empty())
       throw Failure(fmt::format("LLM model '{}' is not reachable at {}: {} (start the server, fix llm.models[{}].base_url,"
                                 " or set llm.probe=false)",
-                                config_.models[k].name, config_.models[k].base_url, why, k));
+                                m.name, m.base_url, p.transport_error, k));
+    const std::string answer = fmt::format("GET {}/models answered HTTP {}", m.base_url, p.http_status);
+    if (p.http_status == 401 || p.http_status == 403) {
+      std::string body(utf8_prefix(p.body, 200));
+      std::replace(body.begin(), body.end(), '\n', ' ');
+      if (m.api_key_env.empty())
+        throw InputError(config_.source_file, fmt::format("{}/models/{}/api_key_env", config_.pointer, k),
+                         fmt::format("the name of the variable holding the key of model '{}': {} without one ({})",
+                                     m.name, answer, body));
+      throw InputError("environment", m.api_key_env,
+                       fmt::format("a key that model '{}' at {} accepts: {} ({})", m.name, m.base_url, answer, body));
+    }
+    if (p.http_status < 200 || p.http_status >= 300) {
+      probe_note(fmt::format("cannot check the key of LLM model '{}': {}; the first request will (a rejected key "
+                             "then stops the run, exit 3)",
+                             m.name, answer));
+      continue;
+    }
+    const auto ids = listed_models(p.body);
+    if (!ids.empty() && std::find(ids.begin(), ids.end(), m.model) == ids.end())
+      probe_note(fmt::format("LLM model '{}': the server at {} does not list model id '{}' ({} listed, e.g. '{}'); "
+                             "a request that names an unknown model stops the run",
+                             m.name, m.base_url, m.model, ids.size(), ids.front()));
   }
 }
 
@@ -344,6 +402,8 @@ std::vector<std::pair<std::uint64_t, ChatResult>> Service::poll(const void* owne
   auto& mine = ready_[owner];
   if (mine.empty()) {
     for (auto& [ticket, r] : client_->poll(max_wait)) {
+      for (std::size_t k = 0; k < config_.models.size(); ++k)
+        if (config_.models[k].name == r.model) health_->record(k, r);
       auto it = owner_of_.find(ticket);
       const void* who = it->second;
       owner_of_.erase(it);
@@ -641,11 +701,15 @@ std::optional<OperatorOutcome> LlmOperator::finish(Job& job, const ChatResult& r
                        {"output_tokens", r.output_tokens}, {"latency_s", r.latency_s}, {"retries", r.retries},
                        {"cost_usd", r.cost_usd}, {"cached", r.cached}});
   if (r.cached) job.turns.back()["prompt_drifted"] = r.prompt_drifted;
+  if (!r.ok) job.turns.back()["failure"] = r.failure.empty() ? "other" : r.failure;
   if (job.repair_of >= 0) {
     job.turns.back()["repair_of"] = job.repair_of;
     job.turns.back()["repair_turn"] = job.repair_turn;
   }
   auto done = [&](OperatorOutcome o) {
+    // A reply that came but could not be used (no code, a diff that does
+    // not apply...): counted as rejected in the report.
+    if (r.ok && !o.proposal) job.turns.back()["rejected"] = true;
     o.llm = job.turns.dump(-1, ' ', false, json::error_handler_t::replace);
     return o;
   };

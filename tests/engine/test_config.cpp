@@ -94,5 +94,47 @@ TEST(Config, SetOverrides) {
   EXPECT_EQ(c.island.selection, engine::Selection::proportional);
 }
 
+// The message names what the user wrote: the override, not a file that
+// does not hold the value.
+TEST(Config, SetErrorsNameTheOverrideNotTheFile) {
+  auto bad = [](const std::vector<std::string>& overrides) {
+    auto doc = toy_config();
+    for (const auto& o : overrides) engine::apply_override(doc, o);
+    try {
+      engine::parse_config(doc, "conf.json", test_plugins());
+    } catch (const InputError& e) {
+      return std::string(engine::attribute_overrides(e, "conf.json", overrides).what());
+    }
+    return std::string();
+  };
+  // A value of the wrong type: the override and the key, never the file.
+  const std::string type = bad({"seed=3", "budget.evaluations_per_task=abc"});
+  EXPECT_EQ(type.rfind("--set budget.evaluations_per_task=abc: /budget/evaluations_per_task: expected", 0), 0u) << type;
+  EXPECT_EQ(type.find("conf.json"), std::string::npos) << type;
+  // Below an overridden key (a whole object set at once), and an unknown key.
+  const std::string below = bad({"island={\"population\": -1}"});
+  EXPECT_EQ(below.rfind("--set island={\"population\": -1}: /island/population", 0), 0u) << below;
+  const std::string unknown = bad({"island.populaton=5"});
+  EXPECT_EQ(unknown.rfind("--set island.populaton=5: /island/populaton: unknown key", 0), 0u) << unknown;
+  // The last override of a key is the one in effect.
+  const std::string last = bad({"seed=-1", "seed=-2"});
+  EXPECT_EQ(last.rfind("--set seed=-2: /seed", 0), 0u) << last;
+  // About a parent of the overridden key: the file, with the override named.
+  const std::string parent = bad({"operators.0.enabled=false", "operators.1.enabled=false"});
+  EXPECT_EQ(parent.rfind("conf.json: /operators: expected", 0), 0u) << parent;
+  EXPECT_NE(parent.find("(with --set operators.0.enabled=false, --set operators.1.enabled=false)"), std::string::npos)
+      << parent;
+  // An error the overrides have nothing to do with stays the file's.
+  auto doc = toy_config();
+  doc["island"]["populaton"] = 5;
+  try {
+    engine::parse_config(doc, "conf.json", test_plugins());
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    const std::string own = engine::attribute_overrides(e, "conf.json", {"seed=3"}).what();
+    EXPECT_EQ(own.rfind("conf.json: /island/populaton", 0), 0u) << own;
+  }
+}
+
 }  // namespace
 }  // namespace kevo::test

@@ -32,10 +32,17 @@ A behaviour B is an object with "kind":
                  terminal escape (ESC [2J)
   reset          close the connection without an answer (RST)
 
-Every request is logged as one JSON line to --log: n, path, format, model,
-kind, has_key (whether an API key header came; the key itself is never
-written), bytes; with "log_content": true in the script also content (the
-last message's text, for tests that check what a prompt carried).
+Every request is logged as one JSON line to --log, as its answer starts:
+method, n, path, format, model, kind, has_key (whether an API key header
+came; the key itself is never written), bytes, status (the HTTP status sent;
+null for a reset), input_tokens and output_tokens (the usage a 200 reported;
+0 otherwise; a stall is logged on arrival, with status null and no tokens);
+with "log_content": true in the script also content (the last
+message's text, for tests that check what a prompt carried).
+
+GET .../models (the start-up probe) answers the script's "models" behaviour:
+{"kind": "list", "ids": [...]} (the default, with no ids) or {"kind":
+"status", "status": 401}; it is logged with method GET and does not advance n.
 
 The bound port is printed on stdout as "PORT <n>" (and written to --port-file).
 """
@@ -184,6 +191,36 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    def send_response(self, code, message=None):
+        # Logged before the answer leaves, so a client that has its answer
+        # finds the request in the log.
+        if getattr(self, "entry", None) is not None:
+            self.entry["status"] = code
+            self.write_log()
+        super().send_response(code, message)
+
+    def write_log(self):
+        if LOG and getattr(self, "entry", None) is not None:
+            with LOCK:
+                LOG.write(json.dumps(self.entry) + "\n")
+                LOG.flush()
+        self.entry = None
+
+    def do_GET(self):
+        self.entry = {"method": "GET", "path": self.path, "status": None,
+                      "has_key": bool(self.headers.get("Authorization") or self.headers.get("x-api-key"))}
+        try:
+            if not self.path.endswith("/models"):
+                self.send_json(404, {"error": {"message": "no such endpoint " + self.path}})
+                return
+            b = SCRIPT.get("models", {"kind": "list"})
+            if b.get("kind") == "status":
+                self.send_json(int(b["status"]), {"error": {"message": b.get("body", "scripted error")}})
+                return
+            self.send_json(200, {"object": "list", "data": [{"id": i, "object": "model"} for i in b.get("ids", [])]})
+        finally:
+            self.write_log()
+
     def send_json(self, status, obj, extra=None, raw=None):
         body = json.dumps(obj).encode()
         if raw:
@@ -198,6 +235,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def reply(self, fmt, model, text, prompt_len, raw=None):
         usage_in, usage_out = max(1, prompt_len // 4), max(1, len(text) // 4)
+        if getattr(self, "entry", None) is not None:
+            self.entry["input_tokens"], self.entry["output_tokens"] = usage_in, usage_out
         if fmt == "openai":
             self.send_json(200, {"id": "fake", "object": "chat.completion", "model": model,
                                  "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
@@ -210,6 +249,13 @@ class Handler(BaseHTTPRequestHandler):
                                  "usage": {"input_tokens": usage_in, "output_tokens": usage_out}}, raw=raw)
 
     def do_POST(self):
+        self.entry = None
+        try:
+            self.post()
+        finally:
+            self.write_log()
+
+    def post(self):
         length = int(self.headers.get("Content-Length", "0"))
         raw_request = self.rfile.read(length)
         fmt = "anthropic" if self.path.endswith("/messages") else "openai"
@@ -244,16 +290,16 @@ class Handler(BaseHTTPRequestHandler):
         b = seq[n] if n < len(seq) else SCRIPT.get("default", {"kind": "auto"})
         kind = b.get("kind", "auto")
         has_key = bool(self.headers.get("Authorization") or self.headers.get("x-api-key"))
-        if LOG:
-            with LOCK:
-                entry = {"n": n, "path": self.path, "format": fmt, "model": model, "kind": kind,
-                         "has_key": has_key, "bytes": len(raw_request),
-                         "max_tokens": req.get("max_tokens"), "turns": len(msgs)}
-                if SCRIPT.get("log_content"):
-                    entry["content"] = last if isinstance(last, str) else json.dumps(last)
-                LOG.write(json.dumps(entry) + "\n")
-                LOG.flush()
+        entry = {"method": "POST", "n": n, "path": self.path, "format": fmt, "model": model, "kind": kind,
+                 "has_key": has_key, "bytes": len(raw_request),
+                 "max_tokens": req.get("max_tokens"), "turns": len(msgs),
+                 "status": None, "input_tokens": 0, "output_tokens": 0}
+        if SCRIPT.get("log_content"):
+            entry["content"] = last if isinstance(last, str) else json.dumps(last)
+        self.entry = entry
         if kind == "stall":
+            # Logged on arrival: the client may give up before the answer.
+            self.write_log()
             time.sleep(float(b.get("seconds", 5)))
             kind = "auto"
         if kind == "status":

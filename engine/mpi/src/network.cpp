@@ -252,6 +252,7 @@ void IslandNetwork::round(engine::Island& island, bool active) {
   if (active && t - last_round_end_ < o_.islands.stats_seconds) return;
   // Contribute this rank's counters.
   const auto snap = island.snapshot();
+  global_.llm = snap.llm;   // the progress view's LLM failures: this rank's (docs/llm.md#what-a-run-reports)
   std::fill(sum_in_.begin(), sum_in_.end(), 0.0);
   std::fill(max_in_.begin(), max_in_.end(), 0.0);
   sum_in_[s_active] = active ? 1 : 0;

@@ -91,12 +91,17 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
   Outcome out;
   if (rank == 0)
     out.attempt([&] {
-      engine::RunPlan plan = engine::plan_run(request, &dir);
-      file = plan.file;
-      setup = engine::set_up(plan.doc, file, plugins, lrank);
-      if (!resume) dir = engine::RunDirectory::choose_new(request.out, setup.config);
-      doc_text = plan.doc.dump();
-      run_dir_text = dir.path().string();
+      file = resume ? (fs::path(request.resume_dir) / "config.json").string() : request.config;
+      try {
+        engine::RunPlan plan = engine::plan_run(request, &dir);
+        setup = engine::set_up(plan.doc, file, plugins, lrank);
+        if (!resume) dir = engine::RunDirectory::choose_new(request.out, setup.config);
+        doc_text = plan.doc.dump();
+        run_dir_text = dir.path().string();
+      } catch (const InputError& e) {
+        // An error at a key a --set gave names the override, not the file.
+        throw engine::attribute_overrides(e, file, request.overrides);
+      }
     });
   if (const int code = agree(world, out)) {
     if (rank == 0) dir.abandon();
@@ -249,6 +254,7 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
   if (!budget_stop.empty()) {
     how.by_budget = true;
     how.reason = budget_stop;
+    how.advice = stop_advice(config.shared_budgets, run_dir.string());
   } else if (!ok) {
     how.reason = "a lost rank";
   } else if (how.stopped) {
@@ -293,13 +299,16 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
   }
   if (!how.failure.empty())
     fmt::print(stderr, "kevo: rank {}: failure: {}\n", rank, sanitize_utf8(how.failure, kTerminalText));
-  const int code = how.failure.empty() ? 0 : 1;
+  // 1: a plugin's error (a replay miss); else the stopping budget's status
+  // (3: the LLM endpoint keeps failing, docs/llm.md#failures).
+  const int code = !how.failure.empty() ? 1 : stop_exit_code(config.shared_budgets);
   if (how.stopped) {
     // Every rank waits for rank 0's results: mpirun ends the job at the
-    // first non-zero exit. A batch system ending the job may never complete
-    // MPI_Finalize; nothing is left that it could lose.
-    world.barrier();
-    env.bound_finalize(0.05, code);
+    // first non-zero exit. When every rank got the signal, mpirun or the
+    // batch system is ending the job and may never complete MPI_Finalize
+    // (Open MPI's mpirun does not): nothing is left that it could lose.
+    const bool all_signalled = world.allreduce_max(how.signal ? 0 : 1) == 0;
+    if (all_signalled) env.bound_finalize(0.05, code);
   }
   return code;
 }

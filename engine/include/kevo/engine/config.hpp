@@ -149,6 +149,14 @@ struct Config {
 // it is valid JSON, else taken as a string. Array elements are addressed by
 // index ("operators.0.weight"). Throws InputError("--set", ...) on bad syntax.
 void apply_override(nlohmann::json& doc, const std::string& assignment);
+// An error found in a config after `overrides` were applied, told against
+// what the user wrote: an error of `file` at a key an override set (or
+// below it) names the override instead of the file
+// (`--set llm.budget.tokens=abc: /llm/budget/tokens: expected an integer`);
+// one about a parent of an overridden key (`/operators`) keeps the file and
+// adds "(with --set ...)". Other errors come back unchanged.
+InputError attribute_overrides(const InputError& error, const std::string& file,
+                               const std::vector<std::string>& overrides);
 
 // Parses and validates a config. `file` names it in errors and anchors
 // relative task paths. Throws InputError.

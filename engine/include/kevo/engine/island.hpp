@@ -16,6 +16,7 @@
 #include "kevo/core/backend.hpp"
 #include "kevo/core/candidate.hpp"
 #include "kevo/engine/config.hpp"
+#include "kevo/engine/llm_summary.hpp"
 
 #include <array>
 #include <atomic>
@@ -84,6 +85,7 @@ struct IslandSnapshot {
   std::array<std::int64_t, kStatusCount> status{};
   std::vector<TaskProgress> tasks;
   int ranks = 1;                  // ranks alive (a multi-rank run's global view)
+  LlmSummary llm;                 // LLM requests of the committed candidates (this rank's, also in the global view)
 };
 
 struct IslandOptions {
@@ -218,6 +220,7 @@ class Island {
   bool stopping_ = false;
   std::int64_t committed_ = 0, evaluations_ = 0;
   std::array<std::int64_t, kStatusCount> status_{};
+  LlmSummary llm_;                                   // of the committed candidates, for the progress view
 };
 
 }  // namespace kevo::engine

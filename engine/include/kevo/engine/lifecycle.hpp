@@ -154,6 +154,7 @@ struct StopInfo {
   bool by_budget = false;
   int signal = 0;              // the signal that stopped it (0 = none)
   double signal_time = 0.0;    // when it arrived (Unix seconds; 0 = none)
+  std::string advice;          // what to do next, after a budget's stop
   std::string failure;         // a plugin's error that ended the run (exit 1), "" = none
   std::vector<std::string> notes;   // what plugins report at the end (replay counts)
 };

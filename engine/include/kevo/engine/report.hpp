@@ -1,6 +1,7 @@
 // Summaries computed from a run's lineage files (`kevo report`, `kevo lineage`).
 #pragma once
 
+#include "kevo/engine/llm_summary.hpp"
 #include "kevo/engine/progress.hpp"
 
 #include <nlohmann/json.hpp>
@@ -20,6 +21,7 @@ struct RunReport {
   std::uint64_t seed = 0;
   std::string host;
   nlohmann::json baselines;   // RUN_DIR/baselines.json (null when the run has none)
+  LlmSummary llm;             // the `llm` events of every rank file (empty without LLM requests)
 };
 
 // Reads every rank file of RUN_DIR. Throws InputError when it is not a run directory.

@@ -86,6 +86,29 @@ struct ChatResult {
   // Replay: the recorded prompt differs from the one this run built (e.g.
   // the parent's measured timings differ); the recorded reply is used anyway.
   bool prompt_drifted = false;
+  // When !ok, what kind of failure (docs/llm.md#failures): auth, payment,
+  // not_found, client, rate_limit, server, timeout, transport,
+  // invalid_reply, empty, refusal, budget, replay_miss.
+  std::string failure;
+  // The failure will repeat for every request to this model (a rejected key,
+  // a model the server does not have): the run stops at once.
+  bool fatal = false;
+};
+
+// How a failed HTTP answer is classified (exposed for tests): its kind and
+// whether every later request to the model would fail the same way (401,
+// 402, 403, 404, 405, 501, and a 400/422 saying the model does not exist).
+struct HttpFailure {
+  std::string kind;
+  bool fatal = false;
+};
+HttpFailure classify_http_failure(int status, const std::string& body);
+
+// What GET {base_url}/models answered at the start-up probe.
+struct ModelsProbe {
+  std::string transport_error;    // "" when the server answered
+  int http_status = 0;
+  std::string body;
 };
 
 // Tokens and USD of a run, shared by every rank of a multi-rank run
@@ -141,6 +164,11 @@ class Budget final : public SharedBudget {
   // later request is refused, the stop travels to the other ranks with the
   // next round, and the run exits non-zero with `why`.
   void halt(std::string why);
+  std::string stop_advice(const std::string& run_dir) const override {
+    if (!failure_.empty())
+      return "continue with `kevo resume " + run_dir + " --set llm.cache.mode=replay_or_call` to ask the model for what the cache lacks";
+    return "raise the budget and continue with `kevo resume " + run_dir + " --set llm.budget.tokens=...`";
+  }
 
  private:
   static constexpr int kQ = 2;   // quantities: tokens, USD
@@ -245,6 +273,9 @@ class Client {
   // A TCP connect to the model's host (no request, no key used): "" when it
   // answers, else the reason.
   std::string connect_check(std::size_t model) const;
+  // One authenticated GET {base_url}/models (OpenAI, Anthropic and the
+  // OpenAI-compatible servers list their models there; no tokens are spent).
+  ModelsProbe probe_models(std::size_t model) const;
 
  private:
   struct Job;

@@ -8,6 +8,7 @@
 #include "kevo/core/mutation_operator.hpp"
 #include "kevo/core/strict_json.hpp"
 #include "kevo/operators/llm_client.hpp"
+#include "kevo/operators/llm_health.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -66,7 +67,8 @@ struct ServiceConfig {
   std::size_t knowledge_tokens = 600;
   std::size_t inspiration_chars = 6000;   // of inspiration sources per prompt
   std::string hardware;                   // "" = described from this machine
-  bool probe = true;                      // connect check at start
+  bool probe = true;                      // authenticated GET {base_url}/models at start
+  HealthOptions health;                   // max_failure_share, failure_window
   nlohmann::json effective;
   // Where the section is, for errors about the files it points at.
   std::string source_file;                // the config file
@@ -86,9 +88,15 @@ class Service {
   const ServiceConfig& config() const { return config_; }
   Client& client() { return *client_; }
 
-  // Checks once that every model answers a TCP connect (and that its key
-  // variable is set); throws Failure naming the model and URL.
+  // Checks once, before anything is written, that every model with a
+  // positive weight answers GET {base_url}/models and accepts its key:
+  // unreachable is a Failure naming the model and URL, HTTP 401/403 an
+  // InputError naming the key's variable; where the server cannot say (no
+  // listing, a 5xx) a note on stderr says the key is checked by the first
+  // request (docs/llm.md#start-up-probe).
   void probe();
+  // The run-wide stop rules over the requests' outcomes (a SharedBudget).
+  const std::shared_ptr<Health>& health() const { return health_; }
 
   std::size_t pick_model(Rng& rng) const;
   std::uint64_t submit(const void* owner, std::size_t model, Conversation c, CacheKey key);
@@ -117,6 +125,7 @@ class Service {
  private:
   ServiceConfig config_;
   std::unique_ptr<Client> client_;
+  std::shared_ptr<Health> health_;
   std::map<std::uint64_t, const void*> owner_of_;
   std::map<const void*, std::vector<std::pair<std::uint64_t, ChatResult>>> ready_;
   std::map<std::string, Template> prompts_;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,6 +50,38 @@ class SharedBudget {
   // LLM budget the text of every `llm` event); called on every rank with the
   // records of every rank, before start_shared.
   virtual void restore(const std::vector<std::string_view>& records) = 0;
+
+  // The exit status of a run this budget stopped: 0 for a limit reached as
+  // planned (the LLM tokens), non-zero for a stop that needs the user to fix
+  // something first (the LLM health: 3, docs/llm.md#failures).
+  virtual int stop_exit_code() const { return 0; }
+  // What the user does next, for the console line after the stop; `run_dir`
+  // for the resume command.
+  virtual std::string stop_advice(const std::string& run_dir) const {
+    return "continue with `kevo resume " + run_dir + "`";
+  }
 };
+
+// The budget that stopped the run (the first spent one that stops), or null.
+inline const SharedBudget* stopping_budget(const std::vector<std::shared_ptr<SharedBudget>>& budgets) {
+  for (const auto& b : budgets)
+    if (b && b->exhausted() && b->stop_when_exhausted()) return b.get();
+  return nullptr;
+}
+
+// The exit status of a run that ended with these budgets: the highest of
+// those that stop it (0 when none does).
+inline int stop_exit_code(const std::vector<std::shared_ptr<SharedBudget>>& budgets) {
+  int code = 0;
+  for (const auto& b : budgets)
+    if (b && b->exhausted() && b->stop_when_exhausted() && b->stop_exit_code() > code) code = b->stop_exit_code();
+  return code;
+}
+
+// The console advice after a budget stop ("" when none stopped the run).
+inline std::string stop_advice(const std::vector<std::shared_ptr<SharedBudget>>& budgets, const std::string& run_dir) {
+  const SharedBudget* b = stopping_budget(budgets);
+  return b ? b->stop_advice(run_dir) : std::string();
+}
 
 }  // namespace kevo
