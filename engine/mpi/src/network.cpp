@@ -2,6 +2,7 @@
 
 #include "kevo/core/error.hpp"
 #include "kevo/core/rng.hpp"
+#include "kevo/lineage/reader.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -89,11 +90,44 @@ DecodedMigrants decode_migrants(const std::string& bytes) {
   return d;
 }
 
+MigrationHistory migration_history(const std::vector<lineage::LineageReader>& readers, int rank) {
+  MigrationHistory h;
+  for (const auto& rd : readers) {
+    for (const auto& row : rd.rows()) {
+      if (!row.written() || row.status != Status::correct) continue;
+      if (row.origin_rank == row.rank)
+        h.origins.emplace(row.id, row.origin_rank);
+      else
+        h.reached.emplace(row.id, row.rank);   // a migrant's copy: it reached this file's rank
+      if (row.rank == rank) h.recorded.insert(row.id);
+    }
+    // Events also name sends whose arrival a kill kept out of the receiver's
+    // file, and the sender of each arrival (which has the candidate).
+    const auto& events = rd.events();
+    const auto& file_ranks = rd.event_ranks();
+    for (std::size_t k = 0; k < events.size(); ++k) {
+      const auto& e = events[k];
+      if (e.id < 0) continue;
+      const auto id = static_cast<std::uint64_t>(e.id);
+      if (e.kind == lineage::EventKind::migration_out && e.to_rank >= 0) {
+        h.reached.emplace(id, e.to_rank);
+      } else if (e.kind == lineage::EventKind::migration_in) {
+        h.reached.emplace(id, k < file_ranks.size() ? file_ranks[k] : rd.run().rank);
+        if (e.from_rank >= 0) h.reached.emplace(id, e.from_rank);
+      }
+    }
+  }
+  return h;
+}
+
 IslandNetwork::IslandNetwork(const Comm& world, const Comm& group, NetworkOptions options,
                              const std::atomic<int>& stop)
     : world_(world), group_(group), o_(std::move(options)), stop_(stop) {
   world_rank_ = world_.rank();
   world_size_ = world_.size();
+  reached_ = std::move(o_.history.reached);
+  origin_ = std::move(o_.history.origins);
+  recorded_ = std::move(o_.history.recorded);
   group_rank_ = group_.rank();
   group_size_ = group_.size();
   // Setup only (not the island loop): which world rank each group rank is.
@@ -173,12 +207,20 @@ void IslandNetwork::receive(engine::Island& island) {
     const bool replace_worst = o_.islands.migration.replacement == "replace_worst";
     for (std::size_t k = 0; k < d.candidates.size(); ++k) {
       const auto id = d.candidates[k].id;
+      const int origin = d.origins[k];
+      reached_.emplace(id, d.from_rank);   // the sender has it: never sent back there
+      // Back at its origin, or a second arrival (two senders that cannot
+      // know of each other's sends): this rank's file has its row already,
+      // so the arrival is an event, not a row.
+      const char* why = origin == world_rank_ ? "back at its origin"
+                        : recorded_.count(id) ? "already recorded here"
+                                              : "";
       island.record_event(engine::LineageSink::EventKind::migration_in, static_cast<std::int64_t>(id), d.from_rank,
-                          world_rank_, "");
-      // Back home (around a ring): this rank's file has its row already.
-      if (d.origins[k] == world_rank_) continue;
-      origin_.emplace(id, d.origins[k]);
-      island.immigrate(local, std::move(d.candidates[k]), d.origins[k], replace_worst);
+                          world_rank_, why);
+      if (*why) continue;
+      recorded_.insert(id);
+      origin_.emplace(id, origin);
+      island.immigrate(local, std::move(d.candidates[k]), origin, replace_worst);
       ++costs_.migrants_received;
     }
   }
@@ -209,9 +251,11 @@ void IslandNetwork::emigrate(engine::Island& island) {
       std::vector<Candidate> batch;
       std::vector<int> origins;
       for (const auto& c : all) {
-        if (!sent_pairs_.emplace(c.id, dest).second) continue;   // already sent there
         const auto o = origin_.find(c.id);
-        origins.push_back(o == origin_.end() ? world_rank_ : o->second);
+        const int origin = o == origin_.end() ? world_rank_ : o->second;
+        if (origin == dest_world) continue;                          // it was made there
+        if (!reached_.emplace(c.id, dest_world).second) continue;    // already there, or sent there
+        origins.push_back(origin);
         batch.push_back(c);
       }
       if (batch.empty()) continue;

@@ -121,6 +121,7 @@ struct Prior {
   std::vector<Lost> lost;                                  // in flight at the kill, never recorded
   std::vector<std::string> llm_records;                    // every rank's `llm` events (shared budgets)
   std::int64_t old_ranks = 0;
+  MigrationHistory migrations;                             // what reached which rank, and every origin
   // Every recorded candidate of this rank's tasks (task: local index), for
   // Island::replay: `here` ones in the order this island committed them.
   struct Past {
@@ -189,6 +190,7 @@ Prior read_prior(const fs::path& run_dir, const std::vector<std::string>& names,
   // With another rank count no island of the earlier sessions matches this
   // one: it replays every rank's own rows of its tasks, in id order.
   for (const auto& rd : readers) p.old_ranks = std::max<std::int64_t>(p.old_ranks, rd.run().nranks);
+  p.migrations = migration_history(readers, rank);
   const bool same_ranks = p.old_ranks == ranks;
   struct PastRef {
     std::size_t row;
@@ -536,6 +538,7 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
     for (auto t : local) no.local_to_global.push_back(static_cast<int>(t));
     no.budget = config.budget.evaluations_per_task;
     no.spent = prior.spent;
+    no.history = std::move(prior.migrations);
     no.view = rank == 0 ? &view : nullptr;
     for (const auto& b : config.shared_budgets) no.budgets.push_back(b.get());
     network = std::make_unique<IslandNetwork>(world, group, std::move(no), stop);
