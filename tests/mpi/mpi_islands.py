@@ -120,6 +120,13 @@ if case == "migration":
     if len(files) != nranks:
         fail(f"{len(files)} lineage files, wanted {nranks}")
     common_checks(files, run_dir)
+    # No rank file holds two rows of one id (an arrival of an id the file has
+    # is only an event: two senders of a complete exchange cannot know of
+    # each other's sends).
+    for f in files:
+        twice = [i for i, n in collections.Counter(f["rows"]["id"].tolist()).items() if n > 1]
+        if twice:
+            fail(f"rank {f['rank']} holds {len(twice)} id(s) twice: {twice[:5]}")
     by_rank = {f["rank"]: f for f in files}
     origin_ids = {f["rank"]: set(f["rows"]["id"][f["rows"]["origin_rank"] == f["rank"]].tolist()) for f in files}
     edges = set()

@@ -245,18 +245,22 @@ void IslandNetwork::emigrate(engine::Island& island) {
   Rng rng = Rng::derive(o_.seed ^ 0x6d16ULL, static_cast<std::uint64_t>(world_rank_) * 1000003ULL + costs_.messages_sent);
   const bool tournament = o_.islands.migration.selection == "tournament";
   for (std::size_t i = 0; i < island.task_count(); ++i) {
-    const auto all = island.emigrants(i, o_.islands.migration.count, tournament, rng);
     for (int dest : dests) {
       const int dest_world = group_to_world_.at(static_cast<std::size_t>(dest));
-      std::vector<Candidate> batch;
-      std::vector<int> origins;
-      for (const auto& c : all) {
+      const auto origin_of = [&](const Candidate& c) {
         const auto o = origin_.find(c.id);
-        const int origin = o == origin_.end() ? world_rank_ : o->second;
-        if (origin == dest_world) continue;                          // it was made there
-        if (!reached_.emplace(c.id, dest_world).second) continue;    // already there, or sent there
-        origins.push_back(origin);
-        batch.push_back(c);
+        return o == origin_.end() ? world_rank_ : o->second;
+      };
+      // Only members the destination does not have: not made there, not
+      // sent there before (this session or, from the lineage, an earlier
+      // one), not received from there.
+      const auto batch = island.emigrants(i, o_.islands.migration.count, tournament, rng, [&](const Candidate& c) {
+        return origin_of(c) != dest_world && !reached_.count({c.id, dest_world});
+      });
+      std::vector<int> origins;
+      for (const auto& c : batch) {
+        reached_.emplace(c.id, dest_world);
+        origins.push_back(origin_of(c));
       }
       if (batch.empty()) continue;
       Pending p;
