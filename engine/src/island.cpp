@@ -527,24 +527,29 @@ void Island::set_cap(std::size_t i, std::int64_t cap, bool final) {
   t.cap_final = final;
 }
 
-std::vector<Candidate> Island::emigrants(std::size_t i, int count, bool tournament, Rng& rng) const {
+std::vector<Candidate> Island::emigrants(std::size_t i, int count, bool tournament, Rng& rng,
+                                        const std::function<bool(const Candidate&)>& eligible) const {
   const auto& pop = tasks_.at(i).population;
+  // The members that may go (fitness descending, as the population).
+  std::vector<std::size_t> pool;
+  for (std::size_t k = 0; k < pop.size(); ++k)
+    if (!eligible || eligible(pop[k])) pool.push_back(k);
   std::vector<Candidate> out;
-  if (pop.empty() || count <= 0) return out;
+  if (pool.empty() || count <= 0) return out;
   if (!tournament) {
-    for (std::size_t k = 0; k < pop.size() && static_cast<int>(out.size()) < count; ++k) out.push_back(pop[k]);
+    for (std::size_t k = 0; k < pool.size() && static_cast<int>(out.size()) < count; ++k) out.push_back(pop[pool[k]]);
     return out;
   }
-  std::vector<bool> taken(pop.size(), false);
-  for (int k = 0; k < count && k < static_cast<int>(pop.size()); ++k) {
-    std::size_t chosen = pop.size();
+  std::vector<bool> taken(pool.size(), false);
+  for (int k = 0; k < count && k < static_cast<int>(pool.size()); ++k) {
+    std::size_t chosen = pool.size();
     for (int r = 0; r < options_.island.tournament_size; ++r) {
       std::size_t j;
-      do j = rng.below(pop.size()); while (taken[j]);
+      do j = rng.below(pool.size()); while (taken[j]);
       chosen = std::min(chosen, j);   // sorted: lower index is fitter
     }
     taken[chosen] = true;
-    out.push_back(pop[chosen]);
+    out.push_back(pop[pool[chosen]]);
   }
   return out;
 }

@@ -31,6 +31,36 @@ bool judged(Status s) { return s != Status::duplicate && s != Status::invalid &&
 
 }  // namespace
 
+MigrationHistory migration_history(const std::vector<lineage::LineageReader>& readers, int rank) {
+  MigrationHistory h;
+  for (const auto& rd : readers) {
+    for (const auto& row : rd.rows()) {
+      if (!row.written() || row.status != Status::correct) continue;
+      if (row.origin_rank == row.rank)
+        h.origins.emplace(row.id, row.origin_rank);
+      else
+        h.reached.emplace(row.id, row.rank);   // a migrant's copy: it reached this file's rank
+      if (row.rank == rank) h.recorded.insert(row.id);
+    }
+    // Events also name sends whose arrival a kill kept out of the receiver's
+    // file, and the sender of each arrival (which has the candidate).
+    const auto& events = rd.events();
+    const auto& file_ranks = rd.event_ranks();
+    for (std::size_t k = 0; k < events.size(); ++k) {
+      const auto& e = events[k];
+      if (e.id < 0) continue;
+      const auto id = static_cast<std::uint64_t>(e.id);
+      if (e.kind == lineage::EventKind::migration_out && e.to_rank >= 0) {
+        h.reached.emplace(id, e.to_rank);
+      } else if (e.kind == lineage::EventKind::migration_in) {
+        h.reached.emplace(id, k < file_ranks.size() ? file_ranks[k] : rd.run().rank);
+        if (e.from_rank >= 0) h.reached.emplace(id, e.from_rank);
+      }
+    }
+  }
+  return h;
+}
+
 Prior Prior::none(std::size_t tasks, std::size_t local) {
   Prior p;
   p.spent.assign(tasks, 0);
@@ -68,6 +98,7 @@ Prior read_prior(const fs::path& run_dir, const std::vector<std::string>& names,
   // With another rank count no island of the earlier sessions matches this
   // one: it replays every rank's own rows of its tasks, in id order.
   for (const auto& rd : readers) p.old_ranks = std::max<std::int64_t>(p.old_ranks, rd.run().nranks);
+  p.migrations = migration_history(readers, rank);
   const bool same_ranks = p.old_ranks == ranks;
   struct PastRef {
     std::size_t row;

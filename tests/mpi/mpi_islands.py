@@ -5,7 +5,7 @@ per-rank lineage files, checkpoints, report.json) and from exit codes.
 
 usage: mpi_islands.py MPIEXEC KEVO SOURCE_DIR WORK_DIR NRANKS CASE [ARG]
 cases: migration TOPOLOGY | budget | groups | bad_config | sigterm | kill | hang | param_resume |
-       device_binding (KEVO is kevo_device_probe)
+       migrants_resume NRANKS_AFTER | device_binding (KEVO is kevo_device_probe)
 """
 import collections
 import glob
@@ -120,6 +120,13 @@ if case == "migration":
     if len(files) != nranks:
         fail(f"{len(files)} lineage files, wanted {nranks}")
     common_checks(files, run_dir)
+    # No rank file holds two rows of one id (an arrival of an id the file has
+    # is only an event: two senders of a complete exchange cannot know of
+    # each other's sends).
+    for f in files:
+        twice = [i for i, n in collections.Counter(f["rows"]["id"].tolist()).items() if n > 1]
+        if twice:
+            fail(f"rank {f['rank']} holds {len(twice)} id(s) twice: {twice[:5]}")
     by_rank = {f["rank"]: f for f in files}
     origin_ids = {f["rank"]: set(f["rows"]["id"][f["rows"]["origin_rank"] == f["rank"]].tolist()) for f in files}
     edges = set()
@@ -342,6 +349,103 @@ elif case == "param_resume":
         fail("the resumed session recorded nothing")
     if again:
         fail(f"the resumed session proposed points judged before it: ids {again[:10]}")
+    print("ok")
+elif case == "migrants_resume":
+    # Migrants across a clean stop and a resume with NRANKS_AFTER ranks
+    # (docs/islands.md#migration): a migrant keeps its id, parents and origin
+    # rank; no rank file holds an id twice; a candidate already sent to a
+    # rank, before or after the resume, is not sent there again; and no rank
+    # receives an id its file already holds (its origin included).
+    n2 = int(arg)
+    run_dir = fresh(f"migrants-resume-{nranks}-{n2}")
+    common = ["progress.mode=off", "islands.topology=ring", "islands.migration.interval=4",
+              "islands.migration.count=3", "islands.poll_seconds=0"]
+    run(mpirun(nranks, "run", os.path.join(data, "islands.json"), "--out", run_dir, "--set",
+               "budget.evaluations_per_task=120", *common))
+    before = load(run_dir)
+    done = judged(before)
+    run(mpirun(n2, "resume", run_dir, "--set", f"budget.evaluations_per_task={done + 120}", *common))
+    after = load(run_dir)
+    if len(after) != max(nranks, n2):
+        fail(f"{len(after)} lineage files after the resume")
+    before_by_rank = {f["rank"]: f for f in before}
+    FIELDS = ("parent0", "parent1", "hash", "status", "speedup", "op")
+    maker = {}          # id -> (rank of the file holding its origin row, that row)
+    for f in after:
+        r = f["rows"]
+        for row in r[r["origin_rank"] == r["rank"]]:
+            maker[int(row["id"])] = (f["rank"], row)
+    wrong_origin, not_made, changed, twice = [], [], [], []
+    for f in after:
+        seen = collections.Counter(int(i) for i in f["rows"]["id"])
+        twice += [(f["rank"], i, n) for i, n in seen.items() if n > 1]
+        for m in f["rows"][f["rows"]["origin_rank"] != f["rows"]["rank"]]:
+            i = int(m["id"])
+            if i not in maker:
+                not_made.append((f["rank"], i))
+                continue
+            home, orig = maker[i]
+            if int(m["origin_rank"]) != home:
+                wrong_origin.append((f["rank"], i, int(m["origin_rank"]), home))
+            if any(m[k] != orig[k] for k in FIELDS):
+                changed.append((f["rank"], i))
+    # Receipts and departures: over both sessions, and those of the resumed
+    # session against what the files held before it.
+    received_twice, received_known, sent_twice, sent_again, sent_home = [], [], [], [], []
+    outs = collections.Counter()
+    old_ids_sent_after = 0
+    first_ids = {int(i) for f in before for i in f["rows"]["id"]}
+    for f in after:
+        ev = f["events"]
+        ins = collections.Counter(int(e["id"]) for e in ev[ev["kind"] == MIGRATION_IN])
+        received_twice += [(f["rank"], i, n) for i, n in ins.items() if n > 1]
+        # Its origin holds it from the start: nothing is sent back there.
+        sent_home += [(f["rank"], i) for i in ins if maker.get(i, (None,))[0] == f["rank"]]
+        for e in ev[ev["kind"] == MIGRATION_OUT]:
+            outs[(int(e["id"]), int(e["to_rank"]))] += 1
+        old = before_by_rank.get(f["rank"])
+        n_old_events = len(old["events"]) if old else 0
+        held = set(int(i) for i in old["rows"]["id"]) if old else set()
+        if old:
+            oe = old["events"]
+            held |= {int(i) for i in oe[oe["kind"] == MIGRATION_IN]["id"]}
+        for e in ev[n_old_events:]:
+            if int(e["kind"]) == MIGRATION_IN and int(e["id"]) in held:
+                received_known.append((f["rank"], int(e["id"])))
+            if int(e["kind"]) == MIGRATION_OUT and int(e["id"]) in first_ids:
+                old_ids_sent_after += 1
+    sent_twice = [k for k, n in outs.items() if n > 1]
+    reached_before = set()
+    for f in before:
+        reached_before |= {(int(i), f["rank"]) for i in f["rows"]["id"]}
+        ev = f["events"]
+        reached_before |= {(int(e["id"]), int(e["to_rank"])) for e in ev[ev["kind"] == MIGRATION_OUT]}
+    for f in after:
+        old = before_by_rank.get(f["rank"])
+        ev = f["events"][len(old["events"]) if old else 0:]
+        sent_again += [(int(e["id"]), int(e["to_rank"])) for e in ev[ev["kind"] == MIGRATION_OUT]
+                       if (int(e["id"]), int(e["to_rank"])) in reached_before]
+    migrants = sum(int((f["rows"]["origin_rank"] != f["rows"]["rank"]).sum()) for f in after)
+    print(f"{nranks} -> {n2} ranks: {migrants} migrant rows; {old_ids_sent_after} departures of candidates of the "
+          f"first session after the resume")
+    print(f"  migrant rows with the wrong origin_rank: {len(wrong_origin)} {wrong_origin[:5]}")
+    print(f"  migrant rows without an origin row: {len(not_made)} {not_made[:5]}")
+    print(f"  migrant rows that differ from their origin row: {len(changed)} {changed[:5]}")
+    print(f"  (rank file, id) held twice: {len(twice)} {twice[:5]}")
+    print(f"  ids a rank received twice: {len(received_twice)} {received_twice[:5]}")
+    print(f"  ids received by their origin rank: {len(sent_home)} {sent_home[:5]}")
+    print(f"  ids received after the resume by a rank that held them: {len(received_known)} {received_known[:5]}")
+    print(f"  (id, destination) sent twice: {len(sent_twice)} {sent_twice[:5]}")
+    print(f"  sent after the resume to a rank they had reached before: {len(sent_again)} {sent_again[:5]}")
+    if (wrong_origin or not_made or changed or twice or received_twice or sent_home or received_known or sent_twice
+            or sent_again):
+        fail("migrants after a resume")
+    # The case must have happened: migration in both sessions, and candidates
+    # of the first session sent on after the resume.
+    if not any((f["events"]["kind"] == MIGRATION_OUT).any() for f in before):
+        fail("no migration before the resume")
+    if old_ids_sent_after == 0:
+        fail("no candidate of the first session migrated after the resume")
     print("ok")
 elif case == "device_binding":
     # KEVO is kevo_device_probe (tests/mpi/device_probe.cpp): `kevo run` whose

@@ -2,6 +2,7 @@
 
 #include "kevo/core/error.hpp"
 #include "kevo/core/rng.hpp"
+#include "kevo/lineage/reader.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -94,6 +95,9 @@ IslandNetwork::IslandNetwork(const Comm& world, const Comm& group, NetworkOption
     : world_(world), group_(group), o_(std::move(options)), stop_(stop) {
   world_rank_ = world_.rank();
   world_size_ = world_.size();
+  reached_ = std::move(o_.history.reached);
+  origin_ = std::move(o_.history.origins);
+  recorded_ = std::move(o_.history.recorded);
   group_rank_ = group_.rank();
   group_size_ = group_.size();
   // Setup only (not the island loop): which world rank each group rank is.
@@ -173,12 +177,20 @@ void IslandNetwork::receive(engine::Island& island) {
     const bool replace_worst = o_.islands.migration.replacement == "replace_worst";
     for (std::size_t k = 0; k < d.candidates.size(); ++k) {
       const auto id = d.candidates[k].id;
+      const int origin = d.origins[k];
+      reached_.emplace(id, d.from_rank);   // the sender has it: never sent back there
+      // Back at its origin, or a second arrival (two senders that cannot
+      // know of each other's sends): this rank's file has its row already,
+      // so the arrival is an event, not a row.
+      const char* why = origin == world_rank_ ? "back at its origin"
+                        : recorded_.count(id) ? "already recorded here"
+                                              : "";
       island.record_event(engine::LineageSink::EventKind::migration_in, static_cast<std::int64_t>(id), d.from_rank,
-                          world_rank_, "");
-      // Back home (around a ring): this rank's file has its row already.
-      if (d.origins[k] == world_rank_) continue;
-      origin_.emplace(id, d.origins[k]);
-      island.immigrate(local, std::move(d.candidates[k]), d.origins[k], replace_worst);
+                          world_rank_, why);
+      if (*why) continue;
+      recorded_.insert(id);
+      origin_.emplace(id, origin);
+      island.immigrate(local, std::move(d.candidates[k]), origin, replace_worst);
       ++costs_.migrants_received;
     }
   }
@@ -203,16 +215,22 @@ void IslandNetwork::emigrate(engine::Island& island) {
   Rng rng = Rng::derive(o_.seed ^ 0x6d16ULL, static_cast<std::uint64_t>(world_rank_) * 1000003ULL + costs_.messages_sent);
   const bool tournament = o_.islands.migration.selection == "tournament";
   for (std::size_t i = 0; i < island.task_count(); ++i) {
-    const auto all = island.emigrants(i, o_.islands.migration.count, tournament, rng);
     for (int dest : dests) {
       const int dest_world = group_to_world_.at(static_cast<std::size_t>(dest));
-      std::vector<Candidate> batch;
-      std::vector<int> origins;
-      for (const auto& c : all) {
-        if (!sent_pairs_.emplace(c.id, dest).second) continue;   // already sent there
+      const auto origin_of = [&](const Candidate& c) {
         const auto o = origin_.find(c.id);
-        origins.push_back(o == origin_.end() ? world_rank_ : o->second);
-        batch.push_back(c);
+        return o == origin_.end() ? world_rank_ : o->second;
+      };
+      // Only members the destination does not have: not made there, not
+      // sent there before (this session or, from the lineage, an earlier
+      // one), not received from there.
+      const auto batch = island.emigrants(i, o_.islands.migration.count, tournament, rng, [&](const Candidate& c) {
+        return origin_of(c) != dest_world && !reached_.count({c.id, dest_world});
+      });
+      std::vector<int> origins;
+      for (const auto& c : batch) {
+        reached_.emplace(c.id, dest_world);
+        origins.push_back(origin_of(c));
       }
       if (batch.empty()) continue;
       Pending p;

@@ -205,6 +205,7 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
     for (auto t : local) no.local_to_global.push_back(static_cast<int>(t));
     no.budget = config.budget.evaluations_per_task;
     no.spent = prior.spent;
+    no.history = std::move(prior.migrations);
     no.view = rank == 0 ? &view : nullptr;
     for (const auto& b : config.shared_budgets) no.budgets.push_back(b.get());
     network = std::make_unique<IslandNetwork>(world, group, std::move(no), stop);

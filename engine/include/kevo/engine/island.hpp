@@ -21,6 +21,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -128,8 +129,10 @@ class Island {
   // While `final` is false, reaching the cap pauses the task instead of ending it.
   void set_cap(std::size_t i, std::int64_t cap, bool final);
   std::int64_t cap(std::size_t i) const { return tasks_.at(i).cap; }
-  // `count` members of task i for emigration: the best, or by tournament.
-  std::vector<Candidate> emigrants(std::size_t i, int count, bool tournament, Rng& rng) const;
+  // `count` members of task i for emigration: the best, or by tournament,
+  // among the members `eligible` accepts (every member when it is empty).
+  std::vector<Candidate> emigrants(std::size_t i, int count, bool tournament, Rng& rng,
+                                   const std::function<bool(const Candidate&)>& eligible = {}) const;
   // A migrant from another rank: recorded (record_migrant) and, when
   // `replace_worst` is false or it beats the weakest member of a full
   // population, inserted. Returns whether it joined the population.

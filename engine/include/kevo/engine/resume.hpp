@@ -9,11 +9,36 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
 #include <string>
 #include <utility>
 #include <vector>
 
+namespace kevo::lineage {
+class LineageReader;
+}
+
 namespace kevo::engine {
+
+// What a multi-rank run migrated before a resume, from every rank file
+// (docs/islands.md#checkpoint-and-resume); correct candidates only, the
+// only ones populations hold.
+struct MigrationHistory {
+  // (id, world rank): the candidate reached that rank. From a migrant row
+  // (origin_rank != rank) in rank R's file, a migration_out event to R, a
+  // migration_in event in R's file (and its sender, from_rank). Nothing is
+  // sent along such a pair again (nor to the origin, which has it anyway).
+  std::set<std::pair<std::uint64_t, int>> reached;
+  // id -> the rank that created it (the rank whose file holds its row with
+  // origin_rank == rank): restored members keep their origin when they migrate.
+  std::unordered_map<std::uint64_t, int> origins;
+  // Ids this rank's own file holds: it never records a second row of one.
+  std::unordered_set<std::uint64_t> recorded;
+};
+// Reads it from every rank file of the run (read_run_dir), for world rank `rank`.
+MigrationHistory migration_history(const std::vector<lineage::LineageReader>& readers, int rank);
 
 struct Prior {
   std::uint64_t base = 0;                                  // first id of this session
@@ -28,6 +53,7 @@ struct Prior {
   std::vector<Lost> lost;                                  // in flight at the kill, never recorded
   std::vector<std::string> llm_records;                    // every rank's `llm` events (shared budgets)
   std::int64_t old_ranks = 0;
+  MigrationHistory migrations;                             // what reached which rank, and every origin
   // Every recorded candidate of this rank's tasks (task: local index), for
   // Island::replay: `here` ones in the order this island committed them.
   struct Past {

@@ -25,6 +25,7 @@
 #include "kevo/engine/config.hpp"
 #include "kevo/engine/island.hpp"
 #include "kevo/engine/progress.hpp"
+#include "kevo/engine/resume.hpp"
 #include "kevo/mpi/mpi.hpp"
 #include "kevo/mpi/topology.hpp"
 
@@ -35,9 +36,22 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
+namespace kevo::lineage {
+class LineageReader;
+}
+
 namespace kevo::mpi {
+
+// What the lineage of the sessions before says about migration, so that a
+// resumed run migrates as if it had never stopped (docs/islands.md#migration).
+// Only correct candidates migrate (populations hold nothing else), so only
+// their rows count here.
+// What a resumed run learns about the migrations before it (engine/resume.hpp).
+using engine::MigrationHistory;
+using engine::migration_history;
 
 struct NetworkOptions {
   engine::Config::Islands islands;
@@ -49,6 +63,8 @@ struct NetworkOptions {
   engine::ProgressView* view = nullptr;      // rank 0 of a multi-rank run: the global view
   // Run-wide budgets of plugins (LLM tokens/USD), shared in every round.
   std::vector<SharedBudget*> budgets;
+  // Resume: what the sessions before migrated (empty for a fresh run).
+  MigrationHistory history;
 };
 
 // Counters of the time spent in poll()/finish(), for the overhead benchmark.
@@ -115,8 +131,13 @@ class IslandNetwork final : public engine::IslandHook {
   std::list<Pending> sends_;
   std::int64_t sent_ = 0, received_ = 0;
   std::int64_t evals_at_last_emigration_ = 0;
-  std::set<std::pair<std::uint64_t, int>> sent_pairs_;           // (id, destination): sent once
-  std::unordered_map<std::uint64_t, int> origin_;                // migrant id -> origin rank
+  // (id, world rank) known to have reached that rank (o_.history.reached,
+  // then every send and every sender of an arrival): never sent there again.
+  std::set<std::pair<std::uint64_t, int>> reached_;
+  std::unordered_map<std::uint64_t, int> origin_;                // id -> origin rank (restored members, migrants)
+  // Ids with a row in this rank's file: from the sessions before, and the
+  // migrants recorded in this one (this session's own ids come home by origin).
+  std::unordered_set<std::uint64_t> recorded_;
 
   Request sum_req_, max_req_;
   std::vector<double> sum_in_, sum_out_, max_in_, max_out_;
