@@ -88,5 +88,30 @@ expect 2 "999999" -- "$kevo" lineage "$work/toyrun" 999999
 # An existing, non-empty --out is refused (and left as it was).
 expect 2 "--out" -- "$kevo" run "$good" --out "$work/toyrun"
 
+# A resume of a broken run directory fails with the file named and leaves
+# the directory exactly as it was (no run.lock, best/, checkpoint/, and
+# config.json unchanged): a listing with sizes and hashes, before and after.
+snapshot() { (cd "$1" && find . -printf '%p %y %s\n' | sort && find . -type f -exec sha256sum {} + | sort); }
+broken() {   # NAME SETUP-COMMANDS: a copy of the good run, broken by SETUP
+  local d="$work/broken-$1"
+  rm -rf "$d"; cp -r "$work/toyrun" "$d"; rm -f "$d/run.lock"; rm -rf "$d/best" "$d/checkpoint"
+  (cd "$d" && eval "$2")
+  echo "$d"
+}
+for case in junk missing empty badset; do
+  case "$case" in
+    junk) d=$(broken junk 'printf "not hdf5" > lineage/rank-0000.h5'); want="rank-0000.h5"; extra=() ;;
+    missing) d=$(broken missing 'rm -f lineage/rank-0000.h5; touch lineage/notes.txt'); want="lineage"; extra=() ;;
+    empty) d=$(broken empty 'rm -f lineage/*'); want="lineage"; extra=() ;;
+    badset) d=$(broken badset 'true'); want="--set budget.evaluations_per_task=-1"; extra=(--set budget.evaluations_per_task=-1) ;;
+  esac
+  before="$(snapshot "$d")"
+  expect 2 "$want" -- "$kevo" resume "$d" "${extra[@]}"
+  if [ "$(snapshot "$d")" != "$before" ]; then
+    echo "FAIL: a failed resume ($case) changed $d:"; diff <(echo "$before") <(snapshot "$d") | head -10
+    fails=$((fails + 1))
+  fi
+done
+
 if [ "$fails" -ne 0 ]; then echo "$fails failure(s)"; exit 1; fi
 echo "all bad-input checks passed"

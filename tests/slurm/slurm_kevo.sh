@@ -131,6 +131,9 @@ ReturnToService=2
 SlurmdParameters=config_overrides
 GresTypes=gpu
 MinJobAge=600
+# SIGTERM to SIGKILL when a job is cancelled: 1 s, stricter than the 30 s
+# default and as strict as Open MPI's mpirun.
+KillWait=1
 NodeName=localhost NodeAddr=127.0.0.1 CPUs=8 Gres=gpu:2 State=UNKNOWN
 PartitionName=test Nodes=localhost Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 EOF
@@ -303,4 +306,67 @@ for k, w in want.items():
     print(f"index {k}: {d} islands = {json.dumps(isl)[:80]}..., {ev} evaluations")
 EOF
 log "ablation.sbatch: 2 array indices ok"
+
+# ---- 3. scancel without --signal, CPU work in flight: slurmd sends every
+# task SIGTERM and, KillWait (1 s here, 30 s by default) later, SIGKILL. The
+# run must be complete before that: final checkpoints recording the SIGTERM,
+# a stop event in each rank file, report.json; then `kevo resume` continues.
+cpu_dir="$work/cpu-run"
+cat > "$work/cpu.json" <<EOF
+{"name": "slurm-cpu", "seed": 5, "tasks": ["$src/configs/tasks/cpu/reduce_sum", "$src/configs/tasks/cpu/sgemm"],
+ "budget": {"evaluations_per_task": 100000},
+ "island": {"population": 4, "in_flight": 4},
+ "islands": {"checkpoint_seconds": 0.5},
+ "operators": [{"type": "param_mutation"}],
+ "backend": {"type": "cpu"}, "progress": {"mode": "off"}}
+EOF
+cid="$(KEVO_RUN_DIR="$cpu_dir" sbatch --parsable --chdir="$work" --output="$work/kevo-cpu-%j.out" \
+  --ntasks-per-node=2 --cpus-per-task=1 "$src/scripts/slurm/kevo.sbatch" "$work/cpu.json")"
+log "submitted kevo.sbatch (CPU backend) as job $cid"
+searching() {   # both ranks past their seed, and a CPU judge running
+  local f
+  for f in "$cpu_dir"/checkpoint/rank-0000.json "$cpu_dir"/checkpoint/rank-0001.json; do
+    [ -f "$f" ] || return 1
+    "$py" -c 'import json,sys; c=json.load(open(sys.argv[1])); sys.exit(0 if (c["next_id"]-c["rank"])//2 >= 3 else 1)' "$f" 2>/dev/null || return 1
+  done
+  pgrep -f kevo-cpu-worker >/dev/null
+}
+wait_for 120 "job $cid searching with CPU judgements in flight" searching
+log "scancel $cid (no --signal), $(pgrep -fc kevo-cpu-worker) CPU judge process(es) running"
+scancel "$cid"
+wait_for 60 "job $cid to end" state_in "$cid" CANCELLED COMPLETED FAILED
+"$py" - "$cpu_dir" <<'EOF' || fail "scancel of a CPU run"
+import glob, json, os, sys
+import h5py
+d = sys.argv[1]
+r = json.load(open(os.path.join(d, "report.json")))
+assert r["stopped"] is True and r["stop_reason"] == "SIGTERM", f"report.json: {r['stopped']} {r['stop_reason']!r}"
+for k in (0, 1):
+    cp = json.load(open(os.path.join(d, "checkpoint", f"rank-{k:04d}.json")))
+    assert cp["final"] and cp["stopped"], f"rank {k}: checkpoint not final: {cp}"
+    assert cp.get("signal", {}).get("name") == "SIGTERM", f"rank {k}: checkpoint signal {cp.get('signal')}"
+    assert cp["in_flight"] == [], f"rank {k}: still in flight: {cp['in_flight']}"
+for f in sorted(glob.glob(os.path.join(d, "lineage", "rank-*.h5"))):
+    with h5py.File(f, "r") as h:
+        ev = h["events"][:]
+        ev = ev[ev["time"] >= 0]
+        assert int(ev[-1]["kind"]) == 1, f"{f}: the last event is not a stop event"
+        assert "SIGTERM" in h["text"][ev[-1]["text"]].decode(), f"{f}: the stop event does not name SIGTERM"
+print("scancel: final checkpoints, stop events, report.json")
+EOF
+log "kevo resume of the cancelled run (one process)"
+"$kevo" resume "$cpu_dir" --set budget.evaluations_per_task=8 progress.mode=off >"$work/cpu-resume.out" 2>&1 ||
+  { tail -20 "$work/cpu-resume.out"; fail "kevo resume of the cancelled CPU run"; }
+"$py" - "$cpu_dir" <<'EOF' || fail "resumed CPU run"
+import glob, os, sys
+import h5py
+ids = []
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "lineage", "rank-*.h5"))):
+    with h5py.File(f, "r") as h:
+        rows = h["candidates"][:]
+        ids += rows[rows["origin_rank"] == rows["rank"]]["id"].tolist()
+assert len(ids) == len(set(ids)), "an id was recorded twice"
+print(f"resumed: {len(ids)} records, no id twice")
+EOF
+log "scancel of a CPU run: clean stop and resume ok"
 echo "ok"
