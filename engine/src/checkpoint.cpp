@@ -12,11 +12,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-double unix_now() {
-  using namespace std::chrono;
-  return duration<double>(system_clock::now().time_since_epoch()).count();
-}
-
 double steady() {
   using namespace std::chrono;
   return duration<double>(steady_clock::now().time_since_epoch()).count();

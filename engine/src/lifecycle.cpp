@@ -26,15 +26,6 @@
 namespace kevo::engine {
 namespace fs = std::filesystem;
 
-namespace {
-
-double unix_now() {
-  using namespace std::chrono;
-  return duration<double>(system_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
-
 // ---- RunLock ------------------------------------------------------------------
 
 RunLock::RunLock(const fs::path& file) : file_(file) {

@@ -8,6 +8,8 @@
 #include "kevo/lineage/reader.hpp"
 #include "kevo/lineage/writer.hpp"
 
+#include "kevo/engine/run.hpp"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -21,11 +23,6 @@ namespace kevo::engine {
 namespace fs = std::filesystem;
 
 namespace {
-
-double unix_now() {
-  using namespace std::chrono;
-  return duration<double>(system_clock::now().time_since_epoch()).count();
-}
 
 bool judged(Status s) { return s != Status::duplicate && s != Status::invalid && s != Status::lost; }
 

@@ -18,6 +18,11 @@
 namespace kevo::engine {
 namespace fs = std::filesystem;
 
+double unix_now() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
 std::string host_name() {
   char buf[256] = {};
   if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";

@@ -71,11 +71,7 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
                 const std::atomic<int>& stop) {
   const Comm world = Comm::world();
   const int rank = world.rank(), size = world.size();
-  engine::RunRequest request;
-  request.config = args.config;
-  request.resume_dir = args.resume_dir;
-  request.overrides = args.overrides;
-  request.out = args.out;
+  const engine::RunRequest& request = args;
   const bool resume = request.resume();
   // The ranks on this host share its cores: the backends' default job
   // counts (compiles, workers, protocol threads) are per rank.

@@ -36,6 +36,8 @@ void prepare_operators(const Config& config, const Task& task);
 
 // The host name, for run attributes.
 std::string host_name();
+// Now, in Unix seconds (lineage times, checkpoints).
+double unix_now();
 
 // Helpers shared with the multi-rank run (engine/mpi).
 // Writes `text` to a temporary file and renames it: readers never see half a file.

@@ -32,11 +32,8 @@
 
 namespace kevo::mpi {
 
-struct IslandsRunArgs {
-  std::string config;                  // fresh run: the config file
-  std::string resume_dir;              // resume: the run directory
-  std::vector<std::string> overrides;  // --set
-  std::string out;                     // fresh run: --out
+// What the command line asked for (config or resume_dir, --set, --out).
+struct IslandsRunArgs : engine::RunRequest {
   // The signal that asked the run to stop, for the stop line and the checkpoint.
   const engine::StopSignal* stop_signal = nullptr;
 };
