@@ -122,41 +122,37 @@ std::vector<const Candidate*> Island::select_parents(const TaskState& t, int cou
   return out;
 }
 
-void Island::create_seed(std::size_t task) {
+std::uint64_t Island::create_direct(std::size_t task, const Candidate& like, const std::string& source,
+                                    const std::optional<Point>& point) {
   TaskState& t = tasks_[task];
   Slot slot;
   Candidate& c = slot.c;
   c.id = next_id_;
   next_id_ += options_.id_stride;
   c.task = static_cast<std::uint32_t>(task);
-  c.op = "seed";
+  c.op = like.op;
+  c.parent0 = like.parent0;
+  c.parent1 = like.parent1;
+  c.op_note = like.op_note;
   c.t_created = now();
   ++t.proposed;
   ++t.pending;
-  accept_source(slot, t.task->seed_source, t.task->seed_point);
+  accept_source(slot, source, point);
   const auto id = c.id;
   slots_.emplace(id, std::move(slot));
+  return id;
+}
+
+void Island::create_seed(std::size_t task) {
+  Candidate seed;
+  seed.op = "seed";
+  create_direct(task, seed, tasks_[task].task->seed_source, tasks_[task].task->seed_point);
 }
 
 void Island::create_again(std::size_t task, const Candidate& lost) {
-  TaskState& t = tasks_[task];
-  Slot slot;
-  Candidate& c = slot.c;
-  c.id = next_id_;
-  next_id_ += options_.id_stride;
-  c.task = static_cast<std::uint32_t>(task);
-  c.op = lost.op;
-  c.parent0 = lost.parent0;
-  c.parent1 = lost.parent1;
-  c.op_note = lost.op_note;
-  c.t_created = now();
-  ++t.proposed;
-  ++t.pending;
-  sink_.event(LineageSink::EventKind::note, static_cast<std::int64_t>(c.id), -1, -1,
+  const std::uint64_t id = create_direct(task, lost, lost.source, lost.point);
+  sink_.event(LineageSink::EventKind::note, static_cast<std::int64_t>(id), -1, -1,
               fmt::format("judges again candidate {}, in flight when the run stopped", lost.id));
-  accept_source(slot, lost.source, lost.point);
-  const auto id = c.id;
-  slots_.emplace(id, std::move(slot));
 }
 
 bool Island::propose() {

@@ -92,7 +92,6 @@ RunDirectory RunDirectory::choose_new(const std::string& out, const Config& conf
   d.path_ = out.empty() ? default_run_dir(config) : fs::path(out);
   if (fs::exists(d.path_) && !(fs::is_directory(d.path_) && fs::is_empty(d.path_)))
     throw InputError("--out", d.path_.string(), "a new or empty directory (use another --out, or `kevo resume`)");
-  d.existed_ = fs::exists(d.path_);
   return d;
 }
 
@@ -108,15 +107,15 @@ void RunDirectory::abandon() { lock_.abandon(); }
 
 // ---- plan and set up --------------------------------------------------------------
 
+std::string config_file(const RunRequest& request) {
+  return request.resume() ? (fs::path(request.resume_dir) / "config.json").string() : request.config;
+}
+
 RunPlan plan_run(const RunRequest& request, RunDirectory* claimed) {
   RunPlan plan;
   plan.resume = request.resume();
-  if (plan.resume) {
-    *claimed = RunDirectory::claim_existing(request.resume_dir);
-    plan.file = (claimed->path() / "config.json").string();
-  } else {
-    plan.file = request.config;
-  }
+  if (plan.resume) *claimed = RunDirectory::claim_existing(request.resume_dir);
+  plan.file = config_file(request);
   plan.doc = read_json_file(plan.file);
   for (const auto& o : request.overrides) apply_override(plan.doc, o);
   return plan;
@@ -222,8 +221,8 @@ std::string signal_name(int signal) {
 void write_results(const fs::path& run_dir, const ResultsInput& in) {
   std::vector<std::string> names;
   for (const auto& t : in.tasks) names.push_back(t->name);
-  const auto report = read_report(run_dir);
   const auto readers = lineage::read_run_dir(run_dir);
+  const auto report = read_report(run_dir, readers);
   for (const auto& row : report.rows) {
     if (row.best_id < 0) continue;
     const auto t = std::find(names.begin(), names.end(), row.task);

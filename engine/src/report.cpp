@@ -107,7 +107,10 @@ std::string llm_failure_line(const LlmSummary& s) {
 }
 
 RunReport read_report(const std::filesystem::path& run_dir) {
-  auto readers = lineage::read_run_dir(run_dir);
+  return read_report(run_dir, lineage::read_run_dir(run_dir));
+}
+
+RunReport read_report(const std::filesystem::path& run_dir, const std::vector<lineage::LineageReader>& readers) {
   RunReport r;
   r.run_dir = run_dir;
   // A merged file (kevo merge, rank attribute -1) stands for nranks rank files.

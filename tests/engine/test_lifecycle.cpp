@@ -4,28 +4,20 @@
 #include "kevo/core/error.hpp"
 #include "kevo/engine/lifecycle.hpp"
 
+#include "../core/test_util.hpp"
+
 #include <gtest/gtest.h>
 
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 
 namespace fs = std::filesystem;
 using kevo::InputError;
 using namespace kevo::engine;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "kevo-lifecycle-XXXXXX").string();
-    path = ::mkdtemp(t.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 void touch(const fs::path& p, const std::string& text = "x") { std::ofstream(p) << text; }
 
@@ -40,94 +32,94 @@ std::string listing(const fs::path& dir) {
 }  // namespace
 
 TEST(RunLock, ASecondLockOnTheSameFileIsAnInputError) {
-  TempDir d;
-  RunLock first(d.path / "run.lock");
+  kevo::test::TempDir d;
+  RunLock first(d.path() / "run.lock");
   EXPECT_TRUE(first.held());
   EXPECT_TRUE(first.created());
-  EXPECT_THROW(RunLock(d.path / "run.lock"), InputError);
+  EXPECT_THROW(RunLock(d.path() / "run.lock"), InputError);
 }
 
 TEST(RunLock, AbandonRemovesOnlyAFileItMade) {
-  TempDir d;
+  kevo::test::TempDir d;
   {
-    RunLock made(d.path / "run.lock");
+    RunLock made(d.path() / "run.lock");
     made.abandon();
     EXPECT_FALSE(made.held());
   }
-  EXPECT_FALSE(fs::exists(d.path / "run.lock"));
-  touch(d.path / "run.lock", "");
+  EXPECT_FALSE(fs::exists(d.path() / "run.lock"));
+  touch(d.path() / "run.lock", "");
   {
-    RunLock existing(d.path / "run.lock");
+    RunLock existing(d.path() / "run.lock");
     EXPECT_FALSE(existing.created());
     existing.abandon();
   }
-  EXPECT_TRUE(fs::exists(d.path / "run.lock"));
+  EXPECT_TRUE(fs::exists(d.path() / "run.lock"));
   // Abandoned, the lock is free again.
-  EXPECT_NO_THROW(RunLock(d.path / "run.lock"));
+  EXPECT_NO_THROW(RunLock(d.path() / "run.lock"));
 }
 
 TEST(RunDirectory, AResumeOfABrokenDirectoryIsRefusedAndLeavesItAsItWas) {
-  TempDir d;
+  kevo::test::TempDir d;
   // No lineage/ at all.
-  std::string before = listing(d.path);
-  EXPECT_THROW(RunDirectory::claim_existing(d.path), InputError);
-  EXPECT_EQ(listing(d.path), before);
+  std::string before = listing(d.path());
+  EXPECT_THROW(RunDirectory::claim_existing(d.path()), InputError);
+  EXPECT_EQ(listing(d.path()), before);
   // lineage/ without a rank file.
-  fs::create_directories(d.path / "lineage");
-  touch(d.path / "lineage" / "notes.txt");
-  touch(d.path / "config.json", "{}");
-  before = listing(d.path);
+  fs::create_directories(d.path() / "lineage");
+  touch(d.path() / "lineage" / "notes.txt");
+  touch(d.path() / "config.json", "{}");
+  before = listing(d.path());
   try {
-    RunDirectory::claim_existing(d.path);
+    RunDirectory::claim_existing(d.path());
     FAIL() << "an empty lineage/ was accepted";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("lineage"), std::string::npos) << e.what();
   }
-  EXPECT_EQ(listing(d.path), before);
+  EXPECT_EQ(listing(d.path()), before);
   // A rank file but no config.json.
-  touch(d.path / "lineage" / "rank-0000.h5");
-  fs::remove(d.path / "config.json");
-  before = listing(d.path);
+  touch(d.path() / "lineage" / "rank-0000.h5");
+  fs::remove(d.path() / "config.json");
+  before = listing(d.path());
   try {
-    RunDirectory::claim_existing(d.path);
+    RunDirectory::claim_existing(d.path());
     FAIL() << "a run directory without config.json was accepted";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("config.json"), std::string::npos) << e.what();
   }
-  EXPECT_EQ(listing(d.path), before);
+  EXPECT_EQ(listing(d.path()), before);
 }
 
 TEST(RunDirectory, AClaimedDirectoryThatIsAbandonedKeepsNoLock) {
-  TempDir d;
-  fs::create_directories(d.path / "lineage");
-  touch(d.path / "lineage" / "rank-0000.h5");
-  touch(d.path / "config.json", "{}");
-  const std::string before = listing(d.path);
+  kevo::test::TempDir d;
+  fs::create_directories(d.path() / "lineage");
+  touch(d.path() / "lineage" / "rank-0000.h5");
+  touch(d.path() / "config.json", "{}");
+  const std::string before = listing(d.path());
   {
-    RunDirectory dir = RunDirectory::claim_existing(d.path);
-    EXPECT_TRUE(fs::exists(d.path / "run.lock"));
+    RunDirectory dir = RunDirectory::claim_existing(d.path());
+    EXPECT_TRUE(fs::exists(d.path() / "run.lock"));
     // A second kevo cannot claim it meanwhile.
-    EXPECT_THROW(RunDirectory::claim_existing(d.path), InputError);
+    EXPECT_THROW(RunDirectory::claim_existing(d.path()), InputError);
     dir.abandon();
   }
-  EXPECT_EQ(listing(d.path), before);
+  EXPECT_EQ(listing(d.path()), before);
 }
 
 TEST(RunDirectory, AFreshRunRefusesADirectoryThatHoldsAnything) {
-  TempDir d;
+  kevo::test::TempDir d;
   Config config;
-  touch(d.path / "something");
+  touch(d.path() / "something");
   try {
-    RunDirectory::choose_new(d.path.string(), config);
+    RunDirectory::choose_new(d.path().string(), config);
     FAIL() << "a non-empty --out was accepted";
   } catch (const InputError& e) {
     EXPECT_EQ(e.file(), "--out");
   }
   // An empty one is fine, and nothing is made before create().
-  fs::create_directories(d.path / "empty");
-  RunDirectory fresh = RunDirectory::choose_new((d.path / "empty").string(), config);
-  EXPECT_TRUE(fs::is_empty(d.path / "empty"));
-  EXPECT_EQ(fresh.path(), d.path / "empty");
+  fs::create_directories(d.path() / "empty");
+  RunDirectory fresh = RunDirectory::choose_new((d.path() / "empty").string(), config);
+  EXPECT_TRUE(fs::is_empty(d.path() / "empty"));
+  EXPECT_EQ(fresh.path(), d.path() / "empty");
 }
 
 TEST(StopSignal, RecordsTheFirstSignalAndWhenItCame) {

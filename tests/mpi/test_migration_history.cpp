@@ -3,40 +3,20 @@
 // files written with LineageWriter, as a killed 3-rank run leaves them.
 #include "kevo/mpi/network.hpp"
 
+#include "../core/test_util.hpp"
+
 #include "kevo/lineage/reader.hpp"
 #include "kevo/lineage/writer.hpp"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <random>
 #include <set>
-#include <unistd.h>
 
 using namespace kevo;
 using namespace kevo::lineage;
 
 namespace {
-
-class TempDir {
- public:
-  TempDir() {
-    std::random_device rd;
-    path_ = std::filesystem::temp_directory_path() /
-            ("kevo-migration-test-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
-    std::filesystem::create_directories(path_ / "lineage");
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
 
 Candidate candidate(std::uint64_t id, Status status) {
   Candidate c;
@@ -60,6 +40,7 @@ LineageWriter file(const std::filesystem::path& run_dir, int rank) {
 // rank 1. Rank 1 made 1, has 0 from rank 0, sent 1 to rank 0 and to rank 2;
 // rank 2 was killed before it recorded 1 (only the departure says so).
 void write_run(const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir / "lineage");
   auto w0 = file(dir, 0);
   w0.append(candidate(0, Status::correct));
   w0.append(candidate(3, Status::wrong_answer));
@@ -82,7 +63,7 @@ void write_run(const std::filesystem::path& dir) {
 }  // namespace
 
 TEST(MigrationHistory, ReachedFromMigrantRowsAndMigrationEvents) {
-  TempDir dir;
+  kevo::test::TempDir dir;
   write_run(dir.path());
   const auto h = mpi::migration_history(read_run_dir(dir.path()), 1);
   // Rank 2 never recorded 1, but rank 1's departure to it counts: it is not
@@ -93,7 +74,7 @@ TEST(MigrationHistory, ReachedFromMigrantRowsAndMigrationEvents) {
 }
 
 TEST(MigrationHistory, OriginsAreTheRanksOfTheOriginRows) {
-  TempDir dir;
+  kevo::test::TempDir dir;
   write_run(dir.path());
   const auto h = mpi::migration_history(read_run_dir(dir.path()), 2);
   // Only correct candidates migrate: the wrong one (3) needs no origin.
@@ -102,7 +83,7 @@ TEST(MigrationHistory, OriginsAreTheRanksOfTheOriginRows) {
 }
 
 TEST(MigrationHistory, RecordedIsWhatThisRanksFileHolds) {
-  TempDir dir;
+  kevo::test::TempDir dir;
   write_run(dir.path());
   const auto reader = read_run_dir(dir.path());
   EXPECT_EQ(mpi::migration_history(reader, 0).recorded, (std::unordered_set<std::uint64_t>{0, 1}));

@@ -85,9 +85,16 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
   engine::RunSetup setup;
   std::string doc_text, file, run_dir_text;
   Outcome out;
+  // After each phase every rank learns the worst outcome; a failure before
+  // the directory phase leaves the directory as it was.
+  auto phase_failed = [&] {
+    const int code = agree(world, out);
+    if (code != 0 && rank == 0) dir.abandon();
+    return code;
+  };
   if (rank == 0)
     out.attempt([&] {
-      file = resume ? (fs::path(request.resume_dir) / "config.json").string() : request.config;
+      file = engine::config_file(request);
       try {
         engine::RunPlan plan = engine::plan_run(request, &dir);
         setup = engine::set_up(plan.doc, file, plugins, lrank);
@@ -99,19 +106,13 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
         throw engine::attribute_overrides(e, file, request.overrides);
       }
     });
-  if (const int code = agree(world, out)) {
-    if (rank == 0) dir.abandon();
-    return code;
-  }
+  if (const int code = phase_failed()) return code;
   world.broadcast(doc_text, 0);
   world.broadcast(file, 0);
   world.broadcast(run_dir_text, 0);
   const fs::path run_dir = run_dir_text;
   if (rank != 0) out.attempt([&] { setup = engine::set_up(nlohmann::json::parse(doc_text), file, plugins, lrank); });
-  if (const int code = agree(world, out)) {
-    if (rank == 0) dir.abandon();
-    return code;
-  }
+  if (const int code = phase_failed()) return code;
   engine::Config& config = setup.config;
   const auto& tasks = setup.tasks;
 
@@ -140,10 +141,7 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
       prior = engine::read_prior(run_dir, names, tasks, local, rank, size, group.rank(), group.size(),
                                  config.island.population);
     });
-    if (const int code = agree(world, out)) {
-      if (rank == 0) dir.abandon();
-      return code;
-    }
+    if (const int code = phase_failed()) return code;
     // What the sessions before spent of the plugin budgets (LLM tokens/USD).
     const std::vector<std::string_view> records(prior.llm_records.begin(), prior.llm_records.end());
     for (const auto& b : config.shared_budgets) b->restore(records);
@@ -152,10 +150,7 @@ int run_islands(Environment& env, const engine::Plugins& plugins, const IslandsR
 
   // The run directory: from here on the run owns it.
   if (rank == 0) out.attempt([&] { dir.create(config); });
-  if (const int code = agree(world, out)) {
-    if (rank == 0) dir.abandon();
-    return code;
-  }
+  if (const int code = phase_failed()) return code;
   if (resume && rank == 0) {
     engine::record_lost(run_dir / "lineage" / lineage::rank_file_name(0), prior.lost, config.lineage.flush_records);
     // Files of ranks this session does not have: make them readable by every tool.

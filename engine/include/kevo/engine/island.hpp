@@ -193,6 +193,10 @@ class Island {
   bool can_propose(const TaskState& t) const;
   std::optional<std::size_t> pick_task() const;
   bool propose();                                    // creates the next id; false when nothing eligible
+  // A candidate the island makes itself (not an operator): `like`'s
+  // operator name, parents and note, this source. Returns its id.
+  std::uint64_t create_direct(std::size_t task, const Candidate& like, const std::string& source,
+                              const std::optional<Point>& point);
   void create_seed(std::size_t task);
   void create_again(std::size_t task, const Candidate& lost);   // see requeue()
   void handle_outcome(OperatorOutcome outcome);

@@ -40,6 +40,8 @@ struct RunRequest {
   std::string out;                     // fresh run: --out
   bool resume() const { return !resume_dir.empty(); }
 };
+// The config file a request reads: the given one, or a resume's config.json.
+std::string config_file(const RunRequest& request);
 
 // An flock(2) on RUN_DIR/run.lock, held by rank 0 for the whole run, so that
 // `kevo resume` refuses a run directory a live run is still writing. The
@@ -66,25 +68,13 @@ class RunLock {
   std::filesystem::path file_;
 };
 
-// Phase "plan" (one process, rank 0). Reads the config file (on resume the
-// run's config.json, after taking its run.lock) and applies the overrides.
-// Creates nothing but a resume's run.lock, which abandon() removes again
-// when it made it. Throws InputError naming the file, the override or the
-// directory.
-class RunDirectory;
-struct RunPlan {
-  nlohmann::json doc;                  // the config, --set applied
-  std::string file;                    // where it came from
-  bool resume = false;
-};
-
 // The run directory of this session (rank 0 owns it; the other ranks only
 // know its path).
 class RunDirectory {
  public:
   RunDirectory() = default;
   // A resume's: checks it holds lineage/ with at least one rank file and
-  // takes run.lock. Throws InputError.
+  // config.json, and takes run.lock. Throws InputError.
   static RunDirectory claim_existing(const std::filesystem::path& dir);
   // A fresh run's: --out or OUT_DIR/NAME-TIMESTAMP, new or empty. Checks
   // only; create() makes it. Throws InputError.
@@ -102,10 +92,19 @@ class RunDirectory {
  private:
   std::filesystem::path path_;
   bool resume_ = false;
-  bool existed_ = false;   // the fresh run's directory was there (empty)
   RunLock lock_;
 };
 
+// Phase "plan" (one process, rank 0). Reads the config file (on resume the
+// run's config.json, after claiming the directory into `claimed`) and
+// applies the overrides. Creates nothing but a resume's run.lock, which
+// RunDirectory::abandon() removes again when it made it. Throws InputError
+// naming the file or the directory.
+struct RunPlan {
+  nlohmann::json doc;                  // the config, --set applied
+  std::string file;                    // where it came from
+  bool resume = false;
+};
 RunPlan plan_run(const RunRequest& request, RunDirectory* claimed);
 
 // Phase "set up" (every rank). The device binding first: building the
@@ -128,7 +127,7 @@ std::string bind_device(const Config::Islands& islands, int local_rank);
 // the notes every run starts with (device, sandbox gaps, baselines, resume).
 struct LineageStart {
   int rank = 0, ranks = 1;
-  std::vector<std::uint32_t> task_map;   // local task -> run task ("" = identity)
+  std::vector<std::uint32_t> task_map;   // local task -> run task (empty = identity)
   bool resume = false;
   const Prior* prior = nullptr;          // on resume
   std::string device_note;

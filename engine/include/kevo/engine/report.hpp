@@ -11,6 +11,10 @@
 #include <utility>
 #include <vector>
 
+namespace kevo::lineage {
+class LineageReader;
+}
+
 namespace kevo::engine {
 
 struct RunReport {
@@ -26,6 +30,8 @@ struct RunReport {
 
 // Reads every rank file of RUN_DIR. Throws InputError when it is not a run directory.
 RunReport read_report(const std::filesystem::path& run_dir);
+// The same from rank files already read (lineage::read_run_dir(run_dir)).
+RunReport read_report(const std::filesystem::path& run_dir, const std::vector<lineage::LineageReader>& readers);
 nlohmann::json to_json(const RunReport& r);
 
 // Library baselines (RUN_DIR/baselines.json, written when a run starts: the
