@@ -14,6 +14,8 @@
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -211,6 +213,8 @@ TEST(CudaGpu, PhaseHoldsTakeTheSharedSlotOncePerPhaseAndAskTheDriverForNoMemoryI
     const Verdict v = backend->evaluate(task, task->seed_source, 3);
     ASSERT_EQ(v.status, Status::correct) << mode << ": " << v.message;
     holds[mode] = cb->stats().slot_shared_intervals.size() - before.slot_shared_intervals.size();
+    // Exclusive: the timing per visible shape (the reference alone, once
+    // the candidate's process is gone, inside the last one).
     EXPECT_EQ(cb->stats().slot_intervals.size() - before.slot_intervals.size(), task->visible.size()) << mode;
     if (mode == "phase") {
       EXPECT_EQ(cb->stats().workers_pool_grew, 0u) << cb->stats().pool_growth_mib << " MiB";
@@ -302,4 +306,81 @@ TEST(CudaTools, ProfileOnRequestIsTakenAndSaysWhy) {
   EXPECT_EQ(got[1].profile.rfind("[profiled: requested by test: asked for one]", 0), 0u) << got[1].profile;
   EXPECT_NE(got[1].profile.find("DRAM"), std::string::npos) << got[1].profile;
   EXPECT_TRUE(got[2].profile.empty()) << got[2].profile;
+}
+
+// ---- the judge out of the candidate's process (issue 15) -------------------
+
+TEST_F(Adversarial, ReadingTheReferencesAnswerFindsNothing) {
+  // The issue's attack: in one process and context with the judge, a
+  // candidate found the reference's fresh answer among the device
+  // allocations and copied it. Its own process holds only its arena now.
+  REQUIRE_GPU();
+  const Verdict v = judge("reads_reference_answer.cu");
+  EXPECT_EQ(v.status, Status::wrong_answer) << v.message;
+}
+
+TEST_F(Adversarial, AForgedResultIsOnlyOutput) {
+  REQUIRE_GPU();
+  // It writes into the CUDA driver's own descriptors too, so its process
+  // may fail before the judge compares anything: never correct.
+  const Verdict v = judge("forges_result.cu");
+  EXPECT_NE(v.status, Status::correct) << v.message;
+  EXPECT_LT(v.speedup, 2.0);
+  EXPECT_EQ(v.message.find("forged"), std::string::npos) << v.message;
+}
+
+TEST_F(Adversarial, SignallingTheEngineIsAViolationAndTheJudgingGoesOn) {
+  REQUIRE_GPU();
+  const Verdict v = judge("signals_engine.cu");
+  EXPECT_EQ(v.status, Status::runtime_error) << v.message;
+  EXPECT_NE(v.message.find("sandbox violation"), std::string::npos) << v.message;
+  const Verdict seed = backend_->evaluate(task_, task_->seed_source, 11);
+  EXPECT_EQ(seed.status, Status::correct) << "the engine goes on judging: " << seed.message;
+}
+
+TEST_F(Adversarial, ASecretInTheEnginesEnvironmentReachesNoVerdict) {
+  REQUIRE_GPU();
+  const std::string key = "sk-kevo-test-" + std::to_string(::getpid()) + "-fake-key";
+  ::setenv("KEVO_TEST_API_KEY", key.c_str(), 1);
+  const Verdict v = judge("reads_secrets.cu");
+  ::unsetenv("KEVO_TEST_API_KEY");
+  EXPECT_EQ(v.status, Status::correct) << v.message;
+  for (const std::string* text : {&v.message, &v.feedback, &v.output_tail, &v.profile})
+    EXPECT_EQ(text->find(key), std::string::npos) << *text;
+  EXPECT_NE(v.output_tail.find("own "), std::string::npos) << "the candidate printed its environment: " << v.output_tail;
+}
+
+TEST_F(Adversarial, KernelsLeftRunningEarnNoSpeedup) {
+  REQUIRE_GPU();
+  const Verdict honest = backend_->evaluate(task_, task_->seed_source, 11);
+  ASSERT_EQ(honest.status, Status::correct) << honest.message;
+  const Verdict v = judge("leaves_kernel_running.cu");
+  if (v.status == Status::correct) {
+    EXPECT_LT(v.speedup, 1.3 * honest.speedup) << "honest " << honest.speedup << "x";
+  }
+}
+
+TEST_F(Adversarial, TheReferenceJudgedAsACandidateIsTimedAtParity) {
+  // The candidate is timed on the judge's clock around a call into another
+  // process, less that round trip as measured before its code was loaded;
+  // the reference in the judge, less its own. The same code on both sides
+  // must come out even.
+  REQUIRE_GPU();
+  const Verdict v = backend_->evaluate(task_, task_->reference_source, 17);
+  ASSERT_EQ(v.status, Status::correct) << v.message;
+  std::cout << "[ verdict  ] the reference as a candidate: " << v.message << "\n";
+  EXPECT_GT(v.speedup, 0.85) << v.message;
+  EXPECT_LT(v.speedup, 1.15) << v.message;
+}
+
+TEST_F(Adversarial, TheCandidateRunsInAProcessOfItsOwn) {
+  REQUIRE_GPU();
+  const Verdict v = backend_->evaluate(task_, task_->seed_source, 19);
+  ASSERT_EQ(v.status, Status::correct) << v.message;
+  const nlohmann::json g = backend_->guarantees();
+  ASSERT_TRUE(g.is_object()) << g.dump();
+  const nlohmann::json& iso = g["isolation"];
+  std::cout << "[ device   ] isolation: " << iso.dump() << "\n";
+  EXPECT_TRUE(iso.value("seccomp", false)) << iso.dump();
+  EXPECT_EQ(iso.dump().find("no kernel hosts yet"), std::string::npos) << iso.dump();
 }

@@ -30,9 +30,10 @@ using namespace kevo;
 namespace {
 
 std::unique_ptr<Backend> make_backend(bool seccomp, double wall_seconds, const std::string& sanitizer = "",
-                                      int profile_every = 0) {
+                                      int profile_every = 0, bool namespaces = true) {
   cuda::CudaOptions o = test::gpu_test_options(wall_seconds, sanitizer, profile_every);
   o.base.seccomp = seccomp;
+  o.base.namespaces = namespaces;
   return cuda::make_cuda_backend(std::move(o));
 }
 
@@ -147,9 +148,11 @@ TEST_F(CudaEscapes, AfterViolationsACorrectCandidateIsStillJudgedCorrect) {
 
 TEST(CudaSandboxGpu, WithoutThePolicyTheFileEscapeSucceeds) {
   // The control: the candidate really creates its file when nothing stops
-  // it, so the violation above is the policy's doing.
+  // it (no policy, and no namespaces: with them the candidate's process
+  // has a read-only root of its own), so the violation above is the
+  // policy's doing.
   REQUIRE_GPU();
-  auto backend = make_backend(false, 30);
+  auto backend = make_backend(false, 30, "", 0, false);
   auto task = std::make_shared<const Task>(load_task(fs::path(KEVO_CUDA_TASKS) / "axpy"));
   backend->prepare(*task);
   const fs::path target = escape_path("control");

@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace kevo::cuda::worker {
@@ -40,12 +41,48 @@ struct GpuTiming {
   bool phase_holds = false;
 };
 
+// The L2 flush before every timed call: a buffer of >= 2 x the L2 (from
+// the pool with phase holds), written and waited for.
+class L2Flush {
+ public:
+  explicit L2Flush(const GpuTiming& g);
+  void run();
+
+ private:
+  w::Buffer pooled_;
+  void* own_ = nullptr;
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+  int round_ = 0;
+
+ public:
+  ~L2Flush();
+  L2Flush(const L2Flush&) = delete;
+  L2Flush& operator=(const L2Flush&) = delete;
+};
+
 // Times candidate and reference on every visible shape (fresh inputs from
-// `seed`) and fills the timing fields of `v`; a CUDA error or a time under
-// the roofline floor settles `v` as runtime_error. Returns the per-shape
-// timings.
+// `seed` for every call) and fills the timing fields of `v`; a CUDA error,
+// a wrong timed output or a time under the roofline floor settles `v`.
+// The candidate runs in its kernel host (`cand`): its time is the judge's
+// clock around the call (resume to answer, the host's device-wide
+// synchronize inside) less `cand_null_ns`, the median round trip of the
+// host's calibration calls (made before its code was loaded). Before each
+// of its timed calls the host is primed (Endpoint::prime: its context made
+// the device's current one, as the judge's is before a reference call).
+// The reference runs here, timed by the same clock around its launch and a
+// device-wide synchronize, less this process's own empty round trip.
+//
+// At the end, still inside the exclusive hold, `end_candidate(v)` may end
+// the candidate's process (it returns whether it did; a speedup that is to
+// be re-verified keeps it); then the reference is timed alone on every
+// visible shape, and where the interleaved timing saw it slower than alone
+// by more than 5% (work the candidate's process left running beside it,
+// for one), its time alone is used and the message says so.
+// Returns the per-shape timings.
 nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint64_t seed, const GpuTiming& g,
-                              Entry cand, Entry ref, Verdict& v);
+                              L2Flush& flush, w::Endpoint& cand, double cand_null_ns, Entry ref, Verdict& v,
+                              const std::function<bool(const Verdict&)>& end_candidate);
 
 // 2 x L2 of the current device, at least 64 MiB.
 std::int64_t default_gpu_flush_bytes();

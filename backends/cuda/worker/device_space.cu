@@ -453,7 +453,26 @@ class DeviceSpace final : public w::Space {
   }
 };
 
+__global__ void empty_kernel() {}
+
 }  // namespace
+
+std::string finish_device_call() {
+  const cudaError_t launch = cudaGetLastError();
+  const cudaError_t run = cudaDeviceSynchronize();
+  try {
+    check(launch, "after the call (a launch failed: too many threads or too much shared memory?)");
+    check(run, "while the kernel ran (device-wide synchronize)");
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return {};
+}
+
+std::string empty_round_trip() {
+  empty_kernel<<<1, 1>>>();
+  return finish_device_call();
+}
 
 w::Space& device_space() {
   static DeviceSpace space;
@@ -466,7 +485,8 @@ void load_device_space_kernels() {
   cudaFuncAttributes attr;
   for (const void* f : {reinterpret_cast<const void*>(&generate), reinterpret_cast<const void*>(&fill_poison),
                         reinterpret_cast<const void*>(&convert_wrapping), reinterpret_cast<const void*>(&first_diff),
-                        reinterpret_cast<const void*>(&compare_blocks)})
+                        reinterpret_cast<const void*>(&compare_blocks),
+                        reinterpret_cast<const void*>(&empty_kernel)})
     check(cudaFuncGetAttributes(&attr, f), "loading the protocol's kernels");
 }
 

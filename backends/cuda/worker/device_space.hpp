@@ -9,6 +9,8 @@
 
 #include "space.hpp"
 
+#include <string>
+
 namespace kevo::cuda::worker {
 
 namespace w = kevo::native::judge;
@@ -45,5 +47,11 @@ std::size_t pool_reserved_bytes();
 // synchronize (work on any stream counts). A CUDA error throws
 // std::runtime_error.
 void device_call(Entry entry, w::ArgSet& a);
+
+// A call's end where the caller made it (a kernel host): the launch's error
+// state, then a device-wide synchronize; "" or the CUDA error's text.
+std::string finish_device_call();
+// An empty kernel and the same wait: the shortest call (calibration).
+std::string empty_round_trip();
 
 }  // namespace kevo::cuda::worker

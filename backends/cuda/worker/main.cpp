@@ -1,17 +1,23 @@
-// kevo-cuda-worker: judges one CUDA candidate in a fresh process, so that a
-// corrupted CUDA context dies with it. Started by the CUDA backend inside the
-// sandbox runner (own process group, wall-clock kill, scratch dir). It runs
-// the shared correctness protocol (kevo_worker_judge: fresh seeded inputs per
-// trial, NaN-poisoned outputs, input checks, repeat consistency, hidden
-// shapes) with every call executed on the GPU, then times the candidate
-// against the reference on the GPU inside the GPU's exclusive timing slot.
+// kevo-cuda-worker: the judge of one CUDA candidate. Started by the CUDA
+// backend inside the sandbox runner (own process group, wall-clock kill,
+// scratch dir). The judge holds the reference, the protocol's buffers and
+// the clock in its own CUDA context; the candidate runs in a kernel host of
+// its own (`kevo-cuda-worker --host`: its own process, namespaces and CUDA
+// context, the CUDA allow-list), which sees only its argument buffers, an
+// arena of device memory the judge exports to it. The judge runs the shared
+// correctness protocol (fresh seeded inputs per trial, poisoned outputs,
+// input checks, hidden and drawn shapes) with every buffer on the GPU, then
+// times the candidate against the reference inside the GPU's exclusive
+// timing slot.
 // Optional stages run this same program as a child under a tool:
 // compute-sanitizer before the protocol, ncu after a correct timing.
 // `kevo-cuda-worker --health DEVICE` checks that a GPU still works (the
 // backend runs it after any CUDA error). See docs/cuda.md.
 #include "channel.hpp"
+#include "device_arena.hpp"
 #include "device_judge.hpp"
 #include "device_space.hpp"
+#include "host.hpp"
 #include "judge.hpp"
 #include "profile.hpp"
 #include "session.hpp"
@@ -25,6 +31,7 @@
 #include "kevo/sandbox/spawner.hpp"
 
 #include <dlfcn.h>
+#include <glob.h>
 #include <sys/resource.h>
 
 #include <cuda_runtime.h>
@@ -157,9 +164,8 @@ Entry entry_of(void* handle) {
   return reinterpret_cast<Entry>(sym);
 }
 
-// The candidate and the reference share this process (and its CUDA
-// context): the CUDA judge is not split into kernel hosts yet
-// (docs/sandbox.md#the-cuda-worker). Device buffers of one call.
+// Trusted code in the judge's own context (the reference, the null
+// candidates; the sanitizer's child): device buffers of one call.
 class DeviceEndpoint final : public w::Endpoint {
  public:
   explicit DeviceEndpoint(std::function<void(w::ArgSet&, const w::Case&)> call) : call_(std::move(call)) {}
@@ -200,41 +206,6 @@ class DeviceEndpoint final : public w::Endpoint {
   w::HostEnd end_;
 };
 
-// Installs the CUDA allow-list on this process (reporting a violation on
-// the channel) and lowers RLIMIT_NOFILE; a failure to install is fatal.
-// How lock_down confined the worker's writes, for its isolation report
-// (nothing may be probed after the policy: Landlock's calls are not on it).
-std::string g_write_confinement;
-
-void lock_down(const native::JudgeRequest& r) {
-  // Path rules the filter cannot express: the driver opens device files
-  // read-write, so the policy must let existing files be opened so; Landlock
-  // keeps writes to /dev, /proc and this worker's scratch directory.
-  // Both belong to backend.cuda.sandbox.seccomp: off, the worker judges
-  // without either (the control tests show each attack then succeeds).
-  std::string why = "sandbox.seccomp is off";
-  const int ruleset =
-      r.seccomp ? kevo::sandbox::make_write_ruleset({"/dev", "/proc", fs::current_path().string()}, why) : -1;
-  g_write_confinement = ruleset >= 0 ? "writes confined to /dev, /proc and the worker's scratch directory (Landlock)"
-                                     : "writes not confined by path: " + why;
-  if (ruleset >= 0) {
-    if (!kevo::sandbox::restrict_to(ruleset)) w::fatal("sandbox_unavailable", std::string("landlock_restrict_self: ") + std::strerror(errno));
-    ::close(ruleset);
-  }
-  if (r.seccomp) {
-    try {
-      kevo::sandbox::set_violation_report(w::result_channel(), "\n{\"event\":\"violation\",\"nonce\":\"" + r.nonce + "\",\"syscall\":", "}\n");
-      kevo::sandbox::install_candidate_policy(kevo::sandbox::policy_from_string(r.policy));
-    } catch (const std::exception& e) {
-      w::fatal("sandbox_unavailable", e.what());
-    }
-  }
-  if (r.host.open_files > 0) {
-    rlimit rl{static_cast<rlim_t>(r.host.open_files), static_cast<rlim_t>(r.host.open_files)};
-    ::setrlimit(RLIMIT_NOFILE, &rl);
-  }
-}
-
 // The candidate's library for a child: the parent's private copy.
 fs::path candidate_copy() { return fs::current_path() / "candidate.so"; }
 
@@ -253,6 +224,71 @@ double child_limit(const Extra& x, const w::Options& opt) {
   const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - opt.started).count();
   return std::max(1.0, std::min(x.child_seconds, 0.45 * (opt.wall_seconds - spent)));
 }
+
+// The CUDA kernel host's device (host.hpp): the context, the judge's arena,
+// a device-wide synchronize after every call.
+int g_host_device = 0;
+
+std::vector<std::string> nvidia_device_files() {
+  std::vector<std::string> out;
+  glob_t g{};
+  if (::glob("/dev/nvidia*", 0, nullptr, &g) == 0)
+    for (std::size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
+  ::globfree(&g);
+  return out;
+}
+
+w::HostDevice cuda_host_device() {
+  w::HostDevice d;
+  d.open = [](int fd, std::size_t bytes, char*& base) -> std::string {
+    if (std::string why = open_device(g_host_device); !why.empty()) return why;
+    return cw::import_arena(fd, bytes, base);
+  };
+  d.finish_call = [] { return cw::finish_device_call(); };
+  d.null_call = [] { return cw::finish_device_call(); };
+  d.prime_call = [] { return cw::empty_round_trip(); };
+  d.device_files = nvidia_device_files();
+  d.confine_writes = [](kevo::sandbox::IsolationReport& rep) {
+    // No root of its own: the driver opens its device files read-write, so
+    // the policy lets existing files be opened so; Landlock keeps writes
+    // to /dev and /proc.
+    std::string why;
+    const int ruleset = kevo::sandbox::make_write_ruleset({"/dev", "/proc"}, why);
+    if (ruleset >= 0 && kevo::sandbox::restrict_to(ruleset)) {
+      rep.notes.push_back("writes confined to /dev and /proc (Landlock)");
+    } else {
+      rep.notes.push_back("writes not confined by path: " + (why.empty() ? std::string("landlock_restrict_self failed") : why));
+    }
+    if (ruleset >= 0) ::close(ruleset);
+  };
+  return d;
+}
+
+[[noreturn]] void host_mode(int argc, char** argv) {
+  for (int i = 2; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], "--device") == 0) g_host_device = std::atoi(argv[i + 1]);
+  ::setenv("NVIDIA_TF32_OVERRIDE", "0", 1);
+  static const w::HostDevice device = cuda_host_device();
+  w::host_main(argc, argv, &device);
+}
+
+// The candidate's host, as the protocol calls it: every call inside the
+// GPU's shared slot (a timing's exclusive hold contains it).
+class SlotHeld final : public w::Endpoint {
+ public:
+  explicit SlotHeld(w::Endpoint& inner) : inner_(inner) {}
+  w::ArgSet& arguments(const kevo::Task& task, const w::Case& c) override { return inner_.arguments(task, c); }
+  w::CallResult call(w::ArgSet& a, bool poison) override {
+    cw::SharedSlot slot;
+    return inner_.call(a, poison);
+  }
+  const w::HostEnd& end() const override { return inner_.end(); }
+  bool still_stopped() const override { return inner_.still_stopped(); }
+  bool prime() override { return inner_.prime(); }
+
+ private:
+  w::Endpoint& inner_;
+};
 
 // --- child modes -----------------------------------------------------------
 
@@ -423,16 +459,6 @@ cw::ChildResult run_tool(Tools& t, std::size_t index, double seconds) {
   return c;
 }
 
-// The correctness protocol, under one shared hold of the GPU's slot with
-// phase holds (every step's own hold nests in it): a worker then waits for
-// the slot once per pass, not once per step behind each timing.
-template <class Run>
-auto judge_held(const Extra& x, Run run) {
-  std::optional<cw::SharedSlot> held;
-  if (x.gt.phase_holds) held.emplace();
-  return run();
-}
-
 // compute-sanitizer on one trial; a report found is a runtime_error.
 bool sanitize(Tools& tools, const Extra& x, const w::Options& opt, kevo::Verdict& v) {
   const fs::path log = fs::current_path() / "sanitizer.log";
@@ -463,12 +489,16 @@ void profile(Tools& tools, const Extra& x, const w::Options& opt, kevo::Verdict&
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--host") == 0) host_mode(argc, argv);
   const auto started = std::chrono::steady_clock::now();
   w::set_program_name("kevo-cuda-worker");
   if (argc == 3 && std::strcmp(argv[1], "--health") == 0) return health(std::atoi(argv[2]));
   if (argc == 7 && std::strcmp(argv[1], "--child") == 0 && std::strcmp(argv[3], "--request-file") == 0 &&
       std::strcmp(argv[5], "--result-file") == 0)
     return child_main(argv[2], argv[4], argv[6]);
+  // The candidate's host runs as the same user: none may trace this
+  // process or read its memory and /proc files.
+  kevo::sandbox::set_non_dumpable();
   int request_fd = -1, result_fd = -1;
   if (!w::parse_fds(argc, argv, request_fd, result_fd, "The evaluation worker of kevo's CUDA backend")) return 2;
   const native::JudgeRequest r = w::open_channel(request_fd, result_fd);
@@ -476,7 +506,6 @@ int main(int argc, char** argv) {
   w::set_protocol_threads(r.judge_threads);
   w::Options opt = w::options_of(r, started);
   const bool gpu_timing = opt.timing && opt.mode == native::kModeJudge;
-  opt.timing = false;   // the shared judge checks correctness only; timing is ours
 
   kevo::Task task;
   try {
@@ -486,7 +515,6 @@ int main(int argc, char** argv) {
   }
   opt.drawn = kevo::draw_shapes(task, r.seed ^ 0x6472617773ULL);   // as the native session draws them
   w::Space& space = cw::device_space();
-  space.set_poison(w::Poison::draw(std::hash<std::string>{}(r.nonce)));
 
   // TF32 off for library calls (the backend also sets NVIDIA_TF32_OVERRIDE=0).
   ::setenv("NVIDIA_TF32_OVERRIDE", "0", 1);
@@ -504,27 +532,28 @@ int main(int argc, char** argv) {
     last = now;
   };
   mark("start");
-  // The context exists before any candidate code runs.
   if (std::string why = open_device(x.device); !why.empty()) w::fatal("no_gpu", why);
+  int ordinal = 0;
+  (void)cudaGetDevice(&ordinal);
   try {
     cw::load_device_space_kernels();
   } catch (const std::exception& e) {
     w::fatal("no_gpu", e.what());
   }
   mark("context");
-  // Phase holds allocate inside the shared slot: the pool is grown first,
-  // outside it (device_space.hpp).
+  // The protocol's memory is taken from the driver before the candidate's
+  // process exists (it shares the GPU's memory and could exhaust it) and
+  // before the shared slot (the driver serialises such calls with other
+  // workers' context creation; device_space.hpp).
   std::size_t pool_after_reserve = 0;
-  if (x.gt.phase_holds) {
-    try {
-      cw::reserve_protocol_memory(
-          task, static_cast<std::size_t>(std::max(x.gt.flush_bytes, cw::default_gpu_flush_bytes())));
-    } catch (const std::exception& e) {
-      w::fatal("no_gpu", e.what());
-    }
-    pool_after_reserve = cw::pool_reserved_bytes();
-    mark("reserve");
+  try {
+    cw::reserve_protocol_memory(task,
+                                static_cast<std::size_t>(std::max(x.gt.flush_bytes, cw::default_gpu_flush_bytes())));
+  } catch (const std::exception& e) {
+    w::fatal("no_gpu", e.what());
   }
+  pool_after_reserve = cw::pool_reserved_bytes();
+  mark("reserve");
   std::string bus_id;
   const std::string device = cw::device_identity(bus_id);
   try {
@@ -533,8 +562,6 @@ int main(int argc, char** argv) {
     w::fatal("gpu_slot", e.what());
   }
 
-  // Before the policy: afterwards only the spawner can start the tool
-  // stages' children.
   const bool candidate_code = opt.mode == native::kModeJudge;
   Tools tools;
   try {
@@ -543,65 +570,88 @@ int main(int argc, char** argv) {
     w::fatal("tools", e.what());
   }
 
-  Entry ref = nullptr, cand_entry = nullptr;
+  Entry ref = nullptr;
   try {
     ref = entry_of(open_library(r.reference_so, "reference"));
   } catch (const std::exception& e) {
     w::fatal("reference_load", e.what());
   }
-  const fs::path local_so = opt.mode == native::kModeNull ? fs::path() : candidate_copy();
-  if (!local_so.empty()) {
-    // Its own inode: dlopen would share one handle, and static state,
-    // between the reference and an identical candidate.
+  if (tools.has_sanitize || tools.has_profile) {
+    // The tool stages' children load a private copy (the request they
+    // read names it).
     std::error_code ec;
-    fs::copy_file(r.candidate_so, local_so, fs::copy_options::overwrite_existing, ec);
+    fs::copy_file(r.candidate_so, candidate_copy(), fs::copy_options::overwrite_existing, ec);
     if (ec) w::fatal("candidate_copy", "cannot copy " + r.candidate_so + ": " + ec.message());
-  }
-  // Before any candidate code: its constructors run inside dlopen.
-  lock_down(r);
-  if (!local_so.empty()) {
-    try {
-      cand_entry = entry_of(open_library(local_so, opt.mode == native::kModeSelfCheck ? "reference copy" : "candidate"));
-    } catch (const std::exception& e) {
-      native::JudgeResult failed;
-      failed.verdict.status = kevo::Status::runtime_error;
-      failed.verdict.stage = kevo::Stage::correctness;
-      failed.verdict.message = e.what();
-      w::emit(native::to_json(failed));
-      w::finish(0);
-    }
-  }
-  mark("load");
-  // Every buffer of the protocol lives in GPU memory (device_space.hpp).
-  DeviceEndpoint reference([ref](w::ArgSet& a, const w::Case&) { cw::device_call(ref, a); });
-  std::unique_ptr<w::Endpoint> cand;
-  if (opt.mode == native::kModeNull) {
-    cand = std::make_unique<DeviceEndpoint>(w::null_kernel(r.null_kind, task, reference, r.seed, space));
-  } else {
-    cand = std::make_unique<DeviceEndpoint>([cand_entry](w::ArgSet& a, const w::Case&) { cw::device_call(cand_entry, a); });
   }
 
   try {
-    native::JudgeResult result;
-    kevo::Verdict& v = result.verdict;
-    if (!(tools.has_sanitize && !sanitize(tools, x, opt, v)))
-      result = judge_held(x, [&] { return w::Judge(task, opt, reference, *cand, space).run(); });
-    mark("correctness");
-    if (v.is_correct() && gpu_timing) {
+    std::optional<cw::L2Flush> flush;
+    if (gpu_timing) flush.emplace(x.gt);
+    std::optional<cw::ExportedArena> arena;
+    nlohmann::json shape_timings;
+    bool timed = false;
+
+    w::SessionParts parts;
+    parts.space = &space;
+    parts.protocol_timing = false;   // the GPU timing is ours (after_protocol)
+    parts.host_program = w::self_executable();
+    parts.host_env = w::current_environment();
+    parts.local_reference = [&]() -> std::unique_ptr<w::Endpoint> {
+      return std::make_unique<DeviceEndpoint>([ref](w::ArgSet& a, const w::Case&) { cw::device_call(ref, a); });
+    };
+    parts.local_candidate = [](w::LocalEndpoint::Kernel k) -> std::unique_ptr<w::Endpoint> {
+      return std::make_unique<DeviceEndpoint>(std::move(k));
+    };
+    parts.device_arena = [&](std::size_t bytes) -> const w::DeviceArena* {
+      arena.emplace(bytes);
+      return &arena->arena();
+    };
+    parts.decorate_candidate = [](w::Endpoint& e) -> std::unique_ptr<w::Endpoint> { return std::make_unique<SlotHeld>(e); };
+    parts.host_args = {"--device", std::to_string(ordinal)};
+    // The null calls whose median comes off every timed call of the
+    // candidate (docs/cuda.md#verdicts: its noise is the timing's).
+    parts.calibrate = gpu_timing ? 16 : 0;
+    // The correctness protocol under one shared hold of the GPU's slot with
+    // phase holds (every step's own hold nests in it).
+    parts.around_protocol = [&](const std::function<native::JudgeResult()>& run) {
+      std::optional<cw::SharedSlot> held;
+      if (x.gt.phase_holds) held.emplace();
+      return run();
+    };
+    parts.after_protocol = [&](native::JudgeResult& result, w::Endpoint& cand, w::Endpoint& reference,
+                               const std::vector<double>& null_ns, const std::function<void()>& end_candidate) {
+      mark("correctness");
+      if (!gpu_timing) return;
+      kevo::Verdict& v = result.verdict;
+      const double cand_null_ns = w::quantile(null_ns, 0.5);
+      // The candidate's process ends inside the last exclusive hold, unless
+      // its speedup is to be re-verified (then after the second timing).
+      auto end_unless_flagged = [&](const kevo::Verdict& got) {
+        if (got.speedup > x.reverify_speedup) return false;
+        end_candidate();
+        return true;
+      };
+      auto end_always = [&](const kevo::Verdict&) {
+        end_candidate();
+        return true;
+      };
       try {
-        result.shape_timings = cw::time_on_device(task, opt, opt.seed, x.gt, cand_entry, ref, v);
+        shape_timings =
+            cw::time_on_device(task, opt, opt.seed, x.gt, *flush, cand, cand_null_ns, ref, v, end_unless_flagged);
         if (v.is_correct() && v.speedup > x.reverify_speedup) {
           // Too good to take on trust: judge again on inputs from another
           // seed and time again; the verdict says it was flagged.
           const double first = v.speedup;
           w::Options again = opt;
           again.seed = opt.seed ^ kReverifySalt;
-          native::JudgeResult second = judge_held(x, [&] { return w::Judge(task, again, reference, *cand, space).run(); });
+          again.timing = false;
+          native::JudgeResult second = parts.around_protocol([&] { return w::Judge(task, again, reference, cand, space).run(); });
           if (!second.verdict.is_correct()) {
             second.verdict.message = "re-verification of a " + std::to_string(first) + "x speedup failed: " + second.verdict.message;
             result = second;
           } else {
-            result.shape_timings = cw::time_on_device(task, again, again.seed, x.gt, cand_entry, ref, v);
+            shape_timings =
+                cw::time_on_device(task, again, again.seed, x.gt, *flush, cand, cand_null_ns, ref, v, end_always);
             if (v.is_correct())
               v.message += "; flagged: speedup above " + std::to_string(x.reverify_speedup) +
                            "x, re-verified on fresh inputs and re-timed";
@@ -612,45 +662,46 @@ int main(int argc, char** argv) {
         v.stage = kevo::Stage::timing;
         v.message = std::string("during timing: ") + e.what();
       }
-      if (v.is_correct()) v.stage = kevo::Stage::done;
+      timed = v.is_correct();
       mark("timing");
-      if (v.is_correct() && tools.has_profile) {
+    };
+
+    native::JudgeResult result;
+    if (!(tools.has_sanitize && !sanitize(tools, x, opt, result.verdict))) result = w::run_session(r, task, parts, started);
+    kevo::Verdict& got = result.verdict;
+    if (timed && got.is_correct()) {
+      result.shape_timings = shape_timings;
+      got.stage = kevo::Stage::done;
+      if (tools.has_profile) {
         try {
-          profile(tools, x, opt, v);
+          profile(tools, x, opt, got);
         } catch (const std::exception& e) {
-          v.profile = std::string("profiler: ") + e.what();
+          got.profile = std::string("profiler: ") + e.what();
         }
       }
+    } else if (!gpu_timing && got.is_correct()) {
+      mark("correctness");
     }
     // A CUDA error may have left the GPU unwell: the backend checks it.
-    if (v.status == kevo::Status::runtime_error && v.message.find("CUDA error") != std::string::npos)
+    if (got.status == kevo::Status::runtime_error && got.message.find("CUDA error") != std::string::npos)
       result.device_error = true;
-    v.device = device;
-    v.slot_seconds = cw::gpu_slot().exclusive_seconds();
+    got.device = device;
+    got.slot_seconds = cw::gpu_slot().exclusive_seconds();
     mark("profile");
     phases["slot_shared_wait"] = cw::gpu_slot().shared_wait_seconds();
     phases["slot_exclusive_wait"] = cw::gpu_slot().exclusive_wait_seconds();
-    phases["slot_exclusive"] = v.slot_seconds;
+    phases["slot_exclusive"] = got.slot_seconds;
     nlohmann::json& fl = result.flavour;
-    if (x.gt.phase_holds) {
-      // MiB the pool grew past its reservation (0 when the reservation
-      // covered the protocol, as it should: no driver call inside the slot).
-      const std::size_t now = cw::pool_reserved_bytes();
-      fl["pool_growth_mib"] = now > pool_after_reserve ? static_cast<double>(now - pool_after_reserve) / 1048576.0 : 0.0;
-    }
+    // MiB the pool grew past its reservation (0 when the reservation
+    // covered the protocol, as it should: no driver call inside the slot).
+    const std::size_t now = cw::pool_reserved_bytes();
+    fl["pool_growth_mib"] = now > pool_after_reserve ? static_cast<double>(now - pool_after_reserve) / 1048576.0 : 0.0;
     fl["phases"] = phases;
     fl["slot_intervals"] = cw::gpu_slot().exclusive_intervals();
     fl["slot_shared_intervals"] = cw::gpu_slot().shared_intervals();
     timeline["exclusive_waits"] = cw::gpu_slot().exclusive_wait_intervals();
     timeline["shared_waits"] = cw::gpu_slot().shared_wait_intervals();
     fl["timeline"] = timeline;
-    // The CUDA worker runs the candidate in its own process under the CUDA
-    // policy (no kernel hosts yet): that is what its report says.
-    kevo::sandbox::IsolationReport iso;
-    iso.seccomp = r.seccomp;
-    iso.notes.push_back("the CUDA judge runs the candidate in its own process (no kernel hosts yet)");
-    if (!g_write_confinement.empty()) iso.notes.push_back(g_write_confinement);
-    result.isolation = iso.to_json();
     result.worker_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - started).count();
     w::emit(native::to_json(result));
   } catch (const std::bad_alloc&) {

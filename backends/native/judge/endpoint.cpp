@@ -86,7 +86,8 @@ CallResult LocalEndpoint::call(ArgSet& a, bool) {
 // ---- RemoteEndpoint -----------------------------------------------------------
 
 RemoteEndpoint::RemoteEndpoint(const HostSpec& spec) : spec_(spec) {
-  arena_bytes_ = kControlBytes + spec.arena_bytes;
+  // A device's host: the shared memory holds the control block only.
+  arena_bytes_ = kControlBytes + (spec.device ? 0 : spec.arena_bytes);
   arena_fd_ = static_cast<int>(::syscall(SYS_memfd_create, ("kevo-" + spec.role).c_str(), MFD_CLOEXEC));
   check_errno(arena_fd_ >= 0, "memfd_create (a kernel host's arena)");
   check_errno(::ftruncate(arena_fd_, static_cast<off_t>(arena_bytes_)) == 0, "ftruncate (a kernel host's arena)");
@@ -127,6 +128,14 @@ RemoteEndpoint::RemoteEndpoint(const HostSpec& spec) : spec_(spec) {
       "--parent-ns",
       sandbox::namespace_ids(),
   };
+  std::vector<std::string> args = argv;
+  args.insert(args.end(), spec.host_args.begin(), spec.host_args.end());
+  std::vector<std::pair<int, int>> fds;
+  if (spec.device) {
+    args.insert(args.end(), {"--device-arena-bytes", std::to_string(spec.device->bytes)});
+    fds.push_back({spec.device->fd, 6});
+  }
+  if (spec.calibrate > 0) args.insert(args.end(), {"--calibrate", "1"});
   const std::vector<std::string>& env = spec.env;
   sandbox::IsolationRequest req;
   req.namespaces = spec.namespaces;
@@ -134,8 +143,8 @@ RemoteEndpoint::RemoteEndpoint(const HostSpec& spec) : spec_(spec) {
   // reach the judge's directories.
   sandbox::UniqueFd library(::open(spec.library.c_str(), O_RDONLY | O_CLOEXEC));
   if (!library.valid()) throw std::runtime_error("cannot open " + spec.library + ": " + std::strerror(errno));
-  sandbox::IsolatedChild child = sandbox::spawn_isolated(
-      spec.program, argv, env, {{arena_fd_, 3}, {report.write.get(), 4}, {library.get(), 5}}, req);
+  fds.insert(fds.begin(), {{arena_fd_, 3}, {report.write.get(), 4}, {library.get(), 5}});
+  sandbox::IsolatedChild child = sandbox::spawn_isolated(spec.program, args, env, fds, req);
   pid_ = child.pid;
   report.write.reset();
   report_ = std::move(report.read);
@@ -155,14 +164,22 @@ void RemoteEndpoint::wait_ready() {
   } else {
     isolation_ = child.report;
   }
-  // The host loads its library now (candidate constructors run); then it
-  // says ready or why not.
-  while (ctl_->state.load(std::memory_order_acquire) == static_cast<std::uint32_t>(HostState::starting)) {
-    if (!alive()) {
-      load_error_ = "the " + spec.role + "'s process ended while it started";
-      return;
+  // The host loads its library now (candidate constructors run), after
+  // the calibration's null calls if any; then it says ready or why not.
+  auto wait_while = [&](HostState s) {
+    while (ctl_->state.load(std::memory_order_acquire) == static_cast<std::uint32_t>(s)) {
+      if (!alive()) {
+        load_error_ = "the " + spec.role + "'s process ended while it started";
+        return false;
+      }
+      futex_wait(ctl_->state, static_cast<std::uint32_t>(s), 2000000);
     }
-    futex_wait(ctl_->state, static_cast<std::uint32_t>(HostState::starting), 2000000);
+    return true;
+  };
+  if (!wait_while(HostState::starting)) return;
+  if (ctl_->state.load() == static_cast<std::uint32_t>(HostState::calibrating)) {
+    calibrate();
+    if (!wait_while(HostState::calibrating)) return;
   }
   if (ctl_->state.load() != static_cast<std::uint32_t>(HostState::ready)) {
     ctl_->message[sizeof ctl_->message - 1] = '\0';
@@ -233,7 +250,12 @@ void RemoteEndpoint::stop_and_wait() {
   ::kill(pid_, SIGSTOP);
   // A stopped host reports it at once; one that keeps resuming itself never
   // settles: it is killed, and its death says why.
-  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  // It stops within microseconds: the first 100 us are polled without
+  // sleeping (a sleep costs the timer's slack, 50 us or more, on every
+  // call), then with growing pauses.
+  const auto start = Clock::now();
+  const auto spin_until = start + std::chrono::microseconds(100);
+  const auto deadline = start + std::chrono::seconds(5);
   for (auto pause = std::chrono::microseconds(20);; pause = std::min(pause * 2, std::chrono::microseconds(2000))) {
     int st = 0;
     ::rusage ru{};
@@ -243,6 +265,10 @@ void RemoteEndpoint::stop_and_wait() {
     if (r == pid_) {
       reap(st, ru);
       return;
+    }
+    if (Clock::now() < spin_until) {
+      pause = std::chrono::microseconds(10);   // doubled back to 20 once sleeping
+      continue;
     }
     if (Clock::now() > deadline) {
       ::kill(pid_, SIGKILL);
@@ -285,17 +311,74 @@ bool RemoteEndpoint::wait_done(std::uint32_t seq) {
 
 ArgSet& RemoteEndpoint::arguments(const Task& task, const Case& c) {
   args_ = scalars_of(task, c);
-  std::size_t off = kControlBytes;
+  // In the shared memory after the control block, or from the start of
+  // the device arena.
+  char* const base = spec_.device ? spec_.device->base : static_cast<char*>(arena_);
+  const std::size_t limit = spec_.device ? spec_.device->bytes : arena_bytes_;
+  std::size_t off = spec_.device ? 0 : kControlBytes;
   for (std::size_t k = 0; k < task.args.size(); ++k) {
     if (!task.args[k].is_buffer()) continue;
     const std::size_t bytes = static_cast<std::size_t>(args_.n[k]) * dtype_size(task.args[k].dtype);
     const std::size_t span = std::max<std::size_t>((bytes + kArenaAlign - 1) / kArenaAlign * kArenaAlign, kArenaAlign);
-    if (off + span > arena_bytes_) throw std::logic_error("a case's buffers do not fit the kernel host's arena");
-    args_.buf[k] = Buffer::view(static_cast<char*>(arena_) + off, bytes);
+    if (off + span > limit) throw std::logic_error("a case's buffers do not fit the kernel host's arena");
+    args_.buf[k] = Buffer::view(base + off, bytes);
     off += span;
   }
   args_.rebind();
   return args_;
+}
+
+bool RemoteEndpoint::round_trip(std::uint32_t seq, double& ns) {
+  // The clock runs from the resume to the answer: everything the host does
+  // for this call (its threads included) falls inside it.
+  // The call is posted before the resume: the host, stopped inside its
+  // futex wait, sees it as it wakes (one wake-up, not two).
+  const auto t0 = Clock::now();
+  ctl_->call.store(seq, std::memory_order_release);
+  ::kill(pid_, SIGCONT);
+  futex_wake(ctl_->call);
+  const bool finished = wait_done(seq);
+  ns = ns_between(t0, Clock::now());
+  if (finished) stop_and_wait();
+  return finished && pid_ > 0;
+}
+
+void RemoteEndpoint::calibrate() {
+  // The host runs (not yet stopped) and has no code of its side: each null
+  // call goes as a real one will, from a stopped host.
+  stop_and_wait();
+  for (int k = 0; k < spec_.calibrate && pid_ > 0; ++k) {
+    if (spec_.before_null_call) spec_.before_null_call();
+    double ns = 0.0;
+    if (!round_trip(++seq_, ns)) return;
+    if (ctl_->outcome == static_cast<std::int32_t>(CallOutcome::ok)) null_ns_.push_back(ns);
+  }
+  if (pid_ <= 0) return;
+  ctl_->load_library = 1;
+  ctl_->call.store(++seq_, std::memory_order_release);
+  ::kill(pid_, SIGCONT);
+  futex_wake(ctl_->call);
+}
+
+void RemoteEndpoint::terminate() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  int st = 0;
+  ::rusage ru{};
+  while (::wait4(pid_, &st, 0, &ru) < 0 && errno == EINTR) {
+  }
+  reap(st, ru);
+  end_.terminated = true;
+}
+
+bool RemoteEndpoint::prime() {
+  if (!spec_.device) return true;   // no device context to make current
+  if (pid_ <= 0) return false;
+  ctl_->null_call = 1;
+  double ns = 0.0;
+  const bool ok = round_trip(++seq_, ns);
+  ctl_->null_call = 0;
+  return ok && ctl_->outcome == static_cast<std::int32_t>(CallOutcome::ok);
 }
 
 CallResult RemoteEndpoint::call(ArgSet& a, bool poison_allocations) {
@@ -306,10 +389,11 @@ CallResult RemoteEndpoint::call(ArgSet& a, bool poison_allocations) {
   }
   const std::size_t n = a.buf.size();
   if (n > static_cast<std::size_t>(kMaxArgs)) throw std::logic_error("more arguments than a kernel host takes");
+  char* const base = spec_.device ? spec_.device->base : static_cast<char*>(arena_);
   ctl_->nargs = static_cast<std::uint32_t>(n);
   for (std::size_t k = 0; k < n; ++k) {
     if (a.buf[k].data()) {
-      ctl_->offset[k] = static_cast<std::uint64_t>(static_cast<char*>(a.buf[k].data()) - static_cast<char*>(arena_));
+      ctl_->offset[k] = static_cast<std::uint64_t>(static_cast<char*>(a.buf[k].data()) - base);
     } else {
       ctl_->offset[k] = kNoBuffer;
       std::memcpy(&ctl_->scalar[k], &a.sc[k], sizeof(std::uint64_t));
@@ -321,20 +405,7 @@ CallResult RemoteEndpoint::call(ArgSet& a, bool poison_allocations) {
   // with before every call (nothing should have changed it: the candidate
   // cannot name it; this keeps it so).
   if (spec_.trusted) reset_scheduling();
-  const std::uint32_t seq = ++seq_;
-  // The clock runs from the resume to the answer: everything the host does
-  // for this call (its threads included) falls inside it.
-  // The call is posted before the resume: the host, stopped inside its
-  // futex wait, sees it as it wakes (one wake-up, not two).
-  const auto t0 = Clock::now();
-  ctl_->call.store(seq, std::memory_order_release);
-  ::kill(pid_, SIGCONT);
-  futex_wake(ctl_->call);
-  const bool finished = wait_done(seq);
-  const auto t1 = Clock::now();
-  r.ns = ns_between(t0, t1);
-  if (finished) stop_and_wait();
-  if (!finished || pid_ <= 0) {
+  if (!round_trip(++seq_, r.ns)) {
     r.kind = CallResult::Kind::died;
     return r;
   }

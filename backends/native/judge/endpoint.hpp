@@ -37,6 +37,7 @@ struct HostEnd {
   double cpu_seconds = 0.0;
   std::int64_t max_rss_kb = 0;
   bool resisted_stop = false;           // it did not stop when the judge stopped it
+  bool terminated = false;              // the judge ended it after its last call (terminate())
 };
 
 struct CallResult {
@@ -60,6 +61,11 @@ class Endpoint {
   // Whether its process is still stopped, as the judge left it after its
   // last call (a host that resumed itself would run beside the other side).
   virtual bool still_stopped() const { return true; }
+  // A round trip that runs none of the side's code (a device's host: an
+  // empty kernel in its context), outside any timed window: the next timed
+  // call then finds the side's context current on the device, as the
+  // reference's call finds the judge's. Not timed; false: it died.
+  virtual bool prime() { return true; }
 };
 
 // Trusted code in the judge's own process (null candidates).
@@ -79,6 +85,15 @@ class LocalEndpoint final : public Endpoint {
   HostEnd end_;
 };
 
+// A host's argument buffers in device memory instead of its shared-memory
+// arena (CUDA): the judge allocated and exported it (`fd`, given to the
+// host as descriptor 6) and sees it at `base` in its own context.
+struct DeviceArena {
+  int fd = -1;
+  char* base = nullptr;
+  std::size_t bytes = 0;
+};
+
 struct HostSpec {
   std::string program;        // the judge's own executable (run as `--host`)
   std::string library;        // the shared object to load
@@ -90,6 +105,14 @@ struct HostSpec {
   HostLimits limits;
   std::size_t arena_bytes = 0;   // the largest case's buffers (layout_bytes, kArenaAlign)
   std::vector<std::string> env;
+  const DeviceArena* device = nullptr;   // the buffers on a device (arena_bytes is then its size)
+  std::vector<std::string> host_args;    // more `--key value` pairs for the flavour's host
+  // Null calls timed before the side's code is loaded (null_ns()): the
+  // round trip of a call as the judge's clock sees it, which no code of
+  // the side can have slowed. `before_null_call` runs before each, as the
+  // judge's preparation runs before a timed call.
+  int calibrate = 0;
+  std::function<void()> before_null_call;
 };
 
 // A kernel host process. The constructor starts it; wait_ready() waits
@@ -115,9 +138,14 @@ class RemoteEndpoint final : public Endpoint {
   const HostEnd& end() const override { return end_; }
 
   bool still_stopped() const override;
+  bool prime() override;
   // The files the host has mapped (/proc/PID/maps), "" when unreadable.
   std::string mapped_files() const;
   pid_t pid() const { return pid_; }
+  // The calibration's round trips (HostSpec::calibrate), in ns.
+  const std::vector<double>& null_ns() const { return null_ns_; }
+  // Kills the host now (its device context goes with it); end() says so.
+  void terminate();
 
  private:
   bool wait_done(std::uint32_t seq);
@@ -125,6 +153,10 @@ class RemoteEndpoint final : public Endpoint {
   void stop_and_wait();
   void reap(int status, const ::rusage& ru);
   void reset_scheduling();
+  // Posts call `seq` to the stopped host and waits for its answer; the
+  // judge's clock from the resume to the answer. False: it died.
+  bool round_trip(std::uint32_t seq, double& ns);
+  void calibrate();
 
   HostSpec spec_;
   pid_t pid_ = -1;
@@ -142,6 +174,7 @@ class RemoteEndpoint final : public Endpoint {
   ArgSet args_;
   bool sched_saved_ = false;
   cpu_set_t affinity_{};
+  std::vector<double> null_ns_;
 };
 
 }  // namespace kevo::native::judge

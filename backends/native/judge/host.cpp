@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -35,7 +36,8 @@ using Entry = void (*)(void* const*);
 struct HostArgs {
   std::string role = "candidate", library, policy = "cpu", parent_ns;
   int library_fd = -1;   // the library, opened by the judge (its path may not exist in this root)
-  bool seccomp = true, trusted = false;
+  bool seccomp = true, trusted = false, calibrate = false;
+  std::size_t device_arena_bytes = 0;   // > 0: the buffers are on the device (descriptor 6)
   std::int64_t memory_mb = 0, file_mb = 0;
   double cpu_seconds = 0;
   int open_files = 0;
@@ -66,6 +68,8 @@ HostArgs parse(int argc, char** argv) {
   a.file_mb = std::atoll(get("--file-mb").c_str());
   a.cpu_seconds = std::atof(get("--cpu-seconds").c_str());
   a.open_files = std::atoi(get("--open-files").c_str());
+  if (kv.count("--device-arena-bytes")) a.device_arena_bytes = std::stoull(kv["--device-arena-bytes"]);
+  a.calibrate = kv.count("--calibrate") && kv["--calibrate"] == "1";
   return a;
 }
 
@@ -137,6 +141,15 @@ void catch_fatal_signals(HostControl* ctl) {
   }
 }
 
+// A fresh /proc for this PID namespace, in this mount namespace only.
+bool mount_own_proc(sandbox::IsolationReport& rep) {
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
+      ::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0)
+    return true;
+  rep.notes.push_back(std::string("mounting a /proc of its own: ") + std::strerror(errno));
+  return false;
+}
+
 [[noreturn]] void load_failed(HostControl* ctl, const std::string& why) {
   set_message(ctl, why);
   ctl->state.store(static_cast<std::uint32_t>(HostState::load_failed), std::memory_order_release);
@@ -147,7 +160,7 @@ void catch_fatal_signals(HostControl* ctl) {
 // One call: the descriptor copied out of shared memory first (the judge
 // wrote it while this process was stopped), pointers checked against the
 // arena, then the entry.
-void serve_one(HostControl* ctl, char* arena, std::size_t arena_bytes, Entry entry) {
+void serve_one(HostControl* ctl, char* arena, std::size_t arena_bytes, Entry entry, const HostDevice* device) {
   void* args[kMaxArgs];
   std::uint64_t scalars[kMaxArgs];
   const std::uint32_t n = std::min<std::uint32_t>(ctl->nargs, kMaxArgs);
@@ -175,21 +188,66 @@ void serve_one(HostControl* ctl, char* arena, std::size_t arena_bytes, Entry ent
     set_message(ctl, "of unknown type");
   }
   set_alloc_poison(false);
+  // A device's work: the call is over when everything it queued is done.
+  if (device && device->finish_call) {
+    const std::string err = device->finish_call();
+    if (!err.empty() && outcome == CallOutcome::ok) {
+      outcome = CallOutcome::threw;
+      set_message(ctl, err);
+    }
+  }
   ctl->outcome = static_cast<std::int32_t>(outcome);
+}
+
+// Waits for the judge's next call (a number other than `last`).
+std::uint32_t next_call(HostControl* ctl, std::uint32_t last) {
+  for (;;) {
+    const std::uint32_t c = ctl->call.load(std::memory_order_acquire);
+    if (c != last) return c;
+    futex_wait(ctl->call, last, 0);
+  }
+}
+
+void answer(HostControl* ctl, std::uint32_t c) {
+  ctl->done.store(c, std::memory_order_release);
+  futex_wake(ctl->done);
+}
+
+// A call that runs none of the side's code (a device's hook); its error is
+// the call's outcome.
+void run_hook(HostControl* ctl, const std::function<std::string()>& hook) {
+  const std::string err = hook ? hook() : std::string();
+  ctl->outcome = static_cast<std::int32_t>(err.empty() ? CallOutcome::ok : CallOutcome::threw);
+  if (!err.empty()) set_message(ctl, err);
+}
+
+// Null calls until the judge says load: the round trip the judge's clock
+// sees with no code of this side in the process (HostSpec::calibrate).
+std::uint32_t serve_calibration(HostControl* ctl, const HostDevice* device) {
+  ctl->state.store(static_cast<std::uint32_t>(HostState::calibrating), std::memory_order_release);
+  futex_wake(ctl->state);
+  for (std::uint32_t last = 0;;) {
+    last = next_call(ctl, last);
+    if (ctl->load_library) return last;
+    run_hook(ctl, device ? device->null_call : nullptr);
+    answer(ctl, last);
+  }
 }
 
 }  // namespace
 
-void host_main(int argc, char** argv) {
+void host_main(int argc, char** argv, const HostDevice* device) {
   const HostArgs a = parse(argc, argv);
   struct stat st {};
   if (::fstat(3, &st) != 0 || st.st_size < static_cast<off_t>(kControlBytes)) die("no arena on descriptor 3");
-  const auto arena_bytes = static_cast<std::size_t>(st.st_size);
+  std::size_t arena_bytes = static_cast<std::size_t>(st.st_size);
   void* map = ::mmap(nullptr, arena_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, 3, 0);
   if (map == MAP_FAILED) die(std::string("cannot map the arena: ") + std::strerror(errno));
   ::close(3);
   char* arena = static_cast<char*>(map);
   auto* ctl = reinterpret_cast<HostControl*>(arena);
+  if (a.device_arena_bytes > 0 && !(device && device->open)) die("a device arena, and no device");
+  if (a.device_arena_bytes == 0) device = nullptr;
 
   // Before any code of the library: namespaces learnt, file system
   // read-only, limits, no capabilities, not dumpable, the policy. Then the
@@ -197,7 +255,25 @@ void host_main(int argc, char** argv) {
   // could write later never reaches the judge as isolation facts).
   sandbox::IsolationReport rep;
   sandbox::detect_namespaces(a.parent_ns, rep);
-  sandbox::harden_filesystem(rep);
+  if (device) {
+    // The device first, while the machine's files are still there (its
+    // driver reads many); the buffers are then the judge's device arena.
+    // In a PID namespace of its own the driver needs a /proc of that
+    // namespace (the machine's names other processes: its initialisation
+    // fails with "OS call failed").
+    if (rep.pid_ns && rep.mount_ns && !mount_own_proc(rep))
+      load_failed(ctl, "the " + a.role + "'s process cannot mount a /proc of its own, which its device needs");
+    char* base = nullptr;
+    const std::string why = device->open(6, a.device_arena_bytes, base);
+    ::close(6);
+    if (!why.empty()) load_failed(ctl, "the " + a.role + "'s process cannot use the device: " + why);
+    arena = base;
+    arena_bytes = a.device_arena_bytes;
+  }
+  sandbox::harden_filesystem(rep, device ? device->device_files : std::vector<std::string>{});
+  // Path rules belong to the policy's switch: off, the host is judged
+  // without either (the control tests show each attack then succeeds).
+  if (device && a.seccomp && !rep.private_root && device->confine_writes) device->confine_writes(rep);
   if (rep.pid_ns) catch_fatal_signals(ctl);
   set_limits(a);
   sandbox::drop_capabilities(rep);
@@ -227,6 +303,8 @@ void host_main(int argc, char** argv) {
   write_all(4, rep.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   ::close(4);
 
+  std::uint32_t last = a.calibrate ? serve_calibration(ctl, device) : 0;
+
   // The library: a candidate's static constructors run here, under all of
   // the above.
   // Through the descriptor the judge opened: in a root of its own the
@@ -244,17 +322,11 @@ void host_main(int argc, char** argv) {
   ctl->state.store(static_cast<std::uint32_t>(HostState::ready), std::memory_order_release);
   futex_wake(ctl->state);
 
-  std::uint32_t last = 0;
   for (;;) {
-    const std::uint32_t c = ctl->call.load(std::memory_order_acquire);
-    if (c == last) {
-      futex_wait(ctl->call, last, 0);
-      continue;
-    }
-    last = c;
-    serve_one(ctl, arena, arena_bytes, entry);
-    ctl->done.store(c, std::memory_order_release);
-    futex_wake(ctl->done);
+    last = next_call(ctl, last);
+    if (ctl->null_call && device) run_hook(ctl, device->prime_call);
+    else serve_one(ctl, arena, arena_bytes, entry, device);
+    answer(ctl, last);
   }
 }
 

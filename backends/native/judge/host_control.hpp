@@ -22,7 +22,9 @@ inline constexpr std::size_t kControlBytes = 4096;
 // Buffers are laid out on page boundaries.
 inline constexpr std::size_t kArenaAlign = 4096;
 
-enum class HostState : std::uint32_t { starting = 0, ready = 1, load_failed = 2 };
+// calibrating: the host answers null calls (no code of its side loaded
+// yet) until the judge sets `load_library` (HostSpec::calibrate).
+enum class HostState : std::uint32_t { starting = 0, ready = 1, load_failed = 2, calibrating = 3 };
 enum class CallOutcome : std::int32_t { ok = 0, threw = 1, bad_alloc = 2 };
 
 struct alignas(64) HostControl {
@@ -30,6 +32,8 @@ struct alignas(64) HostControl {
   std::atomic<std::uint32_t> call;        // futex word: the number of the call to make
   std::uint32_t nargs;
   std::uint32_t poison_allocations;       // fill fresh malloc blocks while this call runs
+  std::uint32_t load_library;             // calibrating: leave the null calls and load the library
+  std::uint32_t null_call;                // make no call of the side's code: the device's shortest round trip
   std::uint32_t reserved0;
   std::uint64_t offset[kMaxArgs];         // buffer k's offset in the arena (kNoBuffer: a scalar)
   std::uint64_t scalar[kMaxArgs];         // scalar k's 8 bytes

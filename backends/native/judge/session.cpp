@@ -99,6 +99,7 @@ JudgeResult run_session(const JudgeRequest& req, const Task& task, const Session
   Space& space = *parts.space;
   space.set_poison(Poison::draw(fresh_entropy(req.nonce)));
   Options opt = options_of(req, started);
+  if (!parts.protocol_timing) opt.timing = false;
   // Fresh shapes for this judgement from the task's shape space: the seed
   // is the judgement's own, which the candidate never sees.
   opt.drawn = draw_shapes(task, req.seed ^ 0x6472617773ULL);   // "draws"
@@ -116,25 +117,36 @@ JudgeResult run_session(const JudgeRequest& req, const Task& task, const Session
   ref_spec.library = req.reference_so;
   ref_spec.role = "reference";
   ref_spec.trusted = true;
-  std::unique_ptr<RemoteEndpoint> ref;
+  std::unique_ptr<RemoteEndpoint> ref_host;
+  std::unique_ptr<Endpoint> ref_local;
   try {
-    ref = std::make_unique<RemoteEndpoint>(ref_spec);
+    if (parts.local_reference) ref_local = parts.local_reference();
+    else ref_host = std::make_unique<RemoteEndpoint>(ref_spec);
   } catch (const std::bad_alloc&) {
     fatal("worker_memory", "the judge could not allocate the task's buffers");
   } catch (const std::exception& e) {
-    fatal("host_start", std::string("cannot start the reference's kernel host: ") + e.what());
+    fatal("host_start", std::string("cannot start the reference: ") + e.what());
   }
+  Endpoint& ref = ref_local ? *ref_local : static_cast<Endpoint&>(*ref_host);
   std::unique_ptr<RemoteEndpoint> remote;
   std::unique_ptr<Endpoint> local;
   Endpoint* cand = nullptr;
   if (req.mode == kModeNull) {
-    local = std::make_unique<LocalEndpoint>(null_kernel(req.null_kind, task, *ref, req.seed, space), space);
+    LocalEndpoint::Kernel k = null_kernel(req.null_kind, task, ref, req.seed, space);
+    local = parts.local_candidate ? parts.local_candidate(std::move(k)) : std::make_unique<LocalEndpoint>(std::move(k), space);
     cand = local.get();
   } else {
     HostSpec cs = base;
     cs.library = req.mode == kModeSelfCheck ? req.reference_so : req.candidate_so;
     cs.role = req.mode == kModeSelfCheck ? "reference copy" : "candidate";
+    cs.host_args = parts.host_args;
+    cs.calibrate = parts.calibrate;
+    cs.before_null_call = parts.before_null_call;
     try {
+      if (parts.device_arena) {
+        cs.device = parts.device_arena(base.arena_bytes);
+        if (!cs.device) throw std::runtime_error("no device arena");
+      }
       remote = std::make_unique<RemoteEndpoint>(cs);
     } catch (const std::bad_alloc&) {
       fatal("worker_memory", "the judge could not allocate the task's buffers");
@@ -143,27 +155,45 @@ JudgeResult run_session(const JudgeRequest& req, const Task& task, const Session
     }
     cand = remote.get();
   }
+  std::unique_ptr<Endpoint> decorated;
+  if (remote && parts.decorate_candidate) {
+    decorated = parts.decorate_candidate(*remote);
+    cand = decorated.get();
+  }
   // Both hosts start side by side; the judge waits for them in turn.
-  ref->wait_ready();
+  if (ref_host) ref_host->wait_ready();
   if (remote) remote->wait_ready();
-  if (!ref->ready()) {
-    std::string why = ref->load_error();
-    if (ref->end().ended && ref->end().violation >= 0)
-      why += " (sandbox violation: system call " + std::to_string(ref->end().violation) + " " +
-             sandbox::forbidden_syscall_name(ref->end().violation) + ")";
+  if (ref_host && !ref_host->ready()) {
+    std::string why = ref_host->load_error();
+    if (ref_host->end().ended && ref_host->end().violation >= 0)
+      why += " (sandbox violation: system call " + std::to_string(ref_host->end().violation) + " " +
+             sandbox::forbidden_syscall_name(ref_host->end().violation) + ")";
     fatal(req.seccomp ? "sandbox_unavailable" : "reference_load", "the reference's kernel host did not start: " + why);
   }
+  if (remote && parts.calibrate > 0 && remote->ready() && remote->null_ns().empty())
+    fatal("calibration", "the candidate's kernel host answered none of its calibration calls");
 
   JudgeResult result;
   if (remote && !remote->ready()) {
-    result = load_failure(*remote, opt, task, space, *ref);
+    result = load_failure(*remote, opt, task, space, ref);
   } else {
-    std::string banned = remote ? forbidden_mapping(remote->mapped_files(), req.libraries) : std::string();
+    // The library policy binds candidates (a reference copy is the task's
+    // trusted code, which may link what its flavour gives references).
+    const bool policed = remote && req.mode == kModeJudge;
+    std::string banned = policed ? forbidden_mapping(remote->mapped_files(), req.libraries) : std::string();
     if (banned.empty()) {
-      Judge judge(task, opt, *ref, *cand, space);
+      Judge judge(task, opt, ref, *cand, space);
       judge.set_flush(parts.flush);
-      result = judge.run();
-      if (remote && remote->pid() > 0) banned = forbidden_mapping(remote->mapped_files(), req.libraries);
+      result = parts.around_protocol ? parts.around_protocol([&] { return judge.run(); }) : judge.run();
+      auto check_libraries = [&] {
+        if (policed && banned.empty() && remote->pid() > 0) banned = forbidden_mapping(remote->mapped_files(), req.libraries);
+      };
+      if (parts.after_protocol && result.verdict.is_correct())
+        parts.after_protocol(result, *cand, ref, remote ? remote->null_ns() : std::vector<double>{}, [&] {
+          check_libraries();
+          if (remote) remote->terminate();
+        });
+      check_libraries();
     }
     if (!banned.empty()) {
       // A library call is not an evolved kernel: whatever the protocol said.
@@ -179,13 +209,19 @@ JudgeResult run_session(const JudgeRequest& req, const Task& task, const Session
   if (remote) {
     result.isolation = remote->isolation().to_json();
     if (remote->end().ended) {
-      // How the candidate's process ended, for the verdict's fields.
+      // How the candidate's process ended, for the verdict's fields (the
+      // judge's own kill after its last call is not the candidate's end).
       result.verdict.max_rss_kb = remote->end().max_rss_kb;
-      result.verdict.exit_code = remote->end().exit_code;
-      result.verdict.signal = remote->end().signal;
+      if (!remote->end().terminated) {
+        result.verdict.exit_code = remote->end().exit_code;
+        result.verdict.signal = remote->end().signal;
+      }
     }
-  } else {
-    result.isolation = ref->isolation().to_json();
+    // Nothing of the candidate runs any more (its device context is gone):
+    // what the flavour measures now, the candidate cannot disturb.
+    remote->terminate();
+  } else if (ref_host) {
+    result.isolation = ref_host->isolation().to_json();
   }
   return result;
 }

@@ -5,11 +5,13 @@
 // task's policy. Flavours supply the space, the flush and the host program.
 #pragma once
 
+#include "endpoint.hpp"
 #include "judge.hpp"
 
 #include "kevo/native/protocol.hpp"
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,36 @@ struct SessionParts {
   std::function<void()> flush;            // before every timed call
   std::string host_program;               // the executable run as `--host`
   std::vector<std::string> host_env;      // the hosts' environment
+
+  // What a device's flavour (CUDA) changes; the CPU leaves these empty.
+  // false: the protocol checks correctness only (the flavour times in
+  // after_protocol).
+  bool protocol_timing = true;
+  // The reference as the judge's own code (trusted: it runs in the judge,
+  // beside the protocol's buffers), instead of in a kernel host.
+  std::function<std::unique_ptr<Endpoint>()> local_reference;
+  // A null candidate's endpoint, whose buffers must live where the space
+  // works (the device).
+  std::function<std::unique_ptr<Endpoint>(LocalEndpoint::Kernel)> local_candidate;
+  // The candidate's buffers on the device: an arena of at least `bytes`
+  // that the judge exported (kept alive by the flavour until the session
+  // returns).
+  std::function<const DeviceArena*(std::size_t bytes)> device_arena;
+  // Wraps the candidate's host as the protocol calls it (a device slot).
+  std::function<std::unique_ptr<Endpoint>(Endpoint&)> decorate_candidate;
+  std::vector<std::string> host_args;     // HostSpec::host_args of the candidate's host
+  int calibrate = 0;                      // HostSpec::calibrate of the candidate's host
+  std::function<void()> before_null_call;
+  // Runs the protocol (a flavour holds its device's slot around it).
+  std::function<JudgeResult(const std::function<JudgeResult()>&)> around_protocol;
+  // After a protocol that found the candidate correct, while its host
+  // still runs: the flavour's timing, with the calibration's round trips.
+  // `end_candidate` checks its libraries one last time and kills its host
+  // (its device context and any work left in it go too): what the flavour
+  // measures after that, the candidate cannot disturb.
+  std::function<void(JudgeResult&, Endpoint& cand, Endpoint& ref, const std::vector<double>& null_ns,
+                     const std::function<void()>& end_candidate)>
+      after_protocol;
 };
 
 // Runs the judgement; failures of kevo itself end the process with a fatal

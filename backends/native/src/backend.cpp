@@ -485,6 +485,8 @@ void NativeBackend::Impl::start_eval(Job& j) {
   req.roofline.peak_gbps = opt.roofline.peak_gbps;
   req.roofline.floor_fraction = opt.roofline.floor_fraction;
   req.libraries = j.task->libraries;
+  // A source baseline is trusted code that links what it names.
+  req.libraries.insert(req.libraries.end(), j.link.begin(), j.link.end());
   req.flavour = opt.flavour.worker_request;
   // Profiles: every n-th timed candidate (the policy), or one an operator
   // asked for (the analyst, for a lineage without profiles). Internal jobs

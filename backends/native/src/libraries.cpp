@@ -85,6 +85,8 @@ std::string forbidden_mapping(const std::string& maps, const std::vector<std::st
     const std::string name = path.substr(path.rfind('/') + 1);
     const std::string lib = library_of(name);
     if (lib.empty() || std::find(allowed.begin(), allowed.end(), lib) != allowed.end()) continue;
+    // cuBLAS loads cuBLASLt itself: allowing one allows its own dependency.
+    if (lib == "cublasLt" && std::find(allowed.begin(), allowed.end(), "cublas") != allowed.end()) continue;
     return name + " (" + lib + ")";
   }
   return {};

@@ -358,7 +358,7 @@ bool bind_into(const std::string& from, const std::string& to, std::string& why)
 }
 
 // A tmpfs over /tmp (in this mount namespace only) becomes the root.
-bool enter_private_root(IsolationReport& rep) {
+bool enter_private_root(IsolationReport& rep, const std::vector<std::string>& device_files) {
   const std::string root = "/tmp";
   std::string why;
   auto fail = [&](const std::string& what) {
@@ -373,6 +373,8 @@ bool enter_private_root(IsolationReport& rep) {
     if (::mkdir((root + dir).c_str(), 0755) != 0 && errno != EEXIST) return fail(std::string("mkdir ") + dir + ": " + errno_text(errno));
   for (const char* file : {"/etc/ld.so.cache", "/etc/alternatives", "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
                            "/sys/devices/system/cpu"})
+    if (!bind_into(file, root + file, why)) return fail(why);
+  for (const std::string& file : device_files)
     if (!bind_into(file, root + file, why)) return fail(why);
   if (rep.pid_ns) {
     if (::mount("proc", (root + "/proc").c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0)
@@ -390,13 +392,13 @@ bool enter_private_root(IsolationReport& rep) {
 
 }  // namespace
 
-void harden_filesystem(IsolationReport& rep) {
+void harden_filesystem(IsolationReport& rep, const std::vector<std::string>& device_files) {
   if (!rep.mount_ns) return;
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
     rep.notes.push_back("making mounts private: " + errno_text(errno));
     return;
   }
-  if (!enter_private_root(rep) && rep.pid_ns && !rep.private_proc) {
+  if (!enter_private_root(rep, device_files) && rep.pid_ns && !rep.private_proc) {
     if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0)
       rep.private_proc = true;
     else

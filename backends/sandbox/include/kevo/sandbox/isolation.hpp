@@ -70,7 +70,9 @@ void detect_namespaces(const std::string& parent_ids, IsolationReport& report);
 // nothing of the user's files, the run's or other candidates'), pivoted
 // into; every mount remounted read-only. Failures are noted in the report
 // (a host that cannot pivot keeps the machine's tree, read-only).
-void harden_filesystem(IsolationReport& report);
+// `device_files`: more paths bound into the new root (the GPU's device
+// files for a CUDA host; paths that do not exist are skipped).
+void harden_filesystem(IsolationReport& report, const std::vector<std::string>& device_files = {});
 // Drops every capability (effective, permitted, inheritable, ambient and
 // the bounding set) and locks the securebits, so that uid 0 regains none.
 void drop_capabilities(IsolationReport& report);

@@ -1,0 +1,68 @@
+// A kernel host (backends/native/judge/host.hpp) driven alone through
+// RemoteEndpoint: its calibration's null calls are made before any code of
+// its library runs, the judge's own kill after the last call is not taken
+// for the candidate's end, and the library policy's one implied library.
+#include "endpoint.hpp"
+
+#include "kevo/native/libraries.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace {
+
+using namespace kevo::native::judge;
+
+HostSpec spec(const std::string& library, int calibrate) {
+  HostSpec s;
+  s.program = KEVO_CPU_WORKER;
+  s.library = library;
+  s.role = "candidate";
+  s.arena_bytes = 4096;
+  s.calibrate = calibrate;
+  return s;
+}
+
+}  // namespace
+
+TEST(KernelHost, CalibrationCallsAreMadeBeforeTheLibraryIsLoaded) {
+  // The library aborts in its static constructor: every null call was
+  // answered all the same, so none of them ran after its code.
+  RemoteEndpoint host(spec(KEVO_ABORTING_KERNEL, 8));
+  host.wait_ready();
+  EXPECT_EQ(host.null_ns().size(), 8u);
+  for (double ns : host.null_ns()) EXPECT_GT(ns, 0.0);
+  EXPECT_FALSE(host.ready());
+  EXPECT_TRUE(host.end().ended);
+  EXPECT_EQ(host.end().signal, SIGABRT) << host.load_error();
+}
+
+TEST(KernelHost, WithoutCalibrationNoNullCallIsMade) {
+  RemoteEndpoint host(spec(KEVO_HOST_KERNEL, 0));
+  host.wait_ready();
+  ASSERT_TRUE(host.ready()) << host.load_error();
+  EXPECT_TRUE(host.null_ns().empty());
+}
+
+TEST(KernelHost, TheJudgesKillAfterTheLastCallIsMarkedAsSuch) {
+  RemoteEndpoint host(spec(KEVO_HOST_KERNEL, 4));
+  host.wait_ready();
+  ASSERT_TRUE(host.ready()) << host.load_error();
+  EXPECT_EQ(host.null_ns().size(), 4u);
+  EXPECT_TRUE(host.prime()) << "a host without a device has nothing to prime";
+  host.terminate();
+  EXPECT_LE(host.pid(), 0);
+  EXPECT_TRUE(host.end().ended);
+  EXPECT_TRUE(host.end().terminated);
+}
+
+TEST(Libraries, AllowingCublasAllowsTheCublasLtItLoads) {
+  const std::string maps =
+      "7f00-7f10 r-xp 0 08:01 1 /usr/local/cuda/lib64/libcublasLt.so.13\n"
+      "7f10-7f20 r-xp 0 08:01 2 /usr/local/cuda/lib64/libcublas.so.13\n";
+  EXPECT_EQ(kevo::native::forbidden_mapping(maps, {"cublas"}), "");
+  EXPECT_NE(kevo::native::forbidden_mapping(maps, {}).find("cublas"), std::string::npos);
+  EXPECT_NE(kevo::native::forbidden_mapping(maps, {"cublasLt"}).find("libcublas.so"), std::string::npos)
+      << "allowing cuBLASLt does not allow cuBLAS";
+}
