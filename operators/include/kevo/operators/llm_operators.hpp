@@ -187,7 +187,8 @@ class LlmOperator final : public MutationOperator {
   void observe(const Candidate& c) override;
 
  protected:
-  // The system prompt and knowledge of the task's backend (Service::prepare_backend).
+  // The system prompt, the backend's own versions of this kind's templates
+  // and the knowledge of the task's backend (Service::prepare_backend).
   void do_prepare(const Task& task) override;
   std::optional<OperatorOutcome> do_begin(const OperatorRequest& request) override;
   std::vector<OperatorOutcome> do_poll(std::chrono::milliseconds max_wait) override;
