@@ -5,6 +5,7 @@
 #include "kevo/core/rng.hpp"
 #include "kevo/core/search_space.hpp"
 #include "kevo/core/text.hpp"
+#include "kevo/operators/llm_prompt_facts.hpp"
 #include "kevo/operators/llm_reply.hpp"
 
 #include <fmt/format.h>
@@ -17,7 +18,6 @@
 #include <fstream>
 #include <set>
 #include <sstream>
-#include <thread>
 
 namespace kevo::operators::llm {
 namespace fs = std::filesystem;
@@ -43,6 +43,20 @@ std::string verdict_text(const Candidate& c) {
                      v.speedup, v.cand_median_ns / 1e3, v.ref_median_ns / 1e3, v.cand_iqr_ns / 1e3);
   if (!c.params_json.empty()) s += "; parameters " + c.params_json;
   return s;
+}
+
+// The feedback without the profile the backend quoted in it
+// ("...\nProfile:\n" + profile), so that prompts place the profile themselves.
+std::string without_profile(std::string feedback, const std::string& profile) {
+  const auto at = profile.empty() ? std::string::npos : feedback.find(profile);
+  if (at == std::string::npos) return feedback;
+  std::size_t from = at;
+  const std::string heading = "Profile:\n";
+  if (from >= heading.size() && feedback.compare(from - heading.size(), heading.size(), heading) == 0)
+    from -= heading.size();
+  while (from > 0 && feedback[from - 1] == '\n') --from;
+  feedback.erase(from, at + profile.size() - from);
+  return feedback;
 }
 
 std::string space_text(const SearchSpace& space) {
@@ -103,7 +117,8 @@ void Knowledge::add_file(const fs::path& file) {
   if (open) add(std::move(cur));
 }
 
-std::vector<const Knowledge::Snippet*> Knowledge::retrieve(const std::string& query, std::size_t max_tokens) const {
+std::vector<const Knowledge::Snippet*> Knowledge::retrieve(const std::string& query, std::size_t max_tokens,
+                                                          const std::string& skip_title) const {
   if (snippets_.empty()) return {};
   // BM25 with the usual k1 = 1.2, b = 0.75.
   const double n = static_cast<double>(snippets_.size());
@@ -114,6 +129,7 @@ std::vector<const Knowledge::Snippet*> Knowledge::retrieve(const std::string& qu
   for (auto& t : tokenize(query)) terms.insert(t);
   std::vector<std::pair<double, std::size_t>> scored;
   for (std::size_t d = 0; d < snippets_.size(); ++d) {
+    if (!skip_title.empty() && snippets_[d].title.rfind(skip_title, 0) == 0) continue;
     double score = 0.0;
     for (const auto& t : terms) {
       auto it = tf_[d].find(t);
@@ -144,7 +160,7 @@ const std::vector<std::string>& template_slots() {
   static const std::vector<std::string> slots = {
       "task_name", "task_description", "signature", "visible_shapes", "parent_source", "parent_verdict",
       "parent2_source", "parent2_verdict", "feedback", "inspirations", "hardware", "knowledge",
-      "recommendations", "search_space", "backend", "profile"};
+      "recommendations", "search_space", "backend", "profile", "roofline", "libraries"};
   return slots;
 }
 
@@ -428,6 +444,14 @@ const Template& Service::prompt(const std::string& name) {
   return it->second;
 }
 
+const Template& Service::prompt(const std::string& name, const std::string& backend) {
+  const std::string own = name + "_" + backend;
+  auto it = template_of_.find(own);   // looked for once per run
+  if (it == template_of_.end())
+    it = template_of_.emplace(own, fs::exists(config_.prompts_dir / (own + ".md")) ? own : name).first;
+  return prompt(it->second);
+}
+
 const Knowledge& Service::knowledge(const std::string& backend) {
   auto it = knowledge_.find(backend);
   if (it == knowledge_.end()) {
@@ -437,6 +461,16 @@ const Knowledge& Service::knowledge(const std::string& backend) {
     it = knowledge_.emplace(backend, std::move(k)).first;
   }
   return it->second;
+}
+
+std::string Service::knowledge_text(const Task& task, const std::string& feedback, Status status) {
+  const bool compile_error = status == Status::compile_error;
+  const std::string query = compile_error ? feedback : task.description + "\n" + feedback;
+  const std::string skip = compile_error ? "" : "Compile error";
+  std::string know;
+  for (const auto* sn : knowledge(task.backend).retrieve(query, config_.knowledge_tokens, skip))
+    know += "### " + sn->title + "\n" + sn->text + "\n";
+  return know.empty() ? "(none)" : know;
 }
 
 namespace {
@@ -453,7 +487,7 @@ std::string unreadable(const fs::path& file) {
 
 }  // namespace
 
-void Service::prepare_backend(const std::string& backend) {
+void Service::prepare_backend(const std::string& backend, const std::vector<std::string>& templates) {
   const std::string system_name = "system_" + backend;
   const fs::path system_file = config_.prompts_dir / (system_name + ".md");
   if (const std::string why = unreadable(system_file); !why.empty())
@@ -462,6 +496,7 @@ void Service::prepare_backend(const std::string& backend) {
                                  "({} {})",
                                  system_name, backend, system_file.string(), why));
   prompt(system_name);   // parsed now: an unknown slot is an input error too
+  for (const auto& name : templates) prompt(name, backend);   // and the backend's own templates
   if (config_.knowledge_tokens == 0) return;
   const fs::path knowledge_file = config_.knowledge_dir / (backend + ".md");
   if (const std::string why = unreadable(knowledge_file); !why.empty())
@@ -472,16 +507,8 @@ void Service::prepare_backend(const std::string& backend) {
   knowledge(backend);
 }
 
-std::string Service::hardware() const {
-  if (!config_.hardware.empty()) return config_.hardware;
-  std::string model = "unknown CPU";
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("model name", 0) == 0) {
-      model = line.substr(line.find(':') + 2);
-      break;
-    }
-  return fmt::format("{} with {} hardware threads", model, std::thread::hardware_concurrency());
+std::string Service::hardware(const std::string& backend, const std::string& device) const {
+  return config_.hardware.empty() ? hardware_text(backend, device) : config_.hardware;
 }
 
 // ---- prompts ---------------------------------------------------------------
@@ -504,13 +531,20 @@ std::map<std::string, std::string> prompt_slots(const OperatorRequest& req, Serv
     s["parent2_source"] = req.parents[1]->source;
     s["parent2_verdict"] = verdict_text(*req.parents[1]);
   }
-  // The engine's feedback has hidden shapes redacted already.
-  s["feedback"] = req.feedback.empty() ? "(none)" : req.feedback;
-  // The parent's profiler summary (CUDA: ncu) feeds the analyst's review;
-  // with no enabled analyst, generation prompts get it with the feedback.
+  // The engine's feedback has hidden shapes redacted already. The parent's
+  // profiler summary (CUDA: ncu), which the backend quotes in it, feeds the
+  // analyst's review; with no enabled analyst, generation prompts get it
+  // with the feedback. Either way it appears once.
+  const std::string feedback = without_profile(req.feedback, p.verdict.profile);
+  s["feedback"] = feedback.empty() ? "(none)" : feedback;
   s["profile"] = p.verdict.profile.empty() ? "(no profiler data)" : p.verdict.profile;
   if (!p.verdict.profile.empty() && !service.analyst_enabled())
     s["feedback"] += "\n\nProfiler summary of this kernel:\n" + p.verdict.profile;
+  // Without a profile (which quotes them), the compiler's registers and
+  // spills per kernel (nvcc -Xptxas=-v; none for g++).
+  if (p.verdict.profile.empty() && p.verdict.status != Status::compile_error)
+    if (const std::string regs = register_report(p.verdict.compile_log); !regs.empty())
+      s["feedback"] += "\n\nRegisters per kernel (ptxas):\n" + regs;
   std::string insp;
   std::size_t used = 0;
   for (std::size_t k = 0; k < req.inspirations.size() && k < inspirations; ++k) {
@@ -520,12 +554,11 @@ std::map<std::string, std::string> prompt_slots(const OperatorRequest& req, Serv
     insp += fmt::format("Candidate {} ({}):\n```cpp\n{}```\n\n", c.id, verdict_text(c), c.source);
   }
   s["inspirations"] = insp.empty() ? "(none)" : insp;
-  s["hardware"] = service.hardware();
-  std::string know;
-  for (const auto* sn : service.knowledge(task.backend).retrieve(task.description + "\n" + req.feedback,
-                                                                 service.config().knowledge_tokens))
-    know += "### " + sn->title + "\n" + sn->text + "\n";
-  s["knowledge"] = know.empty() ? "(none)" : know;
+  s["hardware"] = service.hardware(task.backend, p.verdict.device);
+  s["roofline"] = roofline_text(task, prompt_gpu(task.backend, p.verdict.device),
+                                p.verdict.is_correct() ? p.verdict.cand_median_ns : 0.0);
+  s["libraries"] = libraries_text(task);
+  s["knowledge"] = service.knowledge_text(task, req.feedback, p.verdict.status);
   s["search_space"] = task.space.empty() ? "(no parameters)" : space_text(task.space);
   s["recommendations"] = "(none)";
   return s;
@@ -567,15 +600,16 @@ LlmOperator::LlmOperator(std::string name, std::shared_ptr<Service> service, Llm
       service_(std::move(service)),
       options_(options) {
   // Load the templates now, so that a missing or broken one is an input
-  // error before the run starts.
-  switch (options_.kind) {
-    case Kind::rewrite: service_->prompt("rewrite"); break;
-    case Kind::diff: service_->prompt("diff"); break;
-    case Kind::crossover: service_->prompt("crossover"); break;
-    case Kind::analyst: service_->prompt("analyst"); service_->prompt("rewrite"); break;
-    case Kind::param_hint: service_->prompt("param_hint"); break;
-    case Kind::fix: service_->prompt("fix"); service_->prompt("rewrite"); break;
-  }
+  // error before the run starts (a backend's own ones: do_prepare).
+  for (const auto& t : templates_of(options_.kind)) service_->prompt(t);
+}
+
+const std::vector<std::string>& templates_of(Kind kind) {
+  static const std::map<Kind, std::vector<std::string>> table = {
+      {Kind::rewrite, {"rewrite"}},           {Kind::diff, {"diff"}},
+      {Kind::crossover, {"crossover"}},       {Kind::analyst, {"analyst", "rewrite"}},
+      {Kind::param_hint, {"param_hint"}},     {Kind::fix, {"fix", "rewrite"}}};
+  return table.at(kind);
 }
 
 void LlmOperator::observe(const Candidate& c) {
@@ -593,6 +627,7 @@ void LlmOperator::observe(const Candidate& c) {
   r.id = c.id;
   r.turn = turn;
   r.feedback = c.verdict.feedback.empty() ? std::string(to_string(c.verdict.status)) : c.verdict.feedback;
+  r.status = c.verdict.status;
   r.source = c.source;
   for (const auto& m : last.at("prompt")) {
     if (m.value("role", "") == "system") r.conv.system = m.value("content", "");
@@ -605,7 +640,7 @@ void LlmOperator::observe(const Candidate& c) {
 
 LlmOperator::~LlmOperator() = default;
 
-void LlmOperator::do_prepare(const Task& task) { service_->prepare_backend(task.backend); }
+void LlmOperator::do_prepare(const Task& task) { service_->prepare_backend(task.backend, templates_of(options_.kind)); }
 
 bool LlmOperator::applicable(const Task& task) const {
   return options_.kind != Kind::param_hint || !task.space.empty();
@@ -645,13 +680,9 @@ std::optional<OperatorOutcome> LlmOperator::do_begin(const OperatorRequest& req)
       job->parent_source = it->source;
       job->slots["feedback"] = it->feedback;
       // Knowledge retrieved for this failure (e.g. the compiler's error text).
-      std::string know;
-      for (const auto* sn : service_->knowledge(req.task->backend).retrieve(it->feedback,
-                                                                              service_->config().knowledge_tokens))
-        know += "### " + sn->title + "\n" + sn->text + "\n";
-      job->slots["knowledge"] = know.empty() ? "(none)" : know;
+      job->slots["knowledge"] = service_->knowledge_text(*req.task, it->feedback, it->status);
       repairs_.erase(it);
-      job->conv.messages.push_back({"user", service_->prompt("fix").render(job->slots)});
+      job->conv.messages.push_back({"user", service_->prompt("fix", req.task->backend).render(job->slots)});
       job->key.repair_of = job->repair_of;
       job->key.repair_turn = job->repair_turn;
       Job* raw = job.release();
@@ -682,7 +713,7 @@ std::optional<OperatorOutcome> LlmOperator::do_begin(const OperatorRequest& req)
       }
       break;
   }
-  job->conv.messages.push_back({"user", service_->prompt(tmpl).render(job->slots)});
+  job->conv.messages.push_back({"user", service_->prompt(tmpl, req.task->backend).render(job->slots)});
   Job* raw = job.release();
   send(*raw, 0);
   return std::nullopt;
@@ -751,7 +782,7 @@ std::optional<OperatorOutcome> LlmOperator::finish(Job& job, const ChatResult& r
       // Step 0 answered: the recommendations go into a generation prompt.
       job.step = 1;
       job.slots["recommendations"] = r.text;
-      job.conv.messages.assign(1, {"user", service_->prompt("rewrite").render(job.slots)});
+      job.conv.messages.assign(1, {"user", service_->prompt("rewrite", task.backend).render(job.slots)});
       return std::nullopt;   // the conversation continues (see do_poll)
     }
     case Kind::param_hint: {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The files LLM operators need for a task's backend (the system prompt
-# <prompts_dir>/system_<backend>.md, the knowledge <knowledge_dir>/<backend>.md)
-# are checked when the config is validated, before any backend work: a
+# <prompts_dir>/system_<backend>.md, the operator templates of their own of
+# the backend <prompts_dir>/<template>_<backend>.md, the knowledge
+# <knowledge_dir>/<backend>.md) are checked when the config is validated, before any backend work: a
 # missing or unreadable one is exit 2 with a message naming the config file,
 # the key and the file, and no run directory is left (docs/llm.md#prompts).
 # No LLM server is needed: nothing is asked before the checks.
@@ -40,15 +41,19 @@ JSON
 # Runs `kevo run` on the case and checks exit 2, the message and that no run
 # directory exists. Further arguments: strings the message must hold (the
 # config file unless the file at fault is named instead: names_file=0).
+# config=FILE runs another config than the case's run.json; run_args holds
+# further arguments of `kevo run`.
 names_file=1
+run_args=()
 expect_refused() {   # DIR STRING...
   local d="$1"; shift
+  local cfg="${config:-$d/run.json}"
   local status=0
-  "$kevo" run "$d/run.json" --out "$d/run" > "$d/log" 2>&1 || status=$?
+  "$kevo" run "$cfg" --out "$d/run" "${run_args[@]}" > "$d/log" 2>&1 || status=$?
   local name; name="$(basename "$d")"
   [ "$status" -eq 2 ] || { fail "$name: exit $status, wanted 2"; cat "$d/log"; return; }
   local want=("$@")
-  [ "$names_file" = 1 ] && want+=("$d/run.json")
+  [ "$names_file" = 1 ] && want+=("$cfg")
   for s in "${want[@]}"; do
     grep -qF -- "$s" "$d/log" || { fail "$name: the message does not name '$s'"; cat "$d/log"; }
   done
@@ -66,8 +71,32 @@ if [ "$have_cuda" = 1 ]; then
   d="$(make_case cuda_system "$src/configs/tasks/cuda/axpy" cuda)"
   rm -f "$d/prompts/system_cuda.md"
   expect_refused "$d" "/llm/prompts_dir" "system_cuda.md" "backend 'cuda'" "/operators/0 'llm_rewrite'" "task 'axpy'"
+
+  # 1b. ... and without knowledge/cuda.md.
+  d="$(make_case cuda_knowledge "$src/configs/tasks/cuda/axpy" cuda)"
+  rm -f "$d/knowledge/cuda.md"
+  expect_refused "$d" "/llm/knowledge_dir" "$d/knowledge/cuda.md does not exist" "backend 'cuda'" "task 'axpy'"
+
+  # 1c. The CUDA analyst's own template with an unknown slot: the analyst is
+  #     refused, naming the template (LlmCudaFiles.* show that the operators
+  #     that never read it are not).
+  d="$(make_case cuda_template "$src/configs/tasks/cuda/axpy" cuda)"
+  echo "Review {{no_such_slot}}" >> "$d/prompts/analyst_cuda.md"
+  run_args=(--set operators.0.type=llm_analyst)
+  names_file=0 expect_refused "$d" "$d/prompts/analyst_cuda.md" "{{no_such_slot}}" "/operators/0 'llm_analyst'"
+  run_args=()
+
+  # 1d. The bundled configs/llm-cuda.json, pointed at prompts without
+  #     system_cuda.md: every key of it is accepted up to the check, which
+  #     refuses the run before anything exists, naming the override.
+  d="$work/bundled_cuda"; mkdir -p "$d"
+  cp -r "$src/configs/prompts" "$d/prompts"; rm -f "$d/prompts/system_cuda.md"
+  run_args=(--set "llm.prompts_dir=$d/prompts" --set llm.probe=false)
+  config="$src/configs/llm-cuda.json" names_file=0 expect_refused "$d" "--set llm.prompts_dir=$d/prompts: /llm/prompts_dir" \
+    "$d/prompts/system_cuda.md does not exist" "on task 'axpy' of backend 'cuda'"
+  run_args=()
 else
-  echo "cuda_system: skipped: this kevo has no CUDA backend"
+  echo "cuda_system, cuda_knowledge, cuda_template, bundled_cuda: skipped: this kevo has no CUDA backend"
 fi
 
 # 2. No knowledge for the task's backend.

@@ -2,6 +2,7 @@
 // HTTP client against the fake server (both wire formats, faults, budget,
 // record/replay).
 #include "fake_server.hpp"
+#include "llm_test_util.hpp"
 
 #include "kevo/core/error.hpp"
 #include "kevo/core/rng.hpp"
@@ -22,6 +23,8 @@ namespace {
 namespace fs = std::filesystem;
 using namespace kevo::operators::llm;
 using nlohmann::json;
+using test::await_outcome;
+using test::service_config;
 
 const fs::path kSource = KEVO_SOURCE_DIR;
 
@@ -139,16 +142,6 @@ TEST(LlmPrompts, UnknownSlotIsAnInputError) {
   EXPECT_THROW(Template::from_text("x {{parnet_source}}", "t.md"), InputError);
   auto t = Template::from_text("a {{task_name}} b {{feedback}}", "t.md");
   EXPECT_EQ(t.render({{"task_name", "T"}, {"feedback", "F"}}), "a T b F");
-}
-
-ServiceConfig service_config(const std::string& url, const std::string& provider = "openai-compatible") {
-  json j = {{"models", {{{"name", "fake"}, {"provider", provider}, {"base_url", url}, {"model", "fake-coder"},
-                         {"usd_per_mtok_in", 1.0}, {"usd_per_mtok_out", 2.0}, {"max_tokens", 256}}}},
-            {"client", {{"timeout_s", 2.0}, {"connect_timeout_s", 1.0}, {"max_retries", 2},
-                        {"backoff_initial_s", 0.01}, {"backoff_max_s", 3.0}}},
-            {"probe", false}, {"hardware", "a test CPU with 2 threads"}};
-  StrictObject o(j, "test", "/llm");
-  return parse_service_config(o, kSource / "configs");
 }
 
 TEST(LlmPrompts, HiddenShapesNeverAppear) {
@@ -513,16 +506,6 @@ TEST(LlmCache, ReplayOrCallAsksTheModelOnAMissAndStoresIt) {
 
 namespace kevo {
 namespace {
-
-// Drives an operator until its outcome arrives.
-OperatorOutcome await_outcome(MutationOperator& op, const OperatorRequest& req) {
-  if (auto now = op.begin(req)) return *now;
-  const auto t0 = std::chrono::steady_clock::now();
-  while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30))
-    for (auto& o : op.poll(std::chrono::milliseconds(50))) return o;
-  ADD_FAILURE() << "no outcome";
-  return {};
-}
 
 TEST(LlmOperators, FixContinuesTheFailedConversation) {
   test::FakeServer s(json{{"sequence", {{{"kind", "compile_error"}}}}, {"default", {{"kind", "auto"}}}});

@@ -32,7 +32,9 @@ class Knowledge {
   };
   void add_file(const std::filesystem::path& file);
   void add(Snippet s);
-  std::vector<const Snippet*> retrieve(const std::string& query, std::size_t max_tokens) const;
+  // Snippets whose title starts with `skip_title` (when not empty) are left out.
+  std::vector<const Snippet*> retrieve(const std::string& query, std::size_t max_tokens,
+                                       const std::string& skip_title = "") const;
   std::size_t size() const { return snippets_.size(); }
 
  private:
@@ -108,14 +110,28 @@ class Service {
   std::string cache_note() const;
 
   const Template& prompt(const std::string& name);   // loads <prompts_dir>/<name>.md once
+  // An operator template for tasks of `backend`: <name>_<backend>.md where
+  // the prompts folder has one, else the shared <name>.md.
+  const Template& prompt(const std::string& name, const std::string& backend);
   const Knowledge& knowledge(const std::string& backend);
+  // The `knowledge` slot for a candidate of `task` judged `status` with
+  // `feedback`: the snippets that BM25 ranks best within knowledge_tokens,
+  // each as "### title", or "(none)". A compile error is looked up by the
+  // compiler's text alone (the task's description would outweigh it); other
+  // feedback with the task's description, leaving out the "Compile error"
+  // snippets, which cannot apply to a kernel that compiled.
+  std::string knowledge_text(const Task& task, const std::string& feedback, Status status);
   // Loads what the operators need for tasks of `backend`: the system prompt
-  // <prompts_dir>/system_<backend>.md and, unless knowledge_tokens is 0, the
-  // knowledge <knowledge_dir>/<backend>.md. Throws InputError naming the
-  // config file, /llm/prompts_dir or /llm/knowledge_dir and the missing or
-  // unreadable file.
-  void prepare_backend(const std::string& backend);
-  std::string hardware() const;
+  // <prompts_dir>/system_<backend>.md, the operator templates `templates`
+  // (their <name>_<backend>.md where there is one) and, unless
+  // knowledge_tokens is 0, the knowledge <knowledge_dir>/<backend>.md. Throws
+  // InputError naming the config file, /llm/prompts_dir or /llm/knowledge_dir
+  // and the missing or unreadable file, or the template with a bad slot.
+  void prepare_backend(const std::string& backend, const std::vector<std::string>& templates = {});
+  // The `hardware` slot: the config's `hardware` text, else described for
+  // the backend (hardware_text: a CUDA parent's GPU by the verdict's
+  // `device`, the CPU of this machine otherwise).
+  std::string hardware(const std::string& backend, const std::string& device) const;
   // Whether an enabled llm_analyst with a positive weight is in the config:
   // then profiler data goes to the analyst's review, else into the feedback
   // of the generation prompts.
@@ -129,12 +145,15 @@ class Service {
   std::map<std::uint64_t, const void*> owner_of_;
   std::map<const void*, std::vector<std::pair<std::uint64_t, ChatResult>>> ready_;
   std::map<std::string, Template> prompts_;
+  std::map<std::string, std::string> template_of_;   // "<name>_<backend>" -> the template that serves it
   std::map<std::string, Knowledge> knowledge_;
   bool probed_ = false;
   bool analyst_enabled_ = false;
 };
 
 enum class Kind { rewrite, diff, crossover, analyst, param_hint, fix };
+// The operator templates a kind renders ("analyst": the review, then "rewrite").
+const std::vector<std::string>& templates_of(Kind kind);
 
 struct LlmOperatorOptions {
   Kind kind = Kind::rewrite;
@@ -145,7 +164,10 @@ struct LlmOperatorOptions {
 };
 
 // Builds every slot of the generation prompts for a request (exposed for
-// tests: hidden shapes must never appear).
+// tests: hidden shapes must never appear). The parent's profile appears once:
+// in `profile` for the analyst's review (and then not in `feedback`), or, with
+// no analyst enabled, in `feedback`; a CUDA parent without a profile gets its
+// compiler register report in `feedback`.
 std::map<std::string, std::string> prompt_slots(const OperatorRequest& request, Service& service,
                                                 std::size_t inspirations);
 
@@ -165,7 +187,8 @@ class LlmOperator final : public MutationOperator {
   void observe(const Candidate& c) override;
 
  protected:
-  // The system prompt and knowledge of the task's backend (Service::prepare_backend).
+  // The system prompt, the backend's own versions of this kind's templates
+  // and the knowledge of the task's backend (Service::prepare_backend).
   void do_prepare(const Task& task) override;
   std::optional<OperatorOutcome> do_begin(const OperatorRequest& request) override;
   std::vector<OperatorOutcome> do_poll(std::chrono::milliseconds max_wait) override;
@@ -185,6 +208,7 @@ class LlmOperator final : public MutationOperator {
     int turn = 0;                // repair turns already in its conversation
     Conversation conv;           // up to and including its reply
     std::string feedback;
+    Status status = Status::compile_error;   // its verdict
     std::string source;
   };
   std::deque<Repair> repairs_;

@@ -1,0 +1,228 @@
+#include "kevo/operators/llm_prompt_facts.hpp"
+
+#include <cxxabi.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+namespace kevo::operators::llm {
+
+const std::vector<GpuFacts>& known_gpus() {
+  // H200: every figure but the peaks as cudaGetDeviceProperties reported it
+  // on the H200 machine (memory 143771 MiB, L2 62914560 bytes, persisting L2
+  // at most 39321600, shared memory 233472 per SM and 232448 per block
+  // opted in; HBM 3201 MHz x 6016 bits x 2 = 4.8 TB/s). The others are
+  // datasheet figures (SXM parts), not measured here.
+  static const std::vector<GpuFacts> gpus = {
+      {"NVIDIA H200", "9.0", "sm_90", 132, 140, 4800, 60, 37.5, 228, 227, 65536, 2048, 32, 67, 989,
+       "Hopper: tensor cores through wmma, mma.sync and wgmma (wgmma needs sm_90a), TMA bulk copies, "
+       "thread-block clusters"},
+      {"NVIDIA H100 80GB HBM3", "9.0", "sm_90", 132, 80, 3350, 50, 0, 228, 227, 65536, 2048, 32, 67, 989,
+       "Hopper: tensor cores through wmma, mma.sync and wgmma (wgmma needs sm_90a), TMA bulk copies, "
+       "thread-block clusters"},
+      {"NVIDIA A100-SXM4-80GB", "8.0", "sm_80", 108, 80, 2039, 40, 0, 164, 163, 65536, 2048, 32, 19.5, 312,
+       "Ampere: tensor cores through wmma and mma.sync, cp.async"},
+  };
+  return gpus;
+}
+
+const GpuFacts* find_gpu(std::string_view device) {
+  for (const auto& g : known_gpus())
+    if (device.substr(0, g.name.size()) == g.name && (device.size() == g.name.size() || device[g.name.size()] == ' '))
+      return &g;
+  return nullptr;
+}
+
+const GpuFacts* prompt_gpu(const std::string& backend, std::string_view device) {
+  if (backend != "cuda") return nullptr;
+  return device.empty() ? &known_gpus().front() : find_gpu(device);
+}
+
+std::string gpu_text(const GpuFacts& g) {
+  std::string l2 = fmt::format("{:g} MiB of L2", g.l2_mib);
+  if (g.l2_persisting_mib > 0)
+    l2 += fmt::format(" (up to {:g} MiB of it can be set aside for persisting accesses)", g.l2_persisting_mib);
+  return fmt::format(
+      "{} (compute capability {}, {}; {}): {} SMs; {:g} GiB of HBM at about {:g} GB/s; {}; shared memory {} KiB "
+      "per SM, 48 KiB per block by default and up to {} KiB per block after cudaFuncSetAttribute(kernel, "
+      "cudaFuncAttributeMaxDynamicSharedMemorySize, bytes); {} 32-bit registers per SM (at most 255 per thread), "
+      "at most {} threads and {} blocks per SM; peak about {:g} TFLOP/s fp32 on CUDA cores and {:g} TFLOP/s dense "
+      "bf16 on tensor cores",
+      g.name, g.compute_capability, g.arch, g.features, g.sms, g.memory_gib, g.bandwidth_gbps, l2, g.smem_per_sm_kib,
+      g.smem_per_block_optin_kib, g.registers_per_sm, g.threads_per_sm, g.blocks_per_sm, g.fp32_tflops, g.bf16_tflops);
+}
+
+namespace {
+
+std::string cpu_text() {
+  std::string model = "unknown CPU";
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0) {
+      model = line.substr(line.find(':') + 2);
+      break;
+    }
+  return fmt::format("{} with {} hardware threads", model, std::thread::hardware_concurrency());
+}
+
+// The GPU name at the start of a verdict's device ("NVIDIA H200 0000:19:00.0
+// GPU-..."): everything before the PCI bus id.
+std::string device_name(const std::string& device) {
+  static const std::regex bus(" [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\\.[0-9A-Fa-f]");
+  std::smatch m;
+  if (std::regex_search(device, m, bus)) return device.substr(0, static_cast<std::size_t>(m.position(0)));
+  return device;
+}
+
+std::string time_text(double ns) {
+  if (ns >= 1e6) return fmt::format("{:.3f} ms", ns / 1e6);
+  return fmt::format("{:.2f} us", ns / 1e3);
+}
+
+}  // namespace
+
+std::string hardware_text(const std::string& backend, const std::string& device) {
+  if (backend != "cuda") return cpu_text();
+  const GpuFacts* g = prompt_gpu(backend, device);
+  if (!g)
+    return fmt::format("{} (the GPU that judged the current kernel; kevo has no figures for this model, and a "
+                       "kernel may read them at run time with cudaDeviceGetAttribute)",
+                       device_name(device));
+  return (device.empty() ? "assumed (no GPU named in the verdict; kevo's default): " : "") + gpu_text(*g);
+}
+
+std::string roofline_text(const Task& task, const GpuFacts* gpu, double parent_median_ns) {
+  if (task.flops.empty() && task.bytes.empty()) return "(the task gives no FLOP or byte counts)";
+  bool bf16 = false;   // bf16 inputs may run on tensor cores: their peak, as the CUDA judge uses
+  for (const auto& a : task.args) bf16 = bf16 || (a.is_buffer() && a.dtype == DType::bf16);
+  const double tflops = gpu ? (bf16 ? gpu->bf16_tflops : gpu->fp32_tflops) : 0.0;
+  std::string s = fmt::format("Counts per call (flops: {}; bytes: {}):\n", task.flops.empty() ? "-" : task.flops.text(),
+                              task.bytes.empty() ? "-" : task.bytes.text());
+  double floor_sum = 0.0;
+  for (const auto& shape : task.visible) {
+    double flops = 0.0, bytes = 0.0;
+    try {
+      const Env env = shape.env();
+      if (!task.flops.empty()) flops = task.flops.eval(env).as_double();
+      if (!task.bytes.empty()) bytes = task.bytes.eval(env).as_double();
+    } catch (const std::exception&) {
+      continue;   // a count that does not evaluate at this shape says nothing
+    }
+    s += fmt::format("- {}: {:.4g} FLOP, {:.4g} bytes", shape.label, flops, bytes);
+    if (flops > 0 && bytes > 0) s += fmt::format(" ({:.3g} FLOP per byte)", flops / bytes);
+    if (gpu) {
+      const double compute_ns = flops / (tflops * 1e3), memory_ns = bytes / gpu->bandwidth_gbps;
+      const double floor_ns = std::max(compute_ns, memory_ns);
+      floor_sum += floor_ns;
+      s += fmt::format("; floor max({}, {}) = {} at {:g} TFLOP/s {} and {:g} GB/s: {}-bound", time_text(compute_ns),
+                       time_text(memory_ns), time_text(floor_ns), tflops, bf16 ? "bf16 (tensor cores)" : "fp32",
+                       gpu->bandwidth_gbps, compute_ns > memory_ns ? "compute" : "memory");
+    }
+    s += "\n";
+  }
+  if (floor_sum > 0 && parent_median_ns > 0)
+    s += fmt::format("The current kernel's median time, {} over these shapes, is {:.2f}x the floor.\n",
+                     time_text(parent_median_ns), parent_median_ns / floor_sum);
+  return s;
+}
+
+std::string libraries_text(const Task& task) {
+  const auto runtime = runtime_libraries(task.backend);
+  std::string extra;
+  for (const auto& name : task.libraries) {
+    if (std::find(runtime.begin(), runtime.end(), name) != runtime.end()) continue;
+    std::string what;
+    for (const auto& info : known_libraries())
+      if (info.name == name) what = info.what;
+    extra += (extra.empty() ? "" : ", ") + name + (what.empty() ? "" : " (" + what + ")");
+  }
+  if (!extra.empty()) return "the runtime and " + extra;
+  if (task.backend == "cuda")
+    return "none beyond the CUDA runtime: no cuBLAS, cuBLASLt, CUB, Thrust or other CUDA library (the candidate is "
+           "linked without them, and a call to one is judged forbidden)";
+  std::string list;
+  for (const auto& name : runtime) list += (list.empty() ? "" : ", ") + name;
+  return "none beyond the runtime (" + list + ")";
+}
+
+namespace {
+
+// "void gemm<64, 64>(float const*, int)" for "_Z4gemmILi64ELi64EEvPKfi",
+// without the return type and the parameters: "gemm<64, 64>".
+std::string kernel_name(const std::string& mangled) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> d(abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status), std::free);
+  if (status != 0 || !d) return mangled;
+  std::string s = d.get();
+  int depth = 0;
+  for (std::size_t k = 0; k < s.size(); ++k) {
+    if (s[k] == '<') ++depth;
+    if (s[k] == '>') --depth;
+    if (s[k] == '(' && depth == 0) {
+      s.resize(k);
+      break;
+    }
+  }
+  if (s.rfind("void ", 0) == 0) s.erase(0, 5);
+  return s;
+}
+
+}  // namespace
+
+std::string register_report(const std::string& compile_log) {
+  struct Kernel {
+    long registers = -1, stack = 0, spill_stores = 0, spill_loads = 0, smem = 0;
+  };
+  static const std::regex entry("Compiling entry function '([^']+)'");
+  static const std::regex props("Function properties for (\\S+)");
+  static const std::regex frame("(\\d+) bytes stack frame, (\\d+) bytes spill stores, (\\d+) bytes spill loads");
+  static const std::regex used("Used (\\d+) registers");
+  static const std::regex smem("(\\d+) bytes smem");
+  std::vector<std::string> order;
+  std::map<std::string, Kernel> kernels, functions;
+  std::string current, described;
+  std::istringstream in(compile_log);
+  std::smatch m;
+  for (std::string line; std::getline(in, line);) {
+    if (std::regex_search(line, m, entry)) {
+      current = m[1];
+      if (!kernels.count(current)) order.push_back(current);
+      kernels[current];
+    } else if (std::regex_search(line, m, props)) {
+      described = m[1];
+    } else if (std::regex_search(line, m, frame)) {
+      Kernel& k = functions[described];
+      k.stack = std::stol(m[1]);
+      k.spill_stores = std::stol(m[2]);
+      k.spill_loads = std::stol(m[3]);
+    } else if (!current.empty() && std::regex_search(line, m, used)) {
+      kernels[current].registers = std::stol(m[1]);
+      if (std::regex_search(line, m, smem)) kernels[current].smem = std::stol(m[1]);
+    }
+  }
+  std::string out;
+  for (const auto& name : order) {
+    const Kernel& k = kernels[name];
+    if (k.registers < 0) continue;
+    const Kernel f = functions.count(name) ? functions[name] : Kernel{};
+    out += fmt::format("- {}: {} registers", kernel_name(name), k.registers);
+    if (f.spill_stores || f.spill_loads)
+      out += fmt::format(", SPILLS: {} bytes stored and {} bytes loaded to local memory", f.spill_stores,
+                         f.spill_loads);
+    else
+      out += ", no spills";
+    if (f.stack) out += fmt::format(", {} bytes stack frame", f.stack);
+    if (k.smem) out += fmt::format(", {} bytes static shared memory", k.smem);
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace kevo::operators::llm
