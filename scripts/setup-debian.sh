@@ -10,6 +10,8 @@ packages=(
   libboost-dev libcurl4-openssl-dev nlohmann-json3-dev
   libspdlog-dev libfmt-dev libcli11-dev libgtest-dev
   python3 python3-h5py python3-numpy
+  # scripts/setup-llm.sh: the local model server in a virtual environment.
+  python3-venv
   # tests/slurm runs scripts/slurm/*.sbatch under a private single-node Slurm.
   slurm-wlm munge
 )

@@ -201,6 +201,7 @@ std::string Template::render(const std::map<std::string, std::string>& slots) co
 
 ServiceConfig parse_service_config(StrictObject& o, const fs::path& base) {
   ServiceConfig c;
+  c.local_server = parse_local_server(o, base);
   const auto& models = o.at("models");
   if (!models.is_array() || models.empty()) o.fail("models", "a non-empty list of model objects");
   json models_eff = json::array();
@@ -212,8 +213,10 @@ ServiceConfig parse_service_config(StrictObject& o, const fs::path& base) {
     x.provider = x.provider_label == "anthropic" ? Provider::anthropic : Provider::openai;
     x.base_url = m.string("base_url");
     while (!x.base_url.empty() && x.base_url.back() == '/') x.base_url.pop_back();
-    if (x.base_url.rfind("http://", 0) != 0 && x.base_url.rfind("https://", 0) != 0)
-      m.fail("base_url", "an http:// or https:// URL");
+    if (x.base_url == "local" && !c.local_server)
+      m.fail("base_url", "a URL (\"local\" names the server of llm.local_server, which this config has not)");
+    if (x.base_url != "local" && x.base_url.rfind("http://", 0) != 0 && x.base_url.rfind("https://", 0) != 0)
+      m.fail("base_url", "an http:// or https:// URL, or \"local\" (llm.local_server)");
     x.model = m.string("model");
     x.name = m.string("name", x.model);
     if (!names.insert(x.name).second) m.fail("name", "a model name unique in the list");
@@ -298,12 +301,24 @@ ServiceConfig parse_service_config(StrictObject& o, const fs::path& base) {
                  {"probe", c.probe},
                  {"max_failure_share", c.health.max_failure_share},
                  {"failure_window", c.health.window}};
+  if (c.local_server) c.effective["local_server"] = to_json(*c.local_server);
   return c;
 }
 
 // ---- service ---------------------------------------------------------------
 
 Service::Service(ServiceConfig config) : config_(std::move(config)) {
+  // The local server is up before the probe and the first request; a replay
+  // calls nobody.
+  if (config_.local_server) {
+    std::string url = "http://127.0.0.1:9/v1";
+    if (config_.cache_mode != CacheMode::replay) {
+      local_server_ = std::make_unique<LocalServer>(*config_.local_server);
+      url = local_server_->base_url();
+    }
+    for (auto& m : config_.models)
+      if (m.base_url == "local") m.base_url = url;
+  }
   std::shared_ptr<ReplyCache> cache;
   if (config_.cache_mode != CacheMode::off) cache = std::make_shared<ReplyCache>(config_.cache_mode, config_.cache_dir);
   for (auto& m : config_.models) {

@@ -45,8 +45,15 @@ GET .../models (the start-up probe) answers the script's "models" behaviour:
 "status", "status": 401}; it is logged with method GET and does not advance n.
 
 The bound port is printed on stdout as "PORT <n>" (and written to --port-file).
+
+As a stand-in for llama-server under llm.local_server (tests/llm/local_server.sh)
+it takes that server's arguments: --model FILE (must exist, else exit 2),
+--host (127.0.0.1 only), --port, --threads; GET /health answers 503 until
+--startup-delay seconds have passed, then 200; --exit-at-start CODE exits at
+once; --pid-file FILE gets its PID.
 """
 import argparse
+import os
 import json
 import re
 import socket
@@ -210,6 +217,10 @@ class Handler(BaseHTTPRequestHandler):
         self.entry = {"method": "GET", "path": self.path, "status": None,
                       "has_key": bool(self.headers.get("Authorization") or self.headers.get("x-api-key"))}
         try:
+            if self.path == "/health":
+                ready = time.time() >= READY_AT
+                self.send_json(200 if ready else 503, {"status": "ok" if ready else "loading model"})
+                return
             if not self.path.endswith("/models"):
                 self.send_json(404, {"error": {"message": "no such endpoint " + self.path}})
                 return
@@ -368,7 +379,24 @@ def main():
     ap.add_argument("--log")
     ap.add_argument("--port-file")
     ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--model")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--threads", type=int)
+    ap.add_argument("--startup-delay", type=float, default=0.0)
+    ap.add_argument("--exit-at-start", type=int)
+    ap.add_argument("--pid-file")
     a = ap.parse_args()
+    global READY_AT
+    if a.exit_at_start is not None:
+        print("fake server: exiting at start as asked", file=sys.stderr, flush=True)
+        return a.exit_at_start
+    if a.model is not None and not os.path.isfile(a.model):
+        print("fake server: no model file " + a.model, file=sys.stderr, flush=True)
+        return 2
+    if a.pid_file:
+        with open(a.pid_file, "w") as f:
+            f.write(str(os.getpid()))
+    READY_AT = time.time() + a.startup_delay
     if a.script:
         with open(a.script) as f:
             SCRIPT = json.load(f)
@@ -376,12 +404,11 @@ def main():
         LOG = open(a.log, "a")
     ThreadingHTTPServer.daemon_threads = True
     ThreadingHTTPServer.request_queue_size = 1024
-    srv = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
+    srv = ThreadingHTTPServer((a.host, a.port), Handler)
     port = srv.server_address[1]
     if a.port_file:
         with open(a.port_file + ".tmp", "w") as f:
             f.write(str(port))
-        import os
         os.replace(a.port_file + ".tmp", a.port_file)
     print("PORT %d" % port, flush=True)
     try:

@@ -5,6 +5,8 @@
 // Operators never run candidate code; they only make sources.
 #pragma once
 
+#include "kevo/operators/llm_local_server.hpp"
+
 #include "kevo/core/mutation_operator.hpp"
 #include "kevo/core/strict_json.hpp"
 #include "kevo/operators/llm_client.hpp"
@@ -71,6 +73,8 @@ struct ServiceConfig {
   std::string hardware;                   // "" = described from this machine
   bool probe = true;                      // authenticated GET {base_url}/models at start
   HealthOptions health;                   // max_failure_share, failure_window
+  // A server kevo starts itself; models whose base_url is "local" talk to it.
+  std::optional<LocalServerConfig> local_server;
   nlohmann::json effective;
   // Where the section is, for errors about the files it points at.
   std::string source_file;                // the config file
@@ -86,7 +90,10 @@ ServiceConfig parse_service_config(StrictObject& o, const std::filesystem::path&
 // operator that asked.
 class Service {
  public:
+  // Starts the local server first when the config has one (not in replay).
   explicit Service(ServiceConfig config);
+  // The local server kevo started, if any.
+  const LocalServer* local_server() const { return local_server_.get(); }
   const ServiceConfig& config() const { return config_; }
   Client& client() { return *client_; }
 
@@ -139,6 +146,7 @@ class Service {
   void set_analyst_enabled() { analyst_enabled_ = true; }
 
  private:
+  std::unique_ptr<LocalServer> local_server_;   // first member: stopped last
   ServiceConfig config_;
   std::unique_ptr<Client> client_;
   std::shared_ptr<Health> health_;
