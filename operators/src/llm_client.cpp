@@ -714,8 +714,12 @@ std::vector<std::pair<std::uint64_t, ChatResult>> Client::poll(std::chrono::mill
     const double now = now_s();
     if (now >= deadline || jobs_.empty()) break;
     double wait = deadline - now;
+    // Wake for a retry's backoff ending. A job that could start now and did
+    // not waits for a model's free slot: a transfer ending frees one, and
+    // curl_multi_poll wakes for that (a zero wait here spun a core while
+    // requests queued beyond a model's concurrency).
     for (const auto& [ticket, job] : jobs_)
-      if (!job->running) wait = std::min(wait, std::max(0.0, job->not_before - now));
+      if (!job->running && job->not_before > now) wait = std::min(wait, job->not_before - now);
     int fds = 0;
     curl_multi_poll(multi, nullptr, 0, static_cast<int>(std::ceil(wait * 1000.0)), &fds);
   }

@@ -95,7 +95,10 @@ for i, (op, status, source, note) in llm.items():
 statuses = {}
 for op, status, _, _ in llm.values():
     statuses[status] = statuses.get(status, 0) + 1
-n = len(llm)
+# Lost rows (in flight when the run ended) had no reply: not counted.
+n = len(llm) - statuses.get("lost", 0)
+if n <= 0:
+    fail("no LLM-made candidate got a reply")
 parsed = n - statuses.get("invalid", 0)
 compiled = parsed - statuses.get("compile_error", 0) - statuses.get("duplicate", 0)
 passed = statuses.get("correct", 0)

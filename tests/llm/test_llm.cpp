@@ -334,6 +334,34 @@ TEST(LlmClient, ManyInFlightDoNotBlockEachOther) {
   EXPECT_LT(longest_poll, 0.25);
 }
 
+TEST(LlmClient, RequestsQueuedBeyondAModelsConcurrencyDoNotSpin) {
+  // Concurrency 1, three requests that each stall 0.5 s: two wait for the
+  // model's slot for a second or more. poll() must sleep meanwhile (it spun
+  // a core: a queued job counted as one due now). The thread's CPU time
+  // while polling stays a small part of the wall time.
+  test::FakeServer s(json{{"default", {{"kind", "stall"}, {"seconds", 0.5}}}});
+  ASSERT_TRUE(s.up());
+  Model m = model_for(s, Provider::openai);
+  m.concurrency = 1;
+  Client c({m}, fast_options(), {});
+  for (int k = 0; k < 3; ++k) c.submit(0, hello());
+  auto thread_cpu = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  const double cpu0 = thread_cpu();
+  std::size_t got = 0;
+  while (got < 3 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20))
+    got += c.poll(std::chrono::milliseconds(200)).size();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double cpu = thread_cpu() - cpu0;
+  EXPECT_EQ(got, 3u);
+  EXPECT_GT(wall, 1.4) << "one at a time";
+  EXPECT_LT(cpu, 0.25 * wall) << cpu << " s of CPU in " << wall << " s of polling";
+}
+
 TEST(LlmBudget, NeverExceededRetriesIncluded) {
   // Every request first fails with 500 (usage unknown), then succeeds. The
   // token budget fits only a few worst-case reservations.
