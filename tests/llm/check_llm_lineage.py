@@ -14,7 +14,7 @@ import argparse
 import json
 import sys
 
-import h5py
+import llm_lineage
 
 ap = argparse.ArgumentParser()
 ap.add_argument("run")
@@ -31,80 +31,59 @@ def fail(msg):
     sys.exit(1)
 
 
-with h5py.File(path, "r") as f:
-    text = f["text"]
-    c = f["candidates"][:]
-    ev = f["events"][:]
-    kinds = h5py.check_enum_dtype(f["events"].dtype["kind"])
-    st_names = {v: k for k, v in h5py.check_enum_dtype(f["candidates"].dtype["status"]).items()}
-    llm_kind = kinds["llm"]
-    manifests = json.loads(f.attrs["task_manifests"])
-
-    def t(i):
-        if i < 0:
-            return ""
-        s = text[i]
-        return s.decode() if isinstance(s, bytes) else s
-
-    rows = []
-    for r in c:
-        if r["id"] == 2**64 - 1:
-            continue
-        rows.append({"id": int(r["id"]), "op": r["op"].decode().rstrip("\0"), "status": st_names[r["status"]],
-                     "source": t(r["source"]), "note": t(r["op_note"])})
-    llm_rows = [r for r in rows if r["op"].startswith("llm_")]
-    if not llm_rows:
-        fail("no LLM-made candidates")
-    records = {}
-    for e in ev:
-        if e["kind"] == llm_kind:
-            records.setdefault(int(e["id"]), []).append(json.loads(t(e["text"])))
-    for r in llm_rows:
-        # A candidate lost at the run's end (its request was still in
-        # flight, docs/lineage.md) has no reply to record.
-        if r["id"] not in records and r["status"] != "lost":
-            fail("candidate %d (%s) has no llm record" % (r["id"], r["op"]))
-        for rec in records.get(r["id"], []):
-            for k in ("model", "prompt", "reply", "input_tokens", "output_tokens", "latency_s", "retries", "cost_usd"):
-                if k not in rec:
-                    fail("llm record of %d lacks %s" % (r["id"], k))
-    for i in records:
-        if not any(r["id"] == i for r in llm_rows):
-            fail("llm record for candidate %d, which is not LLM-made" % i)
-    if a.all_cached:
-        for i, recs in records.items():
-            if not all(rec["cached"] and rec["ok"] for rec in recs):
-                fail("candidate %d has an llm record not answered from the cache" % i)
-    reps = [rec for recs in records.values() for rec in recs if rec.get("purpose") == "repair"]
-    print("repair turns:", len(reps))
-    statuses = {}
-    for r in llm_rows:
-        statuses[r["status"]] = statuses.get(r["status"], 0) + 1
-    notes = " | ".join(r["note"] for r in llm_rows)
-    print("llm candidates:", len(llm_rows), "statuses:", statuses, "records:", sum(len(v) for v in records.values()))
-    for want in a.expect.split(","):
-        if want == "repair":
-            reps = [rec for recs in records.values() for rec in recs if rec.get("purpose") == "repair"]
-            if not reps or not all("repair_of" in rec and rec["repair_turn"] >= 1 for rec in reps):
-                fail("no repair turn recorded")
-            print("repair turns:", len(reps), "max turn:", max(rec["repair_turn"] for rec in reps))
-        elif want == "diff":
-            if "does not match" not in notes:
-                fail("no recorded diff failure in notes: " + notes[:500])
-        elif want and statuses.get(want, 0) == 0:
-            fail("no LLM candidate with status " + want)
-    # Hidden shapes never reach a prompt.
-    for m in manifests:
-        for h in m.get("shapes", {}).get("hidden", []):
-            label = ",".join("%s=%s" % (k, v) for k, v in h.items())
-            for recs in records.values():
-                for rec in recs:
-                    if label in json.dumps(rec["prompt"]):
-                        fail("hidden shape %s in a prompt" % label)
-    if a.dump:
-        with open(a.dump, "w") as out:
-            json.dump([{"id": r["id"], "op": r["op"], "status": r["status"], "source": r["source"]} for r in rows],
-                      out, indent=0)
+rows, llm_events, _, manifests = llm_lineage.read(a.run)
+llm_rows = [r for r in rows if r["op"].startswith("llm_")]
+if not llm_rows:
+    fail("no LLM-made candidates")
+records = {}
+for i, rec in llm_events:
+    records.setdefault(i, []).append(rec)
+for r in llm_rows:
+    # A candidate lost at the run's end (its request was still in
+    # flight, docs/lineage.md) has no reply to record.
+    if r["id"] not in records and r["status"] != "lost":
+        fail("candidate %d (%s) has no llm record" % (r["id"], r["op"]))
+    for rec in records.get(r["id"], []):
+        for k in ("model", "prompt", "reply", "input_tokens", "output_tokens", "latency_s", "retries", "cost_usd"):
+            if k not in rec:
+                fail("llm record of %d lacks %s" % (r["id"], k))
+for i in records:
+    if not any(r["id"] == i for r in llm_rows):
+        fail("llm record for candidate %d, which is not LLM-made" % i)
+if a.all_cached:
+    for i, recs in records.items():
+        if not all(rec["cached"] and rec["ok"] for rec in recs):
+            fail("candidate %d has an llm record not answered from the cache" % i)
+reps = [rec for recs in records.values() for rec in recs if rec.get("purpose") == "repair"]
+print("repair turns:", len(reps))
+statuses = {}
+for r in llm_rows:
+    statuses[r["status"]] = statuses.get(r["status"], 0) + 1
+notes = " | ".join(r["note"] for r in llm_rows)
+print("llm candidates:", len(llm_rows), "statuses:", statuses, "records:", sum(len(v) for v in records.values()))
+for want in a.expect.split(","):
+    if want == "repair":
+        reps = [rec for recs in records.values() for rec in recs if rec.get("purpose") == "repair"]
+        if not reps or not all("repair_of" in rec and rec["repair_turn"] >= 1 for rec in reps):
+            fail("no repair turn recorded")
+        print("repair turns:", len(reps), "max turn:", max(rec["repair_turn"] for rec in reps))
+    elif want == "diff":
+        if "does not match" not in notes:
+            fail("no recorded diff failure in notes: " + notes[:500])
+    elif want and statuses.get(want, 0) == 0:
+        fail("no LLM candidate with status " + want)
+# Hidden shapes never reach a prompt.
+for m in manifests:
+    for h in m.get("shapes", {}).get("hidden", []):
+        label = ",".join("%s=%s" % (k, v) for k, v in h.items())
+        for recs in records.values():
+            for rec in recs:
+                if label in json.dumps(rec["prompt"]):
+                    fail("hidden shape %s in a prompt" % label)
+if a.dump:
+    with open(a.dump, "w") as out:
+        json.dump([{"id": r["id"], "op": r["op"], "status": r["status"], "source": r["source"]} for r in rows],
+                  out, indent=0)
 
 if a.secret:
     with open(path, "rb") as raw:

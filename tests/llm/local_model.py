@@ -13,14 +13,13 @@ Exit 77 (a skip) when the server or the model is not installed.
 import argparse
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
 import sys
 import time
 
-import h5py
+import llm_lineage
 
 ap = argparse.ArgumentParser()
 ap.add_argument("kevo")
@@ -61,20 +60,8 @@ chk = subprocess.run([sys.executable, os.path.join(a.src, "tests", "llm", "check
 if chk.returncode != 0:
     fail("the lineage check failed")
 
-with h5py.File(os.path.join(run, "lineage", "rank-0000.h5"), "r") as f:
-    text = f["text"]
-    kinds = h5py.check_enum_dtype(f["events"].dtype["kind"])
-    names = {v: k for k, v in h5py.check_enum_dtype(f["candidates"].dtype["status"]).items()}
-
-    def t(i):
-        if i < 0:
-            return ""
-        s = text[i]
-        return s.decode() if isinstance(s, bytes) else s
-
-    rows = {int(r["id"]): (r["op"].decode().rstrip("\0"), names[r["status"]], t(r["source"]), t(r["op_note"]))
-            for r in f["candidates"][:] if r["id"] != 2**64 - 1}
-    recs = [(int(e["id"]), json.loads(t(e["text"]))) for e in f["events"][:] if e["kind"] == kinds["llm"]]
+rows_list, recs, _, _ = llm_lineage.read(run)
+rows = {r["id"]: (r["op"], r["status"], r["source"], r["note"]) for r in rows_list}
 
 llm = {i: r for i, r in rows.items() if r[0].startswith("llm_")}
 ok = [rec for _, rec in recs if rec.get("ok") and not rec.get("cached")]

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 
-import h5py
+import llm_lineage
 
 kevo, src, work = sys.argv[1:4]
 src, work = os.path.abspath(src), os.path.abspath(work)
@@ -66,30 +66,7 @@ try:
         return p, out
 
     def lineage(run_dir):
-        with h5py.File(run_dir + "/lineage/rank-0000.h5", "r") as f:
-            text = f["text"]
-            st = {v: k for k, v in h5py.check_enum_dtype(f["candidates"].dtype["status"]).items()}
-            kinds = h5py.check_enum_dtype(f["events"].dtype["kind"])
-
-            def t(i):
-                if i < 0:
-                    return ""
-                s = text[i]
-                return s.decode() if isinstance(s, bytes) else s
-            rows = []
-            for r in f["candidates"][:]:
-                if r["id"] == 2**64 - 1:
-                    continue
-                rows.append({"id": int(r["id"]), "parent0": int(r["parent0"]), "parent1": int(r["parent1"]),
-                             "op": r["op"].decode().rstrip("\0"), "status": st[r["status"]],
-                             "source": t(r["source"]), "speedup": float(r["speedup"]), "message": t(r["message"])})
-            llm, notes = [], []
-            for e in f["events"][:]:
-                if e["kind"] == kinds["llm"]:
-                    llm.append((int(e["id"]), json.loads(t(e["text"]))))
-                elif e["kind"] == kinds["note"]:
-                    notes.append(t(e["text"]))
-        rows.sort(key=lambda r: r["id"])
+        rows, llm, notes, _ = llm_lineage.read(run_dir)
         return rows, llm, notes
 
     def same(a, b, what):

@@ -590,6 +590,7 @@ int main(int argc, char** argv) {
     std::optional<cw::ExportedArena> arena;
     nlohmann::json shape_timings;
     bool timed = false;
+    bool protocol_marked = false;   // "correctness" marked where the protocol ended
 
     w::SessionParts parts;
     parts.space = &space;
@@ -621,6 +622,7 @@ int main(int argc, char** argv) {
     parts.after_protocol = [&](native::JudgeResult& result, w::Endpoint& cand, w::Endpoint& reference,
                                const std::vector<double>& null_ns, const std::function<void()>& end_candidate) {
       mark("correctness");
+      protocol_marked = true;
       if (!gpu_timing) return;
       kevo::Verdict& v = result.verdict;
       const double cand_null_ns = w::quantile(null_ns, 0.5);
@@ -679,9 +681,8 @@ int main(int argc, char** argv) {
           got.profile = std::string("profiler: ") + e.what();
         }
       }
-    } else if (!gpu_timing && got.is_correct()) {
-      mark("correctness");
     }
+    if (!protocol_marked) mark("correctness");
     // A CUDA error may have left the GPU unwell: the backend checks it.
     if (got.status == kevo::Status::runtime_error && got.message.find("CUDA error") != std::string::npos)
       result.device_error = true;

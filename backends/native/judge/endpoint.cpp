@@ -328,15 +328,19 @@ ArgSet& RemoteEndpoint::arguments(const Task& task, const Case& c) {
   return args_;
 }
 
+void RemoteEndpoint::post(std::uint32_t seq) {
+  ctl_->call.store(seq, std::memory_order_release);
+  ::kill(pid_, SIGCONT);
+  futex_wake(ctl_->call);
+}
+
 bool RemoteEndpoint::round_trip(std::uint32_t seq, double& ns) {
   // The clock runs from the resume to the answer: everything the host does
   // for this call (its threads included) falls inside it.
   // The call is posted before the resume: the host, stopped inside its
   // futex wait, sees it as it wakes (one wake-up, not two).
   const auto t0 = Clock::now();
-  ctl_->call.store(seq, std::memory_order_release);
-  ::kill(pid_, SIGCONT);
-  futex_wake(ctl_->call);
+  post(seq);
   const bool finished = wait_done(seq);
   ns = ns_between(t0, Clock::now());
   if (finished) stop_and_wait();
@@ -355,9 +359,7 @@ void RemoteEndpoint::calibrate() {
   }
   if (pid_ <= 0) return;
   ctl_->load_library = 1;
-  ctl_->call.store(++seq_, std::memory_order_release);
-  ::kill(pid_, SIGCONT);
-  futex_wake(ctl_->call);
+  post(++seq_);
 }
 
 void RemoteEndpoint::terminate() {

@@ -156,6 +156,8 @@ class RemoteEndpoint final : public Endpoint {
   // Posts call `seq` to the stopped host and waits for its answer; the
   // judge's clock from the resume to the answer. False: it died.
   bool round_trip(std::uint32_t seq, double& ns);
+  // Posts call `seq` and resumes the host (no wait).
+  void post(std::uint32_t seq);
   void calibrate();
 
   HostSpec spec_;

@@ -1,0 +1,42 @@
+"""Reads rank 0's lineage of a run for the LLM tests (docs/lineage.md):
+the candidate rows, the `llm` event records and the notes.
+
+    rows, llm, notes, manifests = read(run_dir)
+
+rows: dicts with id, parent0, parent1, op, status (its name), source,
+speedup, message and note (the operator's note), in id order; llm: (id,
+record) pairs, the record parsed from its JSON; notes: the texts of `note`
+events; manifests: the task manifests the file carries.
+"""
+import json
+
+import h5py
+
+NO_ID = 2**64 - 1
+
+
+def read(run_dir):
+    with h5py.File(run_dir + "/lineage/rank-0000.h5", "r") as f:
+        text = f["text"]
+        status = {v: k for k, v in h5py.check_enum_dtype(f["candidates"].dtype["status"]).items()}
+        kinds = h5py.check_enum_dtype(f["events"].dtype["kind"])
+
+        def t(i):
+            if i < 0:
+                return ""
+            s = text[i]
+            return s.decode() if isinstance(s, bytes) else s
+
+        rows = [{"id": int(r["id"]), "parent0": int(r["parent0"]), "parent1": int(r["parent1"]),
+                 "op": r["op"].decode().rstrip("\0"), "status": status[r["status"]], "source": t(r["source"]),
+                 "speedup": float(r["speedup"]), "message": t(r["message"]), "note": t(r["op_note"])}
+                for r in f["candidates"][:] if r["id"] != NO_ID]
+        llm, notes = [], []
+        for e in f["events"][:]:
+            if e["kind"] == kinds["llm"]:
+                llm.append((int(e["id"]), json.loads(t(e["text"]))))
+            elif e["kind"] == kinds["note"]:
+                notes.append(t(e["text"]))
+        manifests = json.loads(f.attrs["task_manifests"])
+    rows.sort(key=lambda r: r["id"])
+    return rows, llm, notes, manifests
