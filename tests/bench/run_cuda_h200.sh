@@ -4,7 +4,7 @@
 # the later ones still run; logs go to $OUT (docs/benchmarks.md#cuda-backend,
 # #multi-gpu).
 #   run_cuda_h200.sh PHASE...   build gpu gpu_all gpu_quick throughput vs_load_inline throughput_sgemm contexts sustain duty
-#                               multigpu cv cv_churn load_inline quickstart baselines
+#                               multigpu cv cv_churn load_inline quickstart baselines llm_e2e llm_rate
 set -u
 OUT=${OUT:-/tmp/kevo-cuda-out}
 mkdir -p "$OUT"
@@ -29,7 +29,7 @@ gpu)
   ;;
 gpu_all)
   step gpu tests: every test labelled gpu
-  (cd build-gpu && timeout ${GPU_TIMEOUT:-300} ctest -L gpu -j1 --output-on-failure -V) > "$OUT/ctest.log" 2>&1
+  (cd build-gpu && timeout ${GPU_TIMEOUT:-300} ctest -L gpu ${GPU_LE:+-LE $GPU_LE} -j1 --output-on-failure -V) > "$OUT/ctest.log" 2>&1
   grep -E "\[ (verdict|seed|device|profile|baseline|holds) |tests passed|\(Failed\)|^output|violation" "$OUT/ctest.log" | cut -c1-300 | tail -60
   ;;
 gpu_quick)
@@ -167,6 +167,18 @@ quickstart)
 baselines)
   step library baselines of the best kernels
   timeout 150 python3 tests/bench/cuda_baselines.py table configs/tasks/cuda runs/cq 2>&1 | tail -14 | tee -a "$OUT/bench.log"
+  ;;
+llm_e2e)
+  # LLM evolution on the GPU through the fake server (tests/llm/e2e_llm_cuda.py).
+  step "llm on cuda, end to end"
+  (cd build-gpu && timeout ${LLM_E2E_TIMEOUT:-600} ctest -R '^llm_e2e_cuda$' --output-on-failure -V) > "$OUT/llm_e2e.log" 2>&1
+  grep -E "exit|judged|repairs|analyst|replay|budget|llm_|FAIL|ok$|Passed|Failed|tests passed" "$OUT/llm_e2e.log" | cut -c1-400 | tail -40
+  ;;
+llm_rate)
+  # Does the LLM path starve the GPU? The LLM run against parameter mutation alone.
+  step "llm on cuda: candidates per GPU-minute against parameter mutation, ${LLM_RATE_SECONDS:-90} s each"
+  timeout $((2 * ${LLM_RATE_SECONDS:-90} + 300)) python3 tests/bench/llm_cuda_rate.py $B/kevo . /tmp/kevo-llm-rate \
+    ${LLM_RATE_SECONDS:-90} 2>&1 | tee -a "$OUT/bench.log"
   ;;
 *) echo "unknown phase $phase"; exit 2 ;;
 esac

@@ -16,8 +16,16 @@ A behaviour B is an object with "kind":
                  advice for a performance review, a JSON hint for parameter
                  tuning
   improve | compile_error | wrong | no_code | ambiguous | signature_change |
-  good_diff | bad_diff | analysis | param_hint | bad_param_hint
-                 that variant of the parent kernel found in the prompt
+  good_diff | bad_diff | analysis | param_hint | bad_param_hint |
+  launches_nothing | modifies_input
+                 that variant of the parent kernel found in the prompt. For a
+                 CUDA parent (it has a __global__) improve changes a launch
+                 parameter of the bundled seeds, wrong flips a bit of the
+                 first output from a kernel launched after the real work,
+                 modifies_input does that to the first input, and
+                 launches_nothing launches no kernel; the auto rotation then
+                 is improve, improve, compile_error, wrong, improve,
+                 launches_nothing, improve, modifies_input, no_code
   text           {"text": "..."}: this reply verbatim
   status         {"status": 429, "retry_after": 2, "body": "..."}: an HTTP error
   stall          {"seconds": 5}: wait, then reply like auto
@@ -72,6 +80,9 @@ LOG = None
 BAD_MARK = "@@KEVO_BAD_BYTES@@"
 BAD_BYTES = b"\xc0\x80|\xe0\x80\x80|\xed\xa0\x80|\xf4\x90\x80\x80|\xe2\x82|\x80|"
 CODE_ROTATION = ["improve", "improve", "compile_error", "wrong", "improve", "no_code"]
+# A CUDA parent (a __global__ in it): the bugs models write on GPUs too.
+CUDA_CODE_ROTATION = ["improve", "improve", "compile_error", "wrong", "improve", "launches_nothing",
+                      "improve", "modifies_input", "no_code"]
 DIFF_ROTATION = ["good_diff", "bad_diff"]
 IMPROVE_RULES = [
     ("#define THREADS 1", "#define THREADS 2"),
@@ -79,6 +90,24 @@ IMPROVE_RULES = [
     ("#define VEC 1", "#define VEC 8"),
     ("#define UNROLL 2", "#define UNROLL 4"),
 ]
+
+
+# The launch parameters of the bundled CUDA seeds (configs/tasks/cuda), each
+# to a value of its task's search space.
+CUDA_IMPROVE_RULES = [
+    ("#define VEC 1", "#define VEC 4"),
+    ("#define BLOCK 32", "#define BLOCK 256"),
+    ("#define BLOCK 64", "#define BLOCK 256"),
+    ("#define BLOCK 128", "#define BLOCK 512"),
+    ("#define ITEMS 1", "#define ITEMS 4"),
+    ("#define GRID_PER_SM 1", "#define GRID_PER_SM 4"),
+]
+# Where a CUDA bug's wrapper starts (repair cuts there).
+CUDA_BUG = "// kevo-fake-bug\n"
+
+
+def is_cuda(src):
+    return "__global__" in src
 
 
 def parent_source(prompt):
@@ -95,8 +124,9 @@ def signature(prompt):
 
 
 def improve(src, n):
-    for k in range(len(IMPROVE_RULES)):
-        a, b = IMPROVE_RULES[(n + k) % len(IMPROVE_RULES)]
+    rules = CUDA_IMPROVE_RULES if is_cuda(src) else IMPROVE_RULES
+    for k in range(len(rules)):
+        a, b = rules[(n + k) % len(rules)]
         if a in src:
             return src.replace(a, b, 1)
     return src + "\nstatic const int kevo_fake_variant_%d = %d;\n" % (n, n)
@@ -117,10 +147,41 @@ def wrong(src, prompt):
     return body + "}\n"
 
 
+def cuda_bug(src, prompt, kind):
+    """A CUDA kernel with one of the bugs models write on GPUs: the host
+    function wrapped (the original renamed) so that after the real work a
+    one-thread kernel flips a bit of the first output element (wrong), of
+    the first input (modifies_input, against the task's rules), or nothing
+    is launched at all (launches_nothing)."""
+    sig = signature(prompt)
+    if not sig:
+        return src.replace("}", "}}", 1)   # no signature to wrap: a compile error
+    full, name, params = sig
+    names = [p.replace("*", " ").split()[-1] for p in params]
+    ptrs = [p for p in params if "*" in p]
+    outs = [p for p in ptrs if not p.startswith("const")]
+    ins = [p for p in ptrs if p.startswith("const")]
+    body = src.replace('extern "C" void %s(' % name, "static void %s_orig(" % name, 1)
+    body += "\n" + CUDA_BUG
+    if kind == "launches_nothing":
+        body += "%s {\n" % full + "".join("  (void)%s;\n" % x for x in names) + "}\n"
+        return body
+    target = (ins if kind == "modifies_input" else outs) or ptrs
+    victim = target[0].replace("*", " ").split()[-1]
+    body += "__global__ void kevo_fake_spoil(unsigned char* p) { p[1] ^= 0x40; }\n"
+    body += "%s {\n  %s_orig(%s);\n" % (full, name, ", ".join(names))
+    body += "  kevo_fake_spoil<<<1, 1>>>((unsigned char*)(%s));\n}\n" % victim
+    return body
+
+
 def repair(src, prompt):
-    """Undoes what compile_error and wrong did to a kernel."""
+    """Undoes what compile_error, wrong and the CUDA bugs did to a kernel."""
     src = src.replace("static int kevo_broken = undeclared_symbol_xyz;\n", "")
     sig = signature(prompt)
+    cut = src.rfind("\n" + CUDA_BUG)
+    if sig and cut >= 0:
+        src = src[:cut].replace("static void %s_orig(" % sig[1], 'extern "C" void %s(' % sig[1], 1)
+        return src
     if sig and "%s_orig(" % sig[1] in src:
         full, name, _ = sig
         cut = src.rfind("\n" + full + " {")
@@ -139,8 +200,12 @@ def code_reply(variant, prompt, n):
     if variant == "compile_error":
         bad = src.replace('extern "C"', "static int kevo_broken = undeclared_symbol_xyz;\nextern \"C\"", 1)
         return "Try this.\n\n```cpp\n" + bad + "```\n"
+    if variant == "wrong" and is_cuda(src):
+        return "Fused the epilogue into one launch.\n\n```cpp\n" + cuda_bug(src, prompt, "wrong") + "```\n"
     if variant == "wrong":
         return "Reordered the accumulation.\n\n```cpp\n" + wrong(src, prompt) + "```\n"
+    if variant in ("launches_nothing", "modifies_input"):
+        return "Restructured the launch.\n\n```cpp\n" + cuda_bug(src, prompt, variant) + "```\n"
     if variant == "no_code":
         return "I would restructure the loops for better locality, tile the inner loop and use OpenMP."
     if variant == "ambiguous":
@@ -189,7 +254,8 @@ def auto_variant(prompt):
             STATE["diff"] += 1
             return DIFF_ROTATION[(STATE["diff"] - 1) % len(DIFF_ROTATION)], STATE["diff"]
         STATE["code"] += 1
-        return CODE_ROTATION[(STATE["code"] - 1) % len(CODE_ROTATION)], STATE["code"]
+        rotation = CUDA_CODE_ROTATION if is_cuda(parent_source(prompt)) else CODE_ROTATION
+        return rotation[(STATE["code"] - 1) % len(rotation)], STATE["code"]
 
 
 class Handler(BaseHTTPRequestHandler):

@@ -24,6 +24,8 @@ import time
 
 import h5py
 
+import fake_server
+
 mpiexec, kevo, src, work = sys.argv[1:5]
 src, work = os.path.abspath(src), os.path.abspath(work)
 BUDGET = 40000
@@ -70,15 +72,9 @@ def spent(run_dir):
 
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
-server = subprocess.Popen([sys.executable, os.path.join(src, "tests/llm/fake_llm_server.py"),
-                           "--port-file", os.path.join(work, "port"), "--log", os.path.join(work, "server.log")],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+server, url = fake_server.start(src, work)
 try:
-    for _ in range(200):
-        if os.path.exists(os.path.join(work, "port")) and open(os.path.join(work, "port")).read().strip():
-            break
-        time.sleep(0.05)
-    port = open(os.path.join(work, "port")).read().strip()
+    port = url.split(":")[-1].split("/")[0]
     toy = os.path.join(src, "tests/engine/data/toy")
     common = ["--set", f'tasks=["{toy}"]', "--set", 'backend.type="null"',
               "--set", "budget.evaluations_per_task=400", "--set", "budget.wall_seconds=90",

@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 
+import fake_server
 import llm_lineage
 
 kevo, src, work = sys.argv[1:4]
@@ -40,15 +41,8 @@ def fail(msg):
     sys.exit(1)
 
 
-server = subprocess.Popen([sys.executable, os.path.join(src, "tests/llm/fake_llm_server.py"),
-                           "--port-file", os.path.join(work, "port"), "--log", os.path.join(work, "server.log")],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+server, url = fake_server.start(src, work)
 try:
-    for _ in range(200):
-        if os.path.exists(os.path.join(work, "port")) and open(os.path.join(work, "port")).read().strip():
-            break
-        time.sleep(0.05)
-    url = "http://127.0.0.1:%s/v1" % open(os.path.join(work, "port")).read().strip()
     dead = "http://127.0.0.1:9/v1"
 
     common = ["--set", 'tasks=["tasks/cpu/reduce_sum"]', "--set", "budget.evaluations_per_task=12",

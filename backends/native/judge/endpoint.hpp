@@ -153,9 +153,10 @@ class RemoteEndpoint final : public Endpoint {
   void stop_and_wait();
   void reap(int status, const ::rusage& ru);
   void reset_scheduling();
-  // Posts call `seq` to the stopped host and waits for its answer; the
-  // judge's clock from the resume to the answer. False: it died.
-  bool round_trip(std::uint32_t seq, double& ns);
+  // Posts call `seq` to the host and waits for its answer; the judge's
+  // clock from the resume to the answer; then stops it unless
+  // `stop_after` is false. False: it died.
+  bool round_trip(std::uint32_t seq, double& ns, bool stop_after = true);
   // Posts call `seq` and resumes the host (no wait).
   void post(std::uint32_t seq);
   void calibrate();

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -199,8 +200,17 @@ void serve_one(HostControl* ctl, char* arena, std::size_t arena_bytes, Entry ent
   ctl->outcome = static_cast<std::int32_t>(outcome);
 }
 
-// Waits for the judge's next call (a number other than `last`).
-std::uint32_t next_call(HostControl* ctl, std::uint32_t last) {
+// Waits for the judge's next call (a number other than `last`). A
+// device's host polls for 1 ms first: a call that follows a prime at once
+// (Endpoint::prime) then starts without a futex wake-up in its window.
+std::uint32_t next_call(HostControl* ctl, std::uint32_t last, bool poll_first) {
+  if (poll_first) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
+    do {
+      const std::uint32_t c = ctl->call.load(std::memory_order_acquire);
+      if (c != last) return c;
+    } while (std::chrono::steady_clock::now() < until);
+  }
   for (;;) {
     const std::uint32_t c = ctl->call.load(std::memory_order_acquire);
     if (c != last) return c;
@@ -227,9 +237,10 @@ std::uint32_t serve_calibration(HostControl* ctl, const HostDevice* device) {
   ctl->state.store(static_cast<std::uint32_t>(HostState::calibrating), std::memory_order_release);
   futex_wake(ctl->state);
   for (std::uint32_t last = 0;;) {
-    last = next_call(ctl, last);
+    last = next_call(ctl, last, device != nullptr);
     if (ctl->load_library) return last;
-    run_hook(ctl, device ? device->null_call : nullptr);
+    // The judge's prime before a measured null call, as before a timed one.
+    run_hook(ctl, device ? (ctl->null_call && device->prime_call ? device->prime_call : device->null_call) : nullptr);
     answer(ctl, last);
   }
 }
@@ -323,7 +334,7 @@ void host_main(int argc, char** argv, const HostDevice* device) {
   futex_wake(ctl->state);
 
   for (;;) {
-    last = next_call(ctl, last);
+    last = next_call(ctl, last, device != nullptr);
     if (ctl->null_call && device) run_hook(ctl, device->prime_call);
     else serve_one(ctl, arena, arena_bytes, entry, device);
     answer(ctl, last);
