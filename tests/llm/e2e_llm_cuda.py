@@ -150,15 +150,9 @@ try:
     # 2. Replay without the server.
     rep = run("rep", "--set", "llm.models.0.base_url=" + dead, "--set", "llm.cache.mode=replay")
     rep_rows, rep_llm, _, _ = llm_lineage.read(rep)
-    keys = ("id", "parent0", "parent1", "op", "status", "source", "speedup")
-    a = [{k: r[k] for k in keys} for r in rows]
-    b = [{k: r[k] for k in keys} for r in rep_rows]
-    if a != b:
-        for x, y in zip(a, b):
-            if x != y:
-                fail("replay: first difference: %s vs %s" % ({k: v for k, v in x.items() if k != "source"},
-                                                            {k: v for k, v in y.items() if k != "source"}))
-        fail("replay: %d vs %d candidates" % (len(a), len(b)))
+    diff = llm_lineage.replay_difference(rows, rep_rows)
+    if diff:
+        fail("replay: " + diff)
     if not all(r["cached"] and r["ok"] for _, r in rep_llm) or len(rep_llm) != len(llm):
         fail("replay: not every reply came from the cache")
     print("replay identical: %d candidates, %d replies" % (len(rep_rows), len(rep_llm)))

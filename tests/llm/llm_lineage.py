@@ -7,10 +7,15 @@ rows: dicts with id, parent0, parent1, op, status (its name), source,
 speedup, message and note (the operator's note), in id order; llm: (id,
 record) pairs, the record parsed from its JSON; notes: the texts of `note`
 events; manifests: the task manifests the file carries.
+replay_difference(a, b): "" or how two runs' rows differ in what a replay
+reproduces (REPLAYED).
 """
 import json
 
 import h5py
+
+# What a replay must reproduce of each candidate row.
+REPLAYED = ("id", "parent0", "parent1", "op", "status", "source", "speedup")
 
 NO_ID = 2**64 - 1
 
@@ -40,3 +45,17 @@ def read(run_dir):
         manifests = json.loads(f.attrs["task_manifests"])
     rows.sort(key=lambda r: r["id"])
     return rows, llm, notes, manifests
+
+
+def replay_difference(a, b):
+    """"" when the rows `a` and `b` agree on REPLAYED, else the first
+    difference (without the sources) or the counts."""
+    pa = [{k: r[k] for k in REPLAYED} for r in a]
+    pb = [{k: r[k] for k in REPLAYED} for r in b]
+    if pa == pb:
+        return ""
+    for x, y in zip(pa, pb):
+        if x != y:
+            return "first difference: %s vs %s" % ({k: v for k, v in x.items() if k != "source"},
+                                                   {k: v for k, v in y.items() if k != "source"})
+    return "%d vs %d candidates" % (len(pa), len(pb))

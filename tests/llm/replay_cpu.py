@@ -64,15 +64,9 @@ try:
         return rows, llm, notes
 
     def same(a, b, what):
-        keys = ("id", "parent0", "parent1", "op", "status", "source", "speedup")
-        pa = [{k: r[k] for k in keys} for r in a]
-        pb = [{k: r[k] for k in keys} for r in b]
-        if pa != pb:
-            for x, y in zip(pa, pb):
-                if x != y:
-                    fail("%s: first difference: %s vs %s" % (what, {k: v for k, v in x.items() if k != "source"},
-                                                             {k: v for k, v in y.items() if k != "source"}))
-            fail("%s: %d vs %d candidates" % (what, len(pa), len(pb)))
+        diff = llm_lineage.replay_difference(a, b)
+        if diff:
+            fail("%s: %s" % (what, diff))
 
     # 1. Record.
     p, rec = run("rec", "--set", "llm.models.0.base_url=" + url, "--set", "llm.cache.mode=record")
