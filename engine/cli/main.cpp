@@ -1,5 +1,6 @@
 // kevo's command line. Exit codes: 0 ok, 2 usage or input error, 1 runtime failure, 3 a run
 // stopped because its LLM requests fail (docs/llm.md#failures).
+#include "campaign.hpp"
 #include "commands.hpp"
 
 #include "kevo/core/text.hpp"
@@ -77,6 +78,30 @@ int main(int argc, char** argv) {
                   "Also compile and check each reference and the null candidates with the task's backend");
   tasks->add_flag("--json", tasks_args.json, "Print JSON");
 
+  auto* campaign = app.add_subcommand("campaign", "Configurations x seeds over task suites (docs/campaigns.md)");
+  campaign->require_subcommand(1);
+  kevo::app::CampaignPlanArgs plan_args;
+  auto* plan = campaign->add_subcommand("plan", "Check a campaign file and print its cells and their cost");
+  plan->add_option("file", plan_args.file, "Campaign file (JSON, docs/campaigns.md)")->required();
+  plan->add_flag("--json", plan_args.json, "Print JSON");
+  kevo::app::CampaignRunArgs crun_args;
+  auto* crun = campaign->add_subcommand("run", "Run (or continue) a campaign's cells on this machine");
+  crun->add_option("file", crun_args.file, "Campaign file")->required();
+  crun->add_option("--out", crun_args.out, "Campaign directory (default OUT_DIR/NAME)");
+  crun->add_option("--jobs", crun_args.jobs, "Cells at once (default: the file's local.jobs)")
+      ->check(CLI::Range(1, 256));
+  kevo::app::CampaignStatusArgs cstatus_args;
+  auto* cstatus = campaign->add_subcommand("status", "Show which cells are done, running, cut, failed or pending");
+  cstatus->add_option("dir", cstatus_args.dir, "Campaign directory")->required();
+  cstatus->add_flag("--json", cstatus_args.json, "Print JSON");
+  kevo::app::CampaignReportArgs creport_args;
+  auto* creport = campaign->add_subcommand("report", "Write the campaign's report (Markdown, HTML, CSV, JSON)");
+  creport->add_option("dir", creport_args.dir, "Campaign directory")->required();
+  creport->add_option("--out", creport_args.out, "Report directory (default DIR/report)");
+  creport->add_option("--seed", creport_args.seed, "Seed of the bootstrap");
+  creport->add_option("--resamples", creport_args.resamples, "Bootstrap resamples")->check(CLI::Range(100, 1000000));
+  creport->add_option("--python", creport_args.python, "Python with h5py, numpy and matplotlib");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -97,6 +122,10 @@ int main(int argc, char** argv) {
     if (*lineage) return kevo::app::cmd_lineage(lineage_args);
     if (*tasks) return kevo::app::cmd_tasks(tasks_args);
     if (*merge) return kevo::app::cmd_merge(merge_args, g_stop);
+    if (*plan) return kevo::app::cmd_campaign_plan(plan_args);
+    if (*crun) return kevo::app::cmd_campaign_run(crun_args, g_stop);
+    if (*cstatus) return kevo::app::cmd_campaign_status(cstatus_args);
+    if (*creport) return kevo::app::cmd_campaign_report(creport_args);
   } catch (const kevo::InputError& e) {
     // Messages may quote candidate or task text: safe for a terminal.
     fmt::print(stderr, "kevo: error: {}\n", kevo::sanitize_utf8(e.what(), kevo::kTerminalText));

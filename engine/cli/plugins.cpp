@@ -16,15 +16,17 @@
 
 namespace kevo::app {
 
-engine::Plugins builtin_plugins() {
+namespace {
+
+std::vector<std::string> all_backend_types() {
   std::vector<std::string> types = {"cpu", "null"};
 #ifdef KEVO_HAVE_CUDA
   types.push_back("cuda");   // built only where the CUDA toolkit was found
 #endif
-  return builtin_plugins(types);
+  return types;
 }
 
-engine::Plugins builtin_plugins(const std::vector<std::string>& backend_types) {
+engine::Plugins make_plugins(const std::vector<std::string>& backend_types, bool start_servers) {
   engine::Plugins p;
   for (const auto& t : backend_types) {
     bool known = t == "cpu" || t == "null";
@@ -67,10 +69,11 @@ engine::Plugins builtin_plugins(const std::vector<std::string>& backend_types) {
   // "llm" section and shared by every LLM operator of the config.
   auto llm = std::make_shared<std::shared_ptr<operators::llm::Service>>();
   p.sections = {"llm"};
-  p.parse_section = [llm](const std::string&, StrictObject* section, const std::filesystem::path& base) {
+  p.parse_section = [llm, start_servers](const std::string&, StrictObject* section, const std::filesystem::path& base) {
     llm->reset();
     if (!section) return nlohmann::json();
     auto cfg = operators::llm::parse_service_config(*section, base);
+    cfg.start_local_server = start_servers;
     nlohmann::json eff = cfg.effective;
     *llm = std::make_shared<operators::llm::Service>(std::move(cfg));
     return eff;
@@ -115,5 +118,15 @@ engine::Plugins builtin_plugins(const std::vector<std::string>& backend_types) {
   };
   return p;
 }
+
+}  // namespace
+
+engine::Plugins builtin_plugins() { return make_plugins(all_backend_types(), true); }
+
+engine::Plugins builtin_plugins(const std::vector<std::string>& backend_types) {
+  return make_plugins(backend_types, true);
+}
+
+engine::Plugins checking_plugins() { return make_plugins(all_backend_types(), false); }
 
 }  // namespace kevo::app

@@ -312,7 +312,7 @@ Service::Service(ServiceConfig config) : config_(std::move(config)) {
   // calls nobody.
   if (config_.local_server) {
     std::string url = "http://127.0.0.1:9/v1";
-    if (config_.cache_mode != CacheMode::replay) {
+    if (config_.cache_mode != CacheMode::replay && config_.start_local_server) {
       local_server_ = std::make_unique<LocalServer>(*config_.local_server);
       url = local_server_->base_url();
     }

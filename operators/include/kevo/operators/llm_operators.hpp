@@ -75,6 +75,9 @@ struct ServiceConfig {
   HealthOptions health;                   // max_failure_share, failure_window
   // A server kevo starts itself; models whose base_url is "local" talk to it.
   std::optional<LocalServerConfig> local_server;
+  // false: a config only being checked (kevo campaign plan): the local
+  // server is not started (its models get a placeholder URL, as in a replay).
+  bool start_local_server = true;
   nlohmann::json effective;
   // Where the section is, for errors about the files it points at.
   std::string source_file;                // the config file

@@ -19,5 +19,9 @@ engine::Plugins builtin_plugins();
 // The same table with only these backend types (each one this build has;
 // tests and benchmarks use {"null"}). Throws Failure for an unknown type.
 engine::Plugins builtin_plugins(const std::vector<std::string>& backend_types);
+// Every backend type, for checking configs without running them (kevo
+// campaign plan): the LLM service reads its keys but starts no local model
+// server.
+engine::Plugins checking_plugins();
 
 }  // namespace kevo::app

@@ -1,0 +1,635 @@
+#include "campaign.hpp"
+
+#include "kevo/app/plugins.hpp"
+#include "kevo/core/error.hpp"
+#include "kevo/core/strict_json.hpp"
+#include "kevo/core/text.hpp"
+#include "kevo/engine/config.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace kevo::app {
+namespace fs = std::filesystem;
+
+namespace {
+
+bool valid_name(const std::string& s) {
+  if (s.empty() || s.size() > 64) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+  });
+}
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+nlohmann::json read_json_or_null(const fs::path& p) {
+  std::ifstream in(p);
+  if (!in) return nullptr;
+  return nlohmann::json::parse(in, nullptr, false);
+}
+
+void write_json_atomic(const fs::path& p, const nlohmann::json& j) {
+  const fs::path tmp = p.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) throw Failure("cannot write " + tmp.string());
+    out << dump_json(j, 2) << "\n";
+    if (!out) throw Failure("cannot write " + tmp.string());
+  }
+  fs::rename(tmp, p);
+}
+
+std::string self_executable() {
+  std::error_code ec;
+  const fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) throw Failure("cannot find the kevo executable (/proc/self/exe)");
+  return p.string();
+}
+
+std::string tail_lines(const fs::path& p, std::size_t n) {
+  std::ifstream in(p);
+  std::deque<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    lines.push_back(line);
+    if (lines.size() > n) lines.pop_front();
+  }
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return sanitize_utf8(out, kShownText);
+}
+
+}  // namespace
+
+nlohmann::json Campaign::to_json() const {
+  nlohmann::json confs = nlohmann::json::array();
+  for (const auto& c : configurations)
+    confs.push_back({{"name", c.name}, {"description", c.description}, {"set", c.sets}});
+  nlohmann::json cs = nlohmann::json::array();
+  for (const auto& c : cells)
+    cs.push_back({{"id", c.id}, {"configuration", c.configuration}, {"seed", c.seed}, {"run_dir", c.run_dir},
+                  {"overrides", c.overrides}});
+  nlohmann::json t = nlohmann::json::array();
+  for (const auto& p : tasks) t.push_back(p.string());
+  return {{"name", name},
+          {"file", file},
+          {"base_config", base_config.string()},
+          {"tasks", t},
+          {"configurations", confs},
+          {"seeds", seeds},
+          {"budget", {{"evaluations_per_task", evaluations_per_task}, {"wall_seconds", wall_seconds},
+                      {"llm_usd", llm_usd}}},
+          {"jobs", jobs},
+          {"cells", cs}};
+}
+
+Campaign load_campaign(const std::string& path) {
+  const nlohmann::json doc = read_json_file(path);
+  StrictObject o(doc, path, "");
+  Campaign c;
+  c.file = path;
+  const fs::path base_dir = fs::absolute(fs::path(path)).parent_path();
+  auto resolve = [&](const std::string& s) { return fs::weakly_canonical(base_dir / s); };
+
+  c.name = o.string("name");
+  if (!valid_name(c.name)) o.fail("name", "a name of letters, digits, '_' and '-' (at most 64)");
+  const std::string base = o.string("base_config");
+  c.base_config = resolve(base);
+  if (!fs::is_regular_file(c.base_config))
+    throw InputError(path, "/base_config", "a config file (relative to the campaign file; " +
+                                               c.base_config.string() + " does not exist)");
+  for (const auto& t : o.strings("tasks", std::vector<std::string>{})) {
+    const fs::path p = resolve(t);
+    if (!fs::is_directory(p))
+      throw InputError(path, "/tasks", "task folders that exist (relative to the campaign file; " + p.string() +
+                                           " is not a folder)");
+    c.tasks.push_back(p);
+  }
+
+  const nlohmann::json& confs = o.at("configurations");
+  if (!confs.is_object() || confs.empty())
+    throw InputError(path, "/configurations", "an object of named configurations, at least one");
+  for (const auto& [name, value] : confs.items()) {
+    const std::string ptr = "/configurations/" + name;
+    if (!valid_name(name)) throw InputError(path, ptr, "a name of letters, digits, '_' and '-' (at most 64)");
+    StrictObject co(value, path, ptr);
+    CampaignConfiguration conf;
+    conf.name = name;
+    conf.description = co.string("description", "");
+    if (const nlohmann::json* set = co.find("set")) {
+      if (!set->is_object()) co.fail("set", "an object of config keys (\"budget.wall_seconds\") and their values");
+      for (const auto& [key, v] : set->items()) {
+        if (key.empty() || key.find('=') != std::string::npos)
+          throw InputError(path, ptr + "/set", "config keys such as \"operators.0.weight\" (got \"" + key + "\")");
+        conf.sets.push_back(key + "=" + v.dump());
+      }
+    }
+    co.finish();
+    c.configurations.push_back(std::move(conf));
+  }
+
+  const nlohmann::json& seeds = o.at("seeds");
+  if (!seeds.is_array() || seeds.empty()) throw InputError(path, "/seeds", "a list of seeds (positive integers), at least one");
+  std::set<std::uint64_t> seen;
+  for (std::size_t i = 0; i < seeds.size(); ++i) {
+    const auto& s = seeds[i];
+    if (!s.is_number_integer() || s.get<std::int64_t>() < 1)
+      throw InputError(path, "/seeds/" + std::to_string(i), "a positive integer");
+    if (!seen.insert(s.get<std::uint64_t>()).second)
+      throw InputError(path, "/seeds/" + std::to_string(i), "a seed not listed before");
+    c.seeds.push_back(s.get<std::uint64_t>());
+  }
+
+  if (auto b = o.optional_object("budget")) {
+    if (b->has("evaluations_per_task")) c.evaluations_per_task = b->integer("evaluations_per_task", std::nullopt, 1);
+    if (b->has("wall_seconds")) {
+      c.wall_seconds = b->number("wall_seconds");
+      if (!(c.wall_seconds > 0)) b->fail("wall_seconds", "a number of seconds above 0");
+    }
+    if (b->has("llm_usd")) {
+      c.llm_usd = b->number("llm_usd");
+      if (!(c.llm_usd > 0)) b->fail("llm_usd", "a number of USD above 0");
+    }
+    b->allow("evaluations_per_task");
+    b->allow("wall_seconds");
+    b->allow("llm_usd");
+    b->finish();
+  }
+  if (auto l = o.optional_object("local")) {
+    c.jobs = static_cast<int>(l->integer("jobs", 1, 1, 256));
+    l->finish();
+  }
+  c.out_dir = o.string("out_dir", "campaigns");
+  o.finish();
+
+  const nlohmann::json base_doc = read_json_file(c.base_config.string());
+  if (c.llm_usd > 0 && !(base_doc.is_object() && base_doc.contains("llm")))
+    throw InputError(path, "/budget/llm_usd", "a base config with an llm section (" + c.base_config.string() +
+                                                  " has none)");
+
+  // The cells, and each configuration checked as `kevo run` checks a
+  // config (the seed does not change what is valid).
+  for (const auto& conf : c.configurations) {
+    std::vector<std::string> common;
+    if (!c.tasks.empty()) {
+      nlohmann::json t = nlohmann::json::array();
+      for (const auto& p : c.tasks) t.push_back(p.string());
+      common.push_back("tasks=" + t.dump());
+    }
+    if (c.evaluations_per_task > 0) common.push_back(fmt::format("budget.evaluations_per_task={}", c.evaluations_per_task));
+    if (c.wall_seconds > 0) common.push_back("budget.wall_seconds=" + nlohmann::json(c.wall_seconds).dump());
+    if (c.llm_usd > 0) common.push_back("llm.budget.usd=" + nlohmann::json(c.llm_usd).dump());
+    for (const auto& s : conf.sets) common.push_back(s);
+    for (std::size_t k = 0; k < c.seeds.size(); ++k) {
+      CampaignCell cell;
+      cell.configuration = conf.name;
+      cell.seed = c.seeds[k];
+      cell.id = fmt::format("{}.s{}", conf.name, cell.seed);
+      cell.run_dir = "cells/" + cell.id;
+      cell.overrides.push_back(fmt::format("seed={}", cell.seed));
+      cell.overrides.insert(cell.overrides.end(), common.begin(), common.end());
+      if (k == 0) {
+        try {
+          (void)engine::load_config(c.base_config.string(), cell.overrides, checking_plugins());
+        } catch (const InputError& e) {
+          throw InputError(path, "/configurations/" + conf.name,
+                           "a configuration that " + c.base_config.filename().string() + " accepts with its --set (" +
+                               e.what() + ")");
+        }
+      }
+      c.cells.push_back(std::move(cell));
+    }
+  }
+  return c;
+}
+
+// ---- plan -----------------------------------------------------------------------
+
+int cmd_campaign_plan(const CampaignPlanArgs& args) {
+  const Campaign c = load_campaign(args.file);
+  // The tasks and budgets of each configuration, as its run will see them.
+  nlohmann::json cells = nlohmann::json::array();
+  double total_wall = 0.0, total_usd = 0.0;
+  std::int64_t total_evals = 0;
+  std::map<std::string, nlohmann::json> per_conf;
+  for (const auto& cell : c.cells) {
+    if (!per_conf.count(cell.configuration)) {
+      const engine::Config cfg = engine::load_config(c.base_config.string(), cell.overrides, checking_plugins());
+      double usd = 0.0;
+      if (cfg.effective.contains("llm")) usd = cfg.effective["llm"]["budget"].value("usd", 0.0);
+      per_conf[cell.configuration] = {{"tasks", cfg.task_dirs.size()},
+                                      {"evaluations_per_task", cfg.budget.evaluations_per_task},
+                                      {"wall_seconds", cfg.budget.wall_seconds},
+                                      {"llm_usd", usd},
+                                      {"backend", cfg.backend_type}};
+    }
+    const auto& p = per_conf[cell.configuration];
+    const std::int64_t evals = p["tasks"].get<std::int64_t>() * p["evaluations_per_task"].get<std::int64_t>();
+    total_evals += evals;
+    total_wall += p["wall_seconds"].get<double>();
+    total_usd += p["llm_usd"].get<double>();
+    cells.push_back({{"id", cell.id}, {"configuration", cell.configuration}, {"seed", cell.seed},
+                     {"tasks", p["tasks"]}, {"evaluations", evals}, {"wall_seconds", p["wall_seconds"]},
+                     {"llm_usd", p["llm_usd"]}, {"backend", p["backend"]}});
+  }
+  const bool unbounded = std::any_of(cells.begin(), cells.end(),
+                                     [](const nlohmann::json& x) { return x["wall_seconds"].get<double>() <= 0; });
+  if (args.json) {
+    fmt::print("{}\n", dump_json({{"campaign", c.to_json()},
+                                  {"plan", cells},
+                                  {"total", {{"cells", cells.size()}, {"evaluations", total_evals},
+                                             {"wall_seconds_at_most", unbounded ? nlohmann::json(nullptr)
+                                                                                 : nlohmann::json(total_wall)},
+                                             {"jobs", c.jobs}, {"llm_usd_at_most", total_usd}}}},
+                                 2));
+    return 0;
+  }
+  fmt::print("campaign {} ({}): {} configuration(s) x {} seed(s) = {} cells, base {}\n", c.name, args.file,
+             c.configurations.size(), c.seeds.size(), c.cells.size(), c.base_config.string());
+  fmt::print("{:<28} {:<16} {:>5} {:>6} {:>12} {:>10} {:>9}\n", "cell", "configuration", "seed", "tasks",
+             "evaluations", "wall (s)", "LLM USD");
+  for (const auto& x : cells)
+    fmt::print("{:<28} {:<16} {:>5} {:>6} {:>12} {:>10} {:>9.2f}\n", x["id"].get<std::string>(),
+               x["configuration"].get<std::string>(), x["seed"].get<std::uint64_t>(), x["tasks"].get<std::size_t>(),
+               x["evaluations"].get<std::int64_t>(),
+               x["wall_seconds"].get<double>() > 0 ? fmt::format("{:.0f}", x["wall_seconds"].get<double>()) : "-",
+               x["llm_usd"].get<double>());
+  fmt::print("total: {} evaluations; wall time at most {} ({} cell(s) at once on this machine); LLM spend at most "
+             "{:.2f} USD{}\n",
+             total_evals,
+             unbounded ? std::string("unbounded (a cell has no wall_seconds)")
+                       : fmt::format("{:.0f} s", total_wall / std::max(1, c.jobs)),
+             c.jobs, total_usd, total_usd == 0.0 ? " (no LLM budget set, or no LLM)" : "");
+  return 0;
+}
+
+// ---- run ------------------------------------------------------------------------
+
+namespace {
+
+struct CellState {
+  std::string state = "pending";   // pending, running, done, failed
+  nlohmann::json exit_code = nullptr;
+  std::string error;
+  int attempts = 0;
+  nlohmann::json started = nullptr, finished = nullptr;
+  bool cut = false;                // stopped before its budget: resumed on the next run
+  std::string note;
+
+  nlohmann::json to_json() const {
+    return {{"state", state}, {"exit_code", exit_code}, {"error", error}, {"attempts", attempts},
+            {"started", started}, {"finished", finished}, {"cut", cut}, {"note", note}};
+  }
+  static CellState from_json(const nlohmann::json& j) {
+    CellState s;
+    if (!j.is_object()) return s;
+    s.state = j.value("state", "pending");
+    s.exit_code = j.value("exit_code", nlohmann::json(nullptr));
+    s.error = j.value("error", "");
+    s.attempts = j.value("attempts", 0);
+    s.started = j.value("started", nlohmann::json(nullptr));
+    s.finished = j.value("finished", nlohmann::json(nullptr));
+    s.cut = j.value("cut", false);
+    s.note = j.value("note", "");
+    return s;
+  }
+};
+
+// A run directory's own verdict on itself: "done" (report.json, not
+// stopped, or stopped by its LLM budget, which a resume would not change),
+// "cut" (stopped, or a checkpoint without a report: `kevo resume`), or ""
+// (no run there).
+std::string run_state(const fs::path& run_dir, std::string* note = nullptr) {
+  const nlohmann::json r = read_json_or_null(run_dir / "report.json");
+  if (r.is_object()) {
+    if (!r.value("stopped", false)) return "done";
+    const std::string why = r.value("stop_reason", "");
+    if (why.rfind("llm budget", 0) == 0) {
+      if (note) *note = "stopped by its LLM budget: " + why;
+      return "done";
+    }
+    return "cut";
+  }
+  if (fs::exists(run_dir / "checkpoint")) return "cut";
+  return "";
+}
+
+// Holds DIR/campaign.lock (flock) for the runner's lifetime.
+class DirLock {
+ public:
+  explicit DirLock(const fs::path& p) {
+    fd_ = ::open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw Failure("cannot open " + p.string());
+    held_ = ::flock(fd_, LOCK_EX | LOCK_NB) == 0;
+  }
+  ~DirLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  DirLock(const DirLock&) = delete;
+  DirLock& operator=(const DirLock&) = delete;
+  bool held() const { return held_; }
+
+ private:
+  int fd_ = -1;
+  bool held_ = false;
+};
+
+pid_t spawn_cell(const std::vector<std::string>& argv, const fs::path& log) {
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw Failure("cannot open " + log.string());
+  std::vector<char*> a;
+  for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+  a.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fd);
+    throw Failure("fork failed");
+  }
+  if (pid == 0) {
+    // A process group of its own: a Ctrl-C reaches the campaign, which
+    // forwards one stop (a second signal would stop the cell at once).
+    ::setpgid(0, 0);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    const int null = ::open("/dev/null", O_RDONLY);
+    if (null >= 0) ::dup2(null, 0);
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    ::signal(SIGPIPE, SIG_DFL);
+    ::execv(a[0], a.data());
+    std::_Exit(127);
+  }
+  ::close(fd);
+  return pid;
+}
+
+}  // namespace
+
+int cmd_campaign_run(const CampaignRunArgs& args, const std::atomic<int>& stop) {
+  const Campaign c = load_campaign(args.file);
+  const fs::path dir = args.out.empty() ? fs::path(c.out_dir) / c.name : fs::path(args.out);
+  const int jobs = args.jobs > 0 ? args.jobs : c.jobs;
+  nlohmann::json plan = c.to_json();
+  if (fs::exists(dir / "campaign.json")) {
+    nlohmann::json old = read_json_or_null(dir / "campaign.json");
+    nlohmann::json a = plan, b = old;
+    if (b.is_object()) {
+      for (auto* j : {&a, &b}) {
+        j->erase("file");
+        j->erase("jobs");
+      }
+    }
+    if (!old.is_object() || a != b)
+      throw InputError((dir / "campaign.json").string(), "",
+                       "the campaign of " + args.file + " (this directory holds another campaign, or one whose file "
+                       "changed: use another --out)");
+  } else if (fs::exists(dir) && !fs::is_empty(dir)) {
+    throw InputError(dir.string(), "", "a new or empty directory, or one of this campaign (no campaign.json here)");
+  }
+  fs::create_directories(dir / "status");
+  fs::create_directories(dir / "logs");
+  fs::create_directories(dir / "cells");
+  DirLock lock(dir / "campaign.lock");
+  if (!lock.held()) throw Failure(dir.string() + " is in use by another `kevo campaign run`");
+  if (!fs::exists(dir / "campaign.json")) write_json_atomic(dir / "campaign.json", plan);
+
+  const std::string exe = self_executable();
+  std::map<std::string, CellState> states;
+  std::deque<const CampaignCell*> queue;
+  int done_before = 0;
+  for (const auto& cell : c.cells) {
+    CellState s = CellState::from_json(read_json_or_null(dir / "status" / (cell.id + ".json")));
+    const std::string rs = run_state(dir / cell.run_dir, &s.note);
+    if (rs == "done") {
+      if (s.state != "done") {
+        s.state = "done";
+        s.error.clear();
+        write_json_atomic(dir / "status" / (cell.id + ".json"), s.to_json());
+      }
+      ++done_before;
+    } else {
+      // A runner that died left "running": the cell is cut.
+      if (s.state == "running") s.cut = true;
+      s.state = "pending";
+      write_json_atomic(dir / "status" / (cell.id + ".json"), s.to_json());
+      queue.push_back(&cell);
+    }
+    states[cell.id] = s;
+  }
+  fmt::print("campaign {}: {} cells, {} done before, {} to run, {} at once; directory {}\n", c.name, c.cells.size(),
+             done_before, queue.size(), jobs, dir.string());
+  std::fflush(stdout);
+
+  std::map<pid_t, const CampaignCell*> running;
+  bool forwarded = false;
+  int failed = 0, cut = 0;
+  auto save = [&](const CampaignCell& cell) { write_json_atomic(dir / "status" / (cell.id + ".json"), states[cell.id].to_json()); };
+  while (!queue.empty() || !running.empty()) {
+    if (stop.load() > 0 && !forwarded) {
+      forwarded = true;
+      for (const auto& [pid, cell] : running) ::kill(pid, SIGTERM);
+      fmt::print("campaign: stop signal: {} running cell(s) told to stop; they resume on the next run\n",
+                 running.size());
+      std::fflush(stdout);
+    }
+    while (!forwarded && static_cast<int>(running.size()) < jobs && !queue.empty()) {
+      const CampaignCell& cell = *queue.front();
+      queue.pop_front();
+      CellState& s = states[cell.id];
+      const fs::path run_dir = dir / cell.run_dir;
+      std::vector<std::string> argv = {exe};
+      if (run_state(run_dir) == "cut") {
+        argv.insert(argv.end(), {"resume", run_dir.string()});
+      } else {
+        if (fs::exists(run_dir)) {
+          // A run that failed before its first checkpoint: kept aside.
+          const fs::path aside = run_dir.string() + fmt::format(".attempt-{}", s.attempts);
+          fs::remove_all(aside);
+          fs::rename(run_dir, aside);
+        }
+        argv.insert(argv.end(), {"run", c.base_config.string(), "--out", run_dir.string()});
+        for (const auto& o : cell.overrides) argv.insert(argv.end(), {"--set", o});
+      }
+      const fs::path log = dir / "logs" / (cell.id + ".log");
+      {
+        std::ofstream l(log, std::ios::app);
+        std::string cmd;
+        for (std::size_t k = 1; k < argv.size(); ++k) cmd += (k > 1 ? " " : "") + argv[k];
+        l << fmt::format("=== attempt {}: kevo {}\n", s.attempts + 1, cmd);
+      }
+      const pid_t pid = spawn_cell(argv, log);
+      s.state = "running";
+      s.attempts += 1;
+      s.started = now_seconds();
+      s.finished = nullptr;
+      s.exit_code = nullptr;
+      s.error.clear();
+      save(cell);
+      running[pid] = &cell;
+      fmt::print("campaign: {} started ({}, attempt {})\n", cell.id, argv[1], s.attempts);
+      std::fflush(stdout);
+    }
+    if (running.empty()) break;
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
+    }
+    auto it = running.find(pid);
+    if (it == running.end()) continue;
+    const CampaignCell& cell = *it->second;
+    running.erase(it);
+    CellState& s = states[cell.id];
+    s.finished = now_seconds();
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    s.exit_code = code;
+    std::string note;
+    const std::string rs = run_state(dir / cell.run_dir, &note);
+    if (rs == "done" && code == 0) {
+      s.state = "done";
+      s.cut = false;
+      s.note = note;
+    } else if (rs == "cut" && (code == 0 || forwarded)) {
+      s.state = "pending";
+      s.cut = true;
+      ++cut;
+    } else {
+      s.state = "failed";
+      s.error = tail_lines(dir / "logs" / (cell.id + ".log"), 12);
+      ++failed;
+    }
+    save(cell);
+    fmt::print("campaign: {} {} (exit {}){}\n", cell.id, s.state == "pending" ? "cut" : s.state, code,
+               s.state == "failed" ? ": see " + (dir / "logs" / (cell.id + ".log")).string() : "");
+    std::fflush(stdout);
+  }
+  int done = 0, cut_now = 0, pending = 0;
+  for (const auto& [id, s] : states) {
+    done += s.state == "done";
+    cut_now += s.state == "pending" && s.cut;
+    pending += s.state == "pending" && !s.cut;
+  }
+  fmt::print("campaign {}: {} of {} cells done, {} failed, {} cut, {} not started\n", c.name, done, c.cells.size(),
+             failed, cut_now, pending);
+  if (forwarded || cut > 0) return 4;
+  return failed > 0 ? 1 : 0;
+}
+
+// ---- status ---------------------------------------------------------------------
+
+int cmd_campaign_status(const CampaignStatusArgs& args) {
+  const fs::path dir = args.dir;
+  const nlohmann::json plan = read_json_or_null(dir / "campaign.json");
+  if (!plan.is_object() || !plan.contains("cells") || !plan["cells"].is_array())
+    throw InputError((dir / "campaign.json").string(), "", "a campaign directory (made by kevo campaign run)");
+  bool runner = false;
+  if (fs::exists(dir / "campaign.lock")) {
+    DirLock probe(dir / "campaign.lock");
+    runner = !probe.held();
+  }
+  nlohmann::json rows = nlohmann::json::array();
+  std::map<std::string, int> counts;
+  for (const auto& cell : plan["cells"]) {
+    const std::string id = cell.value("id", "");
+    CellState s = CellState::from_json(read_json_or_null(dir / "status" / (id + ".json")));
+    std::string shown = s.state;
+    if (s.state == "running" && !runner) shown = "cut";   // its runner is gone
+    else if (s.state == "pending" && s.cut) shown = "cut";
+    counts[shown]++;
+    std::int64_t evals = 0;
+    std::vector<double> best;
+    const nlohmann::json r = read_json_or_null(dir / cell.value("run_dir", "") / "report.json");
+    if (r.is_object() && r.contains("tasks"))
+      for (const auto& t : r["tasks"]) {
+        // A task with nothing correct yet has null figures.
+        auto num = [&](const char* k) { return t.contains(k) && t[k].is_number() ? t[k].get<double>() : 0.0; };
+        evals += static_cast<std::int64_t>(num("evaluations"));
+        best.push_back(num("best_speedup"));
+      }
+    double log_sum = 0.0;
+    int solved = 0;
+    for (double b : best)
+      if (b > 0) {
+        log_sum += std::log(b);
+        ++solved;
+      }
+    rows.push_back({{"id", id}, {"state", shown}, {"attempts", s.attempts}, {"evaluations", evals},
+                    {"tasks", best.size()}, {"solved", solved},
+                    {"geomean_speedup", solved ? std::exp(log_sum / solved) : 0.0}, {"error", s.error},
+                    {"note", s.note}});
+  }
+  if (args.json) {
+    fmt::print("{}\n", dump_json({{"campaign", plan.value("name", "")}, {"runner_active", runner},
+                                  {"cells", rows}, {"counts", counts}},
+                                 2));
+    return 0;
+  }
+  fmt::print("campaign {} in {}{}\n", plan.value("name", ""), dir.string(),
+             runner ? " (a runner is active)" : "");
+  fmt::print("{:<28} {:<8} {:>8} {:>11} {:>7} {:>9}  {}\n", "cell", "state", "attempts", "evaluations", "solved",
+             "geomean", "error");
+  for (const auto& x : rows) {
+    const std::string e = x["error"].get<std::string>();
+    std::string last;
+    std::istringstream in(e);
+    for (std::string l; std::getline(in, l);)
+      if (!l.empty()) last = l;
+    fmt::print("{:<28} {:<8} {:>8} {:>11} {:>3}/{:<3} {:>9}  {}\n", x["id"].get<std::string>(),
+               x["state"].get<std::string>(), x["attempts"].get<int>(), x["evaluations"].get<std::int64_t>(),
+               x["solved"].get<int>(), x["tasks"].get<std::size_t>(),
+               x["solved"].get<int>() ? fmt::format("{:.3f}x", x["geomean_speedup"].get<double>()) : "-",
+               sanitize_utf8(last.substr(0, 100), kTerminalText));
+  }
+  std::string summary;
+  for (const auto& [k, n] : counts) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", n, k);
+  fmt::print("{} cells: {}\n", rows.size(), summary);
+  return 0;
+}
+
+// ---- report ---------------------------------------------------------------------
+
+int cmd_campaign_report(const CampaignReportArgs& args) {
+  if (!fs::exists(fs::path(args.dir) / "campaign.json"))
+    throw InputError((fs::path(args.dir) / "campaign.json").string(), "", "a campaign directory (made by kevo campaign run)");
+  const fs::path script = fs::path(self_executable()).parent_path() / "kevo_campaign_report.py";
+  if (!fs::exists(script)) throw Failure("the report script is missing: " + script.string());
+  std::vector<std::string> argv = {args.python, script.string(), args.dir, "--seed", std::to_string(args.seed),
+                                   "--resamples", std::to_string(args.resamples)};
+  if (!args.out.empty()) argv.insert(argv.end(), {"--out", args.out});
+  std::vector<char*> a;
+  for (auto& s : argv) a.push_back(s.data());
+  a.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) throw Failure("fork failed");
+  if (pid == 0) {
+    ::execvp(a[0], a.data());
+    std::fprintf(stderr, "kevo: failure: cannot run %s (--python)\n", a[0]);
+    std::_Exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+}  // namespace kevo::app
