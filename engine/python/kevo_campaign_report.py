@@ -519,7 +519,7 @@ def make_plots(rep, plot_dir):
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for i, name in enumerate(names):
         fp = rep["configurations"][name]["fast_p"]
-        y = [fp[_pkey(p)]["value"] or 0.0 for p in THRESHOLDS]
+        y = [_num(fp[_pkey(p)]["value"]) for p in THRESHOLDS]
         lo = [fp[_pkey(p)]["ci95"][0] for p in THRESHOLDS]
         hi = [fp[_pkey(p)]["ci95"][1] for p in THRESHOLDS]
         err = [[max(v - (l if l is not None else v), 0) for v, l in zip(y, lo)],
@@ -542,7 +542,7 @@ def make_plots(rep, plot_dir):
                 continue
             color = colors[i % len(colors)]
             for ax, key in zip(axes, ("evaluations", "wall_seconds")):
-                c = cs[key]
+                c = {k: [_num(v) for v in cs[key][k]] for k in ("x", "median", "min", "max")}
                 step = "post" if key == "evaluations" else None
                 ax.fill_between(c["x"], c["min"], c["max"], alpha=0.2, color=color, step=step, linewidth=0)
                 if step:
@@ -561,6 +561,11 @@ def make_plots(rep, plot_dir):
         axes[1].set_title("%s: best so far vs wall time" % task)
         save(fig, "curves-" + _file_safe(task), "best so far: " + task)
     return made
+
+
+def _num(v):
+    """A number of report.json back to a float ("inf" -> inf, null -> nan)."""
+    return float("nan") if v is None else float(v)
 
 
 def _file_safe(name):

@@ -87,9 +87,11 @@ def make_campaign(d):
     return campaign
 
 
-def lineage_best(run_dir):
-    """{task: best correct speedup} and evaluation count from the HDF5 files."""
+def lineage_best(run_dir, ms=None):
+    """{task: best correct speedup} and evaluation count from the HDF5 files;
+    ms, a dict, gets the best's candidate time (ms) per task."""
     best, evals = {}, {}
+    ms = {} if ms is None else ms
     for name in sorted(os.listdir(os.path.join(run_dir, "lineage"))):
         with h5py.File(os.path.join(run_dir, "lineage", name), "r") as f:
             enum = h5py.check_enum_dtype(f["candidates"].dtype["status"])
@@ -100,8 +102,9 @@ def lineage_best(run_dir):
                 t = tasks[r["task"]]
                 if r["status"] not in (enum["duplicate"], enum["invalid"], enum["lost"]):
                     evals[t] = evals.get(t, 0) + 1
-                if r["status"] == enum["correct"]:
-                    best[t] = max(best.get(t, 0.0), float(r["speedup"]))
+                if r["status"] == enum["correct"] and float(r["speedup"]) > best.get(t, 0.0):
+                    best[t] = float(r["speedup"])
+                    ms[t] = float(r["cand_median_ns"]) / 1e6
     return best, evals
 
 
@@ -251,6 +254,39 @@ def main():
         if r["configuration"] + ".s" + r["seed"] == FAILED:
             check(r["correct"] == "0" and float(r["best_speedup"]) == 0 and r["cell_state"] == "failed",
                   "report.csv's failed row %s" % r)
+
+    # Library baselines where a run measured them (baselines.json; CUDA
+    # runs): the fastest correct one over the best's time, only there.
+    bd = os.path.join(WORK, "baselines")
+    shutil.copytree(d, bd)
+    ms = {}
+    lineage_best(os.path.join(bd, "cells", "pop4.s1"), ms)
+    with open(os.path.join(bd, "cells", "pop4.s1", "baselines.json"), "w") as f:
+        json.dump({"format": "kevo-baselines/1", "measured": True, "tasks": {"softmax": {
+            "eager": {"median_ms": 3 * ms["softmax"], "check": "ok"},
+            "compile": {"median_ms": 2 * ms["softmax"], "check": "ok"},
+            "sources": {"fastlib": {"median_ms": ms["softmax"] / 2, "error": "wrong answer"}}}}}, f)
+    # And a cell that failed after it wrote its lineage: unsolved, its
+    # evaluations still in the cost.
+    with open(os.path.join(bd, "status", "pop2.s2.json"), "w") as f:
+        json.dump({"state": "failed", "exit_code": 3, "error": "stopped: wall budget", "attempts": 1,
+                   "started": 1.0e9, "finished": 1.0e9 + 9}, f)
+    brep = json.loads(report(bd, os.path.join(WORK, "rb"), 1))
+    late = [r for r in brep["results"] if r["cell"] == "pop2.s2"]
+    check(all(not r["correct"] and r["best_speedup"] == 0 and r["cell_state"] == "failed" for r in late),
+          "a failed cell with a lineage counted as solved: %s" % late)
+    spent = sum(sum(lineage_best(os.path.join(bd, "cells", c))[1].values()) for c in ("pop2.s1", "pop2.s2"))
+    check(brep["configurations"]["pop2"]["cost"]["evaluations"] == spent and brep["cells"]["failed"] == 2,
+          "cost of a failed cell: %s vs %d" % (brep["configurations"]["pop2"]["cost"], spent))
+    with_b = [r for r in brep["results"] if "baseline" in r]
+    check(len(with_b) == 1 and with_b[0]["cell"] == "pop4.s1" and with_b[0]["task"] == "softmax" and
+          with_b[0]["baseline"]["name"] == "torch.compile" and close(with_b[0]["baseline"]["speedup"], 2.0),
+          "baseline speedups: %s" % with_b)
+    check(close(brep["configurations"]["pop4"]["geomean_speedup_over_baseline"]["value"], 2.0) and
+          "geomean_speedup_over_baseline" not in brep["configurations"]["pop2"], "geomean over baselines")
+    check("fastest library baseline" in open(os.path.join(WORK, "rb", "report.md")).read(),
+          "report.md has no baseline table")
+    check("geomean_speedup_over_baseline" not in rep["configurations"]["pop4"], "a baseline without baselines.json")
 
     # Not a campaign directory: exit 2, the file named.
     empty = os.path.join(WORK, "empty")
