@@ -541,16 +541,15 @@ def make_plots(rep, plot_dir):
             if not cs.get("seeds"):
                 continue
             color = colors[i % len(colors)]
+            label = "%s (median of %d seed%s, min-max shaded)" % (name, cs["seeds"], "s" if cs["seeds"] != 1 else "")
             for ax, key in zip(axes, ("evaluations", "wall_seconds")):
                 c = {k: [_num(v) for v in cs[key][k]] for k in ("x", "median", "min", "max")}
                 step = "post" if key == "evaluations" else None
                 ax.fill_between(c["x"], c["min"], c["max"], alpha=0.2, color=color, step=step, linewidth=0)
                 if step:
-                    ax.step(c["x"], c["median"], where="post", color=color,
-                            label="%s (median of %d seeds, min-max shaded)" % (name, cs["seeds"]))
+                    ax.step(c["x"], c["median"], where="post", color=color, label=label)
                 else:
-                    ax.plot(c["x"], c["median"], color=color,
-                            label="%s (median of %d seeds, min-max shaded)" % (name, cs["seeds"]))
+                    ax.plot(c["x"], c["median"], color=color, label=label)
         axes[0].set_xlabel("evaluations (judged candidates)")
         axes[1].set_xlabel("wall time since the run started (s)")
         for ax in axes:
