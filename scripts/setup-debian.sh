@@ -14,6 +14,8 @@ packages=(
   python3-venv
   # tests/slurm runs scripts/slurm/*.sbatch under a private single-node Slurm.
   slurm-wlm munge
+  # kevo campaign report: plots
+  python3-matplotlib
 )
 
 missing=()
