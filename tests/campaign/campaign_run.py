@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""`kevo campaign plan|run|status` end to end on the CPU backend
+"""`kevo campaign plan|run|status|report` end to end on the CPU backend
 (docs/campaigns.md).
 
-usage: campaign_run.py KEVO SOURCE_DIR WORK_DIR
+usage: campaign_run.py KEVO SOURCE_DIR WORK_DIR [PYTHON]
 
 1. bad campaign files (an unknown key, an override that names no config
    key, a task suite that does not exist, budgets of zero, no seeds, a
@@ -12,7 +12,10 @@ usage: campaign_run.py KEVO SOURCE_DIR WORK_DIR
    totals (text and JSON);
 3. run: every cell done (exit 0), each an ordinary run directory whose
    config has the cell's seed, tasks and budget; status says so; a second
-   run starts nothing (the logs and attempts unchanged);
+   run starts nothing (the logs and attempts unchanged); `kevo campaign
+   report` (with PYTHON, where it has matplotlib) reads the runner's
+   directory: one CSV row per configuration x seed x task; a folder that
+   is no campaign is refused (exit 2);
 4. interrupted: a campaign with larger budgets stopped by SIGINT while its
    first cells run: exit 4, the running cells cut and the others not
    started; the next run resumes the cut ones with `kevo resume` (never a
@@ -30,6 +33,7 @@ import sys
 import time
 
 kevo, src, work = sys.argv[1:4]
+python = sys.argv[4] if len(sys.argv) > 4 else "python3"
 src, work = os.path.abspath(src), os.path.abspath(work)
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
@@ -143,6 +147,23 @@ if {f: open(os.path.join(d, "logs", f)).read() for f in os.listdir(os.path.join(
 if any(c["attempts"] != 1 for c in status(d).values()):
     fail("a finished cell was run again")
 print("run: 4 cells done; a second run started none")
+have_mpl = subprocess.run([python, "-c", "import matplotlib, h5py, numpy"], capture_output=True).returncode == 0
+if have_mpl:
+    p = kevo_cmd("campaign", "report", d, "--python", python)
+    if p.returncode != 0:
+        fail("report: exit %d\n%s" % (p.returncode, p.stdout + p.stderr))
+    rows = open(os.path.join(d, "report", "report.csv")).read().strip().splitlines()
+    if len(rows) != 1 + 2 * 2 * 2:
+        fail("report.csv: %d rows, wanted a header and 8" % len(rows))
+    text = json.dumps(json.load(open(os.path.join(d, "report", "report.json"))))
+    if "no_crossover" not in text or "full" not in text:
+        fail("report.json lacks a configuration")
+    print("report of the runner's directory: %d rows" % (len(rows) - 1))
+else:
+    print("no matplotlib for %s: the report is left out here" % python)
+p = kevo_cmd("campaign", "report", os.path.join(work, "nowhere"), "--python", python)
+if p.returncode != 2 or "campaign.json" not in p.stderr:
+    fail("report of a folder that is no campaign: exit %d %s" % (p.returncode, p.stderr))
 
 # 4. Interrupted, then resumed.
 big = write("big.json", campaign("big", 400, 20))
