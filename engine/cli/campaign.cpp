@@ -611,11 +611,17 @@ int cmd_campaign_status(const CampaignStatusArgs& args) {
 int cmd_campaign_report(const CampaignReportArgs& args) {
   if (!fs::exists(fs::path(args.dir) / "campaign.json"))
     throw InputError((fs::path(args.dir) / "campaign.json").string(), "", "a campaign directory (made by kevo campaign run)");
-  const fs::path script = fs::path(self_executable()).parent_path() / "kevo_campaign_report.py";
-  if (!fs::exists(script)) throw Failure("the report script is missing: " + script.string());
-  std::vector<std::string> argv = {args.python, script.string(), args.dir, "--seed", std::to_string(args.seed),
-                                   "--resamples", std::to_string(args.resamples)};
-  if (!args.out.empty()) argv.insert(argv.end(), {"--out", args.out});
+  std::vector<std::string> rest = {args.dir, "--seed", std::to_string(args.seed), "--resamples",
+                                   std::to_string(args.resamples)};
+  if (!args.out.empty()) rest.insert(rest.end(), {"--out", args.out});
+  return run_python_tool(args.python, "kevo_campaign_report.py", rest);
+}
+
+int run_python_tool(const std::string& python, const std::string& script_name, const std::vector<std::string>& args) {
+  const fs::path script = fs::path(self_executable()).parent_path() / script_name;
+  if (!fs::exists(script)) throw Failure("the tool's script is missing: " + script.string());
+  std::vector<std::string> argv = {python, script.string()};
+  argv.insert(argv.end(), args.begin(), args.end());
   std::vector<char*> a;
   for (auto& s : argv) a.push_back(s.data());
   a.push_back(nullptr);

@@ -85,4 +85,9 @@ int cmd_campaign_run(const CampaignRunArgs& args, const std::atomic<int>& stop);
 int cmd_campaign_status(const CampaignStatusArgs& args);
 int cmd_campaign_report(const CampaignReportArgs& args);
 
+// Runs `python SCRIPT ARGS...` for a tool written in Python that is
+// installed next to the kevo executable (kevo_campaign_report.py,
+// kevo_plot.py, kevo_export.py) and returns its exit code.
+int run_python_tool(const std::string& python, const std::string& script, const std::vector<std::string>& args);
+
 }  // namespace kevo::app

@@ -102,6 +102,16 @@ int main(int argc, char** argv) {
   creport->add_option("--resamples", creport_args.resamples, "Bootstrap resamples")->check(CLI::Range(100, 1000000));
   creport->add_option("--python", creport_args.python, "Python with h5py, numpy and matplotlib");
 
+  // Tools written in Python (next to the kevo executable): their options
+  // are theirs (--help there), passed through as given.
+  std::string tool_python = "python3";
+  auto* plot = app.add_subcommand("plot", "Plots of one run: best-so-far, the best kernel's lineage, operators, speedups");
+  plot->allow_extras()->prefix_command();
+  plot->add_option("--python", tool_python, "Python with h5py, numpy and matplotlib");
+  auto* exporter = app.add_subcommand("export", "Training data from a run's lineage (JSONL chat records)");
+  exporter->allow_extras()->prefix_command();
+  exporter->add_option("--python", tool_python, "Python with h5py and numpy");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -126,6 +136,8 @@ int main(int argc, char** argv) {
     if (*crun) return kevo::app::cmd_campaign_run(crun_args, g_stop);
     if (*cstatus) return kevo::app::cmd_campaign_status(cstatus_args);
     if (*creport) return kevo::app::cmd_campaign_report(creport_args);
+    if (*plot) return kevo::app::run_python_tool(tool_python, "kevo_plot.py", plot->remaining());
+    if (*exporter) return kevo::app::run_python_tool(tool_python, "kevo_export.py", exporter->remaining());
   } catch (const kevo::InputError& e) {
     // Messages may quote candidate or task text: safe for a terminal.
     fmt::print(stderr, "kevo: error: {}\n", kevo::sanitize_utf8(e.what(), kevo::kTerminalText));
