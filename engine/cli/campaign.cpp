@@ -99,6 +99,10 @@ nlohmann::json Campaign::to_json() const {
           {"budget", {{"evaluations_per_task", evaluations_per_task}, {"wall_seconds", wall_seconds},
                       {"llm_usd", llm_usd}}},
           {"jobs", jobs},
+          {"slurm", {{"ranks", slurm.ranks}, {"cpus_per_task", slurm.cpus_per_task},
+                     {"gpus_per_task", slurm.gpus_per_task}, {"time", slurm.time}, {"partition", slurm.partition},
+                     {"signal_seconds", slurm.signal_seconds}, {"max_parallel", slurm.max_parallel},
+                     {"extra", slurm.extra}}},
           {"cells", cs}};
 }
 
@@ -177,6 +181,22 @@ Campaign load_campaign(const std::string& path) {
   if (auto l = o.optional_object("local")) {
     c.jobs = static_cast<int>(l->integer("jobs", 1, 1, 256));
     l->finish();
+  }
+  if (auto sl = o.optional_object("slurm")) {
+    c.slurm.ranks = static_cast<int>(sl->integer("ranks", 1, 1, 4096));
+    c.slurm.cpus_per_task = static_cast<int>(sl->integer("cpus_per_task", 2, 1, 1024));
+    c.slurm.gpus_per_task = static_cast<int>(sl->integer("gpus_per_task", 0, 0, 64));
+    c.slurm.time = sl->string("time", "01:00:00");
+    if (c.slurm.time.empty() || c.slurm.time.find_first_not_of("0123456789:-") != std::string::npos)
+      sl->fail("time", "a Slurm time limit such as \"01:00:00\" or \"1-00:00:00\"");
+    c.slurm.partition = sl->string("partition", "");
+    c.slurm.signal_seconds = static_cast<int>(sl->integer("signal_seconds", 120, 10, 86400));
+    c.slurm.max_parallel = static_cast<int>(sl->integer("max_parallel", 0, 0, 100000));
+    c.slurm.extra = sl->strings("extra", std::vector<std::string>{});
+    for (const auto& e : c.slurm.extra)
+      if (e.rfind("--", 0) != 0 || e.find('\n') != std::string::npos)
+        sl->fail("extra", "sbatch options, each starting with -- (\"--account=x\")");
+    sl->finish();
   }
   c.out_dir = o.string("out_dir", "campaigns");
   o.finish();
@@ -375,7 +395,7 @@ pid_t spawn_cell(const std::vector<std::string>& argv, const fs::path& log) {
     ::signal(SIGINT, SIG_DFL);
     ::signal(SIGTERM, SIG_DFL);
     ::signal(SIGPIPE, SIG_DFL);
-    ::execv(a[0], a.data());
+    ::execvp(a[0], a.data());   // kevo by its path, srun from PATH
     std::_Exit(127);
   }
   ::close(fd);
@@ -384,10 +404,11 @@ pid_t spawn_cell(const std::vector<std::string>& argv, const fs::path& log) {
 
 }  // namespace
 
-int cmd_campaign_run(const CampaignRunArgs& args, const std::atomic<int>& stop) {
-  const Campaign c = load_campaign(args.file);
-  const fs::path dir = args.out.empty() ? fs::path(c.out_dir) / c.name : fs::path(args.out);
-  const int jobs = args.jobs > 0 ? args.jobs : c.jobs;
+namespace {
+
+// The campaign directory for `c`: made (campaign.json written) or, when it
+// exists, checked to hold this campaign. Throws InputError otherwise.
+void prepare_directory(const Campaign& c, const fs::path& dir, const std::string& file) {
   nlohmann::json plan = c.to_json();
   if (fs::exists(dir / "campaign.json")) {
     nlohmann::json old = read_json_or_null(dir / "campaign.json");
@@ -396,11 +417,12 @@ int cmd_campaign_run(const CampaignRunArgs& args, const std::atomic<int>& stop) 
       for (auto* j : {&a, &b}) {
         j->erase("file");
         j->erase("jobs");
+        j->erase("slurm");
       }
     }
     if (!old.is_object() || a != b)
       throw InputError((dir / "campaign.json").string(), "",
-                       "the campaign of " + args.file + " (this directory holds another campaign, or one whose file "
+                       "the campaign of " + file + " (this directory holds another campaign, or one whose file "
                        "changed: use another --out)");
   } else if (fs::exists(dir) && !fs::is_empty(dir)) {
     throw InputError(dir.string(), "", "a new or empty directory, or one of this campaign (no campaign.json here)");
@@ -408,29 +430,105 @@ int cmd_campaign_run(const CampaignRunArgs& args, const std::atomic<int>& stop) 
   fs::create_directories(dir / "status");
   fs::create_directories(dir / "logs");
   fs::create_directories(dir / "cells");
+  if (!fs::exists(dir / "campaign.json")) write_json_atomic(dir / "campaign.json", plan);
+}
+
+fs::path status_path(const fs::path& dir, const std::string& id) { return dir / "status" / (id + ".json"); }
+
+CellState load_state(const fs::path& dir, const std::string& id) {
+  return CellState::from_json(read_json_or_null(status_path(dir, id)));
+}
+
+// Starts one cell's `kevo run` (or `kevo resume` where it was cut), its
+// output appended to DIR/logs/<cell>.log, `launcher` (srun) before kevo;
+// marks it running.
+pid_t launch_cell(const fs::path& dir, const fs::path& base_config, const CampaignCell& cell, CellState& s,
+                  const std::string& exe, const std::vector<std::string>& launcher) {
+  const fs::path run_dir = dir / cell.run_dir;
+  std::vector<std::string> argv = launcher;
+  argv.push_back(exe);
+  if (run_state(run_dir) == "cut") {
+    argv.insert(argv.end(), {"resume", run_dir.string()});
+  } else {
+    if (fs::exists(run_dir)) {
+      // A run that failed before its first checkpoint: kept aside.
+      const fs::path aside = run_dir.string() + fmt::format(".attempt-{}", s.attempts);
+      fs::remove_all(aside);
+      fs::rename(run_dir, aside);
+    }
+    argv.insert(argv.end(), {"run", base_config.string(), "--out", run_dir.string()});
+    for (const auto& o : cell.overrides) argv.insert(argv.end(), {"--set", o});
+  }
+  const fs::path log = dir / "logs" / (cell.id + ".log");
+  {
+    std::ofstream l(log, std::ios::app);
+    std::string cmd;
+    for (std::size_t k = launcher.size() + 1; k < argv.size(); ++k) cmd += (cmd.empty() ? "" : " ") + argv[k];
+    l << fmt::format("=== attempt {}: kevo {}\n", s.attempts + 1, cmd);
+  }
+  if (!launcher.empty()) argv[0] = launcher[0];
+  const pid_t pid = spawn_cell(argv, log);
+  s.state = "running";
+  s.attempts += 1;
+  s.started = now_seconds();
+  s.finished = nullptr;
+  s.exit_code = nullptr;
+  s.error.clear();
+  write_json_atomic(status_path(dir, cell.id), s.to_json());
+  return pid;
+}
+
+// A cell's state after its process ended (wait status `status`): done,
+// cut (pending, resumed next time) or failed with its log's last lines.
+void settle_cell(const fs::path& dir, const CampaignCell& cell, CellState& s, int status, bool stopped) {
+  s.finished = now_seconds();
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  s.exit_code = code;
+  std::string note;
+  const std::string rs = run_state(dir / cell.run_dir, &note);
+  if (rs == "done" && code == 0) {
+    s.state = "done";
+    s.cut = false;
+    s.note = note;
+  } else if (rs == "cut" && (code == 0 || stopped)) {
+    s.state = "pending";
+    s.cut = true;
+  } else {
+    s.state = "failed";
+    s.error = tail_lines(dir / "logs" / (cell.id + ".log"), 12);
+  }
+  write_json_atomic(status_path(dir, cell.id), s.to_json());
+}
+
+}  // namespace
+
+int cmd_campaign_run(const CampaignRunArgs& args, const std::atomic<int>& stop) {
+  const Campaign c = load_campaign(args.file);
+  const fs::path dir = args.out.empty() ? fs::path(c.out_dir) / c.name : fs::path(args.out);
+  const int jobs = args.jobs > 0 ? args.jobs : c.jobs;
+  prepare_directory(c, dir, args.file);
   DirLock lock(dir / "campaign.lock");
   if (!lock.held()) throw Failure(dir.string() + " is in use by another `kevo campaign run`");
-  if (!fs::exists(dir / "campaign.json")) write_json_atomic(dir / "campaign.json", plan);
 
   const std::string exe = self_executable();
   std::map<std::string, CellState> states;
   std::deque<const CampaignCell*> queue;
   int done_before = 0;
   for (const auto& cell : c.cells) {
-    CellState s = CellState::from_json(read_json_or_null(dir / "status" / (cell.id + ".json")));
+    CellState s = load_state(dir, cell.id);
     const std::string rs = run_state(dir / cell.run_dir, &s.note);
     if (rs == "done") {
       if (s.state != "done") {
         s.state = "done";
         s.error.clear();
-        write_json_atomic(dir / "status" / (cell.id + ".json"), s.to_json());
+        write_json_atomic(status_path(dir, cell.id), s.to_json());
       }
       ++done_before;
     } else {
       // A runner that died left "running": the cell is cut.
       if (s.state == "running") s.cut = true;
       s.state = "pending";
-      write_json_atomic(dir / "status" / (cell.id + ".json"), s.to_json());
+      write_json_atomic(status_path(dir, cell.id), s.to_json());
       queue.push_back(&cell);
     }
     states[cell.id] = s;
@@ -442,7 +540,6 @@ int cmd_campaign_run(const CampaignRunArgs& args, const std::atomic<int>& stop) 
   std::map<pid_t, const CampaignCell*> running;
   bool forwarded = false;
   int failed = 0, cut = 0;
-  auto save = [&](const CampaignCell& cell) { write_json_atomic(dir / "status" / (cell.id + ".json"), states[cell.id].to_json()); };
   while (!queue.empty() || !running.empty()) {
     if (stop.load() > 0 && !forwarded) {
       forwarded = true;
@@ -455,37 +552,9 @@ int cmd_campaign_run(const CampaignRunArgs& args, const std::atomic<int>& stop) 
       const CampaignCell& cell = *queue.front();
       queue.pop_front();
       CellState& s = states[cell.id];
-      const fs::path run_dir = dir / cell.run_dir;
-      std::vector<std::string> argv = {exe};
-      if (run_state(run_dir) == "cut") {
-        argv.insert(argv.end(), {"resume", run_dir.string()});
-      } else {
-        if (fs::exists(run_dir)) {
-          // A run that failed before its first checkpoint: kept aside.
-          const fs::path aside = run_dir.string() + fmt::format(".attempt-{}", s.attempts);
-          fs::remove_all(aside);
-          fs::rename(run_dir, aside);
-        }
-        argv.insert(argv.end(), {"run", c.base_config.string(), "--out", run_dir.string()});
-        for (const auto& o : cell.overrides) argv.insert(argv.end(), {"--set", o});
-      }
-      const fs::path log = dir / "logs" / (cell.id + ".log");
-      {
-        std::ofstream l(log, std::ios::app);
-        std::string cmd;
-        for (std::size_t k = 1; k < argv.size(); ++k) cmd += (k > 1 ? " " : "") + argv[k];
-        l << fmt::format("=== attempt {}: kevo {}\n", s.attempts + 1, cmd);
-      }
-      const pid_t pid = spawn_cell(argv, log);
-      s.state = "running";
-      s.attempts += 1;
-      s.started = now_seconds();
-      s.finished = nullptr;
-      s.exit_code = nullptr;
-      s.error.clear();
-      save(cell);
-      running[pid] = &cell;
-      fmt::print("campaign: {} started ({}, attempt {})\n", cell.id, argv[1], s.attempts);
+      const bool resume = run_state(dir / cell.run_dir) == "cut";
+      running[launch_cell(dir, c.base_config, cell, s, exe, {})] = &cell;
+      fmt::print("campaign: {} started ({}, attempt {})\n", cell.id, resume ? "resume" : "run", s.attempts);
       std::fflush(stdout);
     }
     if (running.empty()) break;
@@ -500,26 +569,11 @@ int cmd_campaign_run(const CampaignRunArgs& args, const std::atomic<int>& stop) 
     const CampaignCell& cell = *it->second;
     running.erase(it);
     CellState& s = states[cell.id];
-    s.finished = now_seconds();
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    s.exit_code = code;
-    std::string note;
-    const std::string rs = run_state(dir / cell.run_dir, &note);
-    if (rs == "done" && code == 0) {
-      s.state = "done";
-      s.cut = false;
-      s.note = note;
-    } else if (rs == "cut" && (code == 0 || forwarded)) {
-      s.state = "pending";
-      s.cut = true;
-      ++cut;
-    } else {
-      s.state = "failed";
-      s.error = tail_lines(dir / "logs" / (cell.id + ".log"), 12);
-      ++failed;
-    }
-    save(cell);
-    fmt::print("campaign: {} {} (exit {}){}\n", cell.id, s.state == "pending" ? "cut" : s.state, code,
+    settle_cell(dir, cell, s, status, forwarded);
+    cut += s.state == "pending";
+    failed += s.state == "failed";
+    fmt::print("campaign: {} {} (exit {}){}\n", cell.id, s.state == "pending" ? "cut" : s.state,
+               s.exit_code.get<int>(),
                s.state == "failed" ? ": see " + (dir / "logs" / (cell.id + ".log")).string() : "");
     std::fflush(stdout);
   }
@@ -533,6 +587,159 @@ int cmd_campaign_run(const CampaignRunArgs& args, const std::atomic<int>& stop) 
              failed, cut_now, pending);
   if (forwarded || cut > 0) return 4;
   return failed > 0 ? 1 : 0;
+}
+
+// ---- one cell, and Slurm -------------------------------------------------------
+
+int cmd_campaign_cell(const CampaignCellArgs& args, const std::atomic<int>& stop) {
+  const fs::path dir = args.dir;
+  const nlohmann::json plan = read_json_or_null(dir / "campaign.json");
+  if (!plan.is_object() || !plan.contains("cells") || !plan.contains("base_config"))
+    throw InputError((dir / "campaign.json").string(), "", "a campaign directory (made by kevo campaign run or sbatch)");
+  CampaignCell cell;
+  bool found = false;
+  for (const auto& j : plan["cells"])
+    if (j.value("id", "") == args.id) {
+      cell.id = args.id;
+      cell.run_dir = j.value("run_dir", "");
+      cell.overrides = j.value("overrides", std::vector<std::string>{});
+      found = true;
+    }
+  if (!found) throw InputError((dir / "campaign.json").string(), "/cells", "a cell named " + args.id);
+  DirLock lock(dir / "status" / (cell.id + ".lock"));
+  if (!lock.held()) throw Failure("cell " + cell.id + " is being run by another process");
+  CellState s = load_state(dir, cell.id);
+  if (run_state(dir / cell.run_dir, &s.note) == "done") {
+    s.state = "done";
+    write_json_atomic(status_path(dir, cell.id), s.to_json());
+    fmt::print("campaign cell {}: done before\n", cell.id);
+    return 0;
+  }
+  std::vector<std::string> launcher;
+  if (args.ranks > 1) {
+    const char* mpi = std::getenv("KEVO_SRUN_MPI");
+    launcher = {"srun", std::string("--mpi=") + (mpi && *mpi ? mpi : "pmix"), "--kill-on-bad-exit=0"};
+  }
+  const pid_t pid = launch_cell(dir, plan["base_config"].get<std::string>(), cell, s, self_executable(), launcher);
+  fmt::print("campaign cell {}: started (attempt {})\n", cell.id, s.attempts);
+  std::fflush(stdout);
+  bool forwarded = false;
+  int status = 0;
+  for (;;) {
+    if (stop.load() > 0 && !forwarded) {
+      forwarded = true;
+      // srun passes SIGUSR1 on to every rank of its step; a single kevo
+      // stops on it as on SIGTERM.
+      ::kill(pid, SIGUSR1);
+    }
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  settle_cell(dir, cell, s, status, forwarded);
+  fmt::print("campaign cell {}: {} (exit {})\n", cell.id, s.state == "pending" ? "cut" : s.state,
+             s.exit_code.get<int>());
+  if (s.state == "done") return 0;
+  return s.state == "pending" ? 4 : 1;
+}
+
+int cmd_campaign_sbatch(const CampaignSbatchArgs& args) {
+  const Campaign c = load_campaign(args.file);
+  const fs::path dir = fs::absolute(args.out.empty() ? fs::path(c.out_dir) / c.name : fs::path(args.out));
+  prepare_directory(c, dir, args.file);
+  fs::create_directories(dir / "slurm");
+  std::vector<std::string> indices;
+  std::string cells;
+  for (std::size_t k = 0; k < c.cells.size(); ++k) {
+    cells += c.cells[k].id + "\n";
+    if (run_state(dir / c.cells[k].run_dir) != "done") indices.push_back(std::to_string(k));
+  }
+  {
+    std::ofstream out(dir / "slurm" / "cells.txt", std::ios::trunc);
+    out << cells;
+  }
+  const Campaign::Slurm& sl = c.slurm;
+  std::string script = "#!/usr/bin/env bash\n";
+  script += "# kevo campaign " + c.name + ": one cell per array index (slurm/cells.txt, from 0), written by\n";
+  script += "# `kevo campaign sbatch` (docs/campaigns.md). Before the time limit Slurm sends SIGUSR1 to\n";
+  script += "# this shell, which passes it to the cell: its run checkpoints and stops, the array task\n";
+  script += "# requeues itself and the next start resumes the cell.\n";
+  script += "#SBATCH --job-name=kevo-" + c.name + "\n";
+  script += fmt::format("#SBATCH --ntasks={}\n#SBATCH --cpus-per-task={}\n", sl.ranks, sl.cpus_per_task);
+  if (sl.gpus_per_task > 0) script += fmt::format("#SBATCH --gpus-per-task={}\n", sl.gpus_per_task);
+  script += "#SBATCH --time=" + sl.time + "\n";
+  if (!sl.partition.empty()) script += "#SBATCH --partition=" + sl.partition + "\n";
+  script += "#SBATCH --signal=B:USR1@" + std::to_string(sl.signal_seconds) + "\n";
+  script += "#SBATCH --requeue\n#SBATCH --open-mode=append\n";
+  script += "#SBATCH --output=" + (dir / "logs" / "slurm-%A_%a.out").string() + "\n";
+  script += "set -uo pipefail\n";
+  script += "kevo=" + self_executable() + "\n";
+  script += "dir=" + dir.string() + "\n";
+  script += "cell=\"$(sed -n \"$((SLURM_ARRAY_TASK_ID + 1))p\" \"$dir/slurm/cells.txt\")\"\n";
+  script += "stopping=0\n";
+  script += "trap 'stopping=1; [ -n \"${pid:-}\" ] && kill -USR1 \"$pid\" 2>/dev/null' USR1\n";
+  script += "echo \"campaign.sbatch: job ${SLURM_ARRAY_JOB_ID:-?}_${SLURM_ARRAY_TASK_ID} restart ${SLURM_RESTART_COUNT:-0}: cell $cell\"\n";
+  script += fmt::format("\"$kevo\" campaign cell \"$dir\" \"$cell\" --ranks {} &\n", sl.ranks);
+  script += "pid=$!\n";
+  script += "[ \"$stopping\" = 1 ] && kill -USR1 \"$pid\" 2>/dev/null\n";
+  script += "rc=0\nwhile kill -0 \"$pid\" 2>/dev/null; do wait \"$pid\"; rc=$?; done\n";
+  script += "wait \"$pid\" 2>/dev/null; last=$?; [ \"$last\" -ne 127 ] && rc=$last\n";
+  script += "echo \"campaign.sbatch: cell $cell exited $rc\"\n";
+  script += "if [ \"$stopping\" = 1 ] || [ \"$rc\" = 4 ]; then\n";
+  script += "  scontrol requeue \"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}\"\n  exit 0\nfi\n";
+  script += "exit \"$rc\"\n";
+  const fs::path script_path = dir / "slurm" / "campaign.sbatch";
+  {
+    std::ofstream out(script_path, std::ios::trunc);
+    out << script;
+  }
+  fs::permissions(script_path, fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
+  if (indices.empty()) {
+    fmt::print("campaign {}: every cell is done; nothing to submit\n", c.name);
+    return 0;
+  }
+  std::string array;
+  for (const auto& i : indices) array += (array.empty() ? "" : ",") + i;
+  if (sl.max_parallel > 0) array += "%" + std::to_string(sl.max_parallel);
+  std::vector<std::string> argv = {"sbatch", "--parsable", "--array=" + array, "--chdir=" + dir.string()};
+  argv.insert(argv.end(), sl.extra.begin(), sl.extra.end());
+  argv.push_back(script_path.string());
+  std::string cmd;
+  for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
+  if (args.no_submit) {
+    fmt::print("campaign {}: {} of {} cells to submit; the command:\n{}\n", c.name, indices.size(), c.cells.size(), cmd);
+    return 0;
+  }
+  int pipefd[2];
+  if (::pipe(pipefd) != 0) throw Failure("pipe failed");
+  const pid_t pid = ::fork();
+  if (pid < 0) throw Failure("fork failed");
+  if (pid == 0) {
+    ::dup2(pipefd[1], 1);
+    ::close(pipefd[0]);
+    std::vector<char*> a;
+    for (auto& s : argv) a.push_back(s.data());
+    a.push_back(nullptr);
+    ::execvp("sbatch", a.data());
+    std::fprintf(stderr, "kevo: failure: cannot run sbatch (is Slurm installed here?)\n");
+    std::_Exit(127);
+  }
+  ::close(pipefd[1]);
+  std::string out;
+  char buf[256];
+  for (ssize_t n; (n = ::read(pipefd[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
+  ::close(pipefd[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw Failure("sbatch failed: " + cmd);
+  const std::string job = out.substr(0, out.find_first_of(";\n"));
+  nlohmann::json jobs = read_json_or_null(dir / "slurm" / "jobs.json");
+  if (!jobs.is_array()) jobs = nlohmann::json::array();
+  jobs.push_back({{"job", job}, {"array", array}, {"submitted", now_seconds()}});
+  write_json_atomic(dir / "slurm" / "jobs.json", jobs);
+  fmt::print("campaign {}: submitted job array {} ({} cell(s): --array={})\n", c.name, job, indices.size(), array);
+  return 0;
 }
 
 // ---- status ---------------------------------------------------------------------
@@ -553,7 +760,12 @@ int cmd_campaign_status(const CampaignStatusArgs& args) {
     const std::string id = cell.value("id", "");
     CellState s = CellState::from_json(read_json_or_null(dir / "status" / (id + ".json")));
     std::string shown = s.state;
-    if (s.state == "running" && !runner) shown = "cut";   // its runner is gone
+    bool cell_runner = false;
+    if (s.state == "running" && fs::exists(dir / "status" / (id + ".lock"))) {
+      DirLock probe(dir / "status" / (id + ".lock"));
+      cell_runner = !probe.held();
+    }
+    if (s.state == "running" && !runner && !cell_runner) shown = "cut";   // its runner is gone
     else if (s.state == "pending" && s.cut) shown = "cut";
     counts[shown]++;
     std::int64_t evals = 0;

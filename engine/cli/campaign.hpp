@@ -44,6 +44,17 @@ struct Campaign {
   double llm_usd = 0.0;                    // 0: the base config's
   int jobs = 1;                            // cells at once on this machine
   std::string out_dir = "campaigns";       // parent of DIR (relative to the working directory)
+  // `kevo campaign sbatch`: what each array task asks for.
+  struct Slurm {
+    int ranks = 1;                 // MPI ranks (islands) per cell: srun when > 1
+    int cpus_per_task = 2;
+    int gpus_per_task = 0;
+    std::string time = "01:00:00";
+    std::string partition;
+    int signal_seconds = 120;      // SIGUSR1 this long before the time limit
+    int max_parallel = 0;          // array tasks at once (0: Slurm's choice)
+    std::vector<std::string> extra;   // more sbatch arguments ("--account=x")
+  } slurm;
   std::vector<CampaignCell> cells;
 
   // What DIR/campaign.json holds (the contract with the report).
@@ -70,6 +81,16 @@ struct CampaignStatusArgs {
   std::string dir;
   bool json = false;
 };
+struct CampaignCellArgs {
+  std::string dir;
+  std::string id;
+  int ranks = 1;
+};
+struct CampaignSbatchArgs {
+  std::string file;
+  std::string out;
+  bool no_submit = false;
+};
 struct CampaignReportArgs {
   std::string dir;
   std::string out;       // default DIR/report
@@ -83,6 +104,12 @@ int cmd_campaign_plan(const CampaignPlanArgs& args);
 // 4 stopped by a signal (cut cells resume on the next run).
 int cmd_campaign_run(const CampaignRunArgs& args, const std::atomic<int>& stop);
 int cmd_campaign_status(const CampaignStatusArgs& args);
+// One cell (what a Slurm array task runs): run or resume it, its state in
+// DIR/status; SIGUSR1/SIGTERM stop it resumable. Exit 0 done, 4 cut, 1 failed.
+int cmd_campaign_cell(const CampaignCellArgs& args, const std::atomic<int>& stop);
+// Writes DIR/slurm/campaign.sbatch (a job array, one cell per index) and
+// submits the cells not done yet (--no-submit: prints the command).
+int cmd_campaign_sbatch(const CampaignSbatchArgs& args);
 int cmd_campaign_report(const CampaignReportArgs& args);
 
 // Runs `python SCRIPT ARGS...` for a tool written in Python that is

@@ -94,6 +94,16 @@ int main(int argc, char** argv) {
   auto* cstatus = campaign->add_subcommand("status", "Show which cells are done, running, cut, failed or pending");
   cstatus->add_option("dir", cstatus_args.dir, "Campaign directory")->required();
   cstatus->add_flag("--json", cstatus_args.json, "Print JSON");
+  kevo::app::CampaignSbatchArgs csbatch_args;
+  auto* csbatch = campaign->add_subcommand("sbatch", "Submit the cells not done yet as a Slurm job array");
+  csbatch->add_option("file", csbatch_args.file, "Campaign file")->required();
+  csbatch->add_option("--out", csbatch_args.out, "Campaign directory (default OUT_DIR/NAME)");
+  csbatch->add_flag("--no-submit", csbatch_args.no_submit, "Write the job script and print the sbatch command only");
+  kevo::app::CampaignCellArgs ccell_args;
+  auto* ccell = campaign->add_subcommand("cell", "Run or resume one cell (what each Slurm array task runs)");
+  ccell->add_option("dir", ccell_args.dir, "Campaign directory")->required();
+  ccell->add_option("id", ccell_args.id, "Cell, as <configuration>.s<seed>")->required();
+  ccell->add_option("--ranks", ccell_args.ranks, "MPI ranks (srun) for the cell's run")->check(CLI::Range(1, 4096));
   kevo::app::CampaignReportArgs creport_args;
   auto* creport = campaign->add_subcommand("report", "Write the campaign's report (Markdown, HTML, CSV, JSON)");
   creport->add_option("dir", creport_args.dir, "Campaign directory")->required();
@@ -135,6 +145,8 @@ int main(int argc, char** argv) {
     if (*plan) return kevo::app::cmd_campaign_plan(plan_args);
     if (*crun) return kevo::app::cmd_campaign_run(crun_args, g_stop);
     if (*cstatus) return kevo::app::cmd_campaign_status(cstatus_args);
+    if (*csbatch) return kevo::app::cmd_campaign_sbatch(csbatch_args);
+    if (*ccell) return kevo::app::cmd_campaign_cell(ccell_args, g_stop);
     if (*creport) return kevo::app::cmd_campaign_report(creport_args);
     if (*plot) return kevo::app::run_python_tool(tool_python, "kevo_plot.py", plot->remaining());
     if (*exporter) return kevo::app::run_python_tool(tool_python, "kevo_export.py", exporter->remaining());

@@ -7,7 +7,10 @@
 #      script requeues the job, and the restarted job resumes the run; then
 #      `scontrol requeue` from outside, and the job resumes once more;
 #   2. scripts/slurm/ablation.sbatch as a 2-index job array: each index runs
-#      into its own run directory with its line of overrides applied.
+#      into its own run directory with its line of overrides applied;
+#   3. scancel of a CPU run (SIGTERM, then SIGKILL): a clean stop, resumable;
+#   4. `kevo campaign sbatch`: a campaign's cells as a job array, one index
+#      signalled (requeued, resumed), every cell done.
 # Every daemon started here is stopped by PID on exit, also on failure.
 #
 # usage: slurm_kevo.sh KEVO SOURCE_DIR WORK_DIR PYTHON
@@ -369,4 +372,52 @@ assert len(ids) == len(set(ids)), "an id was recorded twice"
 print(f"resumed: {len(ids)} records, no id twice")
 EOF
 log "scancel of a CPU run: clean stop and resume ok"
+
+# ---- 4. kevo campaign sbatch: 2 configurations x 1 seed as a job array; the
+# first index signalled (SIGUSR1 to its batch shell) stops its cell
+# resumable, requeues itself and resumes it with `kevo resume`; both cells
+# end done, and a second sbatch submits nothing.
+cat > "$work/campaign.json" <<EOF
+{"name": "slurm-campaign", "base_config": "$tiny",
+ "configurations": {"ring": {}, "none": {"set": {"islands.topology": "none"}}},
+ "seeds": [3], "budget": {"evaluations_per_task": 100000000, "wall_seconds": 8},
+ "slurm": {"ranks": 1, "cpus_per_task": 1, "time": "00:10:00"}}
+EOF
+camp="$work/campaign"
+"$kevo" campaign sbatch "$work/campaign.json" --out "$camp" > "$work/campaign-sbatch.out" 2>&1 ||
+  { cat "$work/campaign-sbatch.out"; fail "kevo campaign sbatch"; }
+cat "$work/campaign-sbatch.out"
+caid="$(sed -n 's/.*submitted job array \([0-9]*\).*/\1/p' "$work/campaign-sbatch.out")"
+[ -n "$caid" ] || fail "no job id in the sbatch output"
+cell0_checkpointed() { [ -f "$camp/cells/none.s3/checkpoint/rank-0000.json" ]; }
+wait_for 60 "campaign cell none.s3 (index 0) to checkpoint" cell0_checkpointed
+sleep 1
+log "SIGUSR1 to the batch shell of ${caid}_0"
+scancel --signal=USR1 --batch "${caid}_0"
+requeued0() { state_in "${caid}_0" PENDING REQUEUED REQUEUE_HOLD; }
+wait_for 60 "array task ${caid}_0 to be requeued" requeued0
+start0() { scontrol update jobid="${caid}_0" StartTime=now 2>/dev/null; ! state_in "${caid}_0" PENDING REQUEUED REQUEUE_HOLD REQUEUE_FED; }
+wait_for 60 "the requeued array task ${caid}_0 to start" start0
+campaign_done() { [ -z "$(squeue -h -j "$caid" -o %A 2>/dev/null)" ]; }
+wait_for 90 "campaign array $caid to finish" campaign_done
+"$kevo" campaign status "$camp" --json > "$work/campaign-status.json" || fail "kevo campaign status"
+"$py" - "$work/campaign-status.json" "$camp" <<'EOF' || fail "campaign under Slurm"
+import json, os, sys
+st = {c["id"]: c for c in json.load(open(sys.argv[1]))["cells"]}
+assert sorted(st) == ["none.s3", "ring.s3"], st
+for cid, c in st.items():
+    assert c["state"] == "done", f"{cid}: {c['state']} {c['error']}"
+log = open(os.path.join(sys.argv[2], "logs", "none.s3.log")).read()
+heads = [l for l in log.splitlines() if l.startswith("=== attempt")]
+assert len(heads) == 2 and " resume " in heads[1], f"none.s3 was not resumed after the signal: {heads}"
+other = [l for l in open(os.path.join(sys.argv[2], "logs", "ring.s3.log")).read().splitlines()
+         if l.startswith("=== attempt")]
+assert len(other) == 1, f"ring.s3 ran more than once: {other}"
+cfg = json.load(open(os.path.join(sys.argv[2], "cells", "none.s3", "config.json")))
+assert cfg["islands"]["topology"] == "none" and cfg["seed"] == 3, cfg["islands"]
+print("campaign under Slurm: both cells done; none.s3 resumed after SIGUSR1:", heads)
+EOF
+"$kevo" campaign sbatch "$work/campaign.json" --out "$camp" | grep -q "nothing to submit" ||
+  fail "a second campaign sbatch submitted finished cells"
+log "kevo campaign sbatch: job array, signal, requeue, resume ok"
 echo "ok"
