@@ -235,6 +235,18 @@ check(p.returncode == 0 and p.stdout == "", "--out: exit %d, stdout %r" % (p.ret
 check(open(out_file, encoding="utf-8").read().splitlines() == [json.dumps(r, ensure_ascii=False) for r in recs]
       or [json.loads(l) for l in open(out_file, encoding="utf-8")] == recs, "--out: not the records of stdout")
 
+# Through the C++ pass-through where the build put the script next to kevo.
+if os.path.exists(os.path.join(os.path.dirname(os.path.abspath(kevo)), "kevo_export.py")):
+    pk = subprocess.run([kevo, "export", "--python", python, run_dir, "--out", os.path.join(work, "via_kevo.jsonl")],
+                        capture_output=True, text=True, timeout=120, env=env)
+    check(pk.returncode == 0, "kevo export: exit %d\n%s" % (pk.returncode, pk.stderr[-2000:]))
+    if pk.returncode == 0:
+        check([json.loads(l) for l in open(os.path.join(work, "via_kevo.jsonl"), encoding="utf-8")] == recs,
+              "kevo export: not the records of kevo_export.py")
+        print("kevo export (the pass-through) wrote the same records")
+else:
+    print("no kevo_export.py next to %s: the pass-through is not tried" % os.path.basename(kevo))
+
 # 3. Filters, rewards, kinds.
 outputs = [p.stdout]
 correct, s = parse(export(run_dir, "--correct-only", env=env), "--correct-only")
@@ -276,6 +288,37 @@ check(len(rep_only) == len(chains) and all(r["kevo"]["purpose"] == "repair" for 
       "--include repairs: %d records" % len(rep_only))
 print("filters: %d correct, %d faster than 0.5, %d unique, %d analyses" % (len(correct), len(fast), len(uniq),
                                                                           len(ana)))
+
+# A chain of two repairs (the fake run's chains have one): a copy of the
+# lineage whose last repair is made to continue the first one.
+deep = os.path.join(work, "deep")
+shutil.copytree(run_dir, deep)
+first, last = chains[0]["kevo"]["chain"], chains[-1]["kevo"]["candidate"]
+if len(chains) >= 2:
+    with h5py.File(os.path.join(deep, "lineage/rank-0000.h5"), "r+") as f:
+        kinds = h5py.check_enum_dtype(f["events"].dtype["kind"])
+        for e in f["events"][:]:
+            if e["kind"] == kinds["llm"] and e["id"] == last:
+                rec = json.loads(f["text"][e["text"]].decode())
+                a = repair_events[first[-1]]
+                rec.update(repair_of=first[-1], repair_turn=a.get("repair_turn", 1) + 1,
+                           prompt=a["prompt"] + [{"role": "assistant", "content": a["reply"]},
+                                                 {"role": "user", "content": "It failed again."}])
+                f["text"][e["text"]] = json.dumps(rec)
+    dc, _ = parse(export(deep, "--include", "repairs", env=env), "two-repair chain")
+    want = first + [last]
+    got = [r["kevo"]["chain"] for r in dc]
+    check(want in got and first not in got, "two-repair chain: chains %s, want %s and not %s" % (got, want, first))
+    for r in dc:
+        if r["kevo"]["chain"] == want:
+            assistant = [m["content"] for m in r["messages"] if m["role"] == "assistant"]
+            check(len(assistant) == 3 and assistant[:2] == [replies[c] for c in first] and
+                  assistant[2] == replies[last], "two-repair chain: assistant turns are not the three replies")
+            check(r["kevo"]["repair_turn"] == 2 and [t["candidate"] for t in r["kevo"]["turns"]] == want,
+                  "two-repair chain: repair_turn %r, turns %r" % (r["kevo"]["repair_turn"], r["kevo"]["turns"]))
+    print("two-repair chain %s exported with 3 assistant turns" % want)
+else:
+    print("one repair chain only: the two-repair chain is not tried")
 
 # 4. No key in any output, also when the lineage is made to carry one.
 check(not any(KEY in o for o in outputs), "the API key appears in an export")
