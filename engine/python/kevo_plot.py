@@ -235,7 +235,7 @@ def fmt_speedup(s):
         return "-"
     if math.isinf(s):
         return "inf x"
-    return "%.3gx" % s
+    return "%.0fx" % s if s >= 100 else "%.3gx" % s
 
 
 # ---------------------------------------------------------------- plots

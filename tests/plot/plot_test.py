@@ -247,6 +247,10 @@ def main():
         valid = c["id"] != NO_ID
         soft = valid & (c["task"] == tasks.index("softmax"))
         c["status"][soft & (c["status"] == enum["correct"])] = enum["wrong_answer"]
+        # statuses a small run may not have, which count but are not judged
+        kids = np.flatnonzero(soft & (c["parent0"] >= 0))
+        for j, st in zip(kids, ("invalid", "duplicate", "lost", "compile_error")):
+            c["status"][j] = enum[st]
         red = np.flatnonzero(valid & (c["task"] == tasks.index("reduce_sum")) & (c["parent0"] >= 0))
         k = red[-1]   # the last child of reduce_sum, made a correct crossover of two earlier rows
         others = [int(c["id"][j]) for j in red[:-1] if int(c["id"][j]) != int(c["parent0"][k])]
@@ -261,6 +265,9 @@ def main():
     rc, out, err = plot(edited)
     check(rc == 0, "edited run: exit 0, got %d: %s" % (rc, err[-2000:]))
     eout = os.path.join(edited, "plots")
+    ts = truth(erows, "softmax")
+    check(sum(1 for r in ts["rows"] if r["status"] in NOT_JUDGED) >= 3,
+          "the edited lineage has unjudged softmax rows (test setup)")
     check_plots(eout, "softmax", "edited", ("png", "svg"), False)
     check_plots(eout, "reduce_sum", "edited", ("png", "svg"), True)
     check_lineage(eout, "reduce_sum", tr)
