@@ -413,7 +413,7 @@ class Plotter:
                 label="correct candidates (%d)" % s.size)
         ax.set_xscale("log")
         ax.axvline(1.0, color="grey", linestyle=":", label="reference (1x)")
-        ax.axvline(hi if s.max() == hi else s.max(), color="C1", linestyle="--",
+        ax.axvline(float(s.max()), color="C1", linestyle="--",
                    label="best %s" % fmt_speedup(float(s.max())))
         ax.set_xlabel("speedup (x over the reference, log scale)")
         ax.set_ylabel("candidates (count)")
