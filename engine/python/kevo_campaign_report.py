@@ -31,6 +31,8 @@ import os
 import sys
 import time
 
+from kevo_json import jsonable  # next to this script
+
 import h5py
 import numpy as np
 
@@ -474,25 +476,6 @@ def curve_summary(results):
                             "min": ev.min(axis=0).tolist(), "max": ev.max(axis=0).tolist()},
             "wall_seconds": {"x": grid.tolist(), "median": np.median(tm, axis=0).tolist(),
                              "min": tm.min(axis=0).tolist(), "max": tm.max(axis=0).tolist()}}
-
-
-def jsonable(x):
-    """NaN -> null, infinities -> "inf"/"-inf" (JSON has neither)."""
-    if isinstance(x, float):
-        if math.isnan(x):
-            return None
-        if math.isinf(x):
-            return "inf" if x > 0 else "-inf"
-        return x
-    if isinstance(x, dict):
-        return {str(k): jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [jsonable(v) for v in x]
-    if isinstance(x, (np.floating,)):
-        return jsonable(float(x))
-    if isinstance(x, (np.integer,)):
-        return int(x)
-    return x
 
 
 # ---------------------------------------------------------------- plots

@@ -33,6 +33,8 @@ import os
 import sys
 import time
 
+from kevo_json import jsonable  # next to this script
+
 PROG = "kevo_plot"
 FORMAT = "kevo-plot/1"
 NO_ID = 2**64 - 1
@@ -210,20 +212,6 @@ def curves(rows, t0):
             best = r["speedup"]
         by_time.append((r["t_finished"] - t0, best))
     return judged, by_eval, by_time
-
-
-def jsonable(x):
-    if isinstance(x, float):
-        if math.isnan(x):
-            return None
-        if math.isinf(x):
-            return "inf" if x > 0 else "-inf"
-        return x
-    if isinstance(x, dict):
-        return {str(k): jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [jsonable(v) for v in x]
-    return x
 
 
 def file_safe(name):

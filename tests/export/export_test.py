@@ -235,17 +235,16 @@ check(p.returncode == 0 and p.stdout == "", "--out: exit %d, stdout %r" % (p.ret
 check(open(out_file, encoding="utf-8").read().splitlines() == [json.dumps(r, ensure_ascii=False) for r in recs]
       or [json.loads(l) for l in open(out_file, encoding="utf-8")] == recs, "--out: not the records of stdout")
 
-# Through the C++ pass-through where the build put the script next to kevo.
-if os.path.exists(os.path.join(os.path.dirname(os.path.abspath(kevo)), "kevo_export.py")):
-    pk = subprocess.run([kevo, "export", "--python", python, run_dir, "--out", os.path.join(work, "via_kevo.jsonl")],
-                        capture_output=True, text=True, timeout=120, env=env)
-    check(pk.returncode == 0, "kevo export: exit %d\n%s" % (pk.returncode, pk.stderr[-2000:]))
-    if pk.returncode == 0:
-        check([json.loads(l) for l in open(os.path.join(work, "via_kevo.jsonl"), encoding="utf-8")] == recs,
-              "kevo export: not the records of kevo_export.py")
-        print("kevo export (the pass-through) wrote the same records")
-else:
-    print("no kevo_export.py next to %s: the pass-through is not tried" % os.path.basename(kevo))
+# Through the C++ pass-through (the build puts the script next to kevo).
+check(os.path.exists(os.path.join(os.path.dirname(os.path.abspath(kevo)), "kevo_export.py")),
+      "no kevo_export.py next to the kevo executable")
+pk = subprocess.run([kevo, "export", "--python", python, run_dir, "--out", os.path.join(work, "via_kevo.jsonl")],
+                    capture_output=True, text=True, timeout=120, env=env)
+check(pk.returncode == 0, "kevo export: exit %d\n%s" % (pk.returncode, pk.stderr[-2000:]))
+if pk.returncode == 0:
+    check([json.loads(l) for l in open(os.path.join(work, "via_kevo.jsonl"), encoding="utf-8")] == recs,
+          "kevo export: not the records of kevo_export.py")
+    print("kevo export (the pass-through) wrote the same records")
 
 # 3. Filters, rewards, kinds.
 outputs = [p.stdout]

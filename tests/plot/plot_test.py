@@ -289,17 +289,16 @@ def main():
     check_bad([run_dir, "--format", "pdf"], "pdf", "--format pdf")
     check(not os.path.exists(os.path.join(empty, "plots")), "a refused run writes no plots folder")
 
-    # 5. through kevo, where the script is installed next to it
-    if os.path.isfile(os.path.join(os.path.dirname(os.path.abspath(KEVO)), "kevo_plot.py")):
-        via = os.path.join(WORK, "via-kevo")
-        p = subprocess.run([KEVO, "plot", "--python", PYTHON, run_dir, "--out", via, "--format", "png"],
-                           capture_output=True, text=True, timeout=240)
-        check(p.returncode == 0, "kevo plot: exit 0, got %d: %s" % (p.returncode, p.stderr[-2000:]))
-        check(os.path.isfile(os.path.join(via, "summary.json")), "kevo plot writes summary.json")
-        p = subprocess.run([KEVO, "plot", "--python", PYTHON, empty], capture_output=True, text=True, timeout=60)
-        check(p.returncode == 2 and "Traceback" not in p.stderr, "kevo plot on a folder without lineage: exit 2")
-    else:
-        print("NOTE: kevo_plot.py is not next to %s: `kevo plot` itself not run" % KEVO)
+    # 5. through kevo (the build installs the script next to it)
+    check(os.path.isfile(os.path.join(os.path.dirname(os.path.abspath(KEVO)), "kevo_plot.py")),
+          "kevo_plot.py is next to the kevo executable")
+    via = os.path.join(WORK, "via-kevo")
+    p = subprocess.run([KEVO, "plot", "--python", PYTHON, run_dir, "--out", via, "--format", "png"],
+                       capture_output=True, text=True, timeout=240)
+    check(p.returncode == 0, "kevo plot: exit 0, got %d: %s" % (p.returncode, p.stderr[-2000:]))
+    check(os.path.isfile(os.path.join(via, "summary.json")), "kevo plot writes summary.json")
+    p = subprocess.run([KEVO, "plot", "--python", PYTHON, empty], capture_output=True, text=True, timeout=60)
+    check(p.returncode == 2 and "Traceback" not in p.stderr, "kevo plot on a folder without lineage: exit 2")
 
     if failures:
         print("%d check(s) failed" % len(failures))
