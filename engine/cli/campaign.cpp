@@ -5,6 +5,7 @@
 #include "kevo/core/strict_json.hpp"
 #include "kevo/core/text.hpp"
 #include "kevo/engine/config.hpp"
+#include "kevo/engine/run.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -47,16 +48,8 @@ nlohmann::json read_json_or_null(const fs::path& p) {
   return nlohmann::json::parse(in, nullptr, false);
 }
 
-void write_json_atomic(const fs::path& p, const nlohmann::json& j) {
-  const fs::path tmp = p.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) throw Failure("cannot write " + tmp.string());
-    out << dump_json(j, 2) << "\n";
-    if (!out) throw Failure("cannot write " + tmp.string());
-  }
-  fs::rename(tmp, p);
-}
+// Written then renamed (engine::write_file): a reader never sees half of it.
+void write_json_atomic(const fs::path& p, const nlohmann::json& j) { engine::write_file(p, dump_json(j, 2) + "\n"); }
 
 std::string self_executable() {
   std::error_code ec;
@@ -208,7 +201,7 @@ Campaign load_campaign(const std::string& path) {
 
   // The cells, and each configuration checked as `kevo run` checks a
   // config (the seed does not change what is valid).
-  for (const auto& conf : c.configurations) {
+  for (auto& conf : c.configurations) {
     std::vector<std::string> common;
     if (!c.tasks.empty()) {
       nlohmann::json t = nlohmann::json::array();
@@ -229,7 +222,12 @@ Campaign load_campaign(const std::string& path) {
       cell.overrides.insert(cell.overrides.end(), common.begin(), common.end());
       if (k == 0) {
         try {
-          (void)engine::load_config(c.base_config.string(), cell.overrides, checking_plugins());
+          const engine::Config cfg = engine::load_config(c.base_config.string(), cell.overrides, checking_plugins());
+          conf.tasks = cfg.task_dirs.size();
+          conf.evaluations_per_task = cfg.budget.evaluations_per_task;
+          conf.wall_seconds = cfg.budget.wall_seconds;
+          if (cfg.effective.contains("llm")) conf.llm_usd = cfg.effective["llm"]["budget"].value("usd", 0.0);
+          conf.backend = cfg.backend_type;
         } catch (const InputError& e) {
           throw InputError(path, "/configurations/" + conf.name,
                            "a configuration that " + c.base_config.filename().string() + " accepts with its --set (" +
@@ -250,26 +248,17 @@ int cmd_campaign_plan(const CampaignPlanArgs& args) {
   nlohmann::json cells = nlohmann::json::array();
   double total_wall = 0.0, total_usd = 0.0;
   std::int64_t total_evals = 0;
-  std::map<std::string, nlohmann::json> per_conf;
+  std::map<std::string, const CampaignConfiguration*> conf_of;
+  for (const auto& conf : c.configurations) conf_of[conf.name] = &conf;
   for (const auto& cell : c.cells) {
-    if (!per_conf.count(cell.configuration)) {
-      const engine::Config cfg = engine::load_config(c.base_config.string(), cell.overrides, checking_plugins());
-      double usd = 0.0;
-      if (cfg.effective.contains("llm")) usd = cfg.effective["llm"]["budget"].value("usd", 0.0);
-      per_conf[cell.configuration] = {{"tasks", cfg.task_dirs.size()},
-                                      {"evaluations_per_task", cfg.budget.evaluations_per_task},
-                                      {"wall_seconds", cfg.budget.wall_seconds},
-                                      {"llm_usd", usd},
-                                      {"backend", cfg.backend_type}};
-    }
-    const auto& p = per_conf[cell.configuration];
-    const std::int64_t evals = p["tasks"].get<std::int64_t>() * p["evaluations_per_task"].get<std::int64_t>();
+    const CampaignConfiguration& p = *conf_of.at(cell.configuration);
+    const std::int64_t evals = static_cast<std::int64_t>(p.tasks) * p.evaluations_per_task;
     total_evals += evals;
-    total_wall += p["wall_seconds"].get<double>();
-    total_usd += p["llm_usd"].get<double>();
+    total_wall += p.wall_seconds;
+    total_usd += p.llm_usd;
     cells.push_back({{"id", cell.id}, {"configuration", cell.configuration}, {"seed", cell.seed},
-                     {"tasks", p["tasks"]}, {"evaluations", evals}, {"wall_seconds", p["wall_seconds"]},
-                     {"llm_usd", p["llm_usd"]}, {"backend", p["backend"]}});
+                     {"tasks", p.tasks}, {"evaluations", evals}, {"wall_seconds", p.wall_seconds},
+                     {"llm_usd", p.llm_usd}, {"backend", p.backend}});
   }
   const bool unbounded = std::any_of(cells.begin(), cells.end(),
                                      [](const nlohmann::json& x) { return x["wall_seconds"].get<double>() <= 0; });
@@ -373,38 +362,58 @@ class DirLock {
   bool held_ = false;
 };
 
-pid_t spawn_cell(const std::vector<std::string>& argv, const fs::path& log) {
-  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) throw Failure("cannot open " + log.string());
+// Starts `argv` (argv[0] by path or from PATH) with stdout on `out_fd`
+// (-1: this process's; else stdin from /dev/null), stderr too when
+// `with_stderr`, in a process group of its own when `own_group`.
+pid_t start_process(const std::vector<std::string>& argv, int out_fd, bool with_stderr, bool own_group) {
   std::vector<char*> a;
   for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
   a.push_back(nullptr);
   const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fd);
-    throw Failure("fork failed");
-  }
+  if (pid < 0) throw Failure("fork failed");
   if (pid == 0) {
-    // A process group of its own: a Ctrl-C reaches the campaign, which
-    // forwards one stop (a second signal would stop the cell at once).
-    ::setpgid(0, 0);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    const int null = ::open("/dev/null", O_RDONLY);
-    if (null >= 0) ::dup2(null, 0);
+    if (own_group) ::setpgid(0, 0);
+    if (out_fd >= 0) {
+      ::dup2(out_fd, 1);
+      if (with_stderr) ::dup2(out_fd, 2);
+      const int null = ::open("/dev/null", O_RDONLY);
+      if (null >= 0) ::dup2(null, 0);
+    }
     ::signal(SIGINT, SIG_DFL);
     ::signal(SIGTERM, SIG_DFL);
     ::signal(SIGPIPE, SIG_DFL);
-    ::execvp(a[0], a.data());   // kevo by its path, srun from PATH
+    ::execvp(a[0], a.data());
+    std::fprintf(stderr, "kevo: failure: cannot run %s\n", a[0]);
     std::_Exit(127);
+  }
+  return pid;
+}
+
+// Its exit code (128 + the signal that ended it).
+int wait_process(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// A cell's kevo, its output appended to `log`. A process group of its own:
+// a Ctrl-C reaches the campaign, which forwards one stop (a second signal
+// would stop the cell at once).
+pid_t spawn_cell(const std::vector<std::string>& argv, const fs::path& log) {
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw Failure("cannot open " + log.string());
+  pid_t pid = -1;
+  try {
+    pid = start_process(argv, fd, true, true);
+  } catch (...) {
+    ::close(fd);
+    throw;
   }
   ::close(fd);
   return pid;
 }
 
-}  // namespace
-
-namespace {
 
 // The campaign directory for `c`: made (campaign.json written) or, when it
 // exists, checked to hold this campaign. Throws InputError otherwise.
@@ -466,7 +475,6 @@ pid_t launch_cell(const fs::path& dir, const fs::path& base_config, const Campai
     for (std::size_t k = launcher.size() + 1; k < argv.size(); ++k) cmd += (cmd.empty() ? "" : " ") + argv[k];
     l << fmt::format("=== attempt {}: kevo {}\n", s.attempts + 1, cmd);
   }
-  if (!launcher.empty()) argv[0] = launcher[0];
   const pid_t pid = spawn_cell(argv, log);
   s.state = "running";
   s.attempts += 1;
@@ -710,29 +718,23 @@ int cmd_campaign_sbatch(const CampaignSbatchArgs& args) {
     fmt::print("campaign {}: {} of {} cells to submit; the command:\n{}\n", c.name, indices.size(), c.cells.size(), cmd);
     return 0;
   }
+  // sbatch --parsable prints "JOBID[;CLUSTER]" on stdout.
   int pipefd[2];
-  if (::pipe(pipefd) != 0) throw Failure("pipe failed");
-  const pid_t pid = ::fork();
-  if (pid < 0) throw Failure("fork failed");
-  if (pid == 0) {
-    ::dup2(pipefd[1], 1);
+  if (::pipe2(pipefd, O_CLOEXEC) != 0) throw Failure("pipe failed");
+  pid_t pid = -1;
+  try {
+    pid = start_process(argv, pipefd[1], false, false);
+  } catch (...) {
     ::close(pipefd[0]);
-    std::vector<char*> a;
-    for (auto& s : argv) a.push_back(s.data());
-    a.push_back(nullptr);
-    ::execvp("sbatch", a.data());
-    std::fprintf(stderr, "kevo: failure: cannot run sbatch (is Slurm installed here?)\n");
-    std::_Exit(127);
+    ::close(pipefd[1]);
+    throw;
   }
   ::close(pipefd[1]);
   std::string out;
   char buf[256];
   for (ssize_t n; (n = ::read(pipefd[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
   ::close(pipefd[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw Failure("sbatch failed: " + cmd);
+  if (wait_process(pid) != 0) throw Failure("sbatch failed (is Slurm installed and reachable?): " + cmd + "\n" + out);
   const std::string job = out.substr(0, out.find_first_of(";\n"));
   nlohmann::json jobs = read_json_or_null(dir / "slurm" / "jobs.json");
   if (!jobs.is_array()) jobs = nlohmann::json::array();
@@ -834,20 +836,7 @@ int run_python_tool(const std::string& python, const std::string& script_name, c
   if (!fs::exists(script)) throw Failure("the tool's script is missing: " + script.string());
   std::vector<std::string> argv = {python, script.string()};
   argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<char*> a;
-  for (auto& s : argv) a.push_back(s.data());
-  a.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid < 0) throw Failure("fork failed");
-  if (pid == 0) {
-    ::execvp(a[0], a.data());
-    std::fprintf(stderr, "kevo: failure: cannot run %s (--python)\n", a[0]);
-    std::_Exit(127);
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  return wait_process(start_process(argv, -1, false, false));
 }
 
 }  // namespace kevo::app

@@ -22,6 +22,12 @@ struct CampaignConfiguration {
   std::string name;
   std::string description;
   std::vector<std::string> sets;   // "key=value" overrides, in the file's order of keys
+  // What its runs will see, learnt when load_campaign checked it.
+  std::size_t tasks = 0;
+  std::int64_t evaluations_per_task = 0;
+  double wall_seconds = 0.0;       // 0: unbounded
+  double llm_usd = 0.0;            // 0: no LLM budget (or no LLM)
+  std::string backend;
 };
 
 struct CampaignCell {

@@ -24,7 +24,6 @@ import base64
 import csv
 import glob
 import html
-import io
 import json
 import math
 import os
