@@ -1,5 +1,6 @@
 #include "kevo/app/plugins.hpp"
 
+#include "kevo/command/command_backend.hpp"
 #include "kevo/core/error.hpp"
 #include "kevo/cpu/cpu_backend.hpp"
 #ifdef KEVO_HAVE_CUDA
@@ -19,7 +20,7 @@ namespace kevo::app {
 namespace {
 
 std::vector<std::string> all_backend_types() {
-  std::vector<std::string> types = {"cpu", "null"};
+  std::vector<std::string> types = {"cpu", "null", "command"};
 #ifdef KEVO_HAVE_CUDA
   types.push_back("cuda");   // built only where the CUDA toolkit was found
 #endif
@@ -29,16 +30,30 @@ std::vector<std::string> all_backend_types() {
 engine::Plugins make_plugins(const std::vector<std::string>& backend_types, bool start_servers) {
   engine::Plugins p;
   for (const auto& t : backend_types) {
-    bool known = t == "cpu" || t == "null";
+    bool known = t == "cpu" || t == "null" || t == "command";
 #ifdef KEVO_HAVE_CUDA
     known = known || t == "cuda";
 #endif
     if (!known) throw Failure("builtin_plugins: this build has no backend type '" + t + "'");
   }
   p.backend_types = backend_types;
-  p.make_backend = [](const std::string& type, StrictObject& options) {
+  // A command backend names its LLM prompt files in its own config: they
+  // reach the LLM service, which is built from the "llm" section after the
+  // backend.
+  struct PromptFiles {
+    std::filesystem::path system, knowledge;
+    std::string pointer;
+  };
+  auto prompt_files = std::make_shared<std::optional<PromptFiles>>();
+  p.make_backend = [prompt_files](const std::string& type, StrictObject& options) {
     engine::BuiltBackend b;
-    if (type == "cpu") {
+    if (type == "command") {
+      auto o = command::parse_command_options(options);
+      b.effective = command::to_json(o);
+      prompt_files->reset();
+      if (!o.system_prompt.empty()) *prompt_files = PromptFiles{o.system_prompt, o.knowledge, o.pointer + "/prompts"};
+      b.backend = command::make_command_backend(std::move(o));
+    } else if (type == "cpu") {
       auto o = cpu::parse_cpu_options(options);
       b.effective = cpu::to_json(o);
       b.backend = cpu::make_cpu_backend(std::move(o));
@@ -69,13 +84,16 @@ engine::Plugins make_plugins(const std::vector<std::string>& backend_types, bool
   // "llm" section and shared by every LLM operator of the config.
   auto llm = std::make_shared<std::shared_ptr<operators::llm::Service>>();
   p.sections = {"llm"};
-  p.parse_section = [llm, start_servers](const std::string&, StrictObject* section, const std::filesystem::path& base) {
+  p.parse_section = [llm, start_servers, prompt_files](const std::string&, StrictObject* section,
+                                                      const std::filesystem::path& base) {
     llm->reset();
     if (!section) return nlohmann::json();
     auto cfg = operators::llm::parse_service_config(*section, base);
     cfg.start_local_server = start_servers;
     nlohmann::json eff = cfg.effective;
     *llm = std::make_shared<operators::llm::Service>(std::move(cfg));
+    if (*prompt_files)
+      (*llm)->set_backend_files("command", (*prompt_files)->system, (*prompt_files)->knowledge, (*prompt_files)->pointer);
     return eff;
   };
   // The LLM token/USD budget is run-wide: the engine shares it between ranks

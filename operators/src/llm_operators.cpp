@@ -455,8 +455,20 @@ std::size_t Service::in_flight(const void* owner) const {
 
 const Template& Service::prompt(const std::string& name) {
   auto it = prompts_.find(name);
-  if (it == prompts_.end()) it = prompts_.emplace(name, Template::load(config_.prompts_dir / (name + ".md"))).first;
+  if (it == prompts_.end()) {
+    fs::path file = config_.prompts_dir / (name + ".md");
+    for (const auto& [backend, f] : backend_files_)
+      if (name == "system_" + backend) file = f.system_prompt;
+    it = prompts_.emplace(name, Template::load(file)).first;
+  }
   return it->second;
+}
+
+void Service::set_backend_files(const std::string& backend, fs::path system_prompt, fs::path knowledge,
+                                std::string pointer) {
+  prompts_.erase("system_" + backend);
+  knowledge_.erase(backend);
+  backend_files_[backend] = {std::move(system_prompt), std::move(knowledge), std::move(pointer)};
 }
 
 const Template& Service::prompt(const std::string& name, const std::string& backend) {
@@ -471,7 +483,8 @@ const Knowledge& Service::knowledge(const std::string& backend) {
   auto it = knowledge_.find(backend);
   if (it == knowledge_.end()) {
     Knowledge k;
-    const fs::path f = config_.knowledge_dir / (backend + ".md");
+    const auto own = backend_files_.find(backend);
+    const fs::path f = own != backend_files_.end() ? own->second.knowledge : config_.knowledge_dir / (backend + ".md");
     if (fs::exists(f)) k.add_file(f);
     it = knowledge_.emplace(backend, std::move(k)).first;
   }
@@ -504,6 +517,16 @@ std::string unreadable(const fs::path& file) {
 
 void Service::prepare_backend(const std::string& backend, const std::vector<std::string>& templates) {
   const std::string system_name = "system_" + backend;
+  if (const auto own = backend_files_.find(backend); own != backend_files_.end()) {
+    // The backend's config named them: it checked they are readable files.
+    for (const fs::path& f : {own->second.system_prompt, own->second.knowledge})
+      if (const std::string why = unreadable(f); !why.empty())
+        throw InputError(config_.source_file, own->second.pointer, f.string() + " " + why);
+    prompt(system_name);
+    for (const auto& name : templates) prompt(name, backend);
+    if (config_.knowledge_tokens > 0) knowledge(backend);
+    return;
+  }
   const fs::path system_file = config_.prompts_dir / (system_name + ".md");
   if (const std::string why = unreadable(system_file); !why.empty())
     throw InputError(config_.source_file, config_.pointer + "/prompts_dir",

@@ -98,6 +98,10 @@ std::vector<CodeBlock> fenced_blocks(std::string_view reply) {
 }
 
 std::string check_signature(std::string_view source, const Task& task) {
+  if (!task.signature.empty())   // a command task: its declaration, as written
+    return contains_signature(source, task.signature)
+               ? std::string()
+               : fmt::format("the code does not contain the task's signature {} (changed or missing)", task.signature);
   const std::string src(source);
   const std::regex decl("extern\\s*\"C\"\\s*void\\s+" + task.function + "\\s*\\(");
   std::smatch m;
@@ -134,7 +138,9 @@ Parsed parse_code_reply(std::string_view reply, const Task& task) {
   const std::regex defines("\\b" + task.function + "\\s*\\(");
   std::vector<const CodeBlock*> defining;
   for (const auto& b : blocks)
-    if (std::regex_search(b.code, defines) && b.code.find("extern") != std::string::npos) defining.push_back(&b);
+    if (std::regex_search(b.code, defines) &&
+        (!task.signature.empty() || b.code.find("extern") != std::string::npos))
+      defining.push_back(&b);
   if (defining.empty()) {
     if (blocks.size() == 1) {
       const auto why = check_signature(blocks[0].code, task);

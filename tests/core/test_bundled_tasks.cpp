@@ -83,7 +83,7 @@ TEST(BundledTasks, NormalisationTasksCarryStressTrials) {
   std::map<std::string, std::set<std::string>> want = {
       {"cpu/softmax", {"large-mean", "negative-mean"}},     {"cuda/softmax", {"large-mean", "negative-mean"}},
       {"cpu/layernorm", {"large-mean", "small-variance"}},  {"cuda/layernorm", {"large-mean", "small-variance"}},
-      {"cuda/rmsnorm", {"small-scale"}}};
+      {"cuda/rmsnorm", {"small-scale"}},                    {"command/softmax", {"large-mean", "negative-mean"}}};
   for (const Task& t : bundled_tasks()) {
     std::set<std::string> names;
     for (const StressTrial& s : t.stress) names.insert(s.name);

@@ -4,6 +4,7 @@
 #include "kevo/core/hash.hpp"
 #include "kevo/core/rng.hpp"
 #include "kevo/core/text.hpp"
+#include "kevo/core/verdict_text.hpp"
 #include "kevo/native/protocol.hpp"
 #include "kevo/native/compile_cache.hpp"
 #include "kevo/native/libraries.hpp"
@@ -42,37 +43,6 @@ constexpr std::size_t kCompileLogCap = 16 * 1024;   // kept in the verdict: the 
 constexpr std::size_t kOutputTailCap = 4 * 1024;    // kept in the verdict: the last output
 constexpr std::int64_t kResultPipeCap = 1 << 20;
 
-// Verdict texts: well-formed UTF-8 without control bytes (but newline and
-// tab), so that they always serialise as JSON (kevo/core/text.hpp).
-std::string clean_text(std::string_view in) { return sanitize_utf8(in, kShownText); }
-
-std::string head(const std::string& s, std::size_t cap) {
-  if (s.size() <= cap) return clean_text(s);
-  return clean_text(std::string_view(s).substr(0, cap)) + "\n[... " + std::to_string(s.size() - cap) +
-         " more bytes not kept]";
-}
-
-std::string tail(const std::string& s, std::size_t cap) {
-  if (s.size() <= cap) return clean_text(s);
-  return "[... " + std::to_string(s.size() - cap) + " earlier bytes not kept]\n" +
-         clean_text(std::string_view(s).substr(s.size() - cap));
-}
-
-std::string first_lines(const std::string& s, std::size_t lines, std::size_t cap) {
-  std::size_t pos = 0, n = 0;
-  while (pos < s.size() && n < lines) {
-    std::size_t nl = s.find('\n', pos);
-    if (nl == std::string::npos) {
-      pos = s.size();
-      break;
-    }
-    pos = nl + 1;
-    ++n;
-  }
-  std::string out = s.substr(0, std::min(pos, cap));
-  if (out.size() < s.size()) out += "[...]\n";
-  return out;
-}
 
 std::string host_cpu_id() {
   // What -march=native depends on: the CPU model and feature flags.
@@ -668,18 +638,6 @@ Events parse_events(const std::string& text, const std::string& nonce) {
   return ev;
 }
 
-std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  if (from.empty()) return s;
-  for (std::size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
-  return s;
-}
-
-std::string fmt(double v, int precision = 3) {
-  std::ostringstream o;
-  o.precision(precision);
-  o << v;
-  return o.str();
-}
 
 }  // namespace
 
@@ -709,7 +667,7 @@ void NativeBackend::Impl::on_eval_done(Job& j, sb::Finished& f) {
                     : "printed more than " + std::to_string(opt.limits.output_kb) + " KiB (limits.output_kb)" + where;
   } else if (f.outcome == sb::Outcome::timeout) {
     v.status = Status::timeout;
-    v.message = "exceeded the wall-clock limit of " + fmt(opt.limits.wall_seconds) + " s (limits.wall_seconds)" + where;
+    v.message = "exceeded the wall-clock limit of " + short_number(opt.limits.wall_seconds) + " s (limits.wall_seconds)" + where;
   } else if (f.outcome == sb::Outcome::killed) {
     v.status = Status::internal_error;
     v.message = "the evaluation was cancelled";
@@ -817,44 +775,6 @@ void NativeBackend::Impl::collect_flavour_stats(const nlohmann::json& fl) {
           into->emplace_back(iv[0].get<double>(), iv[1].get<double>());
 }
 
-namespace {
-
-std::string feedback_for(const Verdict& v, const Task& task, const std::string& hidden_label) {
-  auto redact = [&](std::string s) {
-    return hidden_label.empty() ? s : replace_all(std::move(s), "shape " + hidden_label, "a hidden test shape");
-  };
-  std::ostringstream o;
-  switch (v.status) {
-    case Status::correct:
-      o << "Correct.";
-      if (v.cand_median_ns > 0)
-        o << " Median time " << fmt(v.cand_median_ns / 1e3) << " us vs reference " << fmt(v.ref_median_ns / 1e3)
-          << " us: speedup " << fmt(v.speedup) << "x (IQR " << fmt(v.cand_iqr_ns / 1e3) << " us, " << v.repeats
-          << " repeats).";
-      if (!v.profile.empty()) o << "\nProfile:\n" << v.profile;
-      break;
-    case Status::compile_error:
-      o << "Compilation failed: " << v.message << "\n" << first_lines(v.compile_log, 40, 4000);
-      break;
-    case Status::wrong_answer:
-      o << "Wrong answer: " << redact(v.message) << ". Max abs error " << fmt(v.max_abs_error)
-        << ", relative L2 error " << fmt(v.rel_l2_error) << " (tolerance atol " << task.tolerance.atol << ", rtol "
-        << task.tolerance.rtol << ", rel_l2 " << task.tolerance.rel_l2 << ").";
-      break;
-    default: {
-      o << "Failed (" << to_string(v.status) << "): " << redact(v.message) << ".";
-      if (v.status == Status::compile_error || v.stage == Stage::compile) o << "\n" << first_lines(v.compile_log, 40, 4000);
-      if (!v.output_tail.empty()) {
-        const std::string t = v.output_tail.size() > 1000 ? v.output_tail.substr(v.output_tail.size() - 1000) : v.output_tail;
-        o << "\nLast output:\n" << t;
-      }
-    }
-  }
-  return o.str();
-}
-
-}  // namespace
-
 void NativeBackend::Impl::finish(Job& j) {
   j.state = State::done;
   if (j.compile_only) return;   // prepare() reads it; pending means it compiled
@@ -863,7 +783,7 @@ void NativeBackend::Impl::finish(Job& j) {
     j.v.message = "no verdict was reached";
   }
   j.v.message = clean_text(j.v.message);
-  j.v.feedback = clean_text(feedback_for(j.v, *j.task, j.hidden_label));
+  j.v.feedback = clean_text(verdict_feedback(j.v, *j.task, j.hidden_label));
   if (!j.internal) {
     ready.push_back(EvalResult{j.request_id, std::move(j.v)});
     jobs.erase(j.key);
@@ -1068,8 +988,8 @@ void NativeBackend::do_prepare(const Task& task) {
     if (nv.status == Status::correct)
       throw InputError(manifest, "/tolerance",
                        "tolerances tight enough that null candidate '" + null_kinds[i] +
-                           "' fails (it was judged correct: max abs error " + fmt(nv.max_abs_error) +
-                           ", relative L2 error " + fmt(nv.rel_l2_error) + ")");
+                           "' fails (it was judged correct: max abs error " + short_number(nv.max_abs_error) +
+                           ", relative L2 error " + short_number(nv.rel_l2_error) + ")");
   }
   const Verdict& dv = m.jobs.at(seed_j).v;
   check_worker(dv);

@@ -26,6 +26,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <utility>
 
 namespace kevo::sandbox {
 
@@ -138,6 +139,8 @@ struct Runner::Proc {
   UniqueFd pidfd, out, err, res, in;
   std::string input;
   std::size_t input_off = 0;
+  bool keep_input_open = false;
+  bool wake_on_output = false;
   Clock::time_point started, deadline;
   bool has_deadline = false;
   bool forced = false;
@@ -208,8 +211,8 @@ std::string find_in_path(const std::string& name, const std::string& path_value)
 
 std::uint64_t Runner::start(Spec spec) {
   if (spec.argv.empty()) throw Failure("sandbox: empty argv");
-  for (int fd : {spec.input_fd, spec.result_fd})
-    if (fd >= 0 && fd < 3) throw Failure("sandbox: channel fds must be >= 3");
+  if (spec.input_fd == 1 || spec.input_fd == 2) throw Failure("sandbox: the input channel must be fd 0 or >= 3");
+  if (spec.result_fd >= 0 && spec.result_fd < 3) throw Failure("sandbox: the result channel fd must be >= 3");
   if (spec.input_fd >= 0 && spec.input_fd == spec.result_fd)
     throw Failure("sandbox: input and result channels need different fds");
 
@@ -282,10 +285,10 @@ std::uint64_t Runner::start(Spec spec) {
     ++plan.nmap;
     plan.hi_base = std::max(plan.hi_base, dst + 1);
   };
-  map(devnull_.get(), 0);
+  map(spec.input_fd == 0 ? in_child.get() : devnull_.get(), 0);
   map(out.write.get(), 1);
   map(spec.merge_stderr ? out.write.get() : err.write.get(), 2);
-  if (spec.input_fd >= 0) map(in_child.get(), spec.input_fd);
+  if (spec.input_fd > 0) map(in_child.get(), spec.input_fd);
   if (spec.result_fd >= 0) map(res.write.get(), spec.result_fd);
   {
     long m = ::sysconf(_SC_OPEN_MAX);
@@ -351,7 +354,9 @@ std::uint64_t Runner::start(Spec spec) {
     set_nonblocking(in_parent.get());
     p->in = std::move(in_parent);
     p->input = std::move(spec.input);
+    p->keep_input_open = spec.keep_input_open;
   }
+  p->wake_on_output = spec.wake_on_output;
   if (L.wall_seconds > 0) {
     p->has_deadline = true;
     p->deadline = p->started + std::chrono::duration_cast<Clock::duration>(
@@ -378,9 +383,12 @@ void Runner::pump(Proc& p, bool final_drain) {
       } else {
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !final_drain) return;
         p.input_off = p.input.size();   // the child is gone or stopped reading
+        p.keep_input_open = false;
       }
     }
-    p.in.reset();   // EOF for the child
+    p.input.clear();
+    p.input_off = 0;
+    if (!p.keep_input_open || final_drain) p.in.reset();   // EOF for the child
   }
   struct Cap {
     UniqueFd* fd;
@@ -474,7 +482,7 @@ std::vector<Finished> Runner::poll(std::chrono::milliseconds max_wait) {
       add(p.out, POLLIN);
       add(p.err, POLLIN);
       add(p.res, POLLIN);
-      add(p.in, POLLOUT);
+      if (p.input_off < p.input.size()) add(p.in, POLLOUT);
     }
     auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(wake - now);
     if (wake > now && wait.count() == 0) wait = std::chrono::milliseconds(1);   // round up
@@ -485,9 +493,12 @@ std::vector<Finished> Runner::poll(std::chrono::milliseconds max_wait) {
 
     now = Clock::now();
     std::vector<std::uint64_t> exited;
+    bool woke = false;
     for (auto& [id, pp] : procs_) {
       Proc& p = *pp;
+      const std::size_t had = p.output.size();
       pump(p, false);
+      woke = woke || (p.wake_on_output && p.output.size() > had);
       bool gone = false;
       if (p.pidfd.valid()) {
         pollfd one{p.pidfd.get(), POLLIN, 0};
@@ -510,9 +521,49 @@ std::vector<Finished> Runner::poll(std::chrono::milliseconds max_wait) {
       finish(*procs_.at(id), done);
       procs_.erase(id);
     }
-    if (Clock::now() >= until) break;
+    if (woke || Clock::now() >= until) break;
   }
   return done;
+}
+
+bool Runner::send(std::uint64_t id, std::string data) {
+  auto it = procs_.find(id);
+  if (it == procs_.end() || !it->second->in.valid() || !it->second->keep_input_open) return false;
+  Proc& p = *it->second;
+  p.input.append(data);
+  pump(p, false);
+  return true;
+}
+
+bool Runner::close_input(std::uint64_t id) {
+  auto it = procs_.find(id);
+  if (it == procs_.end() || !it->second->in.valid()) return false;
+  it->second->keep_input_open = false;
+  pump(*it->second, false);
+  return true;
+}
+
+std::string Runner::take_output(std::uint64_t id) {
+  auto it = procs_.find(id);
+  if (it == procs_.end()) return {};
+  pump(*it->second, false);
+  return std::exchange(it->second->output, std::string());
+}
+
+std::string Runner::take_error_output(std::uint64_t id) {
+  auto it = procs_.find(id);
+  if (it == procs_.end()) return {};
+  return std::exchange(it->second->error_output, std::string());
+}
+
+bool Runner::set_deadline(std::uint64_t id, double seconds) {
+  auto it = procs_.find(id);
+  if (it == procs_.end()) return false;
+  Proc& p = *it->second;
+  p.has_deadline = seconds > 0;
+  if (p.has_deadline)
+    p.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  return true;
 }
 
 bool Runner::kill(std::uint64_t id) {

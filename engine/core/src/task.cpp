@@ -94,7 +94,19 @@ Env Shape::env() const {
   return env_from_map(vars);
 }
 
+bool contains_signature(std::string_view source, std::string_view signature) {
+  auto squeeze = [](std::string_view s) {
+    std::string out;
+    for (char c : s)
+      if (!std::isspace(static_cast<unsigned char>(c))) out += c;
+    return out;
+  };
+  const std::string sig = squeeze(signature);
+  return !sig.empty() && squeeze(source).find(sig) != std::string::npos;
+}
+
 std::string Task::c_signature() const {
+  if (!signature.empty()) return signature;
   std::string out = "extern \"C\" void " + function + "(";
   for (std::size_t k = 0; k < args.size(); ++k) {
     const Arg& a = args[k];
@@ -449,7 +461,7 @@ std::optional<Point> point_from_block(const SearchSpace& space, const std::strin
 // than as the missing key it was meant to be.
 void check_top_level_keys(StrictObject& root) {
   for (const char* k : {"name", "description", "backend", "function", "args", "shapes", "tolerance", "reference",
-                        "seed", "search_space", "flops", "bytes", "baselines", "stress", "libraries"})
+                        "seed", "search_space", "flops", "bytes", "baselines", "stress", "libraries", "signature"})
     root.allow(k);
   root.finish();
 }
@@ -469,6 +481,17 @@ void read_identity(StrictObject& root, Task& t) {
   t.function = root.string("function");
   if (!is_c_identifier(t.function))
     root.fail("function", "a C identifier (not a keyword), got \"" + t.function + "\"");
+  // A command task's sources are in the evaluator's language: the manifest
+  // spells the declaration they must contain (docs/command-backend.md#tasks).
+  if (t.backend == "command") {
+    t.signature = root.string("signature");
+    if (t.signature.find(t.function) == std::string::npos || t.signature.find('(') == std::string::npos)
+      root.fail("signature", "the declaration every source must contain, naming the function '" + t.function +
+                                 "' and its parameters, got \"" + t.signature + "\"");
+  } else if (root.has("signature")) {
+    root.fail("signature", "no \"signature\" key: only \"command\" tasks have one (a \"" + t.backend +
+                               "\" task's sources define extern \"C\" void " + t.function + "(...) from its args)");
+  }
 }
 
 // "dtype" and "role" of an argument.
@@ -967,6 +990,10 @@ Task load_task(const fs::path& dir_in) {
   read_tolerance(root, t);
   t.reference_source = read_source_file(root, "reference", t.dir, t.function, t.reference_path);
   t.seed_source = read_source_file(root, "seed", t.dir, t.function, t.seed_path);
+  if (!t.signature.empty())
+    for (const auto& [key, src] : {std::pair{"reference", &t.reference_source}, std::pair{"seed", &t.seed_source}})
+      if (!contains_signature(*src, t.signature))
+        root.fail(key, "a source that contains the task's signature \"" + t.signature + "\" (whitespace aside)");
   read_search_space(root, t);
   read_count(root, "flops", t, t.flops);
   read_count(root, "bytes", t, t.bytes);

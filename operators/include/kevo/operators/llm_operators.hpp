@@ -138,6 +138,12 @@ class Service {
   // InputError naming the config file, /llm/prompts_dir or /llm/knowledge_dir
   // and the missing or unreadable file, or the template with a bad slot.
   void prepare_backend(const std::string& backend, const std::vector<std::string>& templates = {});
+  // The system prompt and knowledge files of tasks of `backend` named by the
+  // backend's own config (a command backend: backend.command.prompts, paths
+  // checked when that config was read) in place of the folders' files;
+  // `pointer` is the key prepare_backend's errors then name.
+  void set_backend_files(const std::string& backend, std::filesystem::path system_prompt,
+                         std::filesystem::path knowledge, std::string pointer);
   // The `hardware` slot: the config's `hardware` text, else described for
   // the backend (hardware_text: a CUDA parent's GPU by the verdict's
   // `device`, the CPU of this machine otherwise).
@@ -156,6 +162,11 @@ class Service {
   std::map<std::uint64_t, const void*> owner_of_;
   std::map<const void*, std::vector<std::pair<std::uint64_t, ChatResult>>> ready_;
   std::map<std::string, Template> prompts_;
+  struct BackendFiles {
+    std::filesystem::path system_prompt, knowledge;
+    std::string pointer;
+  };
+  std::map<std::string, BackendFiles> backend_files_;   // backend -> files of its config
   std::map<std::string, std::string> template_of_;   // "<name>_<backend>" -> the template that serves it
   std::map<std::string, Knowledge> knowledge_;
   bool probed_ = false;

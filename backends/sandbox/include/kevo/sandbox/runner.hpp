@@ -47,8 +47,14 @@ struct Spec {
   std::filesystem::path cwd;           // used when there is no scratch dir (empty: inherit)
   Limits limits;
   bool merge_stderr = true;            // stderr goes to the same capture as stdout
-  int input_fd = -1;                   // child fd of the input channel (-1: none); gets `input`, then EOF
+  int input_fd = -1;                   // child fd of the input channel (-1: none; 0: its stdin); gets `input`, then EOF
   std::string input;
+  // The input channel stays open after `input` (more comes with send(), EOF
+  // with close_input()): a persistent evaluator reading request after request.
+  bool keep_input_open = false;
+  // poll() returns as soon as this child wrote to stdout, with the finished
+  // ones so far (possibly none): its caller reads take_output() at once.
+  bool wake_on_output = false;
   int result_fd = -1;                  // child fd of the result pipe (-1: none)
   // Writes only beneath the scratch dir and /dev (Landlock, where the
   // kernel has it): for compilers, which must write but only their build.
@@ -103,6 +109,20 @@ class Runner {
   std::vector<std::uint64_t> kill_all();
 
   std::size_t running() const { return procs_.size(); }
+
+  // A running child started with keep_input_open: appends to its input
+  // (sent as the channel takes it), or closes the channel (EOF). False when
+  // the id is not running or its input is closed.
+  bool send(std::uint64_t id, std::string data);
+  bool close_input(std::uint64_t id);
+  // Moves out what a running child wrote so far on stdout (and on stderr,
+  // when not merged); from then on its caps count what comes after. Empty
+  // when the id is not running.
+  std::string take_output(std::uint64_t id);
+  std::string take_error_output(std::uint64_t id);
+  // Sets a running child's wall-clock deadline to `seconds` from now (0:
+  // none): past it the group is killed and the outcome is timeout.
+  bool set_deadline(std::uint64_t id, double seconds);
 
   // Starts one process and waits for it (other processes finishing meanwhile
   // are kept for the next poll()).

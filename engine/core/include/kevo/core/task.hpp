@@ -116,6 +116,9 @@ struct Task {
   std::string description;              // what an LLM will see
   std::string backend;                  // "cpu", later "cuda"
   std::string function;                 // the C symbol both sources define
+  // "command" tasks: the declaration every source must contain, in the
+  // evaluator's language ("__kernel void vadd(...)"); "" for the others.
+  std::string signature;
   std::vector<Arg> args;                // in call order
   std::vector<std::string> dims;        // dimension names, in first-use order
   std::vector<Shape> visible;           // shown in prompts, used for correctness and timing
@@ -149,7 +152,8 @@ struct Task {
   std::vector<std::string> libraries;
   nlohmann::json manifest;              // as read, for lineage attributes
 
-  // "extern \"C\" void sgemm(const float* A, ..., int32_t M)" — what sources must define.
+  // "extern \"C\" void sgemm(const float* A, ..., int32_t M)" — what sources must define
+  // (a command task's `signature`).
   std::string c_signature() const;
   // Number of elements of buffer argument `arg` at `shape`.
   std::int64_t elements(const Arg& arg, const Shape& shape) const;
@@ -172,6 +176,10 @@ std::vector<Shape> draw_shapes(const Task& task, std::uint64_t seed);
 // `task` with stress trial `stress`'s distributions in place of its
 // arguments' own; everything else unchanged.
 Task with_stress(const Task& task, const StressTrial& stress);
+
+// Whether `source` contains `signature` once whitespace is removed from
+// both (a command task's sources and LLM replies are checked with it).
+bool contains_signature(std::string_view source, std::string_view signature);
 
 // Every library name "libraries" accepts, and the runtime ones.
 const std::vector<LibraryInfo>& known_libraries();

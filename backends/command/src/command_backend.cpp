@@ -1,0 +1,823 @@
+// The command backend's pipeline: a compile stage (cached builds, parallel
+// compiles), then the evaluator, one process per request or persistent
+// ones per slot, driven through the sandbox runner; every answer checked
+// (protocol.cpp). docs/command-backend.md.
+#include "kevo/command/command_backend.hpp"
+
+#include "kevo/core/error.hpp"
+#include "kevo/core/hash.hpp"
+#include "kevo/core/rng.hpp"
+#include "kevo/core/text.hpp"
+#include "kevo/core/verdict_text.hpp"
+#include "kevo/sandbox/runner.hpp"
+#include "kevo/sandbox/scratch_dir.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <set>
+
+namespace kevo::command {
+
+namespace fs = std::filesystem;
+namespace sb = kevo::sandbox;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr std::size_t kCompileLogCap = 16 * 1024;
+constexpr std::size_t kOutputTailCap = 4 * 1024;
+constexpr const char* kBuiltMarker = ".kevo-built";
+
+std::string substitute(std::string s, const std::map<std::string, std::string>& values) {
+  for (const auto& [k, v] : values) s = replace_all(std::move(s), k, v);
+  return s;
+}
+
+void write_file(const fs::path& p, const std::string& content) {
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  f.write(content.data(), static_cast<std::streamsize>(content.size()));
+  f.close();
+  if (!f) throw Failure("command backend: cannot write " + p.string());
+}
+
+std::string seconds_text(double s) { return short_number(s) + " s"; }
+
+}  // namespace
+
+class CommandBackend final : public Backend {
+ public:
+  explicit CommandBackend(CommandOptions o);
+  ~CommandBackend() override { runner_.kill_all(); }
+  CommandStats stats() const { return stats_; }
+
+ protected:
+  BackendNeeds do_needs() const override {
+    BackendNeeds n;
+    n.accelerator = opt_.run.accelerator;
+    n.compile_slots = opt_.compile ? opt_.compile->jobs : 1;
+    n.eval_slots = opt_.run.jobs;
+    return n;
+  }
+  void do_prepare(const Task& task) override;
+  std::size_t do_wanted() const override {
+    const std::size_t want = 2 * static_cast<std::size_t>(do_needs().compile_slots) + static_cast<std::size_t>(opt_.run.jobs);
+    std::size_t have = 0;
+    for (const auto& [k, j] : jobs_) have += !j.internal;
+    return have >= want ? 0 : want - have;
+  }
+  void do_submit(EvalRequest request) override;
+  std::vector<EvalResult> do_poll(std::chrono::milliseconds max_wait) override;
+  void do_cancel_all() override;
+  nlohmann::json do_guarantees() const override {
+    return {{"missing",
+             {"seccomp, namespaces and Landlock around the evaluator: it is the user's program and starts its own "
+              "tools; candidates' isolation inside it is the evaluator's (docs/command-backend.md)"}},
+            {"evaluator", opt_.run.argv.front()}};
+  }
+
+ private:
+  enum class State { compile_queued, compiling, compile_waiting, run_queued, running, done };
+  struct Job {
+    std::uint64_t key = 0;
+    bool internal = false;
+    std::uint64_t request_id = 0;
+    std::shared_ptr<const Task> task;
+    std::string source;
+    bool is_reference = false;   // the task's reference: built, not judged
+    std::uint64_t seed = 0;
+    std::string mode = "judge", null_kind;
+    bool timing = true, profile = false;
+    fs::path source_path, build_dir;   // build "" = no compile stage
+    std::string build_key;
+    sb::ScratchDir own;                // the job's folder (its source, an uncached build)
+    sb::ScratchDir proc_scratch;       // the running process's {scratch}
+    std::string nonce;
+    std::vector<RequestShape> shapes;
+    std::optional<AnswerReader> reader;
+    std::uint64_t proc = 0;
+    int slot = -1;
+    std::size_t taken = 0;             // persistent: bytes of stdout read for this request
+    bool resent = false;               // persistent: sent again to a fresh process once
+    std::string stderr_text;
+    Clock::time_point sent;
+    Verdict v;
+    State state = State::compile_queued;
+  };
+  struct Slot {
+    std::uint64_t proc = 0;
+    int served = 0;
+    std::set<std::string> nonces;   // of the requests this process was sent
+    std::uint64_t job = 0;
+    sb::ScratchDir scratch;
+  };
+
+  std::uint64_t add(Job j);
+  void schedule();
+  void start_compile(Job& j);
+  void start_run(Job& j);
+  void on_compile_done(Job& j, sb::Finished& f);
+  void on_run_finished(Job& j, sb::Finished& f);
+  void on_persistent_output(Job& j);
+  void conclude(Job& j, const sb::Finished* f);
+  void retire(Slot& s);
+  void finish(Job& j);
+  void handle(sb::Finished& f);
+  void drive(const std::vector<std::uint64_t>& keys);
+  nlohmann::json request_for(Job& j);
+  std::vector<std::string> env() const;
+  std::map<std::string, std::string> subst(const Job& j, const fs::path& scratch) const;
+  const fs::path* reference_build(const Task& t) const;
+
+  CommandOptions opt_;
+  sb::Runner runner_;
+  fs::path scratch_base_;
+  sb::ScratchDir work_;
+  std::string tool_version_;
+  std::map<std::uint64_t, Job> jobs_;
+  std::uint64_t next_key_ = 1;
+  std::deque<std::uint64_t> compile_q_, run_q_;
+  int compiling_ = 0;
+  std::map<std::uint64_t, std::uint64_t> by_proc_;   // compile or one-shot run process -> job
+  std::set<std::uint64_t> retired_;                  // persistent processes killed on purpose
+  std::map<std::string, std::vector<std::uint64_t>> compile_waiters_;
+  std::vector<Slot> slots_;
+  std::vector<EvalResult> ready_;
+  // manifest path -> (reference source path, reference build dir)
+  std::map<std::string, std::pair<fs::path, fs::path>> prepared_;
+  CommandStats stats_;
+};
+
+CommandBackend::CommandBackend(CommandOptions o) : Backend("command"), opt_(std::move(o)) {
+  scratch_base_ = opt_.scratch_dir.empty() ? sb::default_scratch_base() : fs::path(opt_.scratch_dir);
+  work_ = sb::ScratchDir::create(scratch_base_, "kevo-command");
+  slots_.resize(static_cast<std::size_t>(opt_.run.persistent ? opt_.run.jobs : 0));
+  if (opt_.compile && !opt_.compile->version_argv.empty()) {
+    sb::ScratchDir s = sb::ScratchDir::create(scratch_base_, "kevo-cmd-version");
+    sb::Spec spec;
+    for (const auto& a : opt_.compile->version_argv)
+      spec.argv.push_back(substitute(a, {{"{config_dir}", opt_.config_dir.string()}, {"{scratch}", s.path().string()}}));
+    spec.env = env();
+    spec.env.push_back("TMPDIR=" + s.path().string());
+    spec.cwd = s.path();
+    spec.limits.wall_seconds = 60;
+    sb::Finished f = runner_.run(std::move(spec));
+    if (f.outcome != sb::Outcome::exited || f.exit_code != 0)
+      throw InputError(opt_.config_file, opt_.pointer + "/compile/version_argv",
+                       "a command that prints the toolchain's version and exits 0; it ended " +
+                           std::string(sb::to_string(f.outcome)) + " (exit " + std::to_string(f.exit_code) + "): " +
+                           head(f.output, 400));
+    tool_version_ = f.output;
+  }
+}
+
+std::vector<std::string> CommandBackend::env() const {
+  std::vector<std::string> e;
+  for (const char* n : {"PATH", "HOME", "LANG"})
+    if (const char* v = std::getenv(n)) e.push_back(std::string(n) + "=" + v);
+  for (const auto& n : opt_.pass_env)
+    if (const char* v = std::getenv(n.c_str())) e.push_back(n + "=" + v);
+  for (const auto& [k, v] : opt_.env) {
+    std::erase_if(e, [&](const std::string& kv) { return kv.rfind(k + "=", 0) == 0; });
+    e.push_back(k + "=" + v);
+  }
+  return e;
+}
+
+std::map<std::string, std::string> CommandBackend::subst(const Job& j, const fs::path& scratch) const {
+  return {{"{source}", j.source_path.string()},
+          {"{out_dir}", j.build_dir.string()},
+          {"{task_dir}", j.task ? j.task->dir.string() : ""},
+          {"{scratch}", scratch.string()},
+          {"{config_dir}", opt_.config_dir.string()}};
+}
+
+std::uint64_t CommandBackend::add(Job j) {
+  j.key = next_key_++;
+  j.own = sb::ScratchDir::create(work_.path(), "job");
+  if (!opt_.compile || j.source.empty()) {
+    // No compile stage (or nothing to build: a null candidate): the source
+    // is written where the evaluator reads it.
+    if (!j.source.empty()) {
+      j.source_path = j.own.path() / opt_.source_file;
+      write_file(j.source_path, j.source);
+    }
+    j.state = State::run_queued;
+  } else {
+    j.state = State::compile_queued;
+  }
+  const std::uint64_t key = j.key;
+  (j.state == State::compile_queued ? compile_q_ : run_q_).push_back(key);
+  jobs_.emplace(key, std::move(j));
+  return key;
+}
+
+const fs::path* CommandBackend::reference_build(const Task& t) const {
+  auto it = prepared_.find(t.manifest_path.string());
+  return it == prepared_.end() ? nullptr : &it->second.second;
+}
+
+void CommandBackend::schedule() {
+  for (auto it = compile_q_.begin(); it != compile_q_.end();) {
+    Job& j = jobs_.at(*it);
+    if (j.build_key.empty()) {
+      std::string material = "kevo-command-build-1\n" + opt_.source_file + "\n";
+      for (const auto& a : opt_.compile->argv) material += "argv " + a + "\n";
+      for (const auto& e : env()) material += "env " + e + "\n";
+      material += "version " + tool_version_ + "\nsource\n" + j.source;
+      j.build_key = sha256_hex(material);
+    }
+    const bool cached = opt_.compile->cache && !opt_.cache_dir.empty();
+    if (cached) {
+      const fs::path dir = fs::path(opt_.cache_dir) / "command" / j.build_key;
+      std::error_code ec;
+      if (fs::exists(dir / kBuiltMarker, ec)) {
+        j.build_dir = dir;
+        j.source_path = dir / opt_.source_file;
+        j.v.compile_cached = true;
+        ++stats_.cache_hits;
+        if (j.is_reference) {
+          j.state = State::done;   // built: prepare() takes it from here
+        } else {
+          j.state = State::run_queued;
+          run_q_.push_back(j.key);
+        }
+        it = compile_q_.erase(it);
+        continue;
+      }
+    }
+    if (auto w = compile_waiters_.find(j.build_key); w != compile_waiters_.end()) {
+      w->second.push_back(j.key);   // the same source is being built now
+      j.state = State::compile_waiting;
+      it = compile_q_.erase(it);
+      continue;
+    }
+    if (compiling_ >= opt_.compile->jobs) {
+      ++it;
+      continue;
+    }
+    compile_waiters_[j.build_key];
+    it = compile_q_.erase(it);
+    start_compile(j);
+  }
+  // Evaluations: one-shot processes up to run.jobs, or the persistent slots.
+  while (!run_q_.empty()) {
+    int busy = 0;
+    for (const auto& [k, j] : jobs_) busy += j.state == State::running;
+    if (busy >= opt_.run.jobs) break;
+    Job& j = jobs_.at(run_q_.front());
+    run_q_.pop_front();
+    start_run(j);
+  }
+}
+
+void CommandBackend::start_compile(Job& j) {
+  const bool cached = opt_.compile->cache && !opt_.cache_dir.empty();
+  if (cached) {
+    const fs::path root = fs::path(opt_.cache_dir) / "command";
+    std::error_code ec;
+    fs::create_directories(root, ec);
+    j.build_dir = root / (j.build_key + ".tmp-" + random_hex(6));
+  } else {
+    j.build_dir = j.own.path() / "build";
+  }
+  std::error_code ec;
+  fs::create_directories(j.build_dir, ec);
+  if (ec) throw Failure("command backend: cannot create the build folder " + j.build_dir.string() + ": " + ec.message());
+  j.source_path = j.build_dir / opt_.source_file;
+  write_file(j.source_path, j.source);
+  j.proc_scratch = sb::ScratchDir::create(scratch_base_, "kevo-cmd-compile");
+  sb::Spec spec;
+  const auto values = subst(j, j.proc_scratch.path());
+  for (const auto& a : opt_.compile->argv) spec.argv.push_back(substitute(a, values));
+  spec.env = env();
+  spec.env.push_back("TMPDIR=" + j.proc_scratch.path().string());
+  spec.cwd = j.proc_scratch.path();
+  spec.limits.wall_seconds = opt_.compile->wall_seconds;
+  spec.limits.output_bytes = std::max<std::int64_t>(opt_.output_kb * 1024, 64 * 1024);
+  spec.limits.memory_mb = opt_.memory_mb;
+  j.state = State::compiling;
+  j.v.stage = Stage::compile;
+  ++compiling_;
+  ++stats_.compiles;
+  try {
+    by_proc_[runner_.start(std::move(spec))] = j.key;
+  } catch (const std::exception& e) {
+    --compiling_;
+    j.v.status = Status::internal_error;
+    j.v.message = std::string("the compile command could not be started: ") + e.what();
+    sb::Finished none;
+    on_compile_done(j, none);
+  }
+}
+
+void CommandBackend::on_compile_done(Job& j, sb::Finished& f) {
+  const std::string key = j.build_key;
+  std::vector<std::uint64_t> waiters;
+  if (auto w = compile_waiters_.find(key); w != compile_waiters_.end()) {
+    waiters = std::move(w->second);
+    compile_waiters_.erase(w);
+  }
+  if (j.v.status == Status::pending) {
+    j.v.compile_seconds = f.wall_seconds;
+    j.v.compile_log = head(f.output, kCompileLogCap);
+    if (f.outcome == sb::Outcome::exited && f.exit_code == 0) {
+      if (opt_.compile->cache && !opt_.cache_dir.empty()) {
+        const fs::path final_dir = fs::path(opt_.cache_dir) / "command" / key;
+        write_file(j.build_dir / kBuiltMarker, "built\n");
+        std::error_code ec;
+        fs::rename(j.build_dir, final_dir, ec);
+        if (ec) fs::remove_all(j.build_dir, ec);   // another process built it meanwhile
+        j.build_dir = final_dir;
+        j.source_path = final_dir / opt_.source_file;
+      }
+    } else {
+      j.v.status = f.outcome == sb::Outcome::timeout ? Status::timeout : Status::compile_error;
+      j.v.message = f.outcome == sb::Outcome::timeout
+                        ? "the compile command exceeded compile.wall_seconds (" + seconds_text(opt_.compile->wall_seconds) + ")"
+                    : f.outcome == sb::Outcome::exited ? "the compile command exited with " + std::to_string(f.exit_code)
+                    : f.outcome == sb::Outcome::output_limit ? "the compile command printed more than limits.output_kb"
+                                                             : "the compile command was killed by " + sb::signal_name(f.signal);
+      std::error_code ec;
+      fs::remove_all(j.build_dir, ec);
+    }
+  }
+  j.proc_scratch.remove();
+  auto next = [&](Job& x) {
+    if (x.is_reference && x.v.status == Status::pending) {
+      x.state = State::done;   // a reference is built here, judged by self_check
+    } else if (x.v.status != Status::pending) {
+      finish(x);
+    } else {
+      x.state = State::run_queued;
+      run_q_.push_back(x.key);
+    }
+  };
+  for (auto w : waiters) {
+    auto it = jobs_.find(w);
+    if (it == jobs_.end()) continue;
+    Job& x = it->second;
+    x.build_dir = j.build_dir;
+    x.source_path = j.source_path;
+    x.v.status = j.v.status;
+    x.v.stage = j.v.stage;
+    x.v.message = j.v.message;
+    x.v.compile_log = j.v.compile_log;
+    x.v.compile_cached = true;
+    next(x);
+  }
+  next(j);
+}
+
+nlohmann::json CommandBackend::request_for(Job& j) {
+  j.nonce = random_hex(16);
+  j.shapes = request_shapes(*j.task, j.seed);
+  RequestInfo info;
+  info.nonce = j.nonce;
+  info.mode = j.mode;
+  info.null_kind = j.null_kind;
+  info.seed = j.seed;
+  info.trials = opt_.trials;
+  info.timing = j.timing;
+  info.timing_options = opt_.timing;
+  info.wall_seconds = opt_.run.wall_seconds;
+  info.profile = j.profile;
+  const auto& ref = prepared_.at(j.task->manifest_path.string());
+  info.reference_source = ref.first;
+  info.reference_build = ref.second;
+  if (j.mode == "self_check") {
+    info.candidate_source = ref.first;
+    info.candidate_build = ref.second;
+  } else if (j.mode == "judge") {
+    info.candidate_source = j.source_path;
+    info.candidate_build = j.build_dir;
+  }
+  j.reader.emplace(answer_rules(*j.task, j.shapes, j.nonce, j.timing, opt_));
+  return make_request(*j.task, j.shapes, info);
+}
+
+void CommandBackend::start_run(Job& j) {
+  j.state = State::running;
+  j.v.stage = Stage::correctness;
+  const std::string line = dump_json(request_for(j)) + "\n";
+  ++stats_.requests;
+  j.sent = Clock::now();
+  try {
+    if (!opt_.run.persistent) {
+      j.proc_scratch = sb::ScratchDir::create(scratch_base_, "kevo-cmd-run");
+      sb::Spec spec;
+      const auto values = subst(j, j.proc_scratch.path());
+      for (const auto& a : opt_.run.argv) spec.argv.push_back(substitute(a, values));
+      spec.env = env();
+      spec.env.push_back("TMPDIR=" + j.proc_scratch.path().string());
+      spec.cwd = j.proc_scratch.path();
+      spec.merge_stderr = false;
+      spec.input_fd = 0;
+      spec.input = line;
+      spec.limits.wall_seconds = opt_.run.wall_seconds;
+      spec.limits.output_bytes = opt_.output_kb * 1024;
+      spec.limits.memory_mb = opt_.memory_mb;
+      ++stats_.evaluator_starts;
+      by_proc_[runner_.start(std::move(spec))] = j.key;
+      return;
+    }
+    std::size_t free = slots_.size();
+    for (std::size_t i = 0; i < slots_.size() && free == slots_.size(); ++i)
+      if (slots_[i].job == 0) free = i;
+    Slot& s = slots_.at(free);
+    if (s.proc == 0) {
+      s.scratch = sb::ScratchDir::create(scratch_base_, "kevo-cmd-eval");
+      sb::Spec spec;
+      const auto values = subst(j, s.scratch.path());
+      for (const auto& a : opt_.run.argv) spec.argv.push_back(substitute(a, values));
+      spec.env = env();
+      spec.env.push_back("TMPDIR=" + s.scratch.path().string());
+      spec.cwd = s.scratch.path();
+      spec.merge_stderr = false;
+      spec.input_fd = 0;
+      spec.keep_input_open = true;
+      spec.wake_on_output = true;
+      spec.limits.wall_seconds = 0;
+      spec.limits.output_bytes = opt_.output_kb * 1024 * 4;
+      spec.limits.memory_mb = opt_.memory_mb;
+      ++stats_.evaluator_starts;
+      s.proc = runner_.start(std::move(spec));
+      s.served = 0;
+      s.nonces.clear();
+    }
+    j.reader->set_stale_nonces(s.nonces);
+    s.nonces.insert(j.nonce);
+    s.job = j.key;
+    j.slot = static_cast<int>(free);
+    j.proc = s.proc;
+    runner_.set_deadline(s.proc, opt_.run.wall_seconds);
+    runner_.send(s.proc, line);
+  } catch (const std::exception& e) {
+    j.v.status = Status::internal_error;
+    j.v.message = std::string("the evaluator could not be started: ") + e.what();
+    if (j.slot >= 0) slots_[static_cast<std::size_t>(j.slot)].job = 0;
+    finish(j);
+  }
+}
+
+void CommandBackend::retire(Slot& s) {
+  if (s.proc == 0) return;
+  retired_.insert(s.proc);
+  runner_.close_input(s.proc);
+  runner_.kill(s.proc);
+  s.proc = 0;
+  s.job = 0;
+  s.scratch.remove();
+}
+
+// The verdict of a request whose answer is complete, or whose process ended
+// (f: how it ended, when it did).
+void CommandBackend::conclude(Job& j, const sb::Finished* f) {
+  stats_.request_seconds += std::chrono::duration<double>(Clock::now() - j.sent).count();
+  AnswerReader& r = *j.reader;
+  Verdict& v = j.v;
+  v.worker_seconds = std::chrono::duration<double>(Clock::now() - j.sent).count();
+  v.output_tail = tail(j.stderr_text, kOutputTailCap);
+  if (f) {
+    v.exit_code = f->exit_code;
+    v.signal = f->signal;
+    v.max_rss_kb = f->max_rss_kb;
+  }
+  const std::string where = r.last_stage().empty() ? "" : " (its last stage: " + r.last_stage() + ")";
+  auto breach = [&](const std::string& why) {
+    ++stats_.breaches;
+    v.status = Status::runtime_error;
+    v.message = "protocol breach: " + why;
+  };
+  if (f && f->outcome == sb::Outcome::timeout) {
+    v.status = Status::timeout;
+    v.message = "the evaluator exceeded run.wall_seconds (" + seconds_text(opt_.run.wall_seconds) + ")" + where;
+  } else if ((f && f->outcome == sb::Outcome::output_limit) || j.taken > static_cast<std::size_t>(opt_.output_kb) * 1024) {
+    v.status = Status::output_limit;
+    v.message = "the evaluator printed more than limits.output_kb (" + std::to_string(opt_.output_kb) + " KiB)" + where;
+  } else if (!r.breach().empty()) {
+    breach(r.breach());
+  } else if (r.stale()) {
+    breach("late lines of an earlier request came instead of an answer (an evaluator writing after its result)");
+  } else if (r.fatal()) {
+    v.status = Status::internal_error;
+    v.message = "the evaluator failed: " + (r.fatal_message().empty() ? std::string("a fatal event") : r.fatal_message());
+  } else if (r.verdict()) {
+    if (f && !opt_.run.persistent && (f->outcome != sb::Outcome::exited || f->exit_code != 0)) {
+      breach(f->outcome == sb::Outcome::exited ? "the evaluator exited with " + std::to_string(f->exit_code) + " after its result"
+                                               : "the evaluator was killed by " + sb::signal_name(f->signal) + " after its result");
+    } else {
+      const Verdict& e = *r.verdict();
+      const double cs = v.compile_seconds;
+      const bool cc = v.compile_cached;
+      const std::string log = v.compile_log;
+      const double ws = v.worker_seconds;
+      const std::string out = v.output_tail;
+      v = e;
+      v.compile_seconds = cs;
+      v.compile_cached = cc;
+      if (v.compile_log.empty()) v.compile_log = log;
+      else v.compile_log = head(v.compile_log, kCompileLogCap);
+      v.worker_seconds = ws;
+      v.output_tail = out;
+      if (f) {
+        v.exit_code = f->exit_code;
+        v.max_rss_kb = f->max_rss_kb;
+      }
+    }
+  } else {
+    std::string how = !f ? "its process ended" : f->outcome == sb::Outcome::exited ? "it exited with " + std::to_string(f->exit_code)
+                                                : f->outcome == sb::Outcome::killed ? "it was killed"
+                                                                                    : "it was killed by " + sb::signal_name(f->signal);
+    breach("no result: " + how + " before answering" + where);
+  }
+  finish(j);   // the feedback shows the last stderr of a failure (output_tail)
+}
+
+void CommandBackend::on_run_finished(Job& j, sb::Finished& f) {
+  j.stderr_text += f.error_output;
+  if (j.slot < 0) j.taken += f.output.size();
+  j.reader->feed(f.output);
+  j.reader->end();
+  j.proc_scratch.remove();
+  conclude(j, &f);
+}
+
+void CommandBackend::on_persistent_output(Job& j) {
+  Slot& s = slots_.at(static_cast<std::size_t>(j.slot));
+  const std::string out = runner_.take_output(s.proc);
+  j.stderr_text += runner_.take_error_output(s.proc);
+  if (j.stderr_text.size() > 4 * kOutputTailCap) j.stderr_text.erase(0, j.stderr_text.size() - 4 * kOutputTailCap);
+  j.taken += out.size();
+  j.reader->feed(out);
+  const bool over = j.taken > static_cast<std::size_t>(opt_.output_kb) * 1024;
+  if (!j.reader->complete() && !over) return;
+  if (j.reader->stale() && !j.resent) {
+    // Late lines of the previous request: that process is not to be
+    // trusted, and this candidate was not judged yet. A fresh one judges it.
+    ++stats_.breaches;
+    retire(s);
+    j.resent = true;
+    j.slot = -1;
+    j.taken = 0;
+    j.stderr_text.clear();
+    j.state = State::run_queued;
+    run_q_.push_front(j.key);
+    return;
+  }
+  runner_.set_deadline(s.proc, 0);
+  ++s.served;
+  s.job = 0;
+  conclude(j, nullptr);
+}
+
+void CommandBackend::finish(Job& j) {
+  j.state = State::done;
+  if (j.slot >= 0) {
+    Slot& s = slots_.at(static_cast<std::size_t>(j.slot));
+    if (s.job == j.key) s.job = 0;
+    // A process that gave anything but a clean correct verdict, or served
+    // its share, is not trusted with the next request.
+    if (s.proc != 0 && (j.v.status != Status::correct || s.served >= opt_.run.max_requests)) retire(s);
+  }
+  if (j.v.status == Status::pending) {
+    j.v.status = Status::internal_error;
+    j.v.message = "no verdict was reached";
+  }
+  j.v.message = clean_text(j.v.message);
+  const std::string hidden = j.reader ? j.reader->hidden_label() : "";
+  auto redact = [&](std::string s) {
+    if (hidden.empty()) return s;
+    s = replace_all(std::move(s), hidden, "a hidden test shape");
+    const std::string bare = hidden.substr(7);   // "hidden " + label
+    return bare.empty() ? s : replace_all(std::move(s), bare, "a hidden test shape");
+  };
+  j.v.message = redact(j.v.message);
+  std::string fb = verdict_feedback(j.v, *j.task, "");
+  if (!j.v.feedback.empty() && j.v.feedback != fb) fb += "\n" + j.v.feedback;   // the evaluator's own words
+  j.v.feedback = clean_text(redact(fb));
+  if (!j.internal) {
+    ready_.push_back(EvalResult{j.request_id, std::move(j.v)});
+    jobs_.erase(j.key);
+  }
+}
+
+void CommandBackend::handle(sb::Finished& f) {
+  if (retired_.erase(f.id)) return;
+  for (auto& s : slots_) {
+    if (s.proc != f.id) continue;
+    s.proc = 0;
+    s.scratch.remove();
+    const std::uint64_t jk = s.job;
+    s.job = 0;
+    if (jk == 0) return;   // it ended between requests
+    Job& j = jobs_.at(jk);
+    if (!j.resent && !j.reader->saw_any() && f.outcome == sb::Outcome::exited) {
+      // It ended before it could have read this request (it exited after
+      // its last answer, as evaluators may): a fresh process takes it.
+      j.resent = true;
+      j.slot = -1;
+      j.state = State::run_queued;
+      run_q_.push_front(j.key);
+      return;
+    }
+    on_run_finished(j, f);
+    return;
+  }
+  auto it = by_proc_.find(f.id);
+  if (it == by_proc_.end()) return;
+  const std::uint64_t key = it->second;
+  by_proc_.erase(it);
+  auto jt = jobs_.find(key);
+  if (jt == jobs_.end()) return;
+  Job& j = jt->second;
+  if (j.state == State::compiling) {
+    --compiling_;
+    on_compile_done(j, f);
+  } else {
+    on_run_finished(j, f);
+  }
+}
+
+std::vector<EvalResult> CommandBackend::do_poll(std::chrono::milliseconds max_wait) {
+  const auto until = Clock::now() + max_wait;
+  for (;;) {
+    schedule();
+    if (!ready_.empty()) break;
+    const auto now = Clock::now();
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - now);
+    for (auto& f : runner_.poll(std::max(left, std::chrono::milliseconds(0)))) handle(f);
+    for (auto& s : slots_)
+      if (s.job != 0) {
+        auto it = jobs_.find(s.job);
+        if (it != jobs_.end() && it->second.state == State::running) on_persistent_output(it->second);
+      }
+    schedule();
+    if (!ready_.empty() || Clock::now() >= until) break;
+  }
+  std::vector<EvalResult> out;
+  out.swap(ready_);
+  return out;
+}
+
+void CommandBackend::drive(const std::vector<std::uint64_t>& keys) {
+  for (;;) {
+    bool all = true;
+    for (auto k : keys) all = all && jobs_.at(k).state == State::done;
+    if (all) return;
+    (void)do_poll(std::chrono::milliseconds(200));
+  }
+}
+
+void CommandBackend::do_submit(EvalRequest request) {
+  if (!prepared_.count(request.task->manifest_path.string()))
+    throw Failure("command backend: task '" + request.task->name + "' was not prepared");
+  Job j;
+  j.request_id = request.id;
+  j.task = std::move(request.task);
+  j.source = std::move(request.source);
+  j.seed = request.seed;
+  j.profile = !request.profile.empty();
+  add(std::move(j));
+}
+
+void CommandBackend::do_cancel_all() {
+  runner_.kill_all();
+  for (auto& s : slots_) {
+    s.proc = 0;
+    s.job = 0;
+    s.scratch.remove();
+  }
+  retired_.clear();
+  by_proc_.clear();
+  compile_waiters_.clear();
+  compile_q_.clear();
+  run_q_.clear();
+  compiling_ = 0;
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    if (it->second.state == State::compiling && !it->second.build_dir.empty() && opt_.compile && opt_.compile->cache) {
+      std::error_code ec;
+      if (it->second.build_dir.filename().string().find(".tmp-") != std::string::npos) fs::remove_all(it->second.build_dir, ec);
+    }
+    it = jobs_.erase(it);
+  }
+  ready_.clear();
+}
+
+void CommandBackend::do_prepare(const Task& task) {
+  auto shared = std::make_shared<const Task>(task);
+  const std::string manifest = task.manifest_path.string();
+  const std::string run_key = opt_.pointer + "/run";
+  std::vector<std::uint64_t> keys;
+  struct Guard {
+    CommandBackend& b;
+    std::vector<std::uint64_t>& keys;
+    ~Guard() {
+      for (auto k : keys) {
+        auto it = b.jobs_.find(k);
+        if (it == b.jobs_.end()) continue;
+        if (it->second.state == State::running || it->second.state == State::compiling) b.do_cancel_all();
+        b.jobs_.erase(k);
+      }
+    }
+  } guard{*this, keys};
+
+  // 1. The reference's build (the seed's comes with its judgement below).
+  fs::path ref_source = task.reference_path, ref_build;
+  if (opt_.compile) {
+    Job r;
+    r.internal = true;
+    r.is_reference = true;
+    r.task = shared;
+    r.source = task.reference_source;
+    const auto k = add(std::move(r));
+    keys.push_back(k);
+    // Built only: it leaves the pipeline after the compile stage.
+    while (jobs_.at(k).state == State::compile_queued || jobs_.at(k).state == State::compiling ||
+           jobs_.at(k).state == State::compile_waiting) {
+      schedule();
+      for (auto& f : runner_.poll(std::chrono::milliseconds(200))) handle(f);
+    }
+    Job& rj = jobs_.at(k);
+    if (rj.v.status != Status::pending)
+      throw InputError(manifest, "/reference",
+                       "a reference the compile command builds: " + rj.v.message + "\n" + first_lines(rj.v.compile_log, 20, 2000));
+    ref_source = rj.source_path;
+    ref_build = rj.build_dir;
+  }
+  prepared_[manifest] = {ref_source, ref_build};
+
+  // 2. The evaluator's conformance: every request at once.
+  struct Check {
+    std::string what;
+    std::uint64_t key;
+  };
+  std::vector<Check> checks;
+  const std::uint64_t seed = 0x6b65766f70726570ULL ^ fnv1a64(task.name);
+  auto submit = [&](std::string what, std::string mode, std::string null_kind, std::string source) {
+    Job j;
+    j.internal = true;
+    j.task = shared;
+    j.mode = std::move(mode);
+    j.null_kind = std::move(null_kind);
+    j.source = std::move(source);
+    j.seed = seed;
+    j.timing = false;
+    const auto k = add(std::move(j));
+    keys.push_back(k);
+    checks.push_back({std::move(what), k});
+  };
+  submit("self_check", "self_check", "", "");
+  for (const char* n : {"zeros", "copy", "other_seed"}) submit(std::string("null ") + n, "null", n, "");
+  submit("probe", "judge", "",
+         "kevo conformance probe " + random_hex(12) + ": this text is not a program in any language.\n");
+  submit("seed", "judge", "", task.seed_source);
+  try {
+    drive(keys);
+  } catch (...) {
+    prepared_.erase(manifest);
+    throw;
+  }
+  auto verdict_text = [](const Verdict& v) { return std::string(to_string(v.status)) + ": " + head(v.message, 600); };
+  for (const auto& c : checks) {
+    const Verdict& v = jobs_.at(c.key).v;
+    const bool ok = c.what == "self_check" || c.what == "seed" ? v.is_correct() : !v.is_correct();
+    if (ok) continue;
+    prepared_.erase(manifest);
+    if (v.status == Status::internal_error || v.message.rfind("protocol breach", 0) == 0 ||
+        v.status == Status::timeout || v.status == Status::output_limit)
+      throw InputError(opt_.config_file, run_key,
+                       "an evaluator that answers kevo's protocol (docs/command-backend.md); on task '" + task.name +
+                           "' its " + c.what + " request ended " + verdict_text(v) +
+                           (v.output_tail.empty() ? "" : "\nits stderr: " + tail(v.output_tail, 600)));
+    if (c.what == "seed")
+      throw InputError(manifest, "/seed", "a seed the evaluator judges correct; it said " + verdict_text(v));
+    if (c.what == "self_check")
+      throw InputError(opt_.config_file, run_key,
+                       "an evaluator that judges task '" + task.name + "''s reference correct against itself (self_check); it said " +
+                           verdict_text(v) + " (or the reference is not deterministic within the tolerance)");
+    if (c.what == "probe")
+      throw InputError(opt_.config_file, run_key,
+                       "an evaluator that fails a candidate which is no program at all; it judged kevo's probe on task '" +
+                           task.name + "' correct: it does not build or compare what it is given");
+    throw InputError(opt_.config_file, run_key,
+                     "an evaluator that judges the " + c.what + " candidate of task '" + task.name +
+                         "' not correct; it said correct: either the task's tolerance (" + manifest +
+                         " /tolerance) cannot tell a kernel from nothing or the evaluator does not compare outputs");
+  }
+}
+
+std::unique_ptr<Backend> make_command_backend(CommandOptions options) {
+  return std::make_unique<CommandBackend>(std::move(options));
+}
+
+CommandStats command_stats(const Backend& backend) {
+  const auto* c = dynamic_cast<const CommandBackend*>(&backend);
+  if (!c) throw Failure("command_stats: '" + backend.name() + "' is not a command backend");
+  return c->stats();
+}
+
+}  // namespace kevo::command

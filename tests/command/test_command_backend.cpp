@@ -1,0 +1,450 @@
+// The command backend driven against tests/command/scripted_evaluator.py:
+// the config's checks, the conformance check of prepare(), every kind of
+// evaluator misbehaviour (each a verdict, the backend still working), the
+// compile stage and its cache, persistent evaluators and their restarts,
+// and what a request carries (docs/command-backend.md).
+#include "kevo/command/command_backend.hpp"
+#include "kevo/core/error.hpp"
+#include "kevo/core/task.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using namespace kevo;
+using kevo::command::CommandOptions;
+
+namespace {
+
+const fs::path kDir = KEVO_COMMAND_TEST_DIR;
+const std::string kPython = KEVO_TEST_PYTHON;
+const std::string kScript = (kDir / "scripted_evaluator.py").string();
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string t = (fs::temp_directory_path() / "kevo-cmd-test-XXXXXX").string();
+    path = ::mkdtemp(t.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+// The backend's config object as a config file would hold it.
+nlohmann::json base_config(const std::string& behaviour, const fs::path& log, bool persistent = false) {
+  std::vector<std::string> argv = {kPython, kScript, "--behaviour", behaviour, "--log", log.string()};
+  if (persistent) argv.push_back("--serve");
+  return {{"source_file", "kernel.txt"},
+          {"run", {{"argv", argv}, {"wall_seconds", 20}, {"persistent", persistent}}},
+          {"cache_dir", ""},
+          {"trials", 3}};
+}
+
+CommandOptions options_of(const nlohmann::json& j, const fs::path& dir) {
+  StrictObject o(j, (dir / "config.json").string(), "/backend/command");
+  return command::parse_command_options(o);
+}
+
+std::string input_error(const nlohmann::json& j, const fs::path& dir) {
+  try {
+    options_of(j, dir);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::shared_ptr<const Task> task() {
+  static auto t = std::make_shared<const Task>(load_task(kDir / "task"));
+  return t;
+}
+
+const std::string kSig = "kernel vadd(in a, in b, out out, int n)\n";
+
+Verdict judge(Backend& b, const std::string& body, std::uint64_t seed = 7) {
+  return b.evaluate(task(), kSig + body, seed);
+}
+
+std::vector<nlohmann::json> log_lines(const fs::path& log, const std::string& event) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_discarded() && j.value("event", "") == event) out.push_back(std::move(j));
+  }
+  return out;
+}
+
+struct Fixture : ::testing::Test {
+  TempDir tmp;
+  fs::path log() const { return tmp.path / "log.jsonl"; }
+  std::unique_ptr<Backend> make(const nlohmann::json& cfg) {
+    auto b = command::make_command_backend(options_of(cfg, tmp.path));
+    return b;
+  }
+  std::unique_ptr<Backend> prepared(const std::string& behaviour, bool persistent = false) {
+    auto b = make(base_config(behaviour, log(), persistent));
+    b->prepare(*task());
+    return b;
+  }
+};
+
+}  // namespace
+
+// ---- config ----------------------------------------------------------------
+
+TEST_F(Fixture, ConfigNamesAMissingCommandWithItsKey) {
+  auto cfg = base_config("honest", log());
+  cfg["run"]["argv"] = {"kevo-no-such-evaluator-anywhere"};
+  const std::string e = input_error(cfg, tmp.path);
+  EXPECT_NE(e.find("/backend/command/run/argv"), std::string::npos) << e;
+  EXPECT_NE(e.find("not in PATH"), std::string::npos) << e;
+}
+
+TEST_F(Fixture, ConfigRefusesUnknownPlaceholdersKeysAndSecrets) {
+  auto cfg = base_config("honest", log());
+  cfg["run"]["argv"].push_back("{source}");   // a run has no {source}: the request names it
+  EXPECT_NE(input_error(cfg, tmp.path).find("placeholders"), std::string::npos);
+  cfg = base_config("honest", log());
+  cfg["pass_env"] = {"OPENAI_API_KEY"};
+  EXPECT_NE(input_error(cfg, tmp.path).find("/backend/command/pass_env"), std::string::npos);
+  cfg = base_config("honest", log());
+  cfg["env"] = {{"MY_TOKEN", "x"}};
+  EXPECT_NE(input_error(cfg, tmp.path).find("/backend/command/env"), std::string::npos);
+  cfg = base_config("honest", log());
+  cfg["rn"] = {};
+  EXPECT_NE(input_error(cfg, tmp.path).find("/backend/command/rn"), std::string::npos);
+  cfg = base_config("honest", log());
+  cfg["prompts"] = {{"system", "no-such-prompt.md"}, {"knowledge", "no-such-knowledge.md"}};
+  EXPECT_NE(input_error(cfg, tmp.path).find("/backend/command/prompts/system"), std::string::npos);
+  cfg = base_config("honest", log());
+  cfg["run"]["accelerator"] = true;
+  cfg["run"]["jobs"] = 2;
+  EXPECT_NE(input_error(cfg, tmp.path).find("/backend/command/run/jobs"), std::string::npos);
+}
+
+TEST(CommandTask, SignatureIsRequiredAndChecked) {
+  TempDir tmp;
+  fs::copy(kDir / "task", tmp.path / "t");
+  auto manifest = nlohmann::json::parse(std::ifstream(tmp.path / "t" / "task.json"));
+  manifest.erase("signature");
+  std::ofstream(tmp.path / "t" / "task.json") << manifest.dump();
+  try {
+    load_task(tmp.path / "t");
+    FAIL() << "a command task without a signature loaded";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("/signature"), std::string::npos) << e.what();
+  }
+  manifest["signature"] = "kernel vadd(in a, in b, out out, int64 n)";   // not in the sources
+  std::ofstream(tmp.path / "t" / "task.json") << manifest.dump();
+  try {
+    load_task(tmp.path / "t");
+    FAIL() << "sources without the signature loaded";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("/reference"), std::string::npos) << e.what();
+  }
+}
+
+// ---- honest evaluator ------------------------------------------------------
+
+TEST_F(Fixture, HonestEvaluatorJudgesAndKevoRecomputesTheSpeedup) {
+  auto b = prepared("honest");
+  Verdict v = judge(*b, "KEVO_TEST_CORRECT KEVO_TEST_NS=500\n");
+  ASSERT_EQ(v.status, Status::correct) << v.message << v.feedback;
+  EXPECT_NEAR(v.speedup, 4.0, 1e-9);                 // 2000 / 500 on both visible shapes
+  EXPECT_DOUBLE_EQ(v.cand_median_ns, 1000.0);        // summed over the two visible shapes
+  EXPECT_DOUBLE_EQ(v.ref_median_ns, 4000.0);
+  EXPECT_GE(v.repeats, 1);
+  EXPECT_NE(v.feedback.find("speedup 4x"), std::string::npos) << v.feedback;
+
+  EXPECT_EQ(judge(*b, "KEVO_TEST_WRONG\n").status, Status::wrong_answer);
+  EXPECT_EQ(judge(*b, "KEVO_TEST_CRASH\n").status, Status::runtime_error);
+  EXPECT_EQ(judge(*b, "no marker at all\n").status, Status::compile_error);
+}
+
+TEST_F(Fixture, HiddenShapeNamedByTheEvaluatorStaysOutOfFeedback) {
+  auto b = prepared("leak_hidden");
+  Verdict v = judge(*b, "KEVO_TEST_WRONG_HIDDEN\n");
+  ASSERT_EQ(v.status, Status::wrong_answer) << v.message;
+  ASSERT_TRUE(v.mismatch.has_value());
+  EXPECT_EQ(v.mismatch->shape.rfind("hidden ", 0), 0u) << v.mismatch->shape;   // the lineage keeps it
+  EXPECT_EQ(v.feedback.find("N=1"), std::string::npos) << v.feedback;          // the prompt does not
+  EXPECT_EQ(v.message.find("N=1"), std::string::npos) << v.message;
+  EXPECT_NE(v.feedback.find("a hidden test shape"), std::string::npos) << v.feedback;
+}
+
+TEST_F(Fixture, RequestsCarryTheResolvedTaskFreshNoncesAndNoSecrets) {
+  ::setenv("KEVO_TEST_SECRET_API_KEY", "sk-should-never-leave", 1);
+  auto b = prepared("honest");
+  judge(*b, "KEVO_TEST_CORRECT\n");
+  ::unsetenv("KEVO_TEST_SECRET_API_KEY");
+  const auto reqs = log_lines(log(), "request");
+  ASSERT_EQ(reqs.size(), 7u);   // self_check, three nulls, the probe, the seed, the candidate
+  std::set<std::string> nonces, modes, kinds;
+  for (const auto& r : reqs) {
+    const auto& q = r["request"];
+    nonces.insert(q["nonce"].get<std::string>());
+    modes.insert(q["mode"].get<std::string>() + (q.contains("null_kind") ? ":" + q["null_kind"].get<std::string>() : ""));
+    for (const auto& s : q["task"]["shapes"]) kinds.insert(s["kind"].get<std::string>());
+    EXPECT_EQ(q["protocol"], 1);
+    EXPECT_EQ(r["stdin"], "socket");
+    for (const auto& n : r["env_names"]) EXPECT_EQ(n.get<std::string>().find("SECRET"), std::string::npos) << n;
+    if (!r["schema_errors"].is_null()) {
+      EXPECT_TRUE(r["schema_errors"].empty()) << r["schema_errors"].dump();
+    }
+  }
+  EXPECT_EQ(nonces.size(), reqs.size());
+  EXPECT_EQ(modes, (std::set<std::string>{"self_check", "null:zeros", "null:copy", "null:other_seed", "judge"}));
+  EXPECT_EQ(kinds, (std::set<std::string>{"visible", "hidden", "drawn"}));
+  const auto& last = reqs.back()["request"];
+  EXPECT_TRUE(last["timing"].get<bool>());
+  EXPECT_EQ(last["task"]["shapes"][0]["args"]["n"]["value"], 4096);
+  EXPECT_EQ(last["task"]["shapes"][0]["args"]["a"]["extents"], nlohmann::json::array({4096}));
+  EXPECT_EQ(last["task"]["stress"][0]["name"], "large");
+  // Drawn shapes are new with every seed.
+  judge(*b, "KEVO_TEST_CORRECT\n", 8);
+  const auto again = log_lines(log(), "request").back()["request"]["task"]["shapes"];
+  EXPECT_NE(again.back()["label"], last["task"]["shapes"].back()["label"]);
+}
+
+// ---- conformance -----------------------------------------------------------
+
+TEST_F(Fixture, ConformanceRefusesAnEvaluatorThatCallsEverythingCorrect) {
+  for (const std::string beh : {"all_correct", "null_correct", "probe_correct"}) {
+    auto b = make(base_config(beh, log()));
+    try {
+      b->prepare(*task());
+      ADD_FAILURE() << beh << ": prepare accepted the evaluator";
+    } catch (const InputError& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("/backend/command/run"), std::string::npos) << beh << ": " << m;
+      EXPECT_NE(m.find(beh == "probe_correct" ? "probe" : "null"), std::string::npos) << beh << ": " << m;
+    }
+  }
+}
+
+TEST_F(Fixture, ConformanceNamesAFatalEvaluator) {
+  auto b = make(base_config("fatal", log()));
+  try {
+    b->prepare(*task());
+    FAIL() << "prepare accepted a fatal evaluator";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("internal_error"), std::string::npos) << e.what();
+  }
+}
+
+// ---- misbehaviour: every one a verdict, the backend still judging -----------
+
+struct Bad {
+  const char* behaviour;
+  Status status;
+  const char* says;   // in the message
+};
+
+class Misbehaviour : public Fixture, public ::testing::WithParamInterface<Bad> {};
+
+TEST_P(Misbehaviour, IsAVerdictAndTheNextCandidateIsJudged) {
+  const Bad& bad = GetParam();
+  for (bool persistent : {false, true}) {
+    // A persistent evaluator's second result may come after kevo took the
+    // first: PersistentEvaluatorWritingAfterItsResultIsReplaced.
+    if (persistent && std::string(bad.behaviour) == "two_results") continue;
+    auto cfg = base_config(bad.behaviour, log(), persistent);
+    cfg["run"]["wall_seconds"] = 3;
+    auto b = make(cfg);
+    b->prepare(*task());
+    const Verdict v = judge(*b, "KEVO_TEST_CORRECT KEVO_TEST_NS=500\n");
+    EXPECT_EQ(v.status, bad.status) << bad.behaviour << (persistent ? " (persistent): " : ": ") << v.message;
+    EXPECT_NE(v.message.find(bad.says), std::string::npos) << bad.behaviour << ": " << v.message;
+    // The probe-like candidate is not affected by "judge" misbehaviours:
+    // the backend still gives honest verdicts afterwards.
+    EXPECT_EQ(judge(*b, "no marker\n").status, Status::compile_error) << bad.behaviour;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Evaluators, Misbehaviour,
+    ::testing::Values(Bad{"garbage", Status::runtime_error, "protocol breach: stdout line"},
+                      Bad{"no_nonce", Status::runtime_error, "has no nonce"},
+                      Bad{"wrong_nonce", Status::runtime_error, "another request's nonce"},
+                      Bad{"exit_without_verdict", Status::runtime_error, "no result"},
+                      Bad{"two_results", Status::runtime_error, "after the result"},
+                      Bad{"bad_verdict", Status::runtime_error, "no verdict object"},
+                      Bad{"bad_verdict=status", Status::runtime_error, "is not one an evaluator gives"},
+                      Bad{"bad_verdict=pending", Status::runtime_error, "is not one an evaluator gives"},
+                      Bad{"unknown_key", Status::runtime_error, "secret_sauce"},
+                      Bad{"unknown_shape", Status::runtime_error, "is not a shape of the request"},
+                      Bad{"nan_time", Status::runtime_error, "protocol breach"},
+                      Bad{"nan_time=string", Status::runtime_error, "cand_median_ns"},
+                      Bad{"negative_time", Status::runtime_error, "cand_median_ns"},
+                      Bad{"wrong_speedup", Status::runtime_error, "does not follow from its times"},
+                      Bad{"missing_shape_timings", Status::runtime_error, "without shape_timings"},
+                      Bad{"hang", Status::timeout, "run.wall_seconds"},
+                      Bad{"flood_stdout", Status::output_limit, "limits.output_kb"},
+                      Bad{"flood_stderr", Status::output_limit, "limits.output_kb"}),
+    [](const auto& info) {
+      std::string n = info.param.behaviour;
+      for (char& c : n)
+        if (c == '=') c = '_';
+      return n;
+    });
+
+TEST_F(Fixture, ExitStatusAfterTheResultIsABreachInOneShotMode) {
+  auto b = prepared("exit_nonzero_after_result");
+  const Verdict v = judge(*b, "KEVO_TEST_CORRECT\n");
+  EXPECT_EQ(v.status, Status::runtime_error);
+  EXPECT_NE(v.message.find("exited with 5 after its result"), std::string::npos) << v.message;
+}
+
+TEST_F(Fixture, TimeUnderTheRooflineFloorIsAnError) {
+  auto cfg = base_config("under_roofline", log());
+  cfg["roofline"] = {{"peak_gflops", 1000}, {"peak_gbps", 1000}};
+  auto b = make(cfg);
+  b->prepare(*task());
+  const Verdict v = judge(*b, "KEVO_TEST_CORRECT\n");
+  EXPECT_EQ(v.status, Status::runtime_error);
+  EXPECT_NE(v.message.find("roofline floor"), std::string::npos) << v.message;
+}
+
+// ---- compile stage ---------------------------------------------------------
+
+TEST_F(Fixture, CompileStageBuildsCachesAndReportsErrors) {
+  auto cfg = base_config("honest", log());
+  cfg["cache_dir"] = (tmp.path / "cache").string();
+  cfg["compile"] = {{"argv", {kPython, kScript, "--compile", "{source}", "--out", "{out_dir}", "--log", log().string()}},
+                    {"version_argv", {kPython, kScript, "--version"}},
+                    {"jobs", 2}};
+  {
+    auto b = make(cfg);
+    b->prepare(*task());
+    Verdict v = judge(*b, "KEVO_TEST_CORRECT\n");
+    ASSERT_EQ(v.status, Status::correct) << v.message;
+    EXPECT_FALSE(v.compile_cached);
+    v = judge(*b, "KEVO_TEST_NOCOMPILE KEVO_TEST_CORRECT\n");
+    EXPECT_EQ(v.status, Status::compile_error);
+    EXPECT_NE(v.compile_log.find("error: KEVO_TEST_NOCOMPILE"), std::string::npos) << v.compile_log;
+    EXPECT_NE(v.feedback.find("KEVO_TEST_NOCOMPILE"), std::string::npos) << v.feedback;
+    const auto s = command::command_stats(*b);
+    EXPECT_EQ(s.compiles, 5u);   // reference, the probe, seed, candidate, the broken one
+  }
+  // A second backend (a resumed run) finds the builds in the cache.
+  auto b = make(cfg);
+  b->prepare(*task());
+  const Verdict v = judge(*b, "KEVO_TEST_CORRECT\n");
+  ASSERT_EQ(v.status, Status::correct) << v.message;
+  EXPECT_TRUE(v.compile_cached);
+  EXPECT_EQ(command::command_stats(*b).compiles, 1u);   // the probe only: a new text every time
+  // A reference that does not build is the task's input error.
+  cfg["compile"]["argv"] = {kPython, kScript, "--compile", "{source}", "--out", "{out_dir}"};
+  TempDir t2;
+  fs::copy(kDir / "task", t2.path / "t");
+  std::ofstream(t2.path / "t" / "reference.txt") << kSig << "KEVO_TEST_NOCOMPILE KEVO_TEST_CORRECT\n";
+  const Task broken = load_task(t2.path / "t");
+  auto b2 = make(cfg);
+  try {
+    b2->prepare(broken);
+    FAIL() << "a reference that does not build was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("/reference"), std::string::npos) << e.what();
+  }
+}
+
+// ---- persistent evaluators -------------------------------------------------
+
+TEST_F(Fixture, PersistentEvaluatorServesManyAndIsRestartedAfterAFailure) {
+  auto b = prepared("honest", true);
+  const auto after_prepare = command::command_stats(*b).evaluator_starts;
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(judge(*b, "KEVO_TEST_CORRECT\n", 10 + i).status, Status::correct);
+  EXPECT_EQ(command::command_stats(*b).evaluator_starts, after_prepare);   // one process for all four
+  EXPECT_EQ(judge(*b, "KEVO_TEST_WRONG\n").status, Status::wrong_answer);
+  EXPECT_EQ(judge(*b, "KEVO_TEST_CORRECT\n").status, Status::correct);
+  EXPECT_EQ(command::command_stats(*b).evaluator_starts, after_prepare + 1);   // restarted after the wrong one
+  std::set<int> pids;
+  for (const auto& r : log_lines(log(), "request")) pids.insert(r["pid"].get<int>());
+  EXPECT_GE(pids.size(), 2u);
+}
+
+TEST_F(Fixture, PersistentEvaluatorThatDiesOrHangsCostsOneVerdict) {
+  // A process that exits between requests is replaced before the next one.
+  auto cfg = base_config("die_after=1", log(), true);
+  auto b = make(cfg);
+  b->prepare(*task());
+  const auto starts = command::command_stats(*b).evaluator_starts;
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(judge(*b, "KEVO_TEST_CORRECT\n", 30 + i).status, Status::correct) << i;
+  EXPECT_EQ(command::command_stats(*b).evaluator_starts, starts + 3);
+  // One that exits in the middle of a request costs that request only.
+  auto mid = make(base_config("exit_without_verdict", log(), true));
+  mid->prepare(*task());
+  const Verdict dead = judge(*mid, "KEVO_TEST_CORRECT\n");
+  EXPECT_EQ(dead.status, Status::runtime_error) << dead.message;
+  EXPECT_NE(dead.message.find("no result"), std::string::npos) << dead.message;
+  EXPECT_EQ(judge(*mid, "KEVO_TEST_CORRECT KEVO_TEST_HONEST\n").status, Status::correct);
+
+  auto hang = base_config("honest", log(), true);
+  hang["run"]["wall_seconds"] = 2;
+  auto h = make(hang);
+  h->prepare(*task());
+  const Verdict slow = judge(*h, "KEVO_TEST_CORRECT KEVO_TEST_SLEEP=30\n");
+  EXPECT_EQ(slow.status, Status::timeout) << slow.message;
+  EXPECT_NE(slow.message.find("correctness"), std::string::npos) << slow.message;   // its last stage
+  EXPECT_EQ(judge(*h, "KEVO_TEST_CORRECT\n").status, Status::correct);
+}
+
+TEST_F(Fixture, PersistentEvaluatorIsRestartedAfterMaxRequests) {
+  auto cfg = base_config("honest", log(), true);
+  cfg["run"]["max_requests"] = 2;
+  auto b = make(cfg);
+  b->prepare(*task());
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(judge(*b, "KEVO_TEST_CORRECT\n", 20 + i).status, Status::correct);
+  std::map<int, int> served;   // pid -> requests
+  for (const auto& r : log_lines(log(), "request")) ++served[r["pid"].get<int>()];
+  int total = 0;
+  for (const auto& [pid, n] : served) {
+    EXPECT_LE(n, 2) << "process " << pid << " served more than run.max_requests";
+    total += n;
+  }
+  EXPECT_EQ(total, 11);   // 6 of the conformance check, 5 candidates
+}
+
+TEST_F(Fixture, PersistentEvaluatorWritingAfterItsResultIsReplaced) {
+  auto b = prepared("two_results", true);
+  // Read with the first (one chunk), the second result is a breach; read
+  // later, the first counts and the second is late output.
+  const Verdict first = judge(*b, "KEVO_TEST_CORRECT\n");
+  if (first.status != Status::correct) {
+    EXPECT_EQ(first.status, Status::runtime_error);
+    EXPECT_NE(first.message.find("after the result"), std::string::npos) << first.message;
+  }
+  const auto starts = command::command_stats(*b).evaluator_starts;
+  // Either way that process does not judge the next candidate: a fresh one
+  // does (the late line of a replaced process reaches nobody).
+  const Verdict next = judge(*b, "KEVO_TEST_CORRECT KEVO_TEST_HONEST\n");
+  EXPECT_EQ(next.status, Status::correct) << next.message;
+  EXPECT_EQ(command::command_stats(*b).evaluator_starts, starts + 1);
+}
+
+TEST_F(Fixture, ManyCandidatesInFlightAllComeBack) {
+  auto cfg = base_config("honest", log(), true);
+  cfg["run"]["jobs"] = 2;
+  auto b = make(cfg);
+  b->prepare(*task());
+  for (std::uint64_t i = 1; i <= 6; ++i)
+    b->submit(EvalRequest{i, task(), kSig + (i % 3 == 0 ? "KEVO_TEST_WRONG\n" : "KEVO_TEST_CORRECT\n"), 100 + i, ""});
+  std::map<std::uint64_t, Status> got;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (got.size() < 6 && std::chrono::steady_clock::now() < until)
+    for (auto& r : b->poll(std::chrono::milliseconds(100))) got[r.id] = r.verdict.status;
+  ASSERT_EQ(got.size(), 6u);
+  for (const auto& [id, st] : got) EXPECT_EQ(st, id % 3 == 0 ? Status::wrong_answer : Status::correct) << id;
+}
