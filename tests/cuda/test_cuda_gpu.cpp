@@ -111,6 +111,21 @@ TEST_F(Adversarial, ACacheOfTheLastTwoResultsEarnsNothing) {
   EXPECT_LT(v.speedup, 1.3 * honest.speedup) << "honest " << honest.speedup << "x";
 }
 
+TEST_F(Adversarial, WorkDoneWhileTheHostIsPrimedEarnsNothing) {
+  // A thread that computes a timed call's outputs while the judge primes
+  // the host, outside the window (docs/cuda.md#timing): the prime waits for
+  // its own stream only, so that work is waited for inside the window. The
+  // same kernel computed in the call (other_stream.cu) is the yardstick.
+  REQUIRE_GPU();
+  const Verdict plain = judge("other_stream.cu");
+  ASSERT_EQ(plain.status, Status::correct) << plain.message;
+  const Verdict v = judge("works_during_prime.cu");
+  std::cout << "[ prime    ] the kernel in the call " << plain.cand_median_ns << " ns, computed while primed "
+            << v.cand_median_ns << " ns\n";
+  ASSERT_EQ(v.status, Status::correct) << v.message;
+  EXPECT_GT(v.cand_median_ns, 0.9 * plain.cand_median_ns) << "work done while primed went untimed";
+}
+
 TEST_F(Adversarial, ACublasCallIsForbidden) {
   REQUIRE_GPU();
   auto sgemm = std::make_shared<const Task>(load_task(fs::path(KEVO_CUDA_TASKS) / "sgemm"));

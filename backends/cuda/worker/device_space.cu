@@ -474,6 +474,29 @@ std::string empty_round_trip() {
   return finish_device_call();
 }
 
+std::string prime_round_trip() {
+  // Its own non-blocking stream and only that stream's wait: work the
+  // candidate's threads launch meanwhile (on any stream) is not waited for
+  // here, outside the timed window, but by the timed call's device-wide
+  // synchronize, inside it.
+  static cudaStream_t s = [] {
+    cudaStream_t made = nullptr;
+    (void)cudaStreamCreateWithFlags(&made, cudaStreamNonBlocking);
+    return made;
+  }();
+  if (!s) return "cannot create the prime's stream";
+  empty_kernel<<<1, 1, 0, s>>>();
+  const cudaError_t launch = cudaGetLastError();
+  const cudaError_t run = cudaStreamSynchronize(s);
+  try {
+    check(launch, "priming the host (launching an empty kernel)");
+    check(run, "priming the host (its stream's synchronize)");
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return {};
+}
+
 w::Space& device_space() {
   static DeviceSpace space;
   return space;

@@ -53,5 +53,8 @@ void device_call(Entry entry, w::ArgSet& a);
 std::string finish_device_call();
 // An empty kernel and the same wait: the shortest call (calibration).
 std::string empty_round_trip();
+// Endpoint::prime()'s hook: an empty kernel on the host's prime stream and
+// that stream's synchronize (not the device's: docs/cuda.md#timing).
+std::string prime_round_trip();
 
 }  // namespace kevo::cuda::worker

@@ -246,7 +246,7 @@ w::HostDevice cuda_host_device() {
   };
   d.finish_call = [] { return cw::finish_device_call(); };
   d.null_call = [] { return cw::finish_device_call(); };
-  d.prime_call = [] { return cw::empty_round_trip(); };
+  d.prime_call = [] { return cw::prime_round_trip(); };
   d.device_files = nvidia_device_files();
   d.confine_writes = [](kevo::sandbox::IsolationReport& rep) {
     // No root of its own: the driver opens its device files read-write, so
@@ -612,6 +612,7 @@ int main(int argc, char** argv) {
     // The null calls whose median comes off every timed call of the
     // candidate (docs/cuda.md#verdicts: its noise is the timing's).
     parts.calibrate = gpu_timing ? 16 : 0;
+
     // The correctness protocol under one shared hold of the GPU's slot with
     // phase holds (every step's own hold nests in it).
     parts.around_protocol = [&](const std::function<native::JudgeResult()>& run) {
