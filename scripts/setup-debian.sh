@@ -16,6 +16,9 @@ packages=(
   slurm-wlm munge
   # kevo campaign report: plots
   python3-matplotlib
+  # The command backend's bundled OpenCL evaluator (PoCL on the CPU) and the
+  # protocol's JSON Schemas checked in its tests.
+  pocl-opencl-icd python3-pyopencl python3-jsonschema
 )
 
 missing=()

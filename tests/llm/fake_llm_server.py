@@ -25,7 +25,15 @@ A behaviour B is an object with "kind":
                  modifies_input does that to the first input, and
                  launches_nothing launches no kernel; the auto rotation then
                  is improve, improve, compile_error, wrong, improve,
-                 launches_nothing, improve, modifies_input, no_code
+                 launches_nothing, improve, modifies_input, no_code. For an
+                 OpenCL command task (the prompt shows a signature starting
+                 with __kernel) improve changes a #define of the parent's
+                 kevo:params block to another value of the bundled OpenCL
+                 seeds' search spaces (configs/tasks/opencl), compile_error
+                 adds a syntax error, wrong adds 1.0f to the first output
+                 element at the end of the kernel (// kevo-fake-bug); the
+                 auto rotation then is improve, improve, compile_error, wrong,
+                 improve, no_code
   text           {"text": "..."}: this reply verbatim
   status         {"status": 429, "retry_after": 2, "body": "..."}: an HTTP error
   stall          {"seconds": 5}: wait, then reply like auto
@@ -104,6 +112,151 @@ CUDA_IMPROVE_RULES = [
 ]
 # Where a CUDA bug's wrapper starts (repair cuts there).
 CUDA_BUG = "// kevo-fake-bug\n"
+
+# An OpenCL command task (its signature is a __kernel): the rotation, and the
+# parameters of the bundled OpenCL seeds (configs/tasks/opencl/*/seed.cl),
+# each to a value of its task's search space that keeps its restrictions
+# (vadd: WG * VEC * ITEMS <= 16384; sgemm: TILE % WPT == 0, TILE * TILE /
+# WPT <= 256). Applied within the // kevo:params block only.
+OPENCL_CODE_ROTATION = ["improve", "improve", "compile_error", "wrong", "improve", "no_code"]
+OPENCL_IMPROVE_RULES = [
+    ("#define VEC 1", "#define VEC 4"),
+    ("#define WG 64", "#define WG 128"),
+    ("#define TILE 8", "#define TILE 16"),
+    ("#define ITEMS 1", "#define ITEMS 4"),
+    ("#define WG 32", "#define WG 64"),
+    ("#define WPT 1", "#define WPT 2"),
+    ("#define VEC 4", "#define VEC 8"),
+    ("#define WPT 2", "#define WPT 4"),
+    ("#define WG 128", "#define WG 256"),
+]
+OPENCL_BROKEN = "__constant int kevo_broken = ;   // kevo-fake-syntax-error\n"
+OPENCL_BUG = "// kevo-fake-bug"
+PARAMS_BEGIN, PARAMS_END = "// kevo:params begin", "// kevo:params end"
+
+
+def opencl_signature(prompt):
+    """(declaration, function, parameters) of the __kernel the prompt shows."""
+    m = re.search(r"(__kernel\s+void\s+(\w+)\s*\(([^)]*)\))", prompt)
+    if not m:
+        return None
+    params = [p.strip() for p in m.group(3).split(",") if p.strip()]
+    return m.group(1), m.group(2), params
+
+
+def is_opencl(prompt):
+    return opencl_signature(prompt) is not None
+
+
+def opencl_fenced(text):
+    """The first fenced block holding a __kernel, whatever its language tag."""
+    for m in re.finditer(r"```[\w+-]*\n(.*?)```", text, re.S):
+        if "__kernel" in m.group(1):
+            return m.group(1)
+    return ""
+
+
+def opencl_source(prompt):
+    return parent_source(prompt) or opencl_fenced(prompt)
+
+
+def opencl_fence(prompt):
+    m = re.search(r"```([\w+-]*)\n[^`]*__kernel", prompt)
+    return m.group(1) if m and m.group(1) else "cpp"
+
+
+def opencl_improve(src, n):
+    """Another value for one #define of the params block: a bundled seed's
+    rule, else an integer parameter doubled (halved at 256), a power of two
+    in [1, 256]; else a harmless program-scope constant."""
+    a = src.find(PARAMS_BEGIN)
+    b = src.find(PARAMS_END, a + 1) if a >= 0 else -1
+    if a >= 0 and b > a:
+        block = src[a:b]
+        for k in range(len(OPENCL_IMPROVE_RULES)):
+            old, new = OPENCL_IMPROVE_RULES[(n + k) % len(OPENCL_IMPROVE_RULES)]
+            if re.search(re.escape(old) + r"\b", block):
+                return src[:a] + re.sub(re.escape(old) + r"\b", new, block, count=1) + src[b:]
+        ints = list(re.finditer(r"^#define ([A-Z][A-Z0-9_]*) (\d+)[ \t]*$", block, re.M))
+        ints = [m for m in ints if int(m.group(2)) in (1, 2, 4, 8, 16, 32, 64, 128, 256)]
+        if ints:
+            m = ints[n % len(ints)]
+            v = int(m.group(2))
+            v = v * 2 if v < 256 else v // 2
+            block = block[:m.start()] + "#define %s %d" % (m.group(1), v) + block[m.end():]
+            return src[:a] + block + src[b:]
+    return src + "\n__constant int kevo_fake_variant_%d = %d;\n" % (n, n)
+
+
+def opencl_kernel_end(src, name):
+    """The index of the closing brace of __kernel `name`'s body, or -1."""
+    m = re.search(r"__kernel\s+void\s+%s\s*\(" % re.escape(name), src)
+    if not m:
+        return -1
+    i = src.find("{", m.end())
+    depth = 0
+    while 0 <= i < len(src):
+        if src.startswith("//", i):
+            i = src.find("\n", i)
+            continue
+        if src.startswith("/*", i):
+            i = src.find("*/", i) + 2 if src.find("*/", i) >= 0 else -1
+            continue
+        c = src[i]
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return -1
+
+
+def opencl_wrong(src, prompt):
+    """Adds 1.0f to element 0 of the first output, written last by the
+    work-item that owns it in the bundled seeds (global id 0, in every
+    dimension), after its own write: a deterministic wrong answer."""
+    sig = opencl_signature(prompt)
+    if not sig:
+        return src.replace("+", "-", 1)
+    _, name, params = sig
+    outs = [p for p in params if "*" in p and "const" not in p.replace("*", " ").split()]
+    victim = (outs or [p for p in params if "*" in p] or ["out"])[0].replace("*", " ").split()[-1]
+    end = opencl_kernel_end(src, name)
+    if end < 0:
+        return src.replace("+", "-", 1)
+    line = "  if (get_global_id(0) == 0 && get_global_id(1) == 0) %s[0] += 1.0f;   %s\n" % (victim, OPENCL_BUG)
+    return src[:end] + line + src[end:]
+
+
+def opencl_repair(src):
+    """Undoes opencl compile_error and wrong."""
+    src = src.replace(OPENCL_BROKEN, "")
+    return "".join(l for l in src.splitlines(True) if not l.rstrip().endswith(OPENCL_BUG))
+
+
+def opencl_code_reply(variant, prompt, n):
+    """A reply for an OpenCL parent, or None where the C/CUDA one serves."""
+    src = opencl_source(prompt)
+    fence = "```%s\n" % opencl_fence(prompt)
+    if variant == "repair":
+        return "The failure came from my last edit; fixed.\n\n" + fence + opencl_improve(opencl_repair(src), n) + "```\n"
+    if variant == "improve":
+        return "A faster variant: retuned the work-group shape.\n\n" + fence + opencl_improve(src, n) + "```\n"
+    if variant == "compile_error":
+        k = src.find("__kernel")
+        bad = src[:k] + OPENCL_BROKEN + src[k:] if k >= 0 else OPENCL_BROKEN + src
+        return "Try this.\n\n" + fence + bad + "```\n"
+    if variant == "wrong":
+        return "Fused the tail into the main loop.\n\n" + fence + opencl_wrong(src, prompt) + "```\n"
+    if variant == "ambiguous":
+        return "Option 1:\n" + fence + src + "```\nOption 2:\n" + fence + opencl_improve(src, n) + "```\n"
+    if variant == "good_diff":
+        for a, b in OPENCL_IMPROVE_RULES:
+            if a in src:
+                return "<<<<<<< SEARCH\n  %s  \n=======\n%s\n>>>>>>> REPLACE\n" % (a.replace(" ", "   "), b)
+    return None
 
 
 def is_cuda(src):
@@ -192,6 +345,10 @@ def repair(src, prompt):
 
 
 def code_reply(variant, prompt, n):
+    if is_opencl(prompt):
+        text = opencl_code_reply(variant, prompt, n)
+        if text is not None:
+            return text
     src = parent_source(prompt)
     if variant == "repair":
         return "The failure came from my last edit; fixed.\n\n```cpp\n" + improve(repair(src, prompt), n) + "```\n"
@@ -254,7 +411,10 @@ def auto_variant(prompt):
             STATE["diff"] += 1
             return DIFF_ROTATION[(STATE["diff"] - 1) % len(DIFF_ROTATION)], STATE["diff"]
         STATE["code"] += 1
-        rotation = CUDA_CODE_ROTATION if is_cuda(parent_source(prompt)) else CODE_ROTATION
+        if is_opencl(prompt):
+            rotation = OPENCL_CODE_ROTATION
+        else:
+            rotation = CUDA_CODE_ROTATION if is_cuda(parent_source(prompt)) else CODE_ROTATION
         return rotation[(STATE["code"] - 1) % len(rotation)], STATE["code"]
 
 
@@ -352,6 +512,12 @@ class Handler(BaseHTTPRequestHandler):
         if not parent_source(last):
             for m in reversed(msgs):
                 if parent_source(m.get("content") or ""):
+                    prompt = last + "\n" + m["content"]
+                    break
+        # An OpenCL parent may come in a fence of another language.
+        if is_opencl(prompt) and not opencl_source(prompt):
+            for m in reversed(msgs):
+                if opencl_fenced(m.get("content") or ""):
                     prompt = last + "\n" + m["content"]
                     break
         if not signature(prompt):

@@ -78,7 +78,8 @@ CommandOptions parse_command_options(StrictObject& obj) {
   CommandOptions o;
   o.config_file = obj.file();
   o.pointer = obj.pointer();
-  o.config_dir = fs::absolute(fs::path(obj.file()).parent_path()).lexically_normal();
+  const fs::path parent = fs::path(obj.file()).parent_path();   // "" for a config named without a folder
+  o.config_dir = (parent.empty() ? fs::current_path() : fs::absolute(parent)).lexically_normal();
   o.source_file = obj.string("source_file", o.source_file);
   if (o.source_file.empty() || o.source_file.find('/') != std::string::npos || o.source_file == "." ||
       o.source_file == "..")

@@ -1,0 +1,1627 @@
+#!/usr/bin/env python3
+"""kevo's bundled OpenCL evaluator (command backend, protocol 1).
+
+Builds and judges OpenCL C kernels on an OpenCL device (PoCL's CPU device
+here) for kevo's command backend (docs/command-backend.md). Modes:
+
+  kevo_opencl_eval.py --version              toolchain identification (compile-cache key)
+  kevo_opencl_eval.py --compile SRC --out D  build SRC, check its launch geometry, write D/build.json
+  kevo_opencl_eval.py                        one request on stdin (until EOF), its answer on stdout
+  kevo_opencl_eval.py --serve                requests one per line, answers as they come, until EOF
+
+Answers are JSON lines on stdout (each with the request's nonce); logs go to
+stderr. README.md next to this file describes the launch-geometry comments,
+the correctness protocol and the timing.
+
+Needs python3 with numpy and pyopencl, and an OpenCL platform.
+"""
+
+import ast
+import hashlib
+import json
+import math
+import os
+import re
+import sys
+import time
+import traceback
+import warnings
+from collections import OrderedDict
+
+EVALUATOR_VERSION = "1"
+PROTOCOL = 1
+BUILD_OPTIONS = "-cl-kernel-arg-info"
+GUARD_BYTES = 64 * 1024          # guard zone before and after every buffer
+MAX_PROGRAMS = 48                # programs kept by --serve (LRU)
+
+warnings.simplefilter("ignore")  # pyopencl's CompilerWarning: the build log is reported instead
+
+
+def _writable_dir(path):
+    try:
+        os.makedirs(path, exist_ok=True)
+        probe = os.path.join(path, ".kevo-write-test-%d" % os.getpid())
+        with open(probe, "w"):
+            pass
+        os.unlink(probe)
+        return True
+    except OSError:
+        return False
+
+
+def _cache_dirs():
+    """PoCL finds no device when it cannot create its kernel cache ($POCL_CACHE_DIR, else
+    $XDG_CACHE_HOME/pocl, else $HOME/.cache/pocl), and pyopencl fails to import its invoker cache
+    ($XDG_CACHE_HOME or $HOME/.cache, pytools): fall back to a folder in $TMPDIR then."""
+    if os.environ.get("POCL_CACHE_DIR"):
+        return
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.environ.get("HOME") or "/nonexistent", ".cache")
+    if _writable_dir(os.path.join(base, "pocl")):
+        return
+    import tempfile
+    tmp = os.path.join(tempfile.gettempdir(), "kevo-opencl-cache")
+    os.environ["XDG_CACHE_HOME"] = tmp                   # pytools (pyopencl's invoker cache) follows it
+    os.environ["POCL_CACHE_DIR"] = os.path.join(tmp, "pocl")
+    sys.stderr.write("kevo_opencl_eval: %s is not writable; the caches go to %s\n" % (base, tmp))
+
+
+_cache_dirs()
+
+try:
+    import numpy as np
+except ImportError as e:  # pragma: no cover
+    np = None
+    _IMPORT_ERROR = "numpy is not installed (%s)" % e
+else:
+    _IMPORT_ERROR = None
+try:
+    import pyopencl as cl
+except ImportError as e:  # pragma: no cover
+    cl = None
+    _IMPORT_ERROR = _IMPORT_ERROR or "pyopencl is not installed (%s)" % e
+
+
+def _reexec_with_a_python_that_has_pyopencl():
+    """`python3` in a config may be another interpreter than the one with pyopencl (a pyenv or venv
+    python first in PATH): run this file with $KEVO_OPENCL_PYTHON, else the system's python3."""
+    if not _IMPORT_ERROR or os.environ.get("KEVO_OPENCL_EVAL_REEXEC"):
+        return
+    here = os.path.realpath(sys.executable or "")
+    for cand in (os.environ.get("KEVO_OPENCL_PYTHON"), "/usr/bin/python3", "/usr/local/bin/python3"):
+        if cand and os.path.isfile(cand) and os.access(cand, os.X_OK) and os.path.realpath(cand) != here:
+            os.environ["KEVO_OPENCL_EVAL_REEXEC"] = "1"
+            sys.stderr.write("kevo_opencl_eval: %s under %s; running it with %s\n" % (_IMPORT_ERROR, here, cand))
+            sys.stderr.flush()
+            os.execv(cand, [cand, os.path.abspath(__file__)] + sys.argv[1:])
+
+
+if __name__ == "__main__":
+    _reexec_with_a_python_that_has_pyopencl()
+
+
+def log(*parts):
+    print("kevo_opencl_eval:", *parts, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------
+# kevo's expression language (docs/tasks.md#the-expression-language), parsed
+# with Python's ast and evaluated over a whitelist of nodes: never eval().
+
+class ExprError(Exception):
+    pass
+
+
+_INT_LIMIT = 1 << 63
+_FUNCS = {"min", "max", "abs", "ceil", "floor", "log2"}
+_BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
+_CMPOPS = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+
+
+def _prepare(text):
+    t = text.replace("&&", " and ").replace("||", " or ")
+    return re.sub(r"!(?!=)", " not ", t)
+
+
+def _validate(node):
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, bool) or not isinstance(node.value, (int, float, str)):
+            raise ExprError("unsupported literal %r" % (node.value,))
+    elif isinstance(node, ast.Name):
+        pass
+    elif isinstance(node, ast.UnaryOp):
+        if not isinstance(node.op, (ast.USub, ast.UAdd, ast.Not)):
+            raise ExprError("unsupported operator")
+        _validate(node.operand)
+    elif isinstance(node, ast.BinOp):
+        if not isinstance(node.op, _BINOPS):
+            raise ExprError("unsupported operator (allowed: + - * / // % **)")
+        _validate(node.left)
+        _validate(node.right)
+    elif isinstance(node, ast.BoolOp):
+        for v in node.values:
+            _validate(v)
+    elif isinstance(node, ast.Compare):
+        if not all(isinstance(o, _CMPOPS) for o in node.ops):
+            raise ExprError("unsupported comparison")
+        _validate(node.left)
+        for c in node.comparators:
+            _validate(c)
+    elif isinstance(node, ast.IfExp):
+        _validate(node.test)
+        _validate(node.body)
+        _validate(node.orelse)
+    elif isinstance(node, ast.Call):
+        if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCS:
+            raise ExprError("unknown function (allowed: %s)" % ", ".join(sorted(_FUNCS)))
+        if node.keywords or not node.args or any(isinstance(a, ast.Starred) for a in node.args):
+            raise ExprError("bad call of %s()" % node.func.id)
+        if node.func.id not in ("min", "max") and len(node.args) != 1:
+            raise ExprError("%s() takes one argument" % node.func.id)
+        for a in node.args:
+            _validate(a)
+    else:
+        raise ExprError("unsupported syntax (%s)" % type(node).__name__)
+
+
+def parse_expr_list(text):
+    """Parse 'EXPR[, EXPR ...]' into a list of validated ast nodes."""
+    t = _prepare(text.strip())
+    if not t:
+        raise ExprError("empty expression")
+    try:
+        tree = ast.parse(t, mode="eval")
+    except SyntaxError as e:
+        raise ExprError("syntax error at column %s" % (e.offset,))
+    body = tree.body
+    elts = list(body.elts) if isinstance(body, ast.Tuple) else [body]
+    if not elts:
+        raise ExprError("empty expression")
+    for e in elts:
+        _validate(e)
+    return elts
+
+
+def _num(v):
+    if isinstance(v, str):
+        raise ExprError("a string in arithmetic")
+    if isinstance(v, bool):
+        return int(v)
+    return v
+
+
+def _check(v):
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, int):
+        if not -_INT_LIMIT <= v < _INT_LIMIT:
+            raise ExprError("integer overflow")
+    elif isinstance(v, float) and not math.isfinite(v):
+        raise ExprError("non-finite result")
+    return v
+
+
+def eval_expr(node, env):
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        if node.id in env:
+            return env[node.id]
+        if node.id in ("True", "true"):
+            return True
+        if node.id in ("False", "false"):
+            return False
+        raise ExprError("unknown name '%s'" % node.id)
+    if isinstance(node, ast.UnaryOp):
+        v = eval_expr(node.operand, env)
+        if isinstance(node.op, ast.Not):
+            return not v
+        v = _num(v)
+        return _check(-v if isinstance(node.op, ast.USub) else +v)
+    if isinstance(node, ast.BinOp):
+        a = _num(eval_expr(node.left, env))
+        b = _num(eval_expr(node.right, env))
+        op = node.op
+        if isinstance(op, ast.Add):
+            return _check(a + b)
+        if isinstance(op, ast.Sub):
+            return _check(a - b)
+        if isinstance(op, ast.Mult):
+            return _check(a * b)
+        if isinstance(op, ast.Div):
+            if b == 0:
+                raise ExprError("division by zero")
+            return _check(float(a) / float(b))
+        if isinstance(op, (ast.FloorDiv, ast.Mod)):
+            if b == 0:
+                raise ExprError("division by zero")
+            return _check(a // b if isinstance(op, ast.FloorDiv) else a % b)
+        if isinstance(op, ast.Pow):
+            if isinstance(a, int) and isinstance(b, int) and b >= 0:
+                if abs(a) > 1 and b > 64:
+                    raise ExprError("integer overflow")
+                return _check(a ** b)
+            if a == 0 and b < 0:
+                raise ExprError("division by zero")
+            try:
+                return _check(float(a) ** float(b))
+            except (OverflowError, ValueError):
+                raise ExprError("bad power")
+    if isinstance(node, ast.BoolOp):
+        is_and = isinstance(node.op, ast.And)
+        v = None
+        for sub in node.values:
+            v = eval_expr(sub, env)
+            if is_and and not v:
+                return v
+            if not is_and and v:
+                return v
+        return v
+    if isinstance(node, ast.Compare):
+        left = eval_expr(node.left, env)
+        for op, comp in zip(node.ops, node.comparators):
+            right = eval_expr(comp, env)
+            if isinstance(op, (ast.Eq, ast.NotEq)):
+                ok = (left == right) if isinstance(op, ast.Eq) else (left != right)
+            else:
+                if isinstance(left, str) or isinstance(right, str):
+                    raise ExprError("strings compare with == and != only")
+                ok = {ast.Lt: left < right, ast.LtE: left <= right,
+                      ast.Gt: left > right, ast.GtE: left >= right}[type(op)]
+            if not ok:
+                return False
+            left = right
+        return True
+    if isinstance(node, ast.IfExp):
+        return eval_expr(node.body if eval_expr(node.test, env) else node.orelse, env)
+    if isinstance(node, ast.Call):
+        name = node.func.id
+        args = [_num(eval_expr(a, env)) for a in node.args]
+        if name == "min":
+            return min(args)
+        if name == "max":
+            return max(args)
+        x = args[0]
+        if name == "abs":
+            return abs(x)
+        if name == "ceil":
+            return _check(int(math.ceil(x)))
+        if name == "floor":
+            return _check(int(math.floor(x)))
+        if name == "log2":
+            if x <= 0:
+                raise ExprError("log2 of a number <= 0")
+            return math.log2(x)
+    raise ExprError("unsupported syntax")
+
+
+# --------------------------------------------------------------------------
+# Source metadata: the params block and the launch-geometry comments.
+
+class GeometryError(Exception):
+    """detail names the sizes; generic does not (for hidden shapes)."""
+
+    def __init__(self, detail, generic=None):
+        Exception.__init__(self, detail)
+        self.generic = generic or detail
+
+
+_GEOM_RE = re.compile(r"^[ \t]*//[ \t]*kevo:(global|local)\b(.*?)[ \t]*\r?$", re.M)
+_PARAMS_RE = re.compile(r"^[ \t]*//[ \t]*kevo:params[ \t]+begin[ \t]*\r?$(.*?)^[ \t]*//[ \t]*kevo:params[ \t]+end",
+                        re.M | re.S)
+_DEFINE_RE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+(.+?)[ \t]*$")
+_INT_LIT = re.compile(r"^[+-]?\d+[uUlL]*$")
+_REAL_LIT = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?[fF]?$")
+_STR_LIT = re.compile(r'^"([A-Za-z0-9_]*)"$')
+
+
+def parse_params(src):
+    params = {}
+    m = _PARAMS_RE.search(src)
+    if not m:
+        return params
+    for line in m.group(1).splitlines():
+        d = _DEFINE_RE.match(line)
+        if not d:
+            continue
+        name, value = d.group(1), d.group(2)
+        if _INT_LIT.match(value):
+            params[name] = int(value.rstrip("uUlL"))
+        elif _REAL_LIT.match(value):
+            params[name] = float(value.rstrip("fF"))
+        elif _STR_LIT.match(value):
+            params[name] = _STR_LIT.match(value).group(1)
+    return params
+
+
+def parse_meta(src):
+    """The launch geometry and params of a source; GeometryError when unusable."""
+    found = {"global": [], "local": []}
+    for m in _GEOM_RE.finditer(src):
+        found[m.group(1)].append(m.group(2).strip())
+    if not found["global"]:
+        raise GeometryError("no launch geometry (// kevo:global ...)")
+    for key in ("global", "local"):
+        if len(found[key]) > 1:
+            raise GeometryError("more than one '// kevo:%s' line" % key)
+    meta = {"global_text": found["global"][0], "local_text": found["local"][0] if found["local"] else None,
+            "params": parse_params(src)}
+    try:
+        meta["global"] = parse_expr_list(meta["global_text"])
+    except ExprError as e:
+        raise GeometryError("// kevo:global %s: %s" % (meta["global_text"], e))
+    if len(meta["global"]) > 3:
+        raise GeometryError("// kevo:global: at most 3 axes, got %d" % len(meta["global"]))
+    meta["local"] = None
+    if meta["local_text"] is not None:
+        try:
+            meta["local"] = parse_expr_list(meta["local_text"])
+        except ExprError as e:
+            raise GeometryError("// kevo:local %s: %s" % (meta["local_text"], e))
+        if len(meta["local"]) != len(meta["global"]):
+            raise GeometryError("// kevo:local has %d axes, // kevo:global has %d: they must have the same number"
+                                % (len(meta["local"]), len(meta["global"])))
+    return meta
+
+
+def _as_size(v, what, axis):
+    if isinstance(v, bool) or isinstance(v, str):
+        raise GeometryError("%s axis %d is not a number (%r)" % (what, axis, v))
+    if isinstance(v, float):
+        if not v.is_integer():
+            raise GeometryError("%s axis %d is not an integer (%r)" % (what, axis, v))
+        v = int(v)
+    if v < 1:
+        raise GeometryError("%s axis %d is %d: sizes must be positive integers" % (what, axis, v),
+                            "%s axis %d is not positive: sizes must be positive integers" % (what, axis))
+    return v
+
+
+def eval_geometry(meta, env):
+    """(global, local or None) at one shape; GeometryError when invalid."""
+    try:
+        g = tuple(_as_size(eval_expr(e, env), "kevo:global", i) for i, e in enumerate(meta["global"]))
+    except ExprError as e:
+        raise GeometryError("// kevo:global %s: %s" % (meta["global_text"], e))
+    except GeometryError as e:
+        raise GeometryError("// kevo:global %s: %s" % (meta["global_text"], e),
+                            "// kevo:global %s: %s" % (meta["global_text"], e.generic))
+    loc = None
+    if meta["local"] is not None:
+        try:
+            loc = tuple(_as_size(eval_expr(e, env), "kevo:local", i) for i, e in enumerate(meta["local"]))
+        except ExprError as e:
+            raise GeometryError("// kevo:local %s: %s" % (meta["local_text"], e))
+        except GeometryError as e:
+            raise GeometryError("// kevo:local %s: %s" % (meta["local_text"], e),
+                                "// kevo:local %s: %s" % (meta["local_text"], e.generic))
+        for i, (gs, ls) in enumerate(zip(g, loc)):
+            if gs % ls:
+                raise GeometryError("global size %d on axis %d is not a multiple of the local size %d "
+                                    "(global %s, local %s)" % (gs, i, ls, list(g), list(loc)),
+                                    "the global size on axis %d is not a multiple of the local size %d "
+                                    "(round the global size up to a multiple of the local size and guard "
+                                    "the work-items past the end)" % (i, ls))
+    return g, loc
+
+
+# --------------------------------------------------------------------------
+# Dtypes.
+
+DTYPES = {}
+if np is not None:
+    DTYPES = {
+        "float32": (np.float32, "float", np.uint32),
+        "float64": (np.float64, "double", np.uint64),
+        "int32": (np.int32, "int", np.uint32),
+        "int64": (np.int64, "long", np.uint64),
+    }
+
+
+def fmt_value(v, dtype):
+    if isinstance(v, float) and not math.isfinite(v):
+        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    if dtype in ("int32", "int64"):
+        return str(int(v))
+    return "%.9g" % v if dtype == "float32" else "%.17g" % v
+
+
+def json_real(v):
+    """A number for the verdict's JSON; non-finite ones as kevo's strings."""
+    v = float(v)
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return v
+
+
+# --------------------------------------------------------------------------
+# OpenCL session: context, queue, built programs.
+
+class BuildFailure(Exception):
+    def __init__(self, message, log=""):
+        Exception.__init__(self, message)
+        self.log = log
+
+
+def clean_log(text, name):
+    text = re.sub(r"\S*/tempfile_\w+\.cl", name, text or "")
+    return text.strip()
+
+
+class Program:
+    def __init__(self, prg, log, meta_error, meta, seconds):
+        self.prg = prg
+        self.log = log
+        self.meta_error = meta_error
+        self.meta = meta
+        self.seconds = seconds
+        self.kernels = {}
+
+
+class Session:
+    def __init__(self):
+        if _IMPORT_ERROR:
+            raise RuntimeError(_IMPORT_ERROR)
+        try:
+            platforms = cl.get_platforms()
+        except cl.Error as e:
+            raise RuntimeError("no OpenCL platform: %s" % e)
+        want = os.environ.get("KEVO_OPENCL_PLATFORM", "")
+        candidates = []
+        for p in platforms:
+            if want and want.lower() not in p.name.lower():
+                continue
+            try:
+                devs = p.get_devices()
+            except cl.Error:
+                continue
+            for d in devs:
+                candidates.append((0 if d.type & cl.device_type.CPU else 1, p, d))
+        if not candidates:
+            raise RuntimeError("no OpenCL platform with a device%s (PoCL lists none when it cannot create its "
+                               "kernel cache: POCL_CACHE_DIR=%s)" % (" matching '%s'" % want if want else "",
+                                                                     os.environ.get("POCL_CACHE_DIR", "unset")))
+        candidates.sort(key=lambda c: c[0])
+        _, self.platform, self.device = candidates[0]
+        self.ctx = cl.Context([self.device])
+        self.queue = cl.CommandQueue(self.ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+        self.programs = OrderedDict()
+        self.tools = None
+        self.description = "%s (%s; %s)" % (self.device.name.strip(), self.device.version.strip(),
+                                             self.platform.version.strip())
+
+    def build(self, src, name="kernel.cl"):
+        """A Program for the source text (cached by hash); BuildFailure on a build error."""
+        key = hashlib.sha256((BUILD_OPTIONS + "\0" + src).encode("utf-8")).hexdigest()
+        if key in self.programs:
+            self.programs.move_to_end(key)
+            return self.programs[key]
+        try:
+            meta, meta_error = parse_meta(src), None
+        except GeometryError as e:
+            meta, meta_error = None, str(e)
+        if "\0" in src:
+            raise BuildFailure("the OpenCL build failed", "%s: the source contains a NUL byte" % name)
+        t0 = time.perf_counter()
+        prg = cl._cl._Program(self.ctx, src) if hasattr(cl, "_cl") else cl.Program(self.ctx, src)
+        try:
+            if hasattr(cl, "_cl"):
+                prg.build(BUILD_OPTIONS.encode(), [self.device])
+            else:  # pragma: no cover
+                prg.build(options=[BUILD_OPTIONS], cache_dir=False)
+            ok = True
+        except cl.Error as e:
+            ok = False
+            err = str(e)
+        try:
+            blog = clean_log(prg.get_build_info(self.device, cl.program_build_info.LOG), name)
+        except cl.Error:
+            blog = ""
+        if not ok:
+            raise BuildFailure("the OpenCL build failed", blog or err)
+        entry = Program(prg, blog, meta_error, meta, time.perf_counter() - t0)
+        self.programs[key] = entry
+        while len(self.programs) > MAX_PROGRAMS:
+            self.programs.popitem(last=False)
+        return entry
+
+    def kernel(self, entry, name):
+        if name not in entry.kernels:
+            try:
+                names = entry.prg.get_info(cl.program_info.KERNEL_NAMES).split(";")
+            except cl.Error:
+                names = []
+            if name not in names:
+                raise BuildFailure("no kernel named '%s' in the program (kernels: %s)"
+                                   % (name, ", ".join(n for n in names if n) or "none"))
+            entry.kernels[name] = cl.Kernel(entry.prg, name)
+        return entry.kernels[name]
+
+
+def check_kernel_args(kernel, task):
+    """A message when the kernel's parameters do not match the task's arguments, else None."""
+    args = task["args"]
+    n = kernel.num_args
+    if n != len(args):
+        return ("kernel '%s' takes %d parameters, the task passes %d (signature: %s)"
+                % (task["function"], n, len(args), task.get("signature", "")))
+    ka = cl.kernel_arg_info
+    aq = cl.kernel_arg_address_qualifier
+    for i, a in enumerate(args):
+        ctype = DTYPES[a["dtype"]][1]
+        try:
+            tname = kernel.get_arg_info(i, ka.TYPE_NAME).strip()
+            addr = kernel.get_arg_info(i, ka.ADDRESS_QUALIFIER)
+        except cl.Error:
+            return None  # no argument info: the launch will tell
+        tname = re.sub(r"\s+", "", tname)
+        if a["role"] == "scalar":
+            if tname != ctype or addr != aq.PRIVATE:
+                return ("parameter %d ('%s') is declared '%s', the task passes '%s' (%s) by value (signature: %s)"
+                        % (i + 1, a["name"], tname, ctype, a["dtype"], task.get("signature", "")))
+        else:
+            if tname != ctype + "*" or addr != aq.GLOBAL:
+                return ("parameter %d ('%s') is declared '%s' (%s), the task passes a __global %s* buffer "
+                        "(signature: %s)" % (i + 1, a["name"], tname,
+                                             {aq.GLOBAL: "__global", aq.LOCAL: "__local", aq.CONSTANT: "__constant",
+                                              aq.PRIVATE: "private"}.get(addr, "?"),
+                                             ctype, task.get("signature", "")))
+    return None
+
+
+# --------------------------------------------------------------------------
+# Verdicts.
+
+class Verdict(Exception):
+    """The end of a judgement (raised from anywhere inside the protocol)."""
+
+    def __init__(self, status, stage, message, feedback=None, **extra):
+        Exception.__init__(self, message)
+        self.v = {"status": status, "stage": stage, "message": message,
+                  "feedback": feedback if feedback is not None else message}
+        self.v.update(extra)
+
+
+def tol_text(tol):
+    return "atol=%g, rtol=%g, rel_l2=%g" % (tol["atol"], tol["rtol"], tol["rel_l2"])
+
+
+# --------------------------------------------------------------------------
+# Inputs. Drawn on the device by the judge's own generator kernels: element i
+# of a stream is SplitMix64(key + (i+1) * golden ratio), the stream's key a
+# hash of (request seed, trial kind, trial, shape, argument), so every trial,
+# shape, argument and timed repeat gets fresh values. numpy on the host is
+# the fallback (a device without fp64).
+
+JUDGE_SRC = r"""
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+inline ulong kevo_mix(ulong z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9UL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBUL;
+  return z ^ (z >> 31);
+}
+#define KEVO_H(key, i) kevo_mix((key) + ((ulong)(i) + 1UL) * 0x9E3779B97F4A7C15UL)
+// log of x in (0, 1]: the exponent plus an atanh series of the mantissa (abs error < 3e-6);
+// PoCL's log does not vectorise, this does.
+inline float kevo_log(float x) {
+  const uint b = as_uint(x);
+  const float e = (float)((int)(b >> 23) - 127);
+  const float m = as_float((b & 0x007FFFFFu) | 0x3F800000u);
+  const float s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
+  const float p = 2.0f * s * (1.0f + s2 * (1.0f / 3.0f + s2 * (0.2f + s2 * (1.0f / 7.0f + s2 * (1.0f / 9.0f)))));
+  return e * 0.69314718f + p;
+}
+// One element per work-item (PoCL vectorises across the work-items of a group).
+#define KEVO_GEN(T) \
+__kernel void uniform_##T(__global T* out, const ulong n, const ulong key, const double lo, const double hi) { \
+  const ulong i = get_global_id(0); \
+  if (i < n) out[i] = (T)(lo + (hi - lo) * ((double)(KEVO_H(key, i) >> 11) * 0x1.0p-53)); \
+} \
+__kernel void normal_##T(__global T* out, const ulong n, const ulong key, const double mean, const double sd) { \
+  const ulong i = get_global_id(0); \
+  if (i < n) { \
+    const ulong h = KEVO_H(key, i); \
+    const float u1 = ((float)(uint)(h >> 40) + 1.0f) * 0x1.0p-24f; \
+    const float u2 = (float)(uint)(h & 0xFFFFFFUL) * 0x1.0p-24f; \
+    out[i] = (T)(mean + sd * (double)(sqrt(-2.0f * kevo_log(u1)) * cospi(2.0f * u2))); \
+  } \
+} \
+__kernel void integers_##T(__global T* out, const ulong n, const ulong key, const long lo, const ulong range) { \
+  const ulong i = get_global_id(0); \
+  if (i < n) { \
+    const ulong h = KEVO_H(key, i); \
+    out[i] = (T)(lo + (long)(range ? mul_hi(h, range) : h)); \
+  } \
+}
+KEVO_GEN(float)
+KEVO_GEN(double)
+KEVO_GEN(int)
+KEVO_GEN(long)
+
+__kernel void any_diff(__global const uint* a, __global const uint* b, const ulong n, __global int* flags,
+                       const int slot) {
+  const ulong i = get_global_id(0);
+  if (i < n && a[i] != b[i]) flags[slot] = 1;
+}
+"""
+
+_CTYPE_OF = {"float32": "float", "float64": "double", "int32": "int", "int64": "long"}
+
+
+class Tools:
+    """The judge's own kernels (trusted code): input generator and input check."""
+
+    def __init__(self, sess):
+        self.sess = sess
+        self.ok = False
+        self.k = {}
+        try:
+            if "cl_khr_fp64" not in sess.device.extensions:
+                raise BuildFailure("the device has no cl_khr_fp64")
+            self.prog = sess.build(JUDGE_SRC, "kevo-judge.cl")
+            for kind in ("uniform", "normal", "integers"):
+                for ct in _CTYPE_OF.values():
+                    self.k[kind + "_" + ct] = cl.Kernel(self.prog.prg, kind + "_" + ct)
+            self.k["any_diff"] = cl.Kernel(self.prog.prg, "any_diff")
+            self.flags = cl.Buffer(sess.ctx, cl.mem_flags.READ_WRITE, 4 * 256)
+            self.ok = True
+        except (BuildFailure, cl.Error) as e:
+            log("device-side input generation unavailable (%s); numpy draws the inputs" % e)
+
+    def _launch(self, kernel, n, *args):
+        g = (n + 63) // 64 * 64
+        kernel.set_args(*args)
+        cl.enqueue_nd_range_kernel(self.sess.queue, kernel, (g,), (64,))
+
+    def generate(self, buf, n, dtype, dist, key):
+        is_float = dtype.startswith("float")
+        if dist is None:
+            dist = {"kind": "uniform", "low": -1, "high": 1} if is_float else {"kind": "integers", "low": -100,
+                                                                                 "high": 100}
+        kind = dist.get("kind", "uniform")
+        npt = DTYPES[dtype][0]
+        q = self.sess.queue
+        if kind == "constant":
+            cl.enqueue_fill_buffer(q, buf, npt(dist["value"]), 0, n * np.dtype(npt).itemsize)
+            return
+        if not self.ok:
+            cl.enqueue_copy(q, buf, draw_array(_rng(key), dtype, n, dist))
+            return
+        ct = _CTYPE_OF[dtype]
+        if kind == "integers" or not is_float:
+            if kind == "integers":
+                low, high = int(dist["low"]), int(dist["high"])
+            else:
+                low, high = int(math.ceil(dist.get("low", -100))), int(math.floor(dist.get("high", 100)))
+            rng_ = (high - low + 1) & ((1 << 64) - 1)
+            self._launch(self.k["integers_" + ct], n, buf, np.uint64(n), np.uint64(key), np.int64(low),
+                         np.uint64(rng_))
+        elif kind == "normal":
+            self._launch(self.k["normal_" + ct], n, buf, np.uint64(n), np.uint64(key),
+                         np.float64(dist.get("mean", 0)), np.float64(dist.get("stddev", 1)))
+        else:
+            self._launch(self.k["uniform_" + ct], n, buf, np.uint64(n), np.uint64(key),
+                         np.float64(dist.get("low", -1)), np.float64(dist.get("high", 1)))
+
+    def diff_start(self, a, b, nbytes, slot, flags_host):
+        """Enqueue a check of two buffers for differing 32-bit words: flags_host[slot] becomes nonzero
+        (after the queue finishes) when they differ, or may (without the device-side check)."""
+        words = nbytes // 4
+        if not self.ok or slot >= 256:
+            flags_host[slot] = 1
+            return
+        if words:
+            self._launch(self.k["any_diff"], words, a, b, np.uint64(words), self.flags, np.int32(slot))
+
+    def flags_reset(self, count):
+        if self.ok and count:
+            cl.enqueue_fill_buffer(self.sess.queue, self.flags, np.int32(0), 0, 4 * min(count, 256))
+
+    def flags_read(self, flags_host, count):
+        if self.ok and count:
+            cl.enqueue_copy(self.sess.queue, flags_host[:min(count, 256)], self.flags, is_blocking=False)
+
+    def first_diff(self, a, b, nbytes):
+        """Index of the first differing 32-bit word of two buffers, or -1 (on the host)."""
+        words = nbytes // 4
+        if not words:
+            return -1
+        q = self.sess.queue
+        ha, hb = np.empty(words, np.uint32), np.empty(words, np.uint32)
+        cl.enqueue_copy(q, ha, a)
+        cl.enqueue_copy(q, hb, b)
+        d = np.flatnonzero(ha != hb)
+        return int(d[0]) if d.size else -1
+
+
+def _rng(key):
+    return np.random.Generator(np.random.SFC64(int(key)))
+
+
+def stream_key(*words):
+    return int(np.random.SeedSequence([int(w) & ((1 << 64) - 1) for w in words]).generate_state(1, np.uint64)[0])
+
+
+def draw_array(rng, dtype, n, dist):
+    """numpy fallback of Tools.generate."""
+    npt = DTYPES[dtype][0]
+    is_float = dtype.startswith("float")
+    kind = dist.get("kind", "uniform")
+    if kind == "integers" or not is_float:
+        if kind == "integers":
+            low, high = int(dist["low"]), int(dist["high"])
+        else:
+            low, high = int(math.ceil(dist.get("low", -100))), int(math.floor(dist.get("high", 100)))
+        if is_float:
+            return rng.integers(low, high, n, dtype=np.int64, endpoint=True).astype(npt)
+        return rng.integers(low, high, n, dtype=npt, endpoint=True)
+    if kind == "normal":
+        x = rng.standard_normal(n, dtype=npt)
+        x *= npt(dist.get("stddev", 1))
+        x += npt(dist.get("mean", 0))
+        return x
+    low, high = float(dist.get("low", -1)), float(dist.get("high", 1))
+    x = rng.random(n, dtype=npt)
+    x *= npt(high - low)
+    x += npt(low)
+    return x
+
+
+class Inputs:
+    """One draw of the inputs of a shape: pristine device buffers (the judge's; no kernel gets them)."""
+
+    def __init__(self, sess, entries):
+        self.sess = sess
+        self.e = entries
+        self.cache = {}
+
+    def host(self, name):
+        if name not in self.cache:
+            e = self.e[name]
+            h = np.empty(e["n"], dtype=e["npt"])
+            cl.enqueue_copy(self.sess.queue, h, e["buf"])
+            self.cache[name] = h
+        return self.cache[name]
+
+    def value(self, name, i):
+        e = self.e[name]
+        h = np.empty(1, dtype=e["npt"])
+        cl.enqueue_copy(self.sess.queue, h, e["buf"], device_offset=i * np.dtype(e["npt"]).itemsize)
+        return h[0]
+
+
+def make_poison(entropy):
+    """Per-request poison bit patterns: NaNs with a random payload, random integer sentinels."""
+    r = np.random.Generator(np.random.PCG64(entropy))
+    p32 = 0x7FC00000 | int(r.integers(1, 1 << 22)) | (int(r.integers(0, 2)) << 31)
+    p64 = 0x7FF8000000000000 | int(r.integers(1, 1 << 51)) | (int(r.integers(0, 2)) << 63)
+    return {"float32": np.uint32(p32), "float64": np.uint64(p64),
+            "int32": np.uint32(int(r.integers(0, 1 << 32))), "int64": np.uint64(int(r.integers(0, 1 << 63)) * 2 + 1)}
+
+
+# --------------------------------------------------------------------------
+# Comparison.
+
+def compare(want, got, tol, dtype):
+    """(fail, max_abs, rel_l2): fail is None when got matches want within the tolerance, else a dict
+    describing the first failing element. Floating outputs are compared in their own precision (an
+    element's error against a bound, a norm against a threshold: the rounding of float32 arithmetic
+    is far below what the tolerances resolve), integers in float64."""
+    if dtype.startswith("float"):
+        w, g = want, got
+    else:
+        w = want.astype(np.float64)
+        g = got.astype(np.float64)
+    atol, rtol, rl2 = float(tol["atol"]), float(tol["rtol"]), float(tol["rel_l2"])
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = g - w
+        np.abs(diff, out=diff)
+        dmax = diff.max() if diff.size else 0.0
+        if dmax <= atol:          # every element within atol (a NaN anywhere fails this test)
+            ok = None
+        else:
+            ok = diff <= atol + rtol * np.abs(w)
+    fail = None
+    finite = None
+    if ok is not None and not ok.all():
+        bad = np.flatnonzero(~ok)
+        wb, gb = w[bad], g[bad]
+        legit = (np.isnan(wb) & np.isnan(gb)) | (np.isinf(wb) & (wb == gb))
+        real_bad = bad[~legit]
+        if real_bad.size:
+            i = int(real_bad[0])
+            wi, gi = float(w[i]), float(g[i])
+            if not math.isfinite(wi):
+                why = "the reference has %s here, the kernel %s" % (fmt_value(wi, dtype), fmt_value(gi, dtype))
+            elif not math.isfinite(gi):
+                why = "a non-finite value where the reference is finite"
+            else:
+                why = "outside atol + rtol*|expected|"
+            fail = {"flat_index": i, "expected": wi, "got": gi, "why": why}
+        finite = np.isfinite(w) & np.isfinite(g)
+    if finite is None or finite.all():
+        d, ww = diff, w
+    else:
+        d, ww = diff[finite], w[finite]
+    n = d.size
+    max_abs = float(d.max()) if n else 0.0
+    num = math.sqrt(float(np.dot(d, d))) if n and max_abs > 0 else 0.0
+    den = math.sqrt(float(np.dot(ww, ww))) if n else 0.0
+    floor = atol * math.sqrt(n) if atol > 0 else 1e-30
+    rel = num / max(den, floor) if n else 0.0
+    if fail is None and rel > rl2:
+        i_local = int(np.argmax(d))
+        i = i_local if finite is None or finite.all() else int(np.flatnonzero(finite)[i_local])
+        fail = {"flat_index": i, "expected": float(w[i]), "got": float(g[i]),
+                "why": "relative L2 error %.3g over the output exceeds rel_l2 %g (largest error here)" % (rel, rl2)}
+    return fail, max_abs, rel
+
+
+def multi_index(flat, extents):
+    if not extents:
+        return "[%d]" % flat
+    idx = np.unravel_index(flat, tuple(extents))
+    return "[" + ", ".join(str(int(i)) for i in idx) + "]"
+
+
+# --------------------------------------------------------------------------
+# Buffers of one shape for one side (candidate or reference), with guards.
+
+class ShapeBuffers:
+    def __init__(self, sess, task, shape, guard_word):
+        self.sess = sess
+        self.bufs = {}
+        self.guard_word = np.uint32(guard_word)
+        mf = cl.mem_flags
+        for a in task["args"]:
+            if a["role"] == "scalar":
+                continue
+            ext = shape["args"][a["name"]]["extents"]
+            n = int(np.prod(ext, dtype=np.int64)) if ext else 1
+            npt = DTYPES[a["dtype"]][0]
+            nbytes = n * np.dtype(npt).itemsize
+            big = cl.Buffer(sess.ctx, mf.READ_WRITE, nbytes + 2 * GUARD_BYTES)
+            sub = big.get_sub_region(GUARD_BYTES, nbytes)
+            cl.enqueue_fill_buffer(sess.queue, big, self.guard_word, 0, nbytes + 2 * GUARD_BYTES)
+            self.bufs[a["name"]] = {"big": big, "sub": sub, "n": n, "nbytes": nbytes, "npt": npt,
+                                    "pre": np.empty(GUARD_BYTES // 4, dtype=np.uint32),
+                                    "post": np.empty(GUARD_BYTES // 4, dtype=np.uint32),
+                                    "host": [None, None], "turn": 0, "dtype": a["dtype"], "role": a["role"]}
+
+    def read(self, name):
+        """Enqueue a read of the buffer's contents (valid once the queue has finished) into one of two
+        host arrays used in turn: a result stays valid for one more read of the same buffer."""
+        b = self.bufs[name]
+        t = b["turn"]
+        b["turn"] = 1 - t
+        if b["host"][t] is None:
+            b["host"][t] = np.empty(b["n"], dtype=b["npt"])
+        cl.enqueue_copy(self.sess.queue, b["host"][t], b["sub"], is_blocking=False)
+        return b["host"][t]
+
+    def guards_read(self, name):
+        b = self.bufs[name]
+        q = self.sess.queue
+        cl.enqueue_copy(q, b["pre"], b["big"], device_offset=0, is_blocking=False)
+        cl.enqueue_copy(q, b["post"], b["big"], device_offset=GUARD_BYTES + b["nbytes"], is_blocking=False)
+
+    def guards(self, name):
+        """After guards_read and a finish: None, or where the kernel wrote outside the buffer (the
+        guards are then restored)."""
+        b = self.bufs[name]
+        q = self.sess.queue
+        G, nb = GUARD_BYTES, b["nbytes"]
+        pre, post = b["pre"], b["post"]
+        gw = self.guard_word
+        bad = None
+        if (pre != gw).any():
+            first = int(np.flatnonzero(pre != gw)[0])
+            bad = "%d bytes before its first element" % (G - 4 * first)
+        elif (post != gw).any():
+            last = int(np.flatnonzero(post != gw)[-1])
+            bad = "up to %d bytes past its last element" % (4 * last + 4)
+        if bad:
+            cl.enqueue_fill_buffer(q, b["big"], gw, 0, G)
+            cl.enqueue_fill_buffer(q, b["big"], gw, G + nb, G)
+        return bad
+
+
+# --------------------------------------------------------------------------
+# Candidates: an OpenCL kernel, or one of the null candidates.
+
+class KernelSide:
+    """Runs one program's kernel at the shapes of a request, on buffers of its own."""
+
+    def __init__(self, sess, prog, task, poison, guard_word, checked):
+        self.sess = sess
+        self.prog = prog
+        self.task = task
+        self.poison = poison
+        self.guard_word = guard_word
+        self.checked = checked     # candidate: guards and inputs are checked after every call
+        self.kernel = sess.kernel(prog, task["function"])
+        self.buffers = {}
+        self.geom = {}
+        self.flags_host = np.zeros(max(1, len(task["args"])), dtype=np.int32)
+        msg = check_kernel_args(self.kernel, task)
+        if msg:
+            raise BuildFailure(msg)
+        lm = self.kernel.get_work_group_info(cl.kernel_work_group_info.LOCAL_MEM_SIZE, sess.device)
+        self.local_mem = lm
+        if lm > sess.device.local_mem_size:
+            raise Verdict("runtime_error", "correctness",
+                          "the kernel uses %d bytes of __local memory; the device has %d"
+                          % (lm, sess.device.local_mem_size))
+
+    def geometry(self, si, shape, shape_text):
+        if si not in self.geom:
+            env = dict(self.prog.meta["params"])
+            for a in self.task["args"]:
+                if a["role"] == "scalar":
+                    env[a["name"]] = shape["args"][a["name"]]["value"]
+            env.update(shape.get("dims", {}))
+            try:
+                self.geom[si] = eval_geometry(self.prog.meta, env)
+            except GeometryError as e:
+                msg = "bad launch geometry at %s: %s" % (shape_text, e.generic if shape.get("kind") == "hidden"
+                                                         else str(e))
+                raise Verdict("compile_error", "compile", msg, "Compilation failed: " + msg)
+        return self.geom[si]
+
+    def run(self, si, shape, shape_text, inputs, trial_text):
+        """(outputs, kernel ns by the profiling event, wall ns, modified input or None).
+        Raises Verdict on runtime failures."""
+        gsize, lsize = self.geometry(si, shape, shape_text)
+        if si not in self.buffers:
+            self.buffers[si] = ShapeBuffers(self.sess, self.task, shape, self.guard_word)
+        sb = self.buffers[si]
+        q = self.sess.queue
+        args = []
+        for a in self.task["args"]:
+            name = a["name"]
+            if a["role"] == "scalar":
+                args.append(DTYPES[a["dtype"]][0](shape["args"][name]["value"]))
+                continue
+            b = sb.bufs[name]
+            if a["role"] in ("in", "inout"):
+                cl.enqueue_copy(q, b["sub"], inputs.e[name]["buf"], byte_count=b["nbytes"])
+            elif b["nbytes"]:
+                cl.enqueue_fill_buffer(q, b["sub"], self.poison[a["dtype"]], 0, b["nbytes"])
+            args.append(b["sub"])
+        try:
+            self.kernel.set_args(*args)
+            q.finish()
+            t0 = time.perf_counter_ns()
+            ev = cl.enqueue_nd_range_kernel(q, self.kernel, gsize, lsize)
+            ev.wait()
+            wall = time.perf_counter_ns() - t0
+            try:
+                ns = ev.profile.end - ev.profile.start
+            except cl.Error:
+                ns = wall
+        except cl.MemoryError as e:
+            raise Verdict("memory_limit", "correctness", "OpenCL: %s (%s, %s)" % (e, trial_text, shape_text))
+        except cl.Error as e:
+            if shape.get("kind") == "hidden":
+                geo = "local %s" % (list(lsize) if lsize else "NULL")
+            else:
+                geo = "global %s, local %s" % (list(gsize), list(lsize) if lsize else "NULL")
+            msg = "OpenCL error launching the kernel: %s (%s; %s, %s)" % (e, geo, trial_text, shape_text)
+            raise Verdict("runtime_error", "correctness", msg, "Runtime error: " + msg)
+        outs = {}
+        modified = None
+        tools = self.sess.tools
+        ins = [a["name"] for a in self.task["args"] if a["role"] == "in"] if self.checked else []
+        flags = self.flags_host
+        if ins:
+            flags[:len(ins)] = 0
+            tools.flags_reset(len(ins))
+        for a in self.task["args"]:
+            name = a["name"]
+            if a["role"] == "scalar":
+                continue
+            if self.checked:
+                sb.guards_read(name)
+            if a["role"] == "in":
+                if self.checked:
+                    b = sb.bufs[name]
+                    tools.diff_start(b["sub"], inputs.e[name]["buf"], b["nbytes"], ins.index(name), flags)
+                continue
+            outs[name] = sb.read(name)
+        tools.flags_read(flags, len(ins))
+        q.finish()
+        for a in self.task["args"]:
+            name = a["name"]
+            if a["role"] == "scalar" or not self.checked:
+                continue
+            bad = sb.guards(name)
+            if bad:
+                msg = ("out-of-bounds write: the kernel wrote %s of buffer '%s' (%s, %s)"
+                       % (bad, name, trial_text, shape_text))
+                raise Verdict("runtime_error", "correctness", msg,
+                              "Runtime error: " + msg + ". Guard every access with the sizes (tails, partial "
+                              "tiles, work-items past the end of the global range).")
+        for k, name in enumerate(ins):
+            if flags[k] and modified is None:
+                b = sb.bufs[name]
+                w = tools.first_diff(b["sub"], inputs.e[name]["buf"], b["nbytes"])
+                if w >= 0:
+                    i = w * 4 // np.dtype(b["npt"]).itemsize
+                    h = np.empty(1, dtype=b["npt"])
+                    cl.enqueue_copy(q, h, b["sub"], device_offset=i * np.dtype(b["npt"]).itemsize)
+                    modified = (name, i, inputs.value(name, i), h[0])
+        return outs, ns, wall, modified
+
+
+class NullSide:
+    """kevo's null candidates (docs/command-backend.md): zeros, copy, other_seed."""
+
+    def __init__(self, kind, task, ref_side, judge):
+        if kind not in ("zeros", "copy", "other_seed"):
+            raise ValueError("unknown null_kind %r" % (kind,))
+        self.kind = kind
+        self.task = task
+        self.ref = ref_side
+        self.judge = judge
+        self.checked = False
+
+    def run(self, si, shape, shape_text, inputs, trial_text):
+        task = self.task
+        outs = {}
+        ins = [a for a in task["args"] if a["role"] in ("in", "inout")]
+        if self.kind == "other_seed":
+            other = self.judge.draw_inputs(si, shape, ("other", trial_text), pool="other",
+                                           seed_offset=0x9E3779B97F4A7C15)
+            ref_outs, _, _, _ = self.ref.run(si, shape, shape_text, other, trial_text)
+        for a in task["args"]:
+            name = a["name"]
+            if a["role"] in ("scalar", "in"):
+                continue
+            npt = DTYPES[a["dtype"]][0]
+            n = self.judge.count(shape, name)
+            if self.kind == "zeros":
+                outs[name] = np.zeros(n, dtype=npt)
+            elif self.kind == "copy":
+                if a["role"] == "inout":
+                    outs[name] = inputs.host(name).copy()
+                else:
+                    src = inputs.host(ins[0]["name"]) if ins else np.zeros(1, npt)
+                    outs[name] = np.resize(src, n).astype(npt)
+            else:
+                outs[name] = ref_outs[name].copy()
+        return outs, 1, 1, None
+
+
+# --------------------------------------------------------------------------
+# A judgement.
+
+class Judge:
+    def __init__(self, sess, req, emit):
+        self.sess = sess
+        self.req = req
+        self.emit = emit
+        self.t_start = time.monotonic()
+        self.task = req["task"]
+        self.seed = int(req.get("seed", 0))
+        self.tol = dict({"atol": 1e-5, "rtol": 1e-5, "rel_l2": 1e-5}, **(self.task.get("tolerance") or {}))
+        entropy = int.from_bytes(os.urandom(16), "little")
+        self.poison = make_poison(entropy)
+        self.guard_word = int(np.random.Generator(np.random.PCG64(entropy + 1)).integers(1, 1 << 32))
+        self.max_abs = 0.0
+        self.max_rel = 0.0
+        self.shapes = self.task["shapes"]
+        self.argmap = {a["name"]: a for a in self.task["args"]}
+        self.stages = []
+        self.pools = {}
+        self.kernel_wall = {}
+        self.cand_prog = None
+
+    # -- helpers
+    def stage(self, name):
+        self.stages.append(name)
+        self.emit({"event": "stage", "stage": name})
+
+    def shape_text(self, shape):
+        return "a hidden shape" if shape.get("kind") == "hidden" else "shape " + shape["label"]
+
+    def count(self, shape, name):
+        ext = shape["args"][name]["extents"]
+        return int(np.prod(ext, dtype=np.int64)) if ext else 1
+
+    def draw_inputs(self, si, shape, tag, dists=None, pool="main", seed_offset=0):
+        """Fresh inputs of shape si into the pool's pristine buffers."""
+        kind, index = tag
+        kind_word = {"trial": 0, "stress": 1, "timing": 2, "warmup": 3}.get(kind, 4)
+        if not isinstance(index, int):
+            index = int(hashlib.sha256(str(index).encode()).hexdigest()[:15], 16)
+        key = (pool, si)
+        if key not in self.pools:
+            entries = {}
+            for a in self.task["args"]:
+                if a["role"] in ("in", "inout"):
+                    npt = DTYPES[a["dtype"]][0]
+                    n = self.count(shape, a["name"])
+                    nbytes = n * np.dtype(npt).itemsize
+                    entries[a["name"]] = {"buf": cl.Buffer(self.sess.ctx, cl.mem_flags.READ_WRITE, nbytes),
+                                          "n": n, "nbytes": nbytes, "npt": npt, "dtype": a["dtype"]}
+            self.pools[key] = entries
+        entries = self.pools[key]
+        for ai, a in enumerate(self.task["args"]):
+            if a["role"] not in ("in", "inout"):
+                continue
+            dist = (dists or {}).get(a["name"], a.get("distribution"))
+            k = stream_key(self.seed + seed_offset, kind_word, index, si, ai)
+            e = entries[a["name"]]
+            self.sess.tools.generate(e["buf"], e["n"], a["dtype"], dist, k)
+        return Inputs(self.sess, entries)
+
+    def track(self, max_abs, rel):
+        self.max_abs = max(self.max_abs, max_abs)
+        self.max_rel = max(self.max_rel, rel)
+
+    def wrong(self, arg, shape, trial, fail, what, extra_feedback=""):
+        a = self.argmap[arg]
+        st = self.shape_text(shape)
+        idx = multi_index(fail["flat_index"], shape["args"][arg]["extents"])
+        exp_s, got_s = fmt_value(fail["expected"], a["dtype"]), fmt_value(fail["got"], a["dtype"])
+        msg = "%s '%s' %s at %s (%s, %s): expected %s, got %s: %s" % (
+            "input" if trial == "input-modified" else "output", arg, what, idx, trial, st, exp_s, got_s, fail["why"])
+        fb = "Wrong answer: %s.\nmax abs error %.3g, relative L2 error %.3g (tolerance: %s).%s" % (
+            msg, self.max_abs, self.max_rel, tol_text(self.tol), extra_feedback)
+        raise Verdict("wrong_answer", self.stages[-1] if self.stages else "correctness", msg, fb,
+                      mismatch={"arg": arg, "shape": shape["label"], "trial": trial,
+                                "flat_index": int(fail["flat_index"]), "index": idx,
+                                "expected": json_real(fail["expected"]), "got": json_real(fail["got"])})
+
+    def check_outputs(self, want, got, shape, trial, against="the reference"):
+        for a in self.task["args"]:
+            if a["role"] not in ("out", "inout"):
+                continue
+            name = a["name"]
+            fail, mabs, rel = compare(want[name], got[name], self.tol, a["dtype"])
+            if against == "the reference":
+                self.track(mabs, rel)
+            if fail:
+                extra = ""
+                raw = got[name][fail["flat_index"]]
+                if np.asarray(raw).view(DTYPES[a["dtype"]][2]) == self.poison[a["dtype"]]:
+                    fail["why"] = ("the element still holds the %s outputs are pre-filled with: it was never "
+                                   "written" % ("NaN" if a["dtype"].startswith("float") else "sentinel value"))
+                    extra = ("\nEvery element of every output must be written on every call (outputs hold "
+                             "NaN on entry); check that the launch geometry covers the whole output, tails included.")
+                what = "differs from %s" % against
+                if trial == "repeat-consistency":
+                    what = "differs between two runs on the same inputs"
+                    extra += ("\nTwo calls with the same inputs must agree within the tolerance (races, "
+                              "uninitialised __local or private memory, reading outputs before writing them).")
+                self.wrong(name, shape, trial, fail, what, extra)
+
+    def input_modified(self, modified, shape, trial):
+        if modified is None:
+            return
+        name, i, want, got = modified
+        fail = {"flat_index": i, "expected": float(want), "got": float(got), "why": "inputs must not be modified"}
+        self.wrong(name, shape, "input-modified", fail, "was modified by the kernel (%s)" % trial,
+                   "\nInputs must not be written: keep intermediate values in __local or private memory.")
+
+    # -- the protocol
+    def run(self):
+        req = self.req
+        mode = req.get("mode", "judge")
+        task = self.task
+        self.stage("compile")
+        if self.sess.tools is None:
+            self.sess.tools = Tools(self.sess)
+        ref_prog = self.load_program(req["reference"], "reference")
+        if ref_prog.meta_error:
+            raise Verdict("compile_error", "compile", "reference: " + ref_prog.meta_error)
+        try:
+            ref = KernelSide(self.sess, ref_prog, task, self.poison, self.guard_word, checked=False)
+        except BuildFailure as e:
+            raise Verdict("compile_error", "compile", "reference: %s" % e)
+        if mode == "null":
+            cand = NullSide(req.get("null_kind", "zeros"), task, ref, self)
+        else:
+            spec = req.get("candidate") or req["reference"]
+            prog = self.load_program(spec, "candidate")
+            self.cand_prog = prog
+            if prog.meta_error:
+                msg = prog.meta_error
+                raise Verdict("compile_error", "compile", msg, "Compilation failed: " + msg,
+                              compile_log=prog.log[:16384])
+            try:
+                cand = KernelSide(self.sess, prog, task, self.poison, self.guard_word, checked=True)
+            except BuildFailure as e:
+                raise Verdict("compile_error", "compile", str(e), "Compilation failed: " + str(e),
+                              compile_log=prog.log[:16384])
+        self.cand = cand
+        self.ref = ref
+        self.stage("correctness")
+        trials = max(1, int(req.get("trials", 3)))
+        for t in range(1, trials + 1):
+            for si, shape in enumerate(self.shapes):
+                self.one_trial(si, shape, ("trial", t), "trial %d" % t, repeat=(t == 1))
+        for k, st in enumerate(task.get("stress") or []):
+            for si, shape in enumerate(self.shapes):
+                self.one_trial(si, shape, ("stress", k), "stress " + st["name"], repeat=False,
+                               dists=st.get("inputs") or {})
+        result = {"status": "correct", "stage": "done", "message": "correct",
+                  "max_abs_error": self.max_abs, "rel_l2_error": self.max_rel}
+        timings = None
+        if req.get("timing") and mode != "null":
+            self.stage("timing")
+            timings, notes = self.timing()
+            sp = [t["ref_median_ns"] / t["cand_median_ns"] for t in timings]
+            speedup = math.exp(sum(math.log(s) for s in sp) / len(sp)) if sp else 1.0
+            result["speedup"] = speedup
+            result["message"] = "correct; %.3gx" % speedup + ("; " + "; ".join(notes) if notes else "")
+            lines = ["Correct. Speedup %.3gx over the reference (geometric mean over the visible shapes)." % speedup]
+            for t in timings:
+                lines.append("shape %s: %.4g ms (IQR %.3g ms) vs reference %.4g ms (IQR %.3g ms), %.3gx, %d repeats"
+                             % (t["shape"], t["cand_median_ns"] / 1e6, t["cand_iqr_ns"] / 1e6,
+                                t["ref_median_ns"] / 1e6, t["ref_iqr_ns"] / 1e6,
+                                t["ref_median_ns"] / t["cand_median_ns"], t["repeats"]))
+            lines.extend(notes)
+            result["feedback"] = "\n".join(lines)
+        else:
+            result["feedback"] = "Correct (max abs error %.3g, relative L2 error %.3g; not timed)." % (
+                self.max_abs, self.max_rel)
+        if self.cand_prog is not None and self.cand_prog.log:
+            result["compile_log"] = self.cand_prog.log[:16384]
+        if req.get("profile") and mode != "null":
+            result["profile"] = self.profile_text()
+        return result, timings
+
+    def load_program(self, spec, what):
+        path = spec["source"]
+        try:
+            with open(path, "r", encoding="utf-8", errors="replace") as f:
+                src = f.read()
+        except OSError as e:
+            if what == "candidate":
+                raise Verdict("compile_error", "compile", "cannot read the candidate's source: %s" % e)
+            raise
+        try:
+            return self.sess.build(src, os.path.basename(path))
+        except BuildFailure as e:
+            if what == "reference":
+                raise Verdict("compile_error", "compile", "the reference does not build: " + e.log[:2000],
+                              compile_log=e.log[:16384])
+            lines = e.log.splitlines()
+            raise Verdict("compile_error", "compile", "OpenCL build failed: " + (lines[0] if lines else str(e)),
+                          "Compilation failed: OpenCL build error\n" + "\n".join(lines[:40]),
+                          compile_log=e.log[:16384])
+
+    def one_trial(self, si, shape, tag, trial, repeat, dists=None):
+        st = self.shape_text(shape)
+        inputs = self.draw_inputs(si, shape, tag, dists=dists)
+        got, _, _, mod = self.cand.run(si, shape, st, inputs, trial)
+        self.input_modified(mod, shape, trial)
+        want, _, _, _ = self.ref.run(si, shape, st, inputs, trial)
+        self.check_outputs(want, got, shape, trial)
+        if repeat:
+            got2, _, _, mod = self.cand.run(si, shape, st, inputs, "repeat-consistency")
+            self.input_modified(mod, shape, trial)
+            self.check_outputs(got, got2, shape, "repeat-consistency", against="the first run")
+
+    def timing(self):
+        opts = dict({"warmup": 1, "min_repeats": 5, "max_repeats": 100, "budget_seconds": 0.25,
+                     "max_iqr_fraction": 0.25}, **(self.req.get("timing_options") or {}))
+        visible = [(si, s) for si, s in enumerate(self.shapes) if s.get("kind", "visible") == "visible"]
+        wall = float(self.req.get("wall_seconds", 60))
+        deadline = self.t_start + 0.6 * wall
+        per_shape = float(opts["budget_seconds"]) / max(1, len(visible))
+        self.timed_calls = 0
+        timings, notes = [], []
+        for si, shape in visible:
+            cand_t, ref_t, reps = self.time_shape(si, shape, opts, per_shape, deadline)
+            fr = float(opts["max_iqr_fraction"])
+            unstable = self.unstable(cand_t, fr)
+            if unstable and time.monotonic() < deadline:
+                cand_t, ref_t, reps = self.time_shape(si, shape, opts, per_shape, deadline)
+                unstable = self.unstable(cand_t, fr)
+                if unstable:
+                    notes.append("flagged: unstable timing on shape %s (IQR %.0f%% of the median, timed twice)"
+                                 % (shape["label"], 100 * unstable))
+            timings.append({"shape": shape["label"], "cand_median_ns": float(np.median(cand_t)),
+                            "cand_iqr_ns": self.iqr(cand_t), "ref_median_ns": float(np.median(ref_t)),
+                            "ref_iqr_ns": self.iqr(ref_t), "repeats": reps})
+        return timings, notes
+
+    @staticmethod
+    def iqr(ts):
+        q75, q25 = np.percentile(ts, [75, 25])
+        return float(q75 - q25)
+
+    def unstable(self, ts, frac):
+        """0 when the samples are stable, else the spread relative to the median."""
+        med = float(np.median(ts))
+        i = self.iqr(ts)
+        if med > 0 and i > frac * med:
+            return i / med
+        s = np.sort(np.asarray(ts, dtype=np.float64))
+        if len(s) >= 5 and med > 0:
+            gaps = np.diff(s)
+            k = int(np.argmax(gaps))
+            if gaps[k] > 0.1 * med and min(k + 1, len(s) - k - 1) >= len(s) / 5:
+                return max(i / med, gaps[k] / med)
+        return 0.0
+
+    def time_shape(self, si, shape, opts, budget, deadline):
+        st = self.shape_text(shape)
+        for w in range(int(opts["warmup"])):
+            inputs = self.draw_inputs(si, shape, ("warmup", w))
+            self.cand.run(si, shape, st, inputs, "warmup")
+            self.ref.run(si, shape, st, inputs, "warmup")
+        cand_t, ref_t, walls = [], [], []
+        t0 = time.monotonic()
+        k = 0
+        while True:
+            k += 1
+            self.timed_calls += 1
+            trial = "timed call %d" % self.timed_calls
+            inputs = self.draw_inputs(si, shape, ("timing", self.timed_calls))
+            if k % 2:
+                got, cns, cw, mod = self.cand.run(si, shape, st, inputs, trial)
+                want, rns, rw, _ = self.ref.run(si, shape, st, inputs, trial)
+            else:
+                want, rns, rw, _ = self.ref.run(si, shape, st, inputs, trial)
+                got, cns, cw, mod = self.cand.run(si, shape, st, inputs, trial)
+            self.input_modified(mod, shape, trial)
+            self.check_outputs(want, got, shape, trial)
+            cand_t.append(max(int(cns), 1))
+            ref_t.append(max(int(rns), 1))
+            walls.append((cw, rw))
+            el = time.monotonic()
+            if k >= int(opts["max_repeats"]):
+                break
+            if el - t0 >= budget and k >= int(opts["min_repeats"]):
+                break
+            if el >= deadline:
+                break
+        self.kernel_wall[shape["label"]] = (float(np.median([w[0] for w in walls])),
+                                            float(np.median([w[1] for w in walls])), cand_t, ref_t)
+        return cand_t, ref_t, k
+
+    def profile_text(self):
+        c = self.cand
+        dev = self.sess.device
+        wgi = cl.kernel_work_group_info
+        lines = ["device: %s" % self.sess.description,
+                 "candidate kernel: __local memory %d bytes, private memory %d bytes, preferred work-group "
+                 "size multiple %d" % (c.local_mem, c.kernel.get_work_group_info(wgi.PRIVATE_MEM_SIZE, dev),
+                                       c.kernel.get_work_group_info(wgi.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, dev))]
+        for si, shape in enumerate(self.shapes):
+            if shape.get("kind", "visible") != "visible" or si not in c.geom:
+                continue
+            g, l = c.geom[si]
+            line = "shape %s: global %s, local %s" % (shape["label"], list(g), list(l) if l else "NULL (PoCL chooses)")
+            kw = self.kernel_wall.get(shape["label"])
+            if kw:
+                line += ("; profiling-event medians: candidate %.4g ms, reference %.4g ms; wall clock around "
+                         "enqueue+wait: candidate %.4g ms, reference %.4g ms"
+                         % (np.median(kw[2]) / 1e6, np.median(kw[3]) / 1e6, kw[0] / 1e6, kw[1] / 1e6))
+            lines.append(line)
+        return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------
+# Request handling.
+
+_VERDICT_KEYS = {"status", "stage", "message", "feedback", "compile_log", "max_abs_error", "rel_l2_error",
+                 "mismatch", "speedup", "profile", "device"}
+
+
+class Output:
+    def __init__(self, stream):
+        self.stream = stream
+
+    def line(self, obj):
+        self.stream.write(json.dumps(obj, allow_nan=False) + "\n")
+        self.stream.flush()
+
+
+_SESSION = None
+_SESSION_ERROR = None
+
+
+def get_session():
+    global _SESSION, _SESSION_ERROR
+    if _SESSION is None and _SESSION_ERROR is None:
+        try:
+            _SESSION = Session()
+        except Exception as e:  # no OpenCL platform, no device, pyopencl missing
+            _SESSION_ERROR = str(e) or type(e).__name__
+    return _SESSION
+
+
+def handle(req, out):
+    nonce = req.get("nonce") if isinstance(req, dict) else None
+
+    def emit(obj):
+        o = {"nonce": nonce}
+        o.update(obj)
+        out.line(o)
+
+    if not isinstance(req, dict) or not isinstance(nonce, str):
+        emit({"event": "fatal", "message": "request without a nonce"})
+        return
+    if req.get("protocol") != PROTOCOL:
+        emit({"event": "fatal", "message": "unsupported protocol %r (this evaluator speaks %d)"
+                                           % (req.get("protocol"), PROTOCOL)})
+        return
+    sess = get_session()
+    if sess is None:
+        emit({"event": "fatal", "message": "OpenCL unavailable: %s" % _SESSION_ERROR})
+        return
+    judge = None
+    try:
+        judge = Judge(sess, req, emit)
+        verdict, timings = judge.run()
+    except Verdict as v:
+        verdict, timings = v.v, None
+        if judge is not None:
+            verdict.setdefault("max_abs_error", judge.max_abs)
+            verdict.setdefault("rel_l2_error", judge.max_rel)
+            if verdict["stage"] == "correctness" and judge.stages and judge.stages[-1] == "timing":
+                verdict["stage"] = "timing"
+    except MemoryError:
+        verdict, timings = {"status": "memory_limit", "stage": judge.stages[-1] if judge and judge.stages
+                            else "correctness", "message": "out of memory in the evaluator"}, None
+    except cl.MemoryError as e:
+        verdict, timings = {"status": "memory_limit", "stage": judge.stages[-1] if judge and judge.stages
+                            else "correctness", "message": "OpenCL: %s" % e}, None
+    except cl.Error as e:
+        msg = "OpenCL error: %s" % e
+        verdict, timings = {"status": "runtime_error", "stage": judge.stages[-1] if judge and judge.stages
+                            else "correctness", "message": msg, "feedback": "Runtime error: " + msg}, None
+    except Exception as e:
+        traceback.print_exc(file=sys.stderr)
+        emit({"event": "fatal", "message": "evaluator failure: %s: %s" % (type(e).__name__, e)})
+        return
+    verdict.setdefault("feedback", verdict.get("message", ""))
+    verdict["device"] = sess.description
+    for k in ("max_abs_error", "rel_l2_error"):
+        if k in verdict:
+            v = float(verdict[k])
+            verdict[k] = v if math.isfinite(v) else 0.0
+    verdict = {k: v for k, v in verdict.items() if k in _VERDICT_KEYS}
+    result = {"event": "result", "verdict": verdict}
+    if verdict["status"] == "correct" and timings is not None:
+        result["shape_timings"] = timings
+    emit(result)
+
+
+def protocol_stream():
+    """stdout for answers only: native code that writes to fd 1 (a compiler, a driver) goes to stderr."""
+    fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return Output(os.fdopen(fd, "w", encoding="utf-8"))
+
+
+def serve():
+    out = protocol_stream()
+    stdin = sys.stdin.buffer
+    n = 0
+    while True:
+        line = stdin.readline()
+        if not line:
+            break
+        if not line.strip():
+            continue
+        n += 1
+        t0 = time.perf_counter()
+        try:
+            req = json.loads(line.decode("utf-8", "replace"))
+        except ValueError as e:
+            out.line({"nonce": None, "event": "fatal", "message": "request is not JSON: %s" % e})
+            return 2
+        handle(req, out)
+        log("request %d (%s) answered in %.1f ms" % (n, req.get("mode") if isinstance(req, dict) else "?",
+                                                     (time.perf_counter() - t0) * 1e3))
+    return 0
+
+
+def one_shot():
+    out = protocol_stream()
+    data = sys.stdin.buffer.read()
+    try:
+        req = json.loads(data.decode("utf-8", "replace"))
+    except ValueError as e:
+        out.line({"nonce": None, "event": "fatal", "message": "request is not JSON: %s" % e})
+        return 2
+    handle(req, out)
+    return 0
+
+
+def compile_mode(src_path, out_dir):
+    try:
+        with open(src_path, "r", encoding="utf-8", errors="replace") as f:
+            src = f.read()
+    except OSError as e:
+        print("cannot read %s: %s" % (src_path, e))
+        return 1
+    name = os.path.basename(src_path)
+    try:
+        meta = parse_meta(src)
+    except GeometryError as e:
+        print("%s: %s" % (name, e))
+        return 1
+    sess = get_session()
+    if sess is None:
+        print("OpenCL unavailable: %s" % _SESSION_ERROR)
+        return 2
+    t0 = time.perf_counter()
+    try:
+        prog = sess.build(src, name)
+    except BuildFailure as e:
+        print(e.log or str(e))
+        return 1
+    try:
+        names = [n for n in prog.prg.get_info(cl.program_info.KERNEL_NAMES).split(";") if n]
+    except cl.Error:
+        names = []
+    if not names:
+        print("%s: no __kernel function in the program" % name)
+        return 1
+    info = {"format": 1, "evaluator": EVALUATOR_VERSION,
+            "source_sha256": hashlib.sha256(src.encode("utf-8")).hexdigest(),
+            "source_name": name, "build_options": BUILD_OPTIONS, "kernels": names,
+            "global": meta["global_text"], "local": meta["local_text"], "params": meta["params"],
+            "build_log": prog.log, "build_seconds": round(time.perf_counter() - t0, 4),
+            "device": sess.description}
+    os.makedirs(out_dir, exist_ok=True)
+    tmp = os.path.join(out_dir, "build.json.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(info, f, indent=1)
+    os.replace(tmp, os.path.join(out_dir, "build.json"))
+    if prog.log:
+        print(prog.log)
+    return 0
+
+
+def version_mode():
+    if _IMPORT_ERROR:
+        print("kevo_opencl_eval %s: %s" % (EVALUATOR_VERSION, _IMPORT_ERROR))
+        return 1
+    sess = get_session()
+    print("kevo_opencl_eval %s (protocol %d), build options: %s" % (EVALUATOR_VERSION, PROTOCOL, BUILD_OPTIONS))
+    print("pyopencl %s, numpy %s, python %s" % (cl.VERSION_TEXT, np.__version__, sys.version.split()[0]))
+    if sess is None:
+        print("OpenCL unavailable: %s" % _SESSION_ERROR)
+        return 1
+    print("platform: %s (%s)" % (sess.platform.name.strip(), sess.platform.version.strip()))
+    print("device: %s (%s, driver %s)" % (sess.device.name.strip(), sess.device.version.strip(),
+                                          sess.device.driver_version.strip()))
+    return 0
+
+
+def main(argv):
+    faulthandler_on()
+    if argv[:1] == ["--version"]:
+        return version_mode()
+    if argv[:1] == ["--compile"]:
+        if len(argv) != 4 or argv[2] != "--out":
+            print("usage: kevo_opencl_eval.py --compile SRC --out DIR", file=sys.stderr)
+            return 2
+        return compile_mode(argv[1], argv[3])
+    if argv[:1] == ["--serve"]:
+        return serve()
+    if not argv:
+        return one_shot()
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+def faulthandler_on():
+    try:
+        import faulthandler
+        faulthandler.enable(file=sys.stderr)
+    except Exception:
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

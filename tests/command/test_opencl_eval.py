@@ -1,0 +1,506 @@
+#!/usr/bin/env python3
+"""Tests of the bundled OpenCL evaluator (backends/command/evaluators/opencl).
+
+Drives kevo_opencl_eval.py through stdin/stdout as kevo's command backend
+would (docs/command-backend.md), with requests built here from the bundled
+tasks (configs/tasks/opencl/*/task.json): shapes are resolved by a small
+helper of this file, not by the evaluator's own code.
+
+Run:  /usr/bin/python3 tests/command/test_opencl_eval.py [-v]
+Exit 77 (skipped) when numpy/pyopencl or an OpenCL platform is missing.
+Set KEVO_OPENCL_EVAL_PYTHON to the interpreter that runs the evaluator
+(default: this one).
+"""
+
+import ast
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import uuid
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EVAL = os.path.join(ROOT, "backends", "command", "evaluators", "opencl", "kevo_opencl_eval.py")
+TASKS = os.path.join(ROOT, "configs", "tasks", "opencl")
+PYTHON = os.environ.get("KEVO_OPENCL_EVAL_PYTHON", sys.executable)
+TIMING = {"warmup": 1, "min_repeats": 3, "max_repeats": 20, "budget_seconds": 0.1, "max_iqr_fraction": 0.25}
+
+
+# ---------------------------------------------------------------- helpers
+
+def eval_extent(expr, dims):
+    """Evaluate a simple extent/value expression of a manifest: integers, dimension names, + - * // ( )."""
+    if isinstance(expr, (int, float)):
+        return expr
+    tree = ast.parse(str(expr), mode="eval")
+
+    def ev(n):
+        if isinstance(n, ast.Constant) and isinstance(n.value, (int, float)):
+            return n.value
+        if isinstance(n, ast.Name):
+            return dims[n.id]
+        if isinstance(n, ast.BinOp):
+            a, b = ev(n.left), ev(n.right)
+            ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
+                   ast.FloorDiv: lambda: a // b}
+            return ops[type(n.op)]()
+        raise ValueError("unsupported extent expression %r" % expr)
+
+    return ev(tree.body)
+
+
+def dim_order(task):
+    order = []
+    for a in task["args"]:
+        exprs = a.get("shape", []) if a["role"] != "scalar" else [a["value"]]
+        for e in exprs:
+            for name in re.findall(r"[A-Za-z_]\w*", str(e)):
+                if name not in order:
+                    order.append(name)
+    return order
+
+
+def resolve_shape(task, dims, kind):
+    label = ",".join("%s=%d" % (d, dims[d]) for d in dim_order(task))
+    if kind != "visible":
+        label = kind + " " + label
+    args = {}
+    for a in task["args"]:
+        if a["role"] == "scalar":
+            args[a["name"]] = {"value": eval_extent(a["value"], dims)}
+        else:
+            args[a["name"]] = {"extents": [eval_extent(e, dims) for e in a["shape"]]}
+    return {"label": label, "kind": kind, "dims": dict(dims), "args": args}
+
+
+def draw_dims(task, rnd, small):
+    """A few shapes of the draw space (enough for tests; not kevo's draw_shapes)."""
+    space = task["shapes"]["draw"]
+    cap = space.get("max_elements", 0)
+    for _ in range(1000):
+        dims = {}
+        for d, r in space["dims"].items():
+            lo, hi = r["min"], r["max"]
+            dims[d] = rnd.randint(lo, min(hi, lo + 7)) if small else int(round(
+                2 ** rnd.uniform(0, max(0.0, (hi - lo + 1)).bit_length())) + lo - 1)
+            dims[d] = max(lo, min(hi, dims[d]))
+        ok = True
+        for a in task["args"]:
+            if a["role"] != "scalar":
+                n = 1
+                for e in a["shape"]:
+                    n *= eval_extent(e, dims)
+                if cap and n > cap:
+                    ok = False
+        if ok:
+            return dims
+    return {d: r["min"] for d, r in space["dims"].items()}
+
+
+def load_task(name):
+    d = os.path.join(TASKS, name)
+    with open(os.path.join(d, "task.json")) as f:
+        return json.load(f), d
+
+
+def request(name, mode="judge", candidate=None, timing=False, seed=12345, trials=3, drawn=2, null_kind=None,
+            hidden=True, profile=False, extra_shapes=(), tweak=None):
+    task, d = load_task(name)
+    shapes = [resolve_shape(task, s, "visible") for s in task["shapes"]["visible"]]
+    if hidden:
+        shapes += [resolve_shape(task, s, "hidden") for s in task["shapes"].get("hidden", [])]
+    rnd = random.Random(seed)
+    for i in range(drawn):
+        shapes.append(resolve_shape(task, draw_dims(task, rnd, small=(i == 0)), "drawn"))
+    for kind, dims in extra_shapes:
+        shapes.append(resolve_shape(task, dims, kind))
+    t = {"name": task["name"], "function": task["function"], "dir": d, "signature": task["signature"],
+         "tolerance": task.get("tolerance", {}),
+         "args": [{k: v for k, v in a.items() if k in ("name", "dtype", "role", "distribution")}
+                  for a in task["args"]],
+         "shapes": shapes, "stress": task.get("stress", [])}
+    ref = {"source": os.path.join(d, task["reference"]), "build": None}
+    req = {"protocol": 1, "nonce": uuid.uuid4().hex, "mode": mode, "seed": seed, "trials": trials,
+           "timing": timing, "timing_options": dict(TIMING), "wall_seconds": 60, "task": t,
+           "reference": ref, "profile": profile}
+    if mode == "null":
+        req["null_kind"] = null_kind
+    elif mode == "self_check":
+        req["candidate"] = dict(ref)
+    else:
+        req["candidate"] = {"source": candidate or os.path.join(d, task["seed"]), "build": None}
+    if tweak:
+        tweak(req)
+    return req
+
+
+def parse_answer(test, stdout, nonce):
+    lines = [l for l in stdout.splitlines() if l.strip()]
+    objs = [json.loads(l) for l in lines]
+    for o in objs:
+        test.assertEqual(o.get("nonce"), nonce, "a line with another nonce: %r" % o)
+        test.assertIn(o.get("event"), ("stage", "result", "fatal"))
+    results = [o for o in objs if o["event"] in ("result", "fatal")]
+    test.assertEqual(len(results), 1, "expected exactly one result: %r" % lines)
+    test.assertEqual(results[0]["event"], "result", "evaluator fatal: %r" % results[0])
+    test.assertIs(objs[-1], results[0], "the result must be the last line")
+    return results[0]
+
+
+def run_one_shot(test, req, timeout=120):
+    p = subprocess.run([PYTHON, EVAL], input=json.dumps(req).encode(), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=timeout, env=EVAL_ENV)
+    test.assertEqual(p.returncode, 0, p.stderr.decode(errors="replace")[-3000:])
+    return parse_answer(test, p.stdout.decode(), req["nonce"])
+
+
+class Server:
+    """One --serve process for many requests."""
+
+    def __init__(self):
+        self.p = subprocess.Popen([PYTHON, EVAL, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, env=EVAL_ENV)
+
+    def ask(self, test, req):
+        self.p.stdin.write((json.dumps(req) + "\n").encode())
+        self.p.stdin.flush()
+        lines = []
+        while True:
+            line = self.p.stdout.readline()
+            test.assertTrue(line, "the evaluator ended without a result")
+            lines.append(line.decode())
+            o = json.loads(line)
+            if o.get("event") in ("result", "fatal"):
+                break
+        return parse_answer(test, "".join(lines), req["nonce"])
+
+    def close(self):
+        self.p.stdin.close()
+        rc = self.p.wait(timeout=60)
+        self.p.stdout.close()
+        return rc
+
+
+EVAL_ENV = dict(os.environ)
+EVAL_ENV.setdefault("POCL_MAX_PTHREAD_COUNT", "2")
+
+# ------------------------------------------------------------- candidates
+
+BROKEN = {
+    # vadd: the last element is never written (off-by-one tail).
+    "tail": """
+// kevo:global (N + 63) // 64 * 64
+// kevo:local 64
+__kernel void vadd(__global const float* a, __global const float* b, __global float* out, const int n) {
+  const int i = get_global_id(0);
+  if (i < n - 1) out[i] = a[i] + b[i];
+}
+""",
+    # vadd: writes its input.
+    "writes_input": """
+// kevo:global (N + 63) // 64 * 64
+// kevo:local 64
+__kernel void vadd(__global const float* a, __global float* b, __global float* out, const int n) {
+  const int i = get_global_id(0);
+  if (i < n) { out[i] = a[i] + b[i]; b[i] = 0.0f; }
+}
+""",
+    # vadd: one element (index 5) left unwritten when n > 5.
+    "one_unwritten": """
+// kevo:global (N + 63) // 64 * 64
+// kevo:local 64
+__kernel void vadd(__global const float* a, __global const float* b, __global float* out, const int n) {
+  const int i = get_global_id(0);
+  if (i < n && i != 5) out[i] = a[i] + b[i];
+}
+""",
+    # vadd: global size not a multiple of the local size.
+    "bad_geometry": """
+// kevo:global N
+// kevo:local 64
+__kernel void vadd(__global const float* a, __global const float* b, __global float* out, const int n) {
+  const int i = get_global_id(0);
+  if (i < n) out[i] = a[i] + b[i];
+}
+""",
+    # vadd: no geometry at all.
+    "no_geometry": """
+__kernel void vadd(__global const float* a, __global const float* b, __global float* out, const int n) {
+  const int i = get_global_id(0);
+  if (i < n) out[i] = a[i] + b[i];
+}
+""",
+    # vadd: does not build.
+    "build_error": """
+// kevo:global N
+__kernel void vadd(__global const float* a, __global const float* b, __global float* out, const int n) {
+  out[get_global_id(0)] = a[get_global_id(0)] + undefined_thing;
+}
+""",
+    # vadd: wrong only for large n (hidden 65537 and 262147; visible 4194304 is large too, so guard by value)
+    "wrong_when_odd_big": """
+// kevo:global (N + 63) // 64 * 64
+// kevo:local 64
+__kernel void vadd(__global const float* a, __global const float* b, __global float* out, const int n) {
+  const int i = get_global_id(0);
+  if (i < n) out[i] = (n == 65537 && i == n - 1) ? 0.0f : a[i] + b[i];
+}
+""",
+    # vadd: writes one element past the end.
+    "oob_write": """
+// kevo:global (N + 63) // 64 * 64
+// kevo:local 64
+__kernel void vadd(__global const float* a, __global const float* b, __global float* out, const int n) {
+  const int i = get_global_id(0);
+  if (i <= n) out[i] = a[i] + b[i];
+}
+""",
+    # softmax: no max subtraction (exp overflows at inputs around +1000).
+    "softmax_no_max": """
+// kevo:global (R + 15) // 16 * 16
+// kevo:local 16
+__kernel void softmax(__global const float* X, __global float* Y, const int R, const int C) {
+  const int r = get_global_id(0);
+  if (r >= R) return;
+  float s = 0.0f;
+  for (int c = 0; c < C; ++c) s += exp(X[(long)r * C + c]);
+  for (int c = 0; c < C; ++c) Y[(long)r * C + c] = exp(X[(long)r * C + c]) / s;
+}
+""",
+    # vadd: an unsupported local size (more work-items per group than PoCL allows).
+    "huge_local": """
+// kevo:global (N + 8191) // 8192 * 8192
+// kevo:local 8192
+__kernel void vadd(__global const float* a, __global const float* b, __global float* out, const int n) {
+  const int i = get_global_id(0);
+  if (i < n) out[i] = a[i] + b[i];
+}
+""",
+}
+
+
+def have_opencl():
+    try:
+        p = subprocess.run([PYTHON, EVAL, "--version"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=60, env=EVAL_ENV)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return p.returncode == 0
+
+
+# ------------------------------------------------------------------ tests
+
+class OpenCLEvaluator(unittest.TestCase):
+    tasks = ["vadd", "rowsum", "sgemm", "softmax"]
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="kevo-opencl-test-")
+        cls.server = Server()
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.server.close()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+        assert rc == 0, "--serve exited %d" % rc
+
+    def write(self, name, text):
+        path = os.path.join(self.tmp, name + ".cl")
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def ask(self, req):
+        return self.server.ask(self, req)
+
+    # -- conformance of every bundled task
+    def test_self_check_and_nulls(self):
+        for name in self.tasks:
+            with self.subTest(task=name):
+                v = self.ask(request(name, mode="self_check"))["verdict"]
+                self.assertEqual(v["status"], "correct", v)
+                for kind in ("zeros", "copy", "other_seed"):
+                    v = self.ask(request(name, mode="null", null_kind=kind))["verdict"]
+                    self.assertEqual(v["status"], "wrong_answer", (kind, v))
+                    self.assertIn("mismatch", v)
+
+    def test_seed_timed(self):
+        for name in self.tasks:
+            with self.subTest(task=name):
+                req = request(name, timing=True)
+                res = self.ask(req)
+                v = res["verdict"]
+                self.assertEqual(v["status"], "correct", v)
+                self.assertEqual(v["stage"], "done")
+                visible = [s["label"] for s in req["task"]["shapes"] if s["kind"] == "visible"]
+                st = res["shape_timings"]
+                self.assertEqual([t["shape"] for t in st], visible)
+                for t in st:
+                    self.assertGreater(t["cand_median_ns"], 0)
+                    self.assertGreater(t["ref_median_ns"], 0)
+                    self.assertGreaterEqual(t["repeats"], TIMING["min_repeats"])
+                    self.assertEqual(set(t), {"shape", "cand_median_ns", "cand_iqr_ns", "ref_median_ns",
+                                              "ref_iqr_ns", "repeats"})
+                ratio = 1.0
+                for t in st:
+                    ratio *= t["ref_median_ns"] / t["cand_median_ns"]
+                self.assertAlmostEqual(v["speedup"], ratio ** (1.0 / len(st)), delta=1e-9 * v["speedup"])
+
+    def test_reference_as_candidate_speedup_near_one(self):
+        for name in self.tasks:
+            with self.subTest(task=name):
+                task, d = load_task(name)
+                v = self.ask(request(name, candidate=os.path.join(d, task["reference"]), timing=True,
+                                     trials=1, drawn=0, hidden=False))["verdict"]
+                self.assertEqual(v["status"], "correct", v)
+                self.assertTrue(0.5 <= v["speedup"] <= 2.0, v)
+
+    # -- broken candidates
+    def judge_broken(self, key, **kw):
+        return self.ask(request("vadd", candidate=self.write(key, BROKEN[key]), **kw))["verdict"]
+
+    def test_tail_off_by_one(self):
+        v = self.judge_broken("tail")
+        self.assertEqual(v["status"], "wrong_answer", v)
+        self.assertEqual(v["mismatch"]["trial"], "trial 1")
+        self.assertEqual(v["mismatch"]["shape"], "N=2097152")
+        self.assertEqual(v["mismatch"]["flat_index"], 2097151)
+        self.assertEqual(v["mismatch"]["index"], "[2097151]")
+        self.assertEqual(v["mismatch"]["got"], "nan")
+        self.assertIn("never written", v["message"])
+
+    def test_writes_input(self):
+        v = self.judge_broken("writes_input")
+        self.assertEqual(v["status"], "wrong_answer", v)
+        self.assertEqual(v["mismatch"]["trial"], "input-modified")
+        self.assertEqual(v["mismatch"]["arg"], "b")
+
+    def test_one_element_unwritten(self):
+        v = self.judge_broken("one_unwritten")
+        self.assertEqual(v["status"], "wrong_answer", v)
+        self.assertEqual(v["mismatch"]["flat_index"], 5)
+        self.assertEqual(v["mismatch"]["got"], "nan")
+        self.assertIn("pre-filled", v["message"])
+
+    def test_geometry_errors(self):
+        v = self.judge_broken("bad_geometry")
+        self.assertEqual(v["status"], "compile_error", v)
+        self.assertIn("multiple of the local size", v["message"])
+        v = self.judge_broken("no_geometry")
+        self.assertEqual(v["status"], "compile_error", v)
+        self.assertIn("no launch geometry (// kevo:global ...)", v["message"])
+
+    def test_build_error(self):
+        v = self.judge_broken("build_error")
+        self.assertEqual(v["status"], "compile_error", v)
+        self.assertIn("undefined_thing", v["compile_log"])
+        self.assertIn("undefined_thing", v["feedback"])
+
+    def test_out_of_bounds_write(self):
+        v = self.judge_broken("oob_write")
+        self.assertEqual(v["status"], "runtime_error", v)
+        self.assertIn("out-of-bounds", v["message"])
+
+    def test_runtime_error_work_group_size(self):
+        v = self.judge_broken("huge_local")
+        self.assertEqual(v["status"], "runtime_error", v)
+        self.assertIn("INVALID_WORK_GROUP_SIZE", v["message"])
+
+    def test_hidden_shape_not_named(self):
+        v = self.judge_broken("wrong_when_odd_big")
+        self.assertEqual(v["status"], "wrong_answer", v)
+        self.assertEqual(v["mismatch"]["shape"], "hidden N=65537")
+        for text in (v["feedback"], v["message"]):
+            self.assertNotIn("65537", text)
+            self.assertIn("a hidden shape", text)
+
+    def test_stress_trial(self):
+        v = self.ask(request("softmax", candidate=self.write("nomax", BROKEN["softmax_no_max"])))["verdict"]
+        self.assertEqual(v["status"], "wrong_answer", v)
+        self.assertEqual(v["mismatch"]["trial"], "stress large-mean")
+
+    def test_not_a_program(self):
+        path = self.write("probe", "this is no program at all %s\n" % uuid.uuid4().hex)
+        v = self.ask(request("vadd", candidate=path))["verdict"]
+        self.assertEqual(v["status"], "compile_error", v)
+
+    # -- the other modes
+    def test_compile_mode(self):
+        task, d = load_task("sgemm")
+        out = os.path.join(self.tmp, "build-ok")
+        p = subprocess.run([PYTHON, EVAL, "--compile", os.path.join(d, task["seed"]), "--out", out],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120, env=EVAL_ENV)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        with open(os.path.join(out, "build.json")) as f:
+            info = json.load(f)
+        self.assertEqual(info["local"], "TILE, TILE // WPT")
+        self.assertEqual(info["params"], {"TILE": 8, "WPT": 1})
+        out2 = os.path.join(self.tmp, "build-bad")
+        p = subprocess.run([PYTHON, EVAL, "--compile", self.write("cerr", BROKEN["build_error"]), "--out", out2],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120, env=EVAL_ENV)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("undefined_thing", p.stdout.decode())
+        p = subprocess.run([PYTHON, EVAL, "--compile", self.write("cgeo", BROKEN["no_geometry"]), "--out", out2],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120, env=EVAL_ENV)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("no launch geometry", p.stdout.decode())
+        # a built candidate is judged with its build folder
+        req = request("sgemm", trials=1, drawn=1)
+        req["candidate"]["build"] = out
+        v = self.ask(req)["verdict"]
+        self.assertEqual(v["status"], "correct", v)
+
+    def test_one_shot(self):
+        req = request("vadd", trials=1, drawn=1)
+        t0 = time.perf_counter()
+        res = run_one_shot(self, req)
+        self.assertEqual(res["verdict"]["status"], "correct", res)
+        sys.stderr.write("[one-shot vadd judge: %.0f ms] " % ((time.perf_counter() - t0) * 1e3))
+
+    def test_serve_three_requests(self):
+        srv = Server()
+        try:
+            reqs = [request("vadd", seed=s, trials=1, drawn=1) for s in (1, 2, 3)]
+            reqs[1] = request("vadd", candidate=self.write("tail3", BROKEN["tail"]), seed=2, trials=1)
+            nonces = []
+            for r in reqs:
+                res = srv.ask(self, r)
+                nonces.append(res["nonce"])
+            self.assertEqual(nonces, [r["nonce"] for r in reqs])
+        finally:
+            self.assertEqual(srv.close(), 0)
+
+    def test_serve_latency(self):
+        # a small vadd judgement (no timing) on a warm --serve process
+        small = lambda r: r["task"].update(shapes=[s for s in r["task"]["shapes"] if s["kind"] != "visible"]
+                                           + [resolve_shape(load_task("vadd")[0], {"N": 100000}, "visible")])
+        self.ask(request("vadd", tweak=small))
+        times = []
+        for s in range(3):
+            t0 = time.perf_counter()
+            v = self.ask(request("vadd", seed=100 + s, tweak=small))["verdict"]
+            times.append(time.perf_counter() - t0)
+            self.assertEqual(v["status"], "correct", v)
+        sys.stderr.write("[serve small vadd judge: %.0f ms] " % (min(times) * 1e3))
+        self.assertLess(min(times), 0.5)
+
+    def test_fatal_on_wrong_protocol(self):
+        req = request("vadd")
+        req["protocol"] = 99
+        p = subprocess.run([PYTHON, EVAL], input=json.dumps(req).encode(), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=60, env=EVAL_ENV)
+        o = json.loads(p.stdout.decode().strip().splitlines()[-1])
+        self.assertEqual((o["nonce"], o["event"]), (req["nonce"], "fatal"))
+
+
+if __name__ == "__main__":
+    if not have_opencl():
+        sys.stderr.write("skipped: the OpenCL evaluator has no pyopencl or no OpenCL platform\n")
+        sys.exit(77)
+    unittest.main()
