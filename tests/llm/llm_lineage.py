@@ -59,3 +59,39 @@ def replay_difference(a, b):
             return "first difference: %s vs %s" % ({k: v for k, v in x.items() if k != "source"},
                                                    {k: v for k, v in y.items() if k != "source"})
     return "%d vs %d candidates" % (len(pa), len(pb))
+
+
+NOT_JUDGED = {"pending", "duplicate", "invalid", "lost"}
+
+
+def per_op_statuses(rows, show=True):
+    """{operator: {status: count}}; printed one line per operator when `show`."""
+    per_op = {}
+    for r in rows:
+        per_op.setdefault(r["op"], {}).setdefault(r["status"], 0)
+        per_op[r["op"]][r["status"]] += 1
+    if show:
+        for op, st in sorted(per_op.items()):
+            print("  %-14s %s" % (op, dict(sorted(st.items()))))
+    return per_op
+
+
+def unjudged_operators(per_op, ops):
+    """The operators of `ops` that made no child that was judged."""
+    return [op for op in ops if not any(s not in NOT_JUDGED for s in per_op.get(op, {}))]
+
+
+def repair_chains(rows, llm):
+    """(repairs, by_status): the llm records of repair turns as (id, record),
+    and those records by the status of the candidate each repaired; raises
+    ValueError when a repair names a candidate that did not fail."""
+    by_id = {r["id"]: r for r in rows}
+    repairs = [(i, r) for i, r in llm if r.get("purpose") == "repair"]
+    by_status = {}
+    for i, r in repairs:
+        broken = by_id.get(r.get("repair_of"))
+        if broken is None or broken["status"] not in ("compile_error", "wrong_answer", "runtime_error"):
+            raise ValueError("repair %d names candidate %s, which did not fail: %s"
+                             % (i, r.get("repair_of"), broken and broken["status"]))
+        by_status.setdefault(broken["status"], []).append((i, r))
+    return repairs, by_status

@@ -12,9 +12,16 @@
 #include "kevo/sandbox/runner.hpp"
 #include "kevo/sandbox/scratch_dir.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <thread>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <fstream>
 #include <map>
@@ -51,7 +58,10 @@ std::string seconds_text(double s) { return short_number(s) + " s"; }
 class CommandBackend final : public Backend {
  public:
   explicit CommandBackend(CommandOptions o);
-  ~CommandBackend() override { runner_.kill_all(); }
+  ~CommandBackend() override {
+    runner_.kill_all();
+    if (lock_fd_ >= 0) ::close(lock_fd_);
+  }
   CommandStats stats() const { return stats_; }
 
  protected:
@@ -130,6 +140,8 @@ class CommandBackend final : public Backend {
   nlohmann::json request_for(Job& j);
   std::vector<std::string> env() const;
   std::map<std::string, std::string> subst(const Job& j, const fs::path& scratch) const;
+  // A command of the config for job j, run in `scratch` (cwd and TMPDIR).
+  sb::Spec spec_for(const std::vector<std::string>& argv, const Job& j, const fs::path& scratch) const;
   const fs::path* reference_build(const Task& t) const;
 
   CommandOptions opt_;
@@ -149,12 +161,27 @@ class CommandBackend final : public Backend {
   // manifest path -> (reference source path, reference build dir)
   std::map<std::string, std::pair<fs::path, fs::path>> prepared_;
   CommandStats stats_;
+  // run.accelerator: the host-wide lock of this rank's device, held while
+  // a request of this backend runs (every kevo process of the host takes
+  // the same file), so the device judges one candidate at a time.
+  int lock_fd_ = -1;
+  bool locked_ = false;
+  bool take_device();
+  void release_device();
 };
 
 CommandBackend::CommandBackend(CommandOptions o) : Backend("command"), opt_(std::move(o)) {
   scratch_base_ = opt_.scratch_dir.empty() ? sb::default_scratch_base() : fs::path(opt_.scratch_dir);
   work_ = sb::ScratchDir::create(scratch_base_, "kevo-command");
   slots_.resize(static_cast<std::size_t>(opt_.run.persistent ? opt_.run.jobs : 0));
+  if (opt_.run.accelerator) {
+    const char* d = std::getenv("KEVO_DEVICE_INDEX");
+    const fs::path dir = opt_.run.lock_dir.empty() ? sb::default_scratch_base() : fs::path(opt_.run.lock_dir);
+    const fs::path file = dir / ("kevo-command-device-" + std::string(d && *d ? d : "0") + ".lock");
+    lock_fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (lock_fd_ < 0)
+      throw Failure("command backend: cannot open the accelerator's lock " + file.string() + ": " + std::strerror(errno));
+  }
   if (opt_.compile && !opt_.compile->version_argv.empty()) {
     sb::ScratchDir s = sb::ScratchDir::create(scratch_base_, "kevo-cmd-version");
     sb::Spec spec;
@@ -176,7 +203,7 @@ CommandBackend::CommandBackend(CommandOptions o) : Backend("command"), opt_(std:
 
 std::vector<std::string> CommandBackend::env() const {
   std::vector<std::string> e;
-  for (const char* n : {"PATH", "HOME", "LANG"})
+  for (const char* n : {"PATH", "HOME", "LANG", "KEVO_DEVICE_INDEX"})
     if (const char* v = std::getenv(n)) e.push_back(std::string(n) + "=" + v);
   for (const auto& n : opt_.pass_env)
     if (const char* v = std::getenv(n.c_str())) e.push_back(n + "=" + v);
@@ -193,6 +220,17 @@ std::map<std::string, std::string> CommandBackend::subst(const Job& j, const fs:
           {"{task_dir}", j.task ? j.task->dir.string() : ""},
           {"{scratch}", scratch.string()},
           {"{config_dir}", opt_.config_dir.string()}};
+}
+
+sb::Spec CommandBackend::spec_for(const std::vector<std::string>& argv, const Job& j, const fs::path& scratch) const {
+  sb::Spec spec;
+  const auto values = subst(j, scratch);
+  for (const auto& a : argv) spec.argv.push_back(substitute(a, values));
+  spec.env = env();
+  spec.env.push_back("TMPDIR=" + scratch.string());
+  spec.cwd = scratch;
+  spec.limits.memory_mb = opt_.memory_mb;
+  return spec;
 }
 
 std::uint64_t CommandBackend::add(Job j) {
@@ -268,6 +306,7 @@ void CommandBackend::schedule() {
     int busy = 0;
     for (const auto& [k, j] : jobs_) busy += j.state == State::running;
     if (busy >= opt_.run.jobs) break;
+    if (!take_device()) break;   // another kevo process judges on this device now
     Job& j = jobs_.at(run_q_.front());
     run_q_.pop_front();
     start_run(j);
@@ -290,15 +329,9 @@ void CommandBackend::start_compile(Job& j) {
   j.source_path = j.build_dir / opt_.source_file;
   write_file(j.source_path, j.source);
   j.proc_scratch = sb::ScratchDir::create(scratch_base_, "kevo-cmd-compile");
-  sb::Spec spec;
-  const auto values = subst(j, j.proc_scratch.path());
-  for (const auto& a : opt_.compile->argv) spec.argv.push_back(substitute(a, values));
-  spec.env = env();
-  spec.env.push_back("TMPDIR=" + j.proc_scratch.path().string());
-  spec.cwd = j.proc_scratch.path();
+  sb::Spec spec = spec_for(opt_.compile->argv, j, j.proc_scratch.path());
   spec.limits.wall_seconds = opt_.compile->wall_seconds;
   spec.limits.output_bytes = std::max<std::int64_t>(opt_.output_kb * 1024, 64 * 1024);
-  spec.limits.memory_mb = opt_.memory_mb;
   j.state = State::compiling;
   j.v.stage = Stage::compile;
   ++compiling_;
@@ -408,18 +441,12 @@ void CommandBackend::start_run(Job& j) {
   try {
     if (!opt_.run.persistent) {
       j.proc_scratch = sb::ScratchDir::create(scratch_base_, "kevo-cmd-run");
-      sb::Spec spec;
-      const auto values = subst(j, j.proc_scratch.path());
-      for (const auto& a : opt_.run.argv) spec.argv.push_back(substitute(a, values));
-      spec.env = env();
-      spec.env.push_back("TMPDIR=" + j.proc_scratch.path().string());
-      spec.cwd = j.proc_scratch.path();
+      sb::Spec spec = spec_for(opt_.run.argv, j, j.proc_scratch.path());
       spec.merge_stderr = false;
       spec.input_fd = 0;
       spec.input = line;
       spec.limits.wall_seconds = opt_.run.wall_seconds;
       spec.limits.output_bytes = opt_.output_kb * 1024;
-      spec.limits.memory_mb = opt_.memory_mb;
       ++stats_.evaluator_starts;
       by_proc_[runner_.start(std::move(spec))] = j.key;
       return;
@@ -430,19 +457,13 @@ void CommandBackend::start_run(Job& j) {
     Slot& s = slots_.at(free);
     if (s.proc == 0) {
       s.scratch = sb::ScratchDir::create(scratch_base_, "kevo-cmd-eval");
-      sb::Spec spec;
-      const auto values = subst(j, s.scratch.path());
-      for (const auto& a : opt_.run.argv) spec.argv.push_back(substitute(a, values));
-      spec.env = env();
-      spec.env.push_back("TMPDIR=" + s.scratch.path().string());
-      spec.cwd = s.scratch.path();
+      sb::Spec spec = spec_for(opt_.run.argv, j, s.scratch.path());
       spec.merge_stderr = false;
       spec.input_fd = 0;
       spec.keep_input_open = true;
       spec.wake_on_output = true;
-      spec.limits.wall_seconds = 0;
+      spec.limits.wall_seconds = 0;   // per request: set_deadline
       spec.limits.output_bytes = opt_.output_kb * 1024 * 4;
-      spec.limits.memory_mb = opt_.memory_mb;
       ++stats_.evaluator_starts;
       s.proc = runner_.start(std::move(spec));
       s.served = 0;
@@ -574,6 +595,24 @@ void CommandBackend::on_persistent_output(Job& j) {
   conclude(j, nullptr);
 }
 
+bool CommandBackend::take_device() {
+  if (lock_fd_ < 0 || locked_) return true;
+  while (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EINTR) continue;
+    return false;
+  }
+  locked_ = true;
+  return true;
+}
+
+void CommandBackend::release_device() {
+  if (!locked_) return;
+  for (const auto& [k, j] : jobs_)
+    if (j.state == State::running) return;
+  ::flock(lock_fd_, LOCK_UN);
+  locked_ = false;
+}
+
 void CommandBackend::finish(Job& j) {
   j.state = State::done;
   if (j.slot >= 0) {
@@ -603,6 +642,7 @@ void CommandBackend::finish(Job& j) {
     ready_.push_back(EvalResult{j.request_id, std::move(j.v)});
     jobs_.erase(j.key);
   }
+  release_device();
 }
 
 void CommandBackend::handle(sb::Finished& f) {
@@ -649,7 +689,12 @@ std::vector<EvalResult> CommandBackend::do_poll(std::chrono::milliseconds max_wa
     if (!ready_.empty()) break;
     const auto now = Clock::now();
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - now);
-    for (auto& f : runner_.poll(std::max(left, std::chrono::milliseconds(0)))) handle(f);
+    if (runner_.running() == 0) {
+      // Nothing runs (waiting for the device's lock, or idle): look again soon.
+      if (left.count() > 0) std::this_thread::sleep_for(std::min(left, std::chrono::milliseconds(5)));
+    } else {
+      for (auto& f : runner_.poll(std::max(left, std::chrono::milliseconds(0)))) handle(f);
+    }
     for (auto& s : slots_)
       if (s.job != 0) {
         auto it = jobs_.find(s.job);
@@ -697,6 +742,10 @@ void CommandBackend::do_cancel_all() {
   compile_q_.clear();
   run_q_.clear();
   compiling_ = 0;
+  if (locked_) {
+    ::flock(lock_fd_, LOCK_UN);
+    locked_ = false;
+  }
   for (auto it = jobs_.begin(); it != jobs_.end();) {
     if (it->second.state == State::compiling && !it->second.build_dir.empty() && opt_.compile && opt_.compile->cache) {
       std::error_code ec;

@@ -40,6 +40,9 @@ struct RunStage {
   bool accelerator = false;
   bool persistent = false;
   int max_requests = 100;
+  // accelerator: the folder of the device locks every kevo process of the
+  // host takes around a request ("" = $TMPDIR or /tmp).
+  std::string lock_dir;
 };
 
 struct Timing {
