@@ -1,6 +1,7 @@
 #include "campaign.hpp"
 
 #include "kevo/app/plugins.hpp"
+#include "kevo/core/process.hpp"
 #include "kevo/core/error.hpp"
 #include "kevo/core/strict_json.hpp"
 #include "kevo/core/text.hpp"
@@ -51,10 +52,9 @@ nlohmann::json read_json_or_null(const fs::path& p) {
 // Written then renamed (engine::write_file): a reader never sees half of it.
 void write_json_atomic(const fs::path& p, const nlohmann::json& j) { engine::write_file(p, dump_json(j, 2) + "\n"); }
 
-std::string self_executable() {
-  std::error_code ec;
-  const fs::path p = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) throw Failure("cannot find the kevo executable (/proc/self/exe)");
+std::string kevo_executable() {
+  const fs::path p = kevo::self_executable();
+  if (p.empty()) throw Failure("cannot find the kevo executable (/proc/self/exe)");
   return p.string();
 }
 
@@ -518,7 +518,7 @@ int cmd_campaign_run(const CampaignRunArgs& args, const std::atomic<int>& stop) 
   DirLock lock(dir / "campaign.lock");
   if (!lock.held()) throw Failure(dir.string() + " is in use by another `kevo campaign run`");
 
-  const std::string exe = self_executable();
+  const std::string exe = kevo_executable();
   std::map<std::string, CellState> states;
   std::deque<const CampaignCell*> queue;
   int done_before = 0;
@@ -628,7 +628,7 @@ int cmd_campaign_cell(const CampaignCellArgs& args, const std::atomic<int>& stop
     const char* mpi = std::getenv("KEVO_SRUN_MPI");
     launcher = {"srun", std::string("--mpi=") + (mpi && *mpi ? mpi : "pmix"), "--kill-on-bad-exit=0"};
   }
-  const pid_t pid = launch_cell(dir, plan["base_config"].get<std::string>(), cell, s, self_executable(), launcher);
+  const pid_t pid = launch_cell(dir, plan["base_config"].get<std::string>(), cell, s, kevo_executable(), launcher);
   fmt::print("campaign cell {}: started (attempt {})\n", cell.id, s.attempts);
   std::fflush(stdout);
   bool forwarded = false;
@@ -681,7 +681,7 @@ int cmd_campaign_sbatch(const CampaignSbatchArgs& args) {
   script += "#SBATCH --requeue\n#SBATCH --open-mode=append\n";
   script += "#SBATCH --output=" + (dir / "logs" / "slurm-%A_%a.out").string() + "\n";
   script += "set -uo pipefail\n";
-  script += "kevo=" + self_executable() + "\n";
+  script += "kevo=" + kevo_executable() + "\n";
   script += "dir=" + dir.string() + "\n";
   script += "cell=\"$(sed -n \"$((SLURM_ARRAY_TASK_ID + 1))p\" \"$dir/slurm/cells.txt\")\"\n";
   script += "stopping=0\n";
@@ -832,7 +832,7 @@ int cmd_campaign_report(const CampaignReportArgs& args) {
 }
 
 int run_python_tool(const std::string& python, const std::string& script_name, const std::vector<std::string>& args) {
-  const fs::path script = fs::path(self_executable()).parent_path() / script_name;
+  const fs::path script = fs::path(kevo_executable()).parent_path() / script_name;
   if (!fs::exists(script)) throw Failure("the tool's script is missing: " + script.string());
   std::vector<std::string> argv = {python, script.string()};
   argv.insert(argv.end(), args.begin(), args.end());

@@ -14,6 +14,7 @@
 // Usage: kevo_bench_command overhead [N]
 //        kevo_bench_command opencl CONFIG [N]
 #include "kevo/command/command_backend.hpp"
+#include "kevo/core/process.hpp"
 #include "kevo/core/search_space.hpp"
 #include "kevo/core/strict_json.hpp"
 #include "kevo/core/task.hpp"
@@ -66,7 +67,7 @@ std::vector<Verdict> judge_all(Backend& b, const std::shared_ptr<const Task>& t,
 }
 
 int overhead(int n) {
-  const fs::path exe = fs::canonical("/proc/self/exe").parent_path() / "kevo_command_instant_evaluator";
+  const fs::path exe = self_executable().parent_path() / "kevo_command_instant_evaluator";
   auto task = std::make_shared<const Task>(load_task(KEVO_BENCH_COMMAND_TASK));
   const std::string sig = task->c_signature() + "\n";
   std::vector<std::string> sources;

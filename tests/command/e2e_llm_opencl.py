@@ -53,7 +53,7 @@ script = {
     "default": {"kind": "auto"},
 }
 server, url = fake_server.start(src, work, script)
-LLM_OPS = ["llm_rewrite", "llm_diff", "llm_fix"]
+LLM_OPS = ["llm_rewrite", "llm_fix"]
 try:
     common = ["--set", 'tasks=["tasks/opencl/vadd","tasks/opencl/softmax"]', "--set", "budget.evaluations_per_task=24",
               "--set", "budget.wall_seconds=300", "--set", "seed=5", "--set", "progress.mode=off",
@@ -81,9 +81,10 @@ try:
     per_op = llm_lineage.per_op_statuses(rows)
     for op in llm_lineage.unjudged_operators(per_op, LLM_OPS):
         fail("%s made no child that was judged: %s" % (op, per_op.get(op)))
-    # Crossover and the analyst work on pairs and reviews of the (small)
-    # spaces' points: their children are often duplicates; they must make some.
-    for op in ("llm_crossover", "llm_analyst"):
+    # Diffs, crossovers and the analyst's rewrites land on the (small)
+    # spaces' points: their children are often duplicates (or, for diffs,
+    # edits that do not apply); they must make some.
+    for op in ("llm_diff", "llm_crossover", "llm_analyst"):
         if not per_op.get(op):
             fail("%s made no child" % op)
     llm_rows = [r for r in rows if r["op"].startswith("llm_")]

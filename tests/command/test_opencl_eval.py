@@ -356,10 +356,18 @@ class OpenCLEvaluator(unittest.TestCase):
         for name in self.tasks:
             with self.subTest(task=name):
                 task, d = load_task(name)
-                v = self.ask(request(name, candidate=os.path.join(d, task["reference"]), timing=True,
-                                     trials=1, drawn=0, hidden=False))["verdict"]
-                self.assertEqual(v["status"], "correct", v)
-                self.assertTrue(0.5 <= v["speedup"] <= 2.0, v)
+                # A busy 2-core machine (CI runs tests side by side) can
+                # skew one judgement; a bias would skew every one: the best
+                # of three must be near 1.
+                seen = []
+                for _ in range(3):
+                    v = self.ask(request(name, candidate=os.path.join(d, task["reference"]), timing=True,
+                                         trials=1, drawn=0, hidden=False))["verdict"]
+                    self.assertEqual(v["status"], "correct", v)
+                    seen.append(v["speedup"])
+                    if 0.5 <= v["speedup"] <= 2.0:
+                        break
+                self.assertTrue(any(0.5 <= x <= 2.0 for x in seen), seen)
 
     # -- broken candidates
     def judge_broken(self, key, **kw):

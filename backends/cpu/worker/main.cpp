@@ -11,6 +11,7 @@
 #include "session.hpp"
 #include "space.hpp"
 
+#include "kevo/core/process.hpp"
 #include "kevo/core/task.hpp"
 #include "kevo/sandbox/isolation.hpp"
 
@@ -75,7 +76,7 @@ int main(int argc, char** argv) {
       j::SessionParts parts;
       parts.space = &j::host_space();
       parts.flush = [&flush] { flush(); };
-      parts.host_program = j::self_executable();
+      parts.host_program = kevo::self_executable().string();
       parts.host_env = j::current_environment();
       result = j::run_session(req, task, parts, started);
     }

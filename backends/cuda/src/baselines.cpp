@@ -1,5 +1,6 @@
 #include "kevo/cuda/baselines.hpp"
 
+#include "kevo/core/process.hpp"
 #include "kevo/core/error.hpp"
 #include "kevo/sandbox/runner.hpp"
 
@@ -116,9 +117,8 @@ BaselineSetup baseline_setup(BaselineOptions options, const CudaOptions& cuda) {
 }
 
 fs::path default_baseline_script() {
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path(kScriptName) : exe.parent_path() / kScriptName;
+  const fs::path exe = self_executable();
+  return exe.empty() ? fs::path(kScriptName) : exe.parent_path() / kScriptName;
 }
 
 nlohmann::json baseline_request(const Task& task, const BaselineSetup& setup, std::uint64_t seed) {

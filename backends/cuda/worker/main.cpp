@@ -23,6 +23,7 @@
 #include "session.hpp"
 #include "visible_devices.hpp"
 
+#include "kevo/core/process.hpp"
 #include "kevo/core/task.hpp"
 #include "kevo/core/verdict.hpp"
 #include "kevo/native/protocol.hpp"
@@ -391,7 +392,7 @@ std::vector<std::string> sanitize_argv(const native::JudgeRequest& req, const Ex
           "20",
           "--target-processes",
           "all",
-          w::self_executable(),
+          kevo::self_executable().string(),
           "--child",
           "sanitize",
           "--request-file",
@@ -423,7 +424,7 @@ std::vector<std::string> profile_argv(const native::JudgeRequest& req, const Ext
           "raw",
           "--log-file",
           log.string(),
-          w::self_executable(),
+          kevo::self_executable().string(),
           "--child",
           "profile",
           "--request-file",
@@ -595,7 +596,7 @@ int main(int argc, char** argv) {
     w::SessionParts parts;
     parts.space = &space;
     parts.protocol_timing = false;   // the GPU timing is ours (after_protocol)
-    parts.host_program = w::self_executable();
+    parts.host_program = kevo::self_executable().string();
     parts.host_env = w::current_environment();
     parts.local_reference = [&]() -> std::unique_ptr<w::Endpoint> {
       return std::make_unique<DeviceEndpoint>([ref](w::ArgSet& a, const w::Case&) { cw::device_call(ref, a); });

@@ -47,11 +47,6 @@ std::string format_number(double v, int precision) {
   return o.str();
 }
 
-std::string self_executable() {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string("kevo-cuda-worker");
-}
 
 ChildResult run_child(const std::vector<std::string>& argv, const std::filesystem::path& log, double seconds) {
   ChildResult r;

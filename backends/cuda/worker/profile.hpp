@@ -13,8 +13,6 @@ namespace kevo::cuda::worker {
 // v with `precision` significant digits ("162", "0.0573"), for verdict text.
 std::string format_number(double v, int precision = 3);
 
-// This executable's path (/proc/self/exe).
-std::string self_executable();
 
 struct ChildResult {
   int exit_code = -1;      // -1: killed by a signal or not started

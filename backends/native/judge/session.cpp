@@ -83,10 +83,6 @@ std::string peak_rss_line(pid_t pid) {
 
 }  // namespace
 
-std::string self_executable() {
-  std::error_code ec;
-  return std::filesystem::read_symlink("/proc/self/exe", ec).string();
-}
 
 std::vector<std::string> current_environment() {
   std::vector<std::string> out;

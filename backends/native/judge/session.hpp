@@ -62,8 +62,6 @@ JudgeResult run_session(const JudgeRequest& req, const Task& task, const Session
 // The judge's options for a request.
 Options options_of(const JudgeRequest& req, std::chrono::steady_clock::time_point started);
 
-// The judge's own executable (/proc/self/exe).
-std::string self_executable();
 // The caller's environment as KEY=VALUE strings.
 std::vector<std::string> current_environment();
 

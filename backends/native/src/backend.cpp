@@ -1,5 +1,6 @@
 #include "kevo/native/backend.hpp"
 
+#include "kevo/core/process.hpp"
 #include "kevo/core/error.hpp"
 #include "kevo/core/hash.hpp"
 #include "kevo/core/rng.hpp"
@@ -73,11 +74,7 @@ std::vector<std::string> pass_env_prefixed(const std::vector<std::string>& prefi
   return out;
 }
 
-fs::path self_dir() {
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path() : exe.parent_path();
-}
+fs::path self_dir() { return self_executable().parent_path(); }
 
 }  // namespace
 
