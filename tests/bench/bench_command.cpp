@@ -6,13 +6,15 @@
 //    answers at once and reports its own time per request: one-shot (a
 //    process per candidate), then persistent (one process). Per candidate:
 //    the engine-side latency from submit to verdict, less the evaluator's
-//    own time, and the pipelined rate (all N in flight).
-//  opencl CONFIG [N]: N candidates per task (the seed with new seeds, and
-//    points of the task's space) judged with timing through the backend of
-//    CONFIG (configs/opencl-quickstart.json): candidates per minute.
+//    own time, and the pipelined rate (all N in flight); then the same with
+//    judge "kevo" (kevo writes the inputs, reads and compares the outputs).
+//  opencl CONFIG [N [JUDGE]]: N candidates per task (the seed with new
+//    seeds, and points of the task's space) judged with timing through the
+//    backend of CONFIG (configs/opencl-quickstart.json), its "judge" or
+//    JUDGE (evaluator | kevo): candidates per minute.
 //
 // Usage: kevo_bench_command overhead [N]
-//        kevo_bench_command opencl CONFIG [N]
+//        kevo_bench_command opencl CONFIG [N [evaluator|kevo]]
 #include "kevo/command/command_backend.hpp"
 #include "kevo/core/process.hpp"
 #include "kevo/core/search_space.hpp"
@@ -41,9 +43,12 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// The evaluator's own time of every request of a verdict (kevo-judged
+// verdicts have two).
 double self_ns(const std::string& tail) {
-  const auto p = tail.rfind("self_ns ");
-  return p == std::string::npos ? 0.0 : std::atof(tail.c_str() + p + 8);
+  double sum = 0.0;
+  for (auto p = tail.find("self_ns "); p != std::string::npos; p = tail.find("self_ns ", p + 8)) sum += std::atof(tail.c_str() + p + 8);
+  return sum;
 }
 
 // Submits every source, polls until all are back; returns their verdicts.
@@ -73,41 +78,50 @@ int overhead(int n) {
   std::vector<std::string> sources;
   for (int i = 0; i < n; ++i) sources.push_back(sig + "// KEVO_TEST_CORRECT candidate " + std::to_string(i) + "\n");
   std::printf("command backend overhead: %d candidates of %s, kevo_command_instant_evaluator\n", n, task->name.c_str());
-  for (const bool persistent : {false, true}) {
-    for (const bool pipelined : {false, true}) {
-      nlohmann::json cfg = {{"run", {{"argv", persistent ? nlohmann::json{exe.string(), "--serve"} : nlohmann::json{exe.string()}},
-                                     {"persistent", persistent}, {"max_requests", 1000000}, {"jobs", pipelined ? 2 : 1}}},
-                            {"cache_dir", ""}};
-      StrictObject o(cfg, (fs::temp_directory_path() / "bench.json").string(), "/backend/command");
-      auto b = command::make_command_backend(command::parse_command_options(o));
-      b->prepare(*task);
-      double wall = 0;
-      const auto vs = judge_all(*b, task, sources, pipelined, wall);
-      std::vector<double> latency_ms, self_ms, over_ms;
-      int ok = 0;
-      for (const auto& v : vs) {
-        ok += v.is_correct();
-        latency_ms.push_back(v.worker_seconds * 1e3);
-        self_ms.push_back(self_ns(v.output_tail) / 1e6);
-        over_ms.push_back(v.worker_seconds * 1e3 - self_ns(v.output_tail) / 1e6);
+  for (const bool kevo_judges : {false, true}) {
+    if (kevo_judges)
+      std::printf("judge \"kevo\" (kevo writes %d calls' inputs as files, reads and compares the outputs; two requests per "
+                  "candidate):\n",
+                  static_cast<int>((task->visible.size() + task->hidden.size() + 4) * (3 + task->stress.size())));
+    for (const bool persistent : {false, true}) {
+      for (const bool pipelined : {false, true}) {
+        nlohmann::json cfg = {{"run", {{"argv", persistent ? nlohmann::json{exe.string(), "--serve"} : nlohmann::json{exe.string()}},
+                                       {"persistent", persistent}, {"max_requests", 1000000}, {"jobs", pipelined ? 2 : 1}}},
+                              {"cache_dir", ""},
+                              {"judge", kevo_judges ? "kevo" : "evaluator"}};
+        StrictObject o(cfg, (fs::temp_directory_path() / "bench.json").string(), "/backend/command");
+        auto b = command::make_command_backend(command::parse_command_options(o));
+        b->prepare(*task);
+        double wall = 0;
+        const auto vs = judge_all(*b, task, sources, pipelined, wall);
+        std::vector<double> latency_ms, self_ms;
+        double self_sum_ms = 0;
+        int ok = 0;
+        for (const auto& v : vs) {
+          ok += v.is_correct();
+          latency_ms.push_back(v.worker_seconds * 1e3);
+          self_ms.push_back(self_ns(v.output_tail) / 1e6);
+          self_sum_ms += self_ms.back();
+        }
+        const char* mode = persistent ? "persistent" : "one-shot  ";
+        if (!pipelined)
+          std::printf("  %s one at a time: %d/%d correct; per candidate: request to answer median %.3f ms, evaluator's own "
+                      "%.3f ms; submit to verdict (mean, kevo's own work included) %.3f ms: overhead %.3f ms (target %s)\n",
+                      mode, ok, n, median(latency_ms), median(self_ms), wall * 1e3 / n, (wall * 1e3 - self_sum_ms) / n,
+                      persistent ? "1 ms" : "10 ms");
+        else
+          std::printf("  %s 2 jobs, all queued: %d/%d correct in %.2f s: %.3f ms of wall per candidate, %.0f per minute\n",
+                      mode, ok, n, wall, wall * 1e3 / n, n / wall * 60);
+        const auto s = command::command_stats(*b);
+        std::printf("             evaluator processes started %llu, requests %llu\n",
+                    static_cast<unsigned long long>(s.evaluator_starts), static_cast<unsigned long long>(s.requests));
       }
-      const char* mode = persistent ? "persistent" : "one-shot  ";
-      if (!pipelined)
-        std::printf("  %s one at a time: %d/%d correct; per candidate: latency median %.3f ms, evaluator's own %.3f ms, "
-                    "overhead median %.3f ms (target %s)\n",
-                    mode, ok, n, median(latency_ms), median(self_ms), median(over_ms), persistent ? "1 ms" : "10 ms");
-      else
-        std::printf("  %s 2 jobs, all queued: %d/%d correct in %.2f s: %.3f ms of wall per candidate, %.0f per minute\n",
-                    mode, ok, n, wall, wall * 1e3 / n, n / wall * 60);
-      const auto s = command::command_stats(*b);
-      std::printf("             evaluator processes started %llu, requests %llu\n",
-                  static_cast<unsigned long long>(s.evaluator_starts), static_cast<unsigned long long>(s.requests));
     }
   }
   return 0;
 }
 
-int opencl(const std::string& config, int n) {
+int opencl(const std::string& config, int n, const std::string& judge) {
   const nlohmann::json root = read_json_file(config);
   StrictObject top(root, config, "");
   StrictObject be(root.at("backend"), config, "/backend");
@@ -115,12 +129,13 @@ int opencl(const std::string& config, int n) {
   auto opts = command::parse_command_options(o);
   const std::string cache = (fs::temp_directory_path() / ("kevo-bench-command-" + std::to_string(::getpid()))).string();
   opts.cache_dir = cache;
+  if (!judge.empty()) opts.kevo_judges = judge == "kevo";
   auto b = command::make_command_backend(opts);
   const fs::path tasks = fs::path(config).parent_path() / "tasks" / "opencl";
   double total_wall = 0;
   int total = 0, total_ok = 0;
-  std::printf("OpenCL (PoCL) candidates judged with timing through %s (run.jobs %d, persistent %s)\n", config.c_str(),
-              opts.run.jobs, opts.run.persistent ? "yes" : "no");
+  std::printf("OpenCL (PoCL) candidates judged with timing through %s (run.jobs %d, persistent %s, judge %s)\n",
+              config.c_str(), opts.run.jobs, opts.run.persistent ? "yes" : "no", opts.kevo_judges ? "kevo" : "evaluator");
   for (const auto& d : find_task_dirs(tasks)) {
     auto task = std::make_shared<const Task>(load_task(d));
     const auto tp = Clock::now();
@@ -159,11 +174,11 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   try {
     if (mode == "overhead") return overhead(argc > 2 ? std::atoi(argv[2]) : 200);
-    if (mode == "opencl" && argc > 2) return opencl(argv[2], argc > 3 ? std::atoi(argv[3]) : 12);
+    if (mode == "opencl" && argc > 2) return opencl(argv[2], argc > 3 ? std::atoi(argv[3]) : 12, argc > 4 ? argv[4] : "");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kevo_bench_command: %s\n", e.what());
     return 1;
   }
-  std::fprintf(stderr, "usage: %s overhead [N] | opencl CONFIG [N]\n", argv[0]);
+  std::fprintf(stderr, "usage: %s overhead [N] | opencl CONFIG [N [evaluator|kevo]]\n", argv[0]);
   return 2;
 }

@@ -7,7 +7,11 @@ change, an OpenCL C syntax error, a kernel that spoils its first output, a
 reply without code) and, early, HTTP faults; then the same run replayed
 without the server.
 
-usage: e2e_llm_opencl.py KEVO SOURCE_DIR WORK_DIR
+usage: e2e_llm_opencl.py KEVO SOURCE_DIR WORK_DIR [evaluator|kevo]
+
+With "kevo" the backend runs with "judge": "kevo" (kevo draws the inputs
+and compares the outputs; the evaluator only runs the programs): the same
+assertions hold, and the replay is left out.
 
 Asserted from the lineage: LLM operators made judged children; there are
 correct children, compile errors (the evaluator's build log in the verdict)
@@ -26,6 +30,7 @@ import sys
 import time
 
 kevo, src, work = sys.argv[1:4]
+judge = sys.argv[4] if len(sys.argv) > 4 else "evaluator"
 src, work = os.path.abspath(src), os.path.abspath(work)
 sys.path.insert(0, os.path.join(src, "tests/llm"))
 import fake_server  # noqa: E402
@@ -58,7 +63,8 @@ try:
     common = ["--set", 'tasks=["tasks/opencl/vadd","tasks/opencl/softmax"]', "--set", "budget.evaluations_per_task=24",
               "--set", "budget.wall_seconds=300", "--set", "seed=5", "--set", "progress.mode=off",
               "--set", "llm.cache.dir=" + cache, "--set", "lineage.flush_records=16",
-              "--set", "backend.command.cache_dir=" + os.path.join(work, "builds")]
+              "--set", "backend.command.cache_dir=" + os.path.join(work, "builds"),
+              "--set", "backend.command.judge=" + judge]
 
     def run(name, *extra):
         out = os.path.join(work, name)
@@ -114,6 +120,14 @@ try:
         fail("no repair gave a correct kernel")
     print("repairs: %d (%s)" % (len(repairs), {k: len(v) for k, v in fixed.items()}))
 
+    if judge == "kevo":
+        # kevo, not the evaluator, found the wrong answers: its messages.
+        wrong = [r for r in llm_rows if r["status"] == "wrong_answer"]
+        if not any("differs from the reference" in r["message"] or "never written" in r["message"]
+                   or "pre-filled" in r["message"] for r in wrong):
+            fail("no wrong answer in kevo's words: %s" % [r["message"] for r in wrong][:3])
+        print("llm on opencl end to end ok (judge kevo)")
+        sys.exit(0)
     rep = run("rep", "--set", "llm.models.0.base_url=http://127.0.0.1:9/v1", "--set", "llm.cache.mode=replay")
     rep_rows, rep_llm, _, _ = llm_lineage.read(rep)
     diff = llm_lineage.replay_difference(rows, rep_rows)

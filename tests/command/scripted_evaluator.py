@@ -37,6 +37,26 @@ MARKERS (in candidate.source; judge mode)
   (its sha256), else runtime_error "build missing" / "build stale". With
   candidate.build null the evaluator reports a compile stage itself.
 
+RUN MODE  (mode "run", backend.command.judge = "kevo": kevo compares)
+  Each call's buffers are loaded from files.in at their offsets and written
+  to files.out at the same offsets. The program (request.program: the reference, or the candidate)
+  computes every out/inout buffer as the element-wise sum of the "in"
+  buffers (wrapping), when its source holds KEVO_TEST_CORRECT (the reference
+  does); KEVO_TEST_CRASH is runtime_error; no marker is compile_error. With
+  KEVO_TEST_CORRECT, these markers spoil the outputs kevo must catch:
+  KEVO_TEST_RUN_WRONG        element min(7, n-1) of each output + 1, every call
+  KEVO_TEST_RUN_WRONG_HIDDEN the same, on hidden shapes only
+  KEVO_TEST_RUN_WRONG_STRESS the same, on stress trials only
+  KEVO_TEST_RUN_WRONG_TIMED  the same, on the calls with "time" only (the
+                             outputs of the last timed run)
+  KEVO_TEST_RUN_UNWRITTEN    the last element of each output keeps its
+                             files.in bytes (kevo's poison)
+  KEVO_TEST_RUN_MODIFY_INPUT element 0 of the first "in" buffer becomes 42
+  KEVO_TEST_RUN_SHORT_FILE   files.out 4 bytes short
+  A timed candidate request answers shape_timings as in judge mode.
+  Behaviour run_ignores_inputs (ALL run requests): outputs are zeros, inputs
+  copied through, whatever the program.
+
 MODES
   self_check               correct (shape_timings when timed, cand = ref = 2000 ns)
   null (any null_kind)     wrong_answer: mismatch on the first out/inout arg at
@@ -90,7 +110,10 @@ BEHAVIOURS  (--behaviour, comma-separated; default honest)
   die_after=N                ALL     --serve: exits 0 after N requests answered
   sleep_start=S              ALL     sleeps S seconds at start, before reading
 
-LOG  (--log FILE: one JSON line appended per request or compile)
+LOG  (--log FILE: one JSON line appended per request or compile; run mode
+  adds {"event": "run", "program", "calls": [{"shape", "trial", "time",
+  "inputs_sha": sha256 of the in/inout buffers, "poison": [first 8 bytes of
+  each out buffer as kevo wrote it, hex]}]})
   {"event": "request"|"compile"|"version", "pid", "ppid", "time", "argv",
    "behaviours", "stdin": "pipe"|"socket"|"file"|"tty"|"chardev"|"closed"|"other",
    "env_names": [sorted names, never values], "fds": [open fds], "cwd",
@@ -98,6 +121,7 @@ LOG  (--log FILE: one JSON line appended per request or compile)
    "schema_errors": [...] (null without the jsonschema module)}
 """
 import argparse
+import array
 import hashlib
 import json
 import math
@@ -115,7 +139,8 @@ JUDGE_ONLY = {"garbage", "no_nonce", "wrong_nonce", "exit_without_verdict", "exi
               "hang", "flood_stdout", "flood_stderr", "bad_verdict", "unknown_key", "unknown_shape",
               "leak_hidden", "two_results"}
 TIMED = {"nan_time", "negative_time", "wrong_speedup", "missing_shape_timings", "under_roofline"}
-OTHER = {"honest", "probe_correct", "null_correct", "all_correct", "fatal", "die_after", "sleep_start"}
+OTHER = {"honest", "probe_correct", "null_correct", "all_correct", "fatal", "die_after", "sleep_start",
+         "run_ignores_inputs"}
 KNOWN = JUDGE_ONLY | TIMED | OTHER
 VERDICT_MARKERS = ("KEVO_TEST_CRASH", "KEVO_TEST_WRONG_HIDDEN", "KEVO_TEST_WRONG", "KEVO_TEST_CORRECT")
 FLOOD_BYTES = 10 * 1024 * 1024
@@ -356,6 +381,8 @@ class Answerer:
             self.stage(nonce, "correctness")
             self.fatal(nonce, "scripted fatal: the device is gone", 3)
         mode = req.get("mode")
+        if mode == "run":
+            return self.run_mode(req)
         if mode not in ("judge", "self_check", "null"):
             self.fatal(nonce, "unknown mode %r" % mode, 2)
         timed = bool(req.get("timing"))
@@ -429,6 +456,91 @@ class Answerer:
                        "compile_log": "error: not a program (no KEVO_TEST_ marker)",
                        "feedback": "Compile error: does not build"}
             timings = None
+        return self.finish(req, verdict, timings, misbehave=misbehave)
+
+    # -- run mode: kevo judges, this runs the "program" on kevo's files
+    def run_mode(self, req):
+        nonce = req["nonce"]
+        b = self.b
+        program = req.get("program")
+        prog = req.get("reference") if program == "reference" else req.get("candidate")
+        if program not in ("reference", "candidate") or not isinstance(prog, dict):
+            self.fatal(nonce, "run request without a program to run (%r)" % program, 2)
+        self.stage(nonce, "correctness")
+        bad = self.check_build(prog, program)
+        if bad:
+            return self.finish(req, *bad, misbehave=False)
+        try:
+            with open(prog["source"], encoding="utf-8", errors="replace") as f:
+                src = f.read()
+        except (OSError, KeyError, TypeError) as e:
+            self.fatal(nonce, "cannot read the %s's source: %s" % (program, e), 3)
+        marker = verdict_marker(src)
+        timed = bool(req.get("timing"))
+        conformance = (program == "reference" or marker is None or "KEVO_TEST_HONEST" in src
+                       or (not timed and self.is_seed(req, src)))
+        misbehave = not conformance
+        if marker == "KEVO_TEST_CRASH":
+            return self.finish(req, *self.runtime_error("candidate crashed (scripted): SIGSEGV"), misbehave=misbehave)
+        if marker != "KEVO_TEST_CORRECT" and "run_ignores_inputs" not in b:
+            verdict = {"status": "compile_error", "stage": "compile", "message": "does not build",
+                       "compile_log": "error: not a program (no KEVO_TEST_ marker)",
+                       "feedback": "Compile error: does not build"}
+            return self.finish(req, verdict, None, misbehave=misbehave)
+        codes = {"float32": "f", "float64": "d", "int32": "i", "int64": "q"}
+        args = [a for a in req["task"]["args"] if a["role"] != "scalar"]
+        kinds = {s["label"]: s.get("kind") for s in req["task"]["shapes"]}
+        seen = []
+        with open(req["files"]["in"], "rb") as f:
+            data = f.read()
+        result = bytearray(data)   # the out file has the in file's layout
+        for call in req.get("calls", []):
+            place = call["args"]
+            loaded = {a["name"]: data[place[a["name"]]["offset"]:place[a["name"]]["offset"] + place[a["name"]]["bytes"]]
+                      for a in args}
+            seen.append({"shape": call["shape"], "trial": call["trial"], "time": call.get("time"),
+                         "inputs_sha": hashlib.sha256(b"".join(loaded[a["name"]] for a in args
+                                                               if a["role"] != "out")).hexdigest(),
+                         "poison": [loaded[a["name"]][:8].hex() for a in args if a["role"] == "out"]})
+            outs = dict(loaded)
+            spoil = ("KEVO_TEST_RUN_WRONG_HIDDEN" in src and kinds.get(call["shape"]) == "hidden") or \
+                    ("KEVO_TEST_RUN_WRONG_STRESS" in src and call["trial"].startswith("stress")) or \
+                    ("KEVO_TEST_RUN_WRONG_TIMED" in src and call.get("time")) or \
+                    re.search(r"KEVO_TEST_RUN_WRONG(?![_A-Z])", src) is not None
+            ins = [array.array(codes[a["dtype"]], loaded[a["name"]]) for a in args if a["role"] == "in"]
+            for a in args:
+                if a["role"] == "in":
+                    continue
+                code = codes[a["dtype"]]
+                n = len(loaded[a["name"]]) // array.array(code).itemsize
+                if "run_ignores_inputs" in b:
+                    out = array.array(code, bytes(len(loaded[a["name"]])))
+                else:
+                    out = array.array(code, [sum(x[i % len(x)] for x in ins if len(x)) for i in range(n)])
+                    if spoil and n:
+                        out[min(7, n - 1)] += 1
+                data_out = out.tobytes()
+                if "KEVO_TEST_RUN_UNWRITTEN" in src and n:
+                    data_out = data_out[:-out.itemsize] + loaded[a["name"]][-out.itemsize:]
+                outs[a["name"]] = data_out
+            if "KEVO_TEST_RUN_MODIFY_INPUT" in src:
+                first = next(a for a in args if a["role"] == "in")
+                x = array.array(codes[first["dtype"]], loaded[first["name"]])
+                if len(x):
+                    x[0] = 42
+                outs[first["name"]] = x.tobytes()
+            for a in args:
+                o = place[a["name"]]["offset"]
+                result[o:o + len(outs[a["name"]])] = outs[a["name"]]
+        if "KEVO_TEST_RUN_SHORT_FILE" in src:
+            del result[-4:]
+        with open(req["files"]["out"], "wb") as f:
+            f.write(result)
+        write_log(self.log, "run", b, program=program, calls=seen)
+        verdict, timings = self.correct(req, marker_number(src, "KEVO_TEST_NS", DEFAULT_NS))
+        verdict["message"] = "ran every call" + ("; %.2fx" % verdict["speedup"] if timings else "")
+        verdict.pop("max_abs_error", None)
+        verdict.pop("rel_l2_error", None)
         return self.finish(req, verdict, timings, misbehave=misbehave)
 
     def finish(self, req, verdict, timings, misbehave):

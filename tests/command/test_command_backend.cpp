@@ -481,3 +481,154 @@ TEST_F(Fixture, AnAcceleratorJudgesOneRequestAtATimeAcrossBackends) {
   for (std::size_t i = 1; i < at.size(); ++i)
     EXPECT_GE(at[i] - at[i - 1], 0.28) << "requests " << i - 1 << " and " << i << " overlapped on the device";
 }
+
+// ---- judge = "kevo": kevo draws the inputs and compares ---------------------
+
+namespace {
+
+nlohmann::json kevo_config(const std::string& behaviour, const fs::path& log, bool persistent = false) {
+  auto cfg = base_config(behaviour, log, persistent);
+  cfg["judge"] = "kevo";
+  return cfg;
+}
+
+}  // namespace
+
+TEST_F(Fixture, KevoJudgedModeRunsTheReferenceThenTheCandidateOnKevosFiles) {
+  auto b = make(kevo_config("honest", log()));
+  b->prepare(*task());
+  std::filesystem::remove(log());
+  Verdict v = judge(*b, "KEVO_TEST_CORRECT KEVO_TEST_NS=500\n");
+  ASSERT_EQ(v.status, Status::correct) << v.message << v.feedback;
+  EXPECT_NEAR(v.speedup, 4.0, 1e-9);
+  const auto reqs = log_lines(log(), "request");
+  const auto runs = log_lines(log(), "run");
+  ASSERT_EQ(reqs.size(), 2u);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(reqs[0]["request"]["mode"], "run");
+  EXPECT_EQ(reqs[0]["request"]["program"], "reference");
+  EXPECT_FALSE(reqs[0]["request"]["timing"].get<bool>());
+  EXPECT_EQ(reqs[1]["request"]["program"], "candidate");
+  EXPECT_TRUE(reqs[1]["request"]["timing"].get<bool>());
+  for (const auto& r : reqs) EXPECT_TRUE(r["schema_errors"].is_null() || r["schema_errors"].empty()) << r["schema_errors"];
+  // Every shape (2 visible, 2 hidden, 4 drawn) in 3 trials and 1 stress
+  // trial; the candidate sees the same inputs as the reference; time only on
+  // the visible shapes' first trial, in the candidate's request.
+  const auto& rc = runs[0]["calls"];
+  const auto& cc = runs[1]["calls"];
+  ASSERT_EQ(rc.size(), 32u);
+  ASSERT_EQ(cc.size(), rc.size());
+  int timed = 0;
+  std::set<std::string> inputs;
+  for (std::size_t i = 0; i < rc.size(); ++i) {
+    EXPECT_EQ(rc[i]["inputs_sha"], cc[i]["inputs_sha"]) << i;
+    EXPECT_FALSE(rc[i]["time"].get<bool>());
+    timed += cc[i]["time"].get<bool>();
+    inputs.insert(rc[i]["inputs_sha"].get<std::string>());
+  }
+  EXPECT_EQ(timed, 2);
+  EXPECT_EQ(inputs.size(), rc.size());   // fresh inputs for every call
+  // The candidate's request does not see the reference's output files.
+  const std::string ref_dir = fs::path(reqs[0]["request"]["files"]["out"].get<std::string>()).parent_path();
+  const std::string cand_dir = fs::path(reqs[1]["request"]["files"]["out"].get<std::string>()).parent_path();
+  EXPECT_NE(ref_dir, cand_dir);
+  EXPECT_FALSE(fs::exists(ref_dir));
+}
+
+TEST_F(Fixture, KevoJudgedInputsFollowTheSeedAndThePoisonIsDrawnPerJudgement) {
+  auto b = make(kevo_config("honest", log()));
+  b->prepare(*task());
+  std::filesystem::remove(log());
+  ASSERT_TRUE(judge(*b, "KEVO_TEST_CORRECT\n", 11).is_correct());
+  ASSERT_TRUE(judge(*b, "KEVO_TEST_CORRECT\n", 11).is_correct());
+  ASSERT_TRUE(judge(*b, "KEVO_TEST_CORRECT\n", 12).is_correct());
+  const auto runs = log_lines(log(), "run");
+  ASSERT_EQ(runs.size(), 6u);
+  EXPECT_EQ(runs[0]["calls"][0]["inputs_sha"], runs[2]["calls"][0]["inputs_sha"]);   // same seed, same inputs
+  EXPECT_NE(runs[0]["calls"][0]["inputs_sha"], runs[4]["calls"][0]["inputs_sha"]);   // another seed
+  EXPECT_NE(runs[0]["calls"][0]["poison"], runs[2]["calls"][0]["poison"]);           // a fresh poison
+}
+
+TEST_F(Fixture, KevoJudgedModeCatchesWhatTheEvaluatorNeverChecks) {
+  auto b = make(kevo_config("honest", log()));
+  b->prepare(*task());
+  const std::string ok = "KEVO_TEST_CORRECT ";
+  Verdict v = judge(*b, ok + "KEVO_TEST_RUN_WRONG\n");
+  ASSERT_EQ(v.status, Status::wrong_answer) << v.message;
+  ASSERT_TRUE(v.mismatch.has_value());
+  EXPECT_EQ(v.mismatch->arg, "out");
+  EXPECT_EQ(v.mismatch->trial, "trial 1");
+  EXPECT_EQ(v.mismatch->flat_index, 7);
+  EXPECT_NEAR(v.mismatch->got - v.mismatch->expected, 1.0, 1e-4);
+  EXPECT_NE(v.message.find("differs from the reference at [7]"), std::string::npos) << v.message;
+
+  v = judge(*b, ok + "KEVO_TEST_RUN_WRONG_HIDDEN\n");
+  ASSERT_EQ(v.status, Status::wrong_answer) << v.message;
+  ASSERT_TRUE(v.mismatch.has_value());
+  EXPECT_EQ(v.mismatch->shape.rfind("hidden ", 0), 0u) << v.mismatch->shape;
+  EXPECT_EQ(v.message.find("hidden N="), std::string::npos) << v.message;
+  EXPECT_EQ(v.feedback.find("hidden N="), std::string::npos) << v.feedback;
+  EXPECT_NE(v.message.find("a hidden test shape"), std::string::npos) << v.message;
+
+  v = judge(*b, ok + "KEVO_TEST_RUN_WRONG_STRESS\n");
+  ASSERT_EQ(v.status, Status::wrong_answer) << v.message;
+  EXPECT_EQ(v.mismatch->trial, "stress large");
+
+  v = judge(*b, ok + "KEVO_TEST_RUN_WRONG_TIMED\n");
+  ASSERT_EQ(v.status, Status::wrong_answer) << v.message;
+  EXPECT_EQ(v.mismatch->trial, "trial 1");
+  EXPECT_EQ(v.speedup, 0.0);
+
+  v = judge(*b, ok + "KEVO_TEST_RUN_UNWRITTEN\n");
+  ASSERT_EQ(v.status, Status::wrong_answer) << v.message;
+  EXPECT_NE(v.message.find("pre-filled"), std::string::npos) << v.message;
+
+  v = judge(*b, ok + "KEVO_TEST_RUN_MODIFY_INPUT\n");
+  ASSERT_EQ(v.status, Status::wrong_answer) << v.message;
+  EXPECT_EQ(v.mismatch->trial, "input-modified");
+  EXPECT_NE(v.message.find("modified its input 'a'"), std::string::npos) << v.message;
+
+  v = judge(*b, ok + "KEVO_TEST_RUN_SHORT_FILE\n");
+  ASSERT_EQ(v.status, Status::runtime_error) << v.message;
+  EXPECT_EQ(v.message.rfind("protocol breach", 0), 0u) << v.message;
+  EXPECT_NE(v.message.find("bytes, expected"), std::string::npos) << v.message;
+
+  EXPECT_EQ(judge(*b, "KEVO_TEST_CRASH\n").status, Status::runtime_error);
+  EXPECT_EQ(judge(*b, "no marker at all\n").status, Status::compile_error);
+  v = judge(*b, "KEVO_TEST_CORRECT KEVO_TEST_NS=1000\n");
+  EXPECT_TRUE(v.is_correct()) << v.message;   // the backend still judges
+  EXPECT_NEAR(v.speedup, 2.0, 1e-9);
+  EXPECT_GE(command::command_stats(*b).breaches, 1u);
+}
+
+TEST_F(Fixture, KevoJudgedConformanceRefusesAnEvaluatorThatIgnoresItsInputs) {
+  auto b = make(kevo_config("run_ignores_inputs", log()));
+  try {
+    b->prepare(*task());
+    FAIL() << "an evaluator that writes zeros whatever the inputs was accepted";
+  } catch (const InputError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("/backend/command/run"), std::string::npos) << m;
+    EXPECT_NE(m.find("null zeros"), std::string::npos) << m;
+    EXPECT_NE(m.find("does not run the reference on the inputs"), std::string::npos) << m;
+  }
+}
+
+TEST_F(Fixture, KevoJudgedPersistentEvaluatorIsRestartedAfterAFailure) {
+  auto b = make(kevo_config("honest", log(), true));
+  b->prepare(*task());
+  const auto starts = command::command_stats(*b).evaluator_starts;
+  EXPECT_TRUE(judge(*b, "KEVO_TEST_CORRECT\n").is_correct());
+  EXPECT_TRUE(judge(*b, "KEVO_TEST_CORRECT\n").is_correct());
+  EXPECT_EQ(command::command_stats(*b).evaluator_starts, starts);   // one process for both requests of both
+  EXPECT_EQ(judge(*b, "KEVO_TEST_CRASH\n").status, Status::runtime_error);
+  EXPECT_TRUE(judge(*b, "KEVO_TEST_CORRECT\n").is_correct());
+  EXPECT_EQ(command::command_stats(*b).evaluator_starts, starts + 1);
+}
+
+TEST_F(Fixture, KevoJudgedConfigValueIsChecked) {
+  auto cfg = base_config("honest", log());
+  cfg["judge"] = "both";
+  const std::string e = input_error(cfg, tmp.path);
+  EXPECT_NE(e.find("/backend/command/judge"), std::string::npos) << e;
+}

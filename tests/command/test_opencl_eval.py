@@ -296,8 +296,8 @@ def have_opencl():
 
 # ------------------------------------------------------------------ tests
 
-class OpenCLEvaluator(unittest.TestCase):
-    tasks = ["vadd", "rowsum", "sgemm", "softmax"]
+class WithServer(unittest.TestCase):
+    """One --serve evaluator and a scratch folder per test class."""
 
     @classmethod
     def setUpClass(cls):
@@ -318,6 +318,10 @@ class OpenCLEvaluator(unittest.TestCase):
 
     def ask(self, req):
         return self.server.ask(self, req)
+
+
+class OpenCLEvaluator(WithServer):
+    tasks = ["vadd", "rowsum", "sgemm", "softmax"]
 
     # -- conformance of every bundled task
     def test_self_check_and_nulls(self):
@@ -505,6 +509,74 @@ class OpenCLEvaluator(unittest.TestCase):
                            stderr=subprocess.PIPE, timeout=60, env=EVAL_ENV)
         o = json.loads(p.stdout.decode().strip().splitlines()[-1])
         self.assertEqual((o["nonce"], o["event"]), (req["nonce"], "fatal"))
+
+
+class RunMode(WithServer):
+    """mode "run" (backend.command.judge = "kevo"): the evaluator runs a program on kevo's files."""
+
+    def run_vadd(self, program, source=None, timing=False):
+        import numpy as np
+        req = request("vadd", candidate=source, timing=timing, drawn=1)
+        req["mode"], req["program"] = "run", program
+        if program == "reference":
+            del req["candidate"]
+        rng = np.random.default_rng(7)
+        calls, data, blob = [], [], bytearray()
+        poison = np.array([0x7FC0BEEF], dtype=np.uint32).view(np.float32)[0]
+        for i, shape in enumerate(req["task"]["shapes"]):
+            n = shape["args"]["out"]["extents"][0]
+            bufs = {"a": rng.standard_normal(n).astype(np.float32), "b": rng.standard_normal(n).astype(np.float32),
+                    "out": np.full(n, poison, dtype=np.float32)}
+            args = {}
+            for name, arr in bufs.items():
+                args[name] = {"offset": len(blob), "bytes": arr.nbytes}
+                blob += arr.tobytes() + bytes((64 - arr.nbytes % 64) % 64)
+            calls.append({"shape": shape["label"], "trial": "trial 1", "args": args,
+                          "time": timing and shape["kind"] == "visible"})
+            data.append(bufs)
+        files = {"in": os.path.join(self.tmp, "in.bin"), "out": os.path.join(self.tmp, "out.bin")}
+        with open(files["in"], "wb") as f:
+            f.write(blob)
+        if os.path.exists(files["out"]):
+            os.remove(files["out"])
+        req["files"], req["calls"] = files, calls
+        self.last_calls = calls
+        ans = self.ask(req)
+        raw = open(files["out"], "rb").read() if os.path.exists(files["out"]) else b""
+        self.assertEqual(len(raw), len(blob))
+        outs = [{k: np.frombuffer(raw, dtype=np.float32, count=c["args"][k]["bytes"] // 4, offset=c["args"][k]["offset"])
+                 for k in ("a", "b", "out")} for c in calls]
+        return ans, data, outs
+
+    def test_reference_writes_every_buffer(self):
+        ans, data, outs = self.run_vadd("reference")
+        self.assertEqual(ans["verdict"]["status"], "correct", ans)
+        self.assertNotIn("shape_timings", ans)
+        for d, o in zip(data, outs):
+            self.assertTrue((o["out"] == d["a"] + d["b"]).all())
+            self.assertTrue((o["a"] == d["a"]).all() and (o["b"] == d["b"]).all())
+
+    def test_candidate_outputs_are_its_own(self):
+        import numpy as np
+        ans, data, outs = self.run_vadd("candidate", self.write("one_unwritten", BROKEN["one_unwritten"]))
+        self.assertEqual(ans["verdict"]["status"], "correct", ans)   # the evaluator does not judge: kevo does
+        for d, o in zip(data, outs):
+            if len(d["out"]) > 5:
+                self.assertEqual(o["out"][5:6].view(np.uint32)[0], 0x7FC0BEEF)   # kevo's poison, unwritten
+        ans, data, outs = self.run_vadd("candidate", self.write("writes_input", BROKEN["writes_input"]))
+        self.assertTrue((outs[0]["b"] == 0).all())                              # the write reaches kevo
+
+    def test_timed_candidate_answers_shape_timings(self):
+        ans, data, outs = self.run_vadd("candidate", timing=True)
+        self.assertEqual(ans["verdict"]["status"], "correct", ans)
+        visible = [c["shape"] for c in self.last_calls if c["time"]]
+        self.assertTrue(visible)
+        self.assertEqual([t["shape"] for t in ans["shape_timings"]], visible)
+        for t in ans["shape_timings"]:
+            self.assertGreater(t["cand_median_ns"], 0)
+            self.assertGreaterEqual(t["repeats"], TIMING["min_repeats"])
+        for d, o in zip(data, outs):
+            self.assertTrue((o["out"] == d["a"] + d["b"]).all())   # the last timed run's outputs are right
 
 
 if __name__ == "__main__":

@@ -140,6 +140,40 @@ class RequestSchema(unittest.TestCase):
         big_seed["seed"] = 2 ** 64 - 1
         self.assertValid(big_seed)
 
+    @staticmethod
+    def run_request(program):
+        r = copy.deepcopy(REQUEST)
+        r["mode"], r["program"] = "run", program
+        r["files"] = {"in": "/io/in.bin", "out": "/io/out.bin"}
+        r["calls"] = [{"shape": "N=1048576", "trial": "trial 1", "time": program == "candidate",
+                       "args": {n: {"offset": k * 4194304, "bytes": 4194304} for k, n in enumerate(("a", "b", "out"))}}]
+        if program == "reference":
+            r["timing"] = False
+            del r["candidate"]
+        return r
+
+    def test_run_mode(self):
+        self.assertValid(self.run_request("reference"))
+        self.assertValid(self.run_request("candidate"))
+        bad = self.run_request("reference")
+        bad["timing"] = True                       # only a candidate's run is timed
+        self.assertInvalid(bad)
+        bad = self.run_request("candidate")
+        del bad["candidate"]                       # a candidate's run without the candidate
+        self.assertInvalid(bad)
+        bad = self.run_request("candidate")
+        del bad["calls"][0]["args"]["out"]["offset"]   # a buffer without its place
+        self.assertInvalid(bad)
+        bad = self.run_request("candidate")
+        del bad["files"]
+        self.assertInvalid(bad)
+        bad = copy.deepcopy(REQUEST)
+        bad["calls"] = []                          # calls outside run mode
+        self.assertInvalid(bad)
+        bad = self.run_request("candidate")
+        del bad["program"]
+        self.assertInvalid(bad)
+
     def test_missing_nonce(self):
         bad = copy.deepcopy(REQUEST)
         del bad["nonce"]

@@ -299,3 +299,25 @@ TEST(Runner, MissingExecutableThrows) {
   EXPECT_THROW(r.start(s), kevo::Failure);
   expect_no_children();
 }
+
+// A persistent process whose answer is already there when send() returns
+// (send reads the pipes on its way out): poll() must still wake at once for
+// it instead of sleeping to its timeout (the command backend's persistent
+// evaluators lost 50 ms on one request in three to this).
+TEST(Runner, OutputReadDuringSendStillWakesPoll) {
+  sb::Runner r;
+  sb::Spec s = sh("echo ready; exec cat > /dev/null");
+  s.input_fd = 0;
+  s.keep_input_open = true;
+  s.wake_on_output = true;
+  const auto id = r.start(std::move(s));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));   // "ready" waits in the pipe
+  ASSERT_TRUE(r.send(id, "x\n"));
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto done = r.poll(std::chrono::milliseconds(5000));
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_TRUE(done.empty());
+  EXPECT_LT(waited, 2.5) << "poll slept to its timeout with output waiting";
+  EXPECT_EQ(r.take_output(id), "ready\n");
+  r.kill_all();
+}

@@ -12,6 +12,8 @@
 #include "kevo/sandbox/runner.hpp"
 #include "kevo/sandbox/scratch_dir.hpp"
 
+#include "space.hpp"
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -31,6 +33,7 @@ namespace kevo::command {
 
 namespace fs = std::filesystem;
 namespace sb = kevo::sandbox;
+namespace jd = kevo::native::judge;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -52,6 +55,30 @@ void write_file(const fs::path& p, const std::string& content) {
 }
 
 std::string seconds_text(double s) { return short_number(s) + " s"; }
+
+// What a verdict keeps when kevo's comparison replaces the evaluator's
+// word: the build and the process's facts, nothing judged.
+Verdict run_facts(const Verdict& e) {
+  Verdict v;
+  v.compile_seconds = e.compile_seconds;
+  v.compile_cached = e.compile_cached;
+  v.compile_log = e.compile_log;
+  v.worker_seconds = e.worker_seconds;
+  v.output_tail = e.output_tail;
+  v.device = e.device;
+  v.exit_code = e.exit_code;
+  v.max_rss_kb = e.max_rss_kb;
+  return v;
+}
+
+// The inputs of a null candidate "other_seed" come from this seed instead
+// of the judgement's.
+constexpr std::uint64_t kOtherSeed = 0x9E3779B97F4A7C15ULL;
+
+// Every buffer of a request's calls in one file ("in") and back in another
+// of the same layout ("out"), each at a multiple of kIoAlign: two files per
+// request, however many calls (creating files is what costs).
+constexpr std::size_t kIoAlign = 64;
 
 }  // namespace
 
@@ -116,6 +143,25 @@ class CommandBackend final : public Backend {
     Clock::time_point sent;
     Verdict v;
     State state = State::compile_queued;
+    // judge = "kevo": the calls of the judgement, the files they are
+    // exchanged through, and which request runs (0: the reference's, 1: the
+    // candidate's, or the reference on other inputs for null other_seed).
+    struct Call {
+      std::size_t shape = 0;   // index into shapes
+      jd::Case c;
+      std::string trial, tag;
+      int stress = -1;   // index into task.stress
+      jd::ArgSet orig;   // inputs, outputs poisoned
+      jd::ArgSet want;   // the reference's buffers after its call
+    };
+    std::vector<Call> calls;
+    int phase = 0;
+    jd::Poison poison;
+    fs::path io;
+    std::size_t io_bytes = 0;
+    nlohmann::json io_files;
+    double earlier_seconds = 0.0;   // the reference request's time
+    std::string hidden_label;       // the hidden shape a kevo-found mismatch names
   };
   struct Slot {
     std::uint64_t proc = 0;
@@ -138,6 +184,13 @@ class CommandBackend final : public Backend {
   void handle(sb::Finished& f);
   void drive(const std::vector<std::uint64_t>& keys);
   nlohmann::json request_for(Job& j);
+  // judge = "kevo"
+  nlohmann::json kevo_calls(Job& j, bool timing);
+  std::string read_calls(const Job& j, std::vector<jd::ArgSet>& out) const;
+  void kevo_compare(Job& j, const std::vector<jd::ArgSet>& got, bool check_inputs);
+  std::vector<jd::ArgSet> null_outputs(const Job& j) const;
+  bool kevo_step(Job& j);   // true: the job goes on to its next request
+  void after_request(Job& j);
   std::vector<std::string> env() const;
   std::map<std::string, std::string> subst(const Job& j, const fs::path& scratch) const;
   // A command of the config for job j, run in `scratch` (cwd and TMPDIR).
@@ -407,7 +460,7 @@ void CommandBackend::on_compile_done(Job& j, sb::Finished& f) {
 
 nlohmann::json CommandBackend::request_for(Job& j) {
   j.nonce = random_hex(16);
-  j.shapes = request_shapes(*j.task, j.seed);
+  if (j.shapes.empty()) j.shapes = request_shapes(*j.task, j.seed);   // once: kevo's calls point into them
   RequestInfo info;
   info.nonce = j.nonce;
   info.mode = j.mode;
@@ -421,15 +474,250 @@ nlohmann::json CommandBackend::request_for(Job& j) {
   const auto& ref = prepared_.at(j.task->manifest_path.string());
   info.reference_source = ref.first;
   info.reference_build = ref.second;
-  if (j.mode == "self_check") {
+  bool candidate = j.mode == "judge" || j.mode == "self_check";
+  if (opt_.kevo_judges) {
+    // The reference's request first, then the candidate's (a null
+    // "other_seed": the reference again, on other inputs).
+    candidate = candidate && j.phase == 1;
+    info.mode = "run";
+    info.program = candidate ? "candidate" : "reference";
+    info.timing = candidate && j.timing;
+    info.profile = candidate && j.profile;
+    info.calls = kevo_calls(j, info.timing);
+    info.files = j.io_files;
+  }
+  if (candidate && j.mode == "self_check") {
     info.candidate_source = ref.first;
     info.candidate_build = ref.second;
-  } else if (j.mode == "judge") {
+  } else if (candidate) {
     info.candidate_source = j.source_path;
     info.candidate_build = j.build_dir;
   }
-  j.reader.emplace(answer_rules(*j.task, j.shapes, j.nonce, j.timing, opt_));
+  j.reader.emplace(answer_rules(*j.task, j.shapes, j.nonce, info.timing, opt_));
   return make_request(*j.task, j.shapes, info);
+}
+
+// ---- judge = "kevo" ---------------------------------------------------------
+
+nlohmann::json CommandBackend::kevo_calls(Job& j, bool timing) {
+  const Task& task = *j.task;
+  jd::Space& space = jd::host_space();
+  if (j.calls.empty()) {
+    // Every shape in every trial, then every stress distribution on every
+    // shape, as the native judge does; inputs fresh per call.
+    j.poison = jd::Poison::draw(j.seed ^ fnv1a64(random_hex(8)));
+    std::vector<std::pair<std::size_t, jd::Case>> cases;
+    std::size_t counts[3] = {0, 0, 0};
+    for (const auto& rs : j.shapes) {
+      jd::Case c;
+      c.shape = &rs.shape;
+      c.kind = rs.kind == "visible" ? jd::Case::Kind::visible : rs.kind == "hidden" ? jd::Case::Kind::hidden : jd::Case::Kind::drawn;
+      c.index = counts[static_cast<int>(c.kind)]++;
+      cases.emplace_back(cases.size(), c);
+    }
+    for (int t = 0; t < opt_.trials; ++t)
+      for (const auto& [i, c] : cases) j.calls.push_back({i, c, "trial " + std::to_string(t + 1), "trial" + std::to_string(t), -1, {}, {}});
+    for (std::size_t k = 0; k < task.stress.size(); ++k)
+      for (const auto& [i, c] : cases)
+        j.calls.push_back({i, c, "stress " + task.stress[k].name, "stress-" + task.stress[k].name, static_cast<int>(k), {}, {}});
+  }
+  space.set_poison(j.poison);
+  const bool other = j.mode == "null" && j.phase == 1;
+  std::error_code ec;
+  if (!j.io.empty()) fs::remove_all(j.io, ec);
+  // A fresh folder per request: nothing of the reference's request is left
+  // where the candidate's runs.
+  j.io = j.own.path() / ("io-" + random_hex(6));
+  fs::create_directories(j.io, ec);
+  if (ec) throw Failure("command backend: cannot create " + j.io.string() + ": " + ec.message());
+  nlohmann::json calls = nlohmann::json::array();
+  const fs::path in_path = j.io / "in.bin";
+  std::ofstream in(in_path, std::ios::binary | std::ios::trunc);
+  std::size_t offset = 0;
+  static const char zeros[kIoAlign] = {};
+  for (std::size_t i = 0; i < j.calls.size(); ++i) {
+    auto& call = j.calls[i];
+    const jd::DistributionOverride dist = [&](const Arg& a) -> const Distribution* {
+      if (call.stress < 0) return nullptr;
+      for (const auto& [index, d] : task.stress[static_cast<std::size_t>(call.stress)].inputs)
+        if (task.args[index].name == a.name) return &d;
+      return nullptr;
+    };
+    if (call.orig.buf.empty()) call.orig = space.make_inputs(task, call.c, j.seed, call.tag, dist);
+    jd::ArgSet other_inputs;
+    if (other) other_inputs = space.make_inputs(task, call.c, j.seed ^ kOtherSeed, call.tag, dist);
+    const jd::ArgSet& a = other ? other_inputs : call.orig;
+    nlohmann::json args = nlohmann::json::object();
+    for (std::size_t k = 0; k < task.args.size(); ++k) {
+      if (!task.args[k].is_buffer()) continue;
+      const std::size_t bytes = a.buf[k].bytes();
+      in.write(static_cast<const char*>(a.buf[k].data()), static_cast<std::streamsize>(bytes));
+      const std::size_t pad = (kIoAlign - bytes % kIoAlign) % kIoAlign;
+      in.write(zeros, static_cast<std::streamsize>(pad));
+      args[task.args[k].name] = {{"offset", offset}, {"bytes", bytes}};
+      offset += bytes + pad;
+    }
+    const bool time = timing && call.c.timed() && call.stress < 0 && call.trial == "trial 1";
+    calls.push_back({{"shape", j.shapes[call.shape].label}, {"trial", call.trial}, {"time", time}, {"args", std::move(args)}});
+  }
+  in.close();
+  if (!in) throw Failure("command backend: cannot write " + in_path.string());
+  j.io_bytes = offset;
+  j.io_files = {{"in", in_path.string()}, {"out", (j.io / "out.bin").string()}};
+  return calls;
+}
+
+std::string CommandBackend::read_calls(const Job& j, std::vector<jd::ArgSet>& out) const {
+  out.clear();
+  const fs::path path = j.io / "out.bin";
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (ec) return "it did not write its out file " + path.filename().string() + " (" + ec.message() + ")";
+  if (size != j.io_bytes)
+    return "its out file holds " + std::to_string(size) + " bytes, expected " + std::to_string(j.io_bytes) + " (the in file's layout)";
+  std::ifstream f(path, std::ios::binary);
+  for (std::size_t i = 0; i < j.calls.size(); ++i) {
+    jd::ArgSet a = jd::allocate_like(j.calls[i].orig);
+    for (std::size_t k = 0; k < j.task->args.size(); ++k) {
+      if (!j.task->args[k].is_buffer()) continue;
+      const std::size_t bytes = a.buf[k].bytes();
+      f.read(static_cast<char*>(a.buf[k].data()), static_cast<std::streamsize>(bytes));
+      f.ignore(static_cast<std::streamsize>((kIoAlign - bytes % kIoAlign) % kIoAlign));
+    }
+    if (!f) return "cannot read its out file " + path.filename().string();
+    out.push_back(std::move(a));
+  }
+  return "";
+}
+
+std::vector<jd::ArgSet> CommandBackend::null_outputs(const Job& j) const {
+  // zeros: every output 0; copy: the first input converted element-wise
+  // into each output (wrapping), an inout keeping its input.
+  const Task& task = *j.task;
+  jd::Space& space = jd::host_space();
+  std::size_t first_in = task.args.size();
+  for (std::size_t k = 0; k < task.args.size() && first_in == task.args.size(); ++k)
+    if (task.args[k].is_input() && task.args[k].is_buffer()) first_in = k;
+  std::vector<jd::ArgSet> got;
+  for (const auto& call : j.calls) {
+    jd::ArgSet a = space.clone_for_call(task, call.orig, false);
+    for (std::size_t k = 0; k < task.args.size(); ++k) {
+      const Arg& arg = task.args[k];
+      if (!arg.is_output() || (j.null_kind == "copy" && arg.role == Role::inout)) continue;
+      if (j.null_kind == "copy" && first_in < task.args.size())
+        space.convert(arg.dtype, a.buf[k], a.n[k], task.args[first_in].dtype, call.orig.buf[first_in], call.orig.n[first_in]);
+      else
+        space.zero(a.buf[k]);
+    }
+    got.push_back(std::move(a));
+  }
+  return got;
+}
+
+void CommandBackend::kevo_compare(Job& j, const std::vector<jd::ArgSet>& got, bool check_inputs) {
+  const Task& task = *j.task;
+  jd::Space& space = jd::host_space();
+  space.set_poison(j.poison);
+  Verdict& v = j.v;
+  double max_abs = 0.0, rel_l2 = 0.0;
+  auto wrong = [&](const Job::Call& call, std::size_t k, std::int64_t i, double expected, double got_v,
+                   const std::string& trial, std::string message) {
+    Mismatch m;
+    m.arg = task.args[k].name;
+    m.shape = call.c.label();
+    m.trial = trial;
+    m.flat_index = i;
+    m.index = jd::multi_index(task, task.args[k], *call.c.shape, i);
+    m.expected = expected;
+    m.got = got_v;
+    if (call.c.hidden()) j.hidden_label = call.c.label();
+    v = run_facts(v);
+    v.status = Status::wrong_answer;
+    v.stage = Stage::correctness;
+    v.message = std::move(message);
+    v.mismatch = m;
+    v.max_abs_error = max_abs;
+    v.rel_l2_error = rel_l2;
+  };
+  for (std::size_t i = 0; i < j.calls.size(); ++i) {
+    const auto& call = j.calls[i];
+    const std::string where = " (" + call.trial + ", shape " + call.c.label() + ")";
+    for (std::size_t k = 0; check_inputs && k < task.args.size(); ++k) {
+      if (task.args[k].role != Role::in || !task.args[k].is_buffer()) continue;
+      const std::size_t at = space.first_difference(got[i].buf[k], call.orig.buf[k]);
+      if (at >= got[i].buf[k].bytes()) continue;
+      const auto e = static_cast<std::int64_t>(at / dtype_size(task.args[k].dtype));
+      const std::string index = jd::multi_index(task, task.args[k], *call.c.shape, e);
+      wrong(call, k, e, space.element(task.args[k].dtype, call.orig.buf[k], e), space.element(task.args[k].dtype, got[i].buf[k], e),
+            "input-modified", "the kernel modified its input '" + task.args[k].name + "' (at " + index + ", " + call.trial +
+                                    ", shape " + call.c.label() + ")");
+      return;
+    }
+    for (std::size_t k = 0; k < task.args.size(); ++k) {
+      const Arg& arg = task.args[k];
+      if (!arg.is_output()) continue;
+      const jd::OutputDiff d = jd::diff_output(space, arg.dtype, call.want.buf[k], got[i].buf[k], call.orig.n[k], task.tolerance, true);
+      max_abs = std::max(max_abs, d.max_abs);
+      rel_l2 = std::max(rel_l2, d.rel_l2);
+      if (d.bad < 0) continue;
+      const double want = space.element(arg.dtype, call.want.buf[k], d.bad), have = space.element(arg.dtype, got[i].buf[k], d.bad);
+      wrong(call, k, d.bad, want, have, call.trial,
+            "output '" + arg.name + "' differs from the reference at " + jd::multi_index(task, arg, *call.c.shape, d.bad) + where +
+                ": expected " + jd::fmt_double(want) + ", got " + jd::fmt_double(have) + ": " + d.why);
+      return;
+    }
+  }
+  v.max_abs_error = max_abs;
+  v.rel_l2_error = rel_l2;
+}
+
+bool CommandBackend::kevo_step(Job& j) {
+  Verdict& v = j.v;
+  const bool reference_ran = j.phase == 0 || j.mode == "null";
+  if (!v.is_correct()) {
+    if (reference_ran && v.message.rfind("protocol breach", 0) != 0 && v.status != Status::timeout &&
+        v.status != Status::output_limit && v.status != Status::internal_error) {
+      // The reference did not run: not the candidate's failure.
+      v.message = "the evaluator could not run the reference (" + std::string(to_string(v.status)) + "): " + v.message;
+      v.status = Status::internal_error;
+    }
+    return false;
+  }
+  std::vector<jd::ArgSet> got;
+  if (const std::string why = read_calls(j, got); !why.empty()) {
+    ++stats_.breaches;
+    v.status = Status::runtime_error;
+    v.message = "protocol breach: the " + std::string(reference_ran && j.phase == 0 ? "reference" : "candidate") +
+                "'s run: " + why + " (each call's \"out\" file holds the buffer after the call, " +
+                "raw and little-endian; docs/command-backend.md#kevo-judged-mode)";
+    return false;
+  }
+  std::error_code ec;
+  fs::remove_all(j.io, ec);   // the reference's outputs leave the disk before the candidate runs
+  if (j.phase == 0) {
+    for (std::size_t i = 0; i < j.calls.size(); ++i) j.calls[i].want = std::move(got[i]);
+    if (j.mode == "null" && j.null_kind != "other_seed") {
+      kevo_compare(j, null_outputs(j), false);
+      if (v.status == Status::correct) v.message = "correct (kevo's null candidate " + j.null_kind + ")";
+      return false;
+    }
+    // On to the candidate's request.
+    after_request(j);
+    j.earlier_seconds += v.worker_seconds;
+    v = run_facts(v);
+    v.worker_seconds = 0.0;
+    j.phase = 1;
+    j.slot = -1;
+    j.taken = 0;
+    j.resent = false;
+    j.state = State::run_queued;
+    run_q_.push_front(j.key);
+    release_device();
+    return true;
+  }
+  v.worker_seconds += j.earlier_seconds;
+  kevo_compare(j, got, j.mode != "null");
+  return false;
 }
 
 void CommandBackend::start_run(Job& j) {
@@ -497,10 +785,11 @@ void CommandBackend::retire(Slot& s) {
 // The verdict of a request whose answer is complete, or whose process ended
 // (f: how it ended, when it did).
 void CommandBackend::conclude(Job& j, const sb::Finished* f) {
-  stats_.request_seconds += std::chrono::duration<double>(Clock::now() - j.sent).count();
+  const double seconds = std::chrono::duration<double>(Clock::now() - j.sent).count();
+  stats_.request_seconds += seconds;
   AnswerReader& r = *j.reader;
   Verdict& v = j.v;
-  v.worker_seconds = std::chrono::duration<double>(Clock::now() - j.sent).count();
+  v.worker_seconds = seconds;
   v.output_tail = tail(j.stderr_text, kOutputTailCap);
   if (f) {
     v.exit_code = f->exit_code;
@@ -555,6 +844,7 @@ void CommandBackend::conclude(Job& j, const sb::Finished* f) {
                                                                                     : "it was killed by " + sb::signal_name(f->signal);
     breach("no result: " + how + " before answering" + where);
   }
+  if (opt_.kevo_judges && kevo_step(j)) return;   // the candidate's request comes next
   finish(j);   // the feedback shows the last stderr of a failure (output_tail)
 }
 
@@ -613,21 +903,24 @@ void CommandBackend::release_device() {
   locked_ = false;
 }
 
+void CommandBackend::after_request(Job& j) {
+  if (j.slot < 0) return;
+  Slot& s = slots_.at(static_cast<std::size_t>(j.slot));
+  if (s.job == j.key) s.job = 0;
+  // A process that gave anything but a clean correct verdict, or served
+  // its share, is not trusted with the next request.
+  if (s.proc != 0 && (j.v.status != Status::correct || s.served >= opt_.run.max_requests)) retire(s);
+}
+
 void CommandBackend::finish(Job& j) {
   j.state = State::done;
-  if (j.slot >= 0) {
-    Slot& s = slots_.at(static_cast<std::size_t>(j.slot));
-    if (s.job == j.key) s.job = 0;
-    // A process that gave anything but a clean correct verdict, or served
-    // its share, is not trusted with the next request.
-    if (s.proc != 0 && (j.v.status != Status::correct || s.served >= opt_.run.max_requests)) retire(s);
-  }
+  after_request(j);
   if (j.v.status == Status::pending) {
     j.v.status = Status::internal_error;
     j.v.message = "no verdict was reached";
   }
   j.v.message = clean_text(j.v.message);
-  const std::string hidden = j.reader ? j.reader->hidden_label() : "";
+  const std::string hidden = !j.hidden_label.empty() ? j.hidden_label : j.reader ? j.reader->hidden_label() : "";
   auto redact = [&](std::string s) {
     if (hidden.empty()) return s;
     s = replace_all(std::move(s), hidden, "a hidden test shape");
@@ -690,7 +983,8 @@ std::vector<EvalResult> CommandBackend::do_poll(std::chrono::milliseconds max_wa
     const auto now = Clock::now();
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - now);
     if (runner_.running() == 0) {
-      // Nothing runs (waiting for the device's lock, or idle): look again soon.
+      if (run_q_.empty() && compile_q_.empty()) break;   // nothing to wait for (prepare() drives its own jobs)
+      // Waiting for the device's lock: look again soon.
       if (left.count() > 0) std::this_thread::sleep_for(std::min(left, std::chrono::milliseconds(5)));
     } else {
       for (auto& f : runner_.poll(std::max(left, std::chrono::milliseconds(0)))) handle(f);
@@ -855,7 +1149,9 @@ void CommandBackend::do_prepare(const Task& task) {
     throw InputError(opt_.config_file, run_key,
                      "an evaluator that judges the " + c.what + " candidate of task '" + task.name +
                          "' not correct; it said correct: either the task's tolerance (" + manifest +
-                         " /tolerance) cannot tell a kernel from nothing or the evaluator does not compare outputs");
+                         " /tolerance) cannot tell a kernel from nothing or the evaluator " +
+                         (opt_.kevo_judges ? "does not run the reference on the inputs it is given"
+                                           : "does not compare outputs"));
   }
 }
 

@@ -145,6 +145,7 @@ CommandOptions parse_command_options(StrictObject& obj) {
     p->finish();
   }
   o.trials = static_cast<int>(obj.integer("trials", 3, 1, 1000));
+  o.kevo_judges = obj.choice("judge", {"evaluator", "kevo"}, "evaluator") == "kevo";
   if (auto t = obj.optional_object("timing")) {
     o.timing.warmup = static_cast<int>(t->integer("warmup", 1, 0, 1000));
     o.timing.min_repeats = static_cast<int>(t->integer("min_repeats", 5, 1, 100000));
@@ -180,6 +181,7 @@ nlohmann::json to_json(const CommandOptions& o) {
   if (!o.system_prompt.empty())
     j["prompts"] = {{"system", o.system_prompt.string()}, {"knowledge", o.knowledge.string()}};
   j["trials"] = o.trials;
+  j["judge"] = o.kevo_judges ? "kevo" : "evaluator";
   j["timing"] = {{"warmup", o.timing.warmup},
                  {"min_repeats", o.timing.min_repeats},
                  {"max_repeats", o.timing.max_repeats},

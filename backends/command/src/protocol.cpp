@@ -128,6 +128,11 @@ nlohmann::json make_request(const Task& task, const std::vector<RequestShape>& s
                       {"reference", side(info.reference_source, info.reference_build)},
                       {"profile", info.profile}};
   if (info.mode == "null") r["null_kind"] = info.null_kind;
+  if (info.mode == "run") {
+    r["program"] = info.program;
+    r["files"] = info.files;
+    r["calls"] = info.calls;
+  }
   if (!info.candidate_source.empty()) r["candidate"] = side(info.candidate_source, info.candidate_build);
   return r;
 }

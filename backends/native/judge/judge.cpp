@@ -20,20 +20,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-const char* why_text(Why w) {
-  switch (w) {
-    case Why::none: break;
-    case Why::reference_unwritten: return "the reference left this element unwritten";
-    case Why::expected_nonfinite: return "expected a non-finite value";
-    case Why::unwritten:
-      return "the element still holds the NaN/sentinel outputs are pre-filled with: never written, or "
-             "accumulated into without being initialised";
-    case Why::got_nonfinite: return "got a non-finite value";
-    case Why::outside_tolerance: return "outside atol + rtol*|expected|";
-  }
-  return "";
-}
-
 std::string fmt3(double v) {
   std::ostringstream o;
   o.precision(3);
@@ -224,40 +210,13 @@ void Judge::compare_outputs(const ArgSet& want, const ArgSet& got, const Case& c
   for (std::size_t k = 0; k < task_.args.size(); ++k) {
     const Arg& arg = task_.args[k];
     if (!arg.is_output()) continue;
-    // Per block: partial sums, the worst element and the first bad one,
-    // combined in block order below, so that the figures do not depend on
-    // the number of threads (or on the space).
-    const std::vector<ComparePart> parts =
-        space_.compare(arg.dtype, want.buf[k], got.buf[k], want.n[k], tol, against_reference);
-    double diff2 = 0.0, want2 = 0.0, max_abs = 0.0;
-    std::int64_t compared = 0, bad = -1, worst = -1;
-    Why why_code = Why::none;
-    for (const ComparePart& p : parts) {
-      diff2 += p.diff2;
-      want2 += p.want2;
-      compared += p.compared;
-      if (p.max_abs > max_abs) {
-        max_abs = p.max_abs;
-        worst = p.worst;
-      }
-      if (bad < 0 && p.bad >= 0) {
-        bad = p.bad;
-        why_code = p.why;
-      }
-    }
-    // The denominator has an absolute floor, atol * sqrt(n): the norm of an
-    // output whose every element is atol (docs/verdicts.md).
-    const double l2_floor = std::max(tol.atol * std::sqrt(static_cast<double>(compared)), 1e-30);
-    const double rel_l2 = std::sqrt(diff2) / std::max(std::sqrt(want2), l2_floor);
-    std::string why = why_text(why_code);
+    const OutputDiff d = diff_output(space_, arg.dtype, want.buf[k], got.buf[k], want.n[k], tol, against_reference);
     if (against_reference) {
-      v_.max_abs_error = std::max(v_.max_abs_error, max_abs);
-      v_.rel_l2_error = std::max(v_.rel_l2_error, rel_l2);
+      v_.max_abs_error = std::max(v_.max_abs_error, d.max_abs);
+      v_.rel_l2_error = std::max(v_.rel_l2_error, d.rel_l2);
     }
-    if (bad < 0 && rel_l2 > tol.rel_l2 && diff2 > 0.0) {
-      bad = worst;
-      why = "relative L2 error " + fmt_double(rel_l2) + " above rel_l2 " + fmt_double(tol.rel_l2);
-    }
+    const std::int64_t bad = d.bad;
+    const std::string& why = d.why;
     if (bad >= 0) {
       Mismatch m;
       m.arg = arg.name;

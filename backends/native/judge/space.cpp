@@ -422,4 +422,51 @@ Space& host_space() {
   return space;
 }
 
+const char* why_text(Why w) {
+  switch (w) {
+    case Why::none: break;
+    case Why::reference_unwritten: return "the reference left this element unwritten";
+    case Why::expected_nonfinite: return "expected a non-finite value";
+    case Why::unwritten:
+      return "the element still holds the NaN/sentinel outputs are pre-filled with: never written, or "
+             "accumulated into without being initialised";
+    case Why::got_nonfinite: return "got a non-finite value";
+    case Why::outside_tolerance: return "outside atol + rtol*|expected|";
+  }
+  return "";
+}
+
+OutputDiff diff_output(Space& space, DType t, const Buffer& want, const Buffer& got, std::int64_t n, const Tolerance& tol,
+                       bool against_reference) {
+  // Per block: partial sums, the worst element and the first bad one,
+  // combined in block order, so that the figures do not depend on the
+  // number of threads (or on the space).
+  const std::vector<ComparePart> parts = space.compare(t, want, got, n, tol, against_reference);
+  double diff2 = 0.0, want2 = 0.0;
+  std::int64_t compared = 0, worst = -1;
+  OutputDiff d;
+  Why why_code = Why::none;
+  for (const ComparePart& p : parts) {
+    diff2 += p.diff2;
+    want2 += p.want2;
+    compared += p.compared;
+    if (p.max_abs > d.max_abs) {
+      d.max_abs = p.max_abs;
+      worst = p.worst;
+    }
+    if (d.bad < 0 && p.bad >= 0) {
+      d.bad = p.bad;
+      why_code = p.why;
+    }
+  }
+  const double l2_floor = std::max(tol.atol * std::sqrt(static_cast<double>(compared)), 1e-30);
+  d.rel_l2 = std::sqrt(diff2) / std::max(std::sqrt(want2), l2_floor);
+  d.why = why_text(why_code);
+  if (d.bad < 0 && d.rel_l2 > tol.rel_l2 && diff2 > 0.0) {
+    d.bad = worst;
+    d.why = "relative L2 error " + fmt_double(d.rel_l2) + " above rel_l2 " + fmt_double(tol.rel_l2);
+  }
+  return d;
+}
+
 }  // namespace kevo::native::judge

@@ -107,6 +107,23 @@ struct ComparePart {
 };
 constexpr std::int64_t kBlockElements = std::int64_t{1} << 16;
 
+// Words for a Why ("" for none).
+const char* why_text(Why w);
+
+// The comparison of one output, its blocks combined in order: the largest
+// difference, the relative L2 error (its denominator floored at
+// atol * sqrt(n), docs/verdicts.md) and the first bad element (-1: none;
+// when every element is within atol + rtol*|want| but the L2 error is over
+// rel_l2, the worst element), with why it is bad.
+struct OutputDiff {
+  double max_abs = 0.0, rel_l2 = 0.0;
+  std::int64_t bad = -1;
+  std::string why;
+};
+class Space;
+OutputDiff diff_output(Space& space, DType t, const Buffer& want, const Buffer& got, std::int64_t n, const Tolerance& tol,
+                       bool against_reference);
+
 // Input distributions to use instead of the manifest's (a stress trial).
 using DistributionOverride = std::function<const Distribution*(const Arg&)>;
 

@@ -141,6 +141,9 @@ struct Runner::Proc {
   std::size_t input_off = 0;
   bool keep_input_open = false;
   bool wake_on_output = false;
+  // Output that send() read on the way (an answer faster than the send
+  // returned): poll() owes its caller a wake-up for it.
+  bool wake_pending = false;
   Clock::time_point started, deadline;
   bool has_deadline = false;
   bool forced = false;
@@ -462,6 +465,8 @@ std::vector<Finished> Runner::poll(std::chrono::milliseconds max_wait) {
   std::vector<Finished> done = std::move(stash_);
   stash_.clear();
   const auto until = Clock::now() + max_wait;
+  for (auto& [id, pp] : procs_)
+    if (std::exchange(pp->wake_pending, false)) return done;
   while (done.empty() && !procs_.empty()) {
     auto now = Clock::now();
     auto wake = until;
@@ -531,7 +536,9 @@ bool Runner::send(std::uint64_t id, std::string data) {
   if (it == procs_.end() || !it->second->in.valid() || !it->second->keep_input_open) return false;
   Proc& p = *it->second;
   p.input.append(data);
+  const std::size_t had = p.output.size();
   pump(p, false);
+  if (p.wake_on_output && p.output.size() > had) p.wake_pending = true;
   return true;
 }
 

@@ -984,7 +984,7 @@ class KernelSide:
                 args.append(DTYPES[a["dtype"]][0](shape["args"][name]["value"]))
                 continue
             b = sb.bufs[name]
-            if a["role"] in ("in", "inout"):
+            if a["role"] in ("in", "inout") or name in inputs.e:   # run mode: outputs hold kevo's poison
                 cl.enqueue_copy(q, b["sub"], inputs.e[name]["buf"], byte_count=b["nbytes"])
             elif b["nbytes"]:
                 cl.enqueue_fill_buffer(q, b["sub"], self.poison[a["dtype"]], 0, b["nbytes"])
@@ -1273,6 +1273,115 @@ class Judge:
             result["profile"] = self.profile_text()
         return result, timings
 
+    # -- mode "run" (backend.command.judge = "kevo"): kevo drew the inputs and compares the outputs
+    def file_inputs(self, shape, place, data):
+        """A call's buffers from kevo's in file (data: its bytes) at their offsets."""
+        entries = {}
+        for a in self.task["args"]:
+            if a["role"] == "scalar":
+                continue
+            npt = DTYPES[a["dtype"]][0]
+            n = self.count(shape, a["name"])
+            nbytes = n * np.dtype(npt).itemsize
+            off = int(place[a["name"]]["offset"])
+            if int(place[a["name"]]["bytes"]) != nbytes or off + nbytes > len(data):
+                raise Verdict("runtime_error", "correctness", "kevo's in file does not hold buffer '%s' (%d bytes at %d)"
+                              % (a["name"], nbytes, off))
+            buf = cl.Buffer(self.sess.ctx, cl.mem_flags.READ_WRITE, max(nbytes, 1))
+            if nbytes:
+                cl.enqueue_copy(self.sess.queue, buf, np.frombuffer(data, dtype=npt, count=n, offset=off))
+            entries[a["name"]] = {"buf": buf, "n": n, "nbytes": nbytes, "npt": npt, "dtype": a["dtype"]}
+        return Inputs(self.sess, entries)
+
+    def write_outputs(self, side, si, place, outs, result):
+        """Every buffer after the call into result (the out file's bytes) at its offset; inputs are read
+        back from the kernel's buffers."""
+        sb = side.buffers[si]
+        back = {a["name"]: sb.read(a["name"]) for a in self.task["args"] if a["role"] == "in"}
+        self.sess.queue.finish()
+        for a in self.task["args"]:
+            if a["role"] == "scalar":
+                continue
+            arr = outs[a["name"]] if a["role"] != "in" else back[a["name"]]
+            raw = np.ascontiguousarray(arr).tobytes()
+            off = int(place[a["name"]]["offset"])
+            result[off:off + len(raw)] = raw
+
+    def run_calls(self):
+        req = self.req
+        self.stage("compile")
+        if self.sess.tools is None:
+            self.sess.tools = Tools(self.sess)
+        program = req.get("program")
+        ref_prog = self.load_program(req["reference"], "reference")
+        if ref_prog.meta_error:
+            raise Verdict("compile_error", "compile", "reference: " + ref_prog.meta_error)
+        try:
+            ref = KernelSide(self.sess, ref_prog, self.task, self.poison, self.guard_word, checked=False)
+        except BuildFailure as e:
+            raise Verdict("compile_error", "compile", "reference: %s" % e)
+        side = ref
+        if program == "candidate":
+            prog = self.load_program(req["candidate"], "candidate")
+            self.cand_prog = prog
+            if prog.meta_error:
+                raise Verdict("compile_error", "compile", prog.meta_error, "Compilation failed: " + prog.meta_error,
+                              compile_log=prog.log[:16384])
+            try:
+                side = KernelSide(self.sess, prog, self.task, self.poison, self.guard_word, checked=True)
+            except BuildFailure as e:
+                raise Verdict("compile_error", "compile", str(e), "Compilation failed: " + str(e),
+                              compile_log=prog.log[:16384])
+        self.cand, self.ref = side, ref
+        self.stage("correctness")
+        by_label = {s["label"]: (si, s) for si, s in enumerate(self.shapes)}
+        with open(req["files"]["in"], "rb") as f:
+            data = f.read()
+        result = bytearray(data)   # the out file has the in file's layout
+        timed = []
+        for call in req.get("calls") or []:
+            si, shape = by_label[call["shape"]]
+            inputs = self.file_inputs(shape, call["args"], data)
+            outs, _, _, _ = side.run(si, shape, self.shape_text(shape), inputs, call["trial"])
+            self.write_outputs(side, si, call["args"], outs, result)
+            if call.get("time") and program == "candidate" and req.get("timing"):
+                timed.append((si, shape, inputs, call))
+        answer = {}
+        timings = None
+        if req.get("timing") and program == "candidate":
+            self.stage("timing")
+            opts = dict({"warmup": 1, "min_repeats": 5, "max_repeats": 100, "budget_seconds": 0.25,
+                         "max_iqr_fraction": 0.25}, **(req.get("timing_options") or {}))
+            deadline = self.t_start + 0.6 * float(req.get("wall_seconds", 60))
+            per_shape = float(opts["budget_seconds"]) / max(1, len(timed))
+            self.timed_calls = 0
+            timings, notes = [], []
+            for si, shape, inputs, call in timed:
+                entry, note = self.time_one(si, shape, opts, per_shape, deadline, fixed=inputs)
+                timings.append(entry)
+                notes.extend(note)
+                # kevo checks the outputs of the last timed run too
+                self.write_outputs(side, si, call["args"], self.last_timed, result)
+            sp = [t["ref_median_ns"] / t["cand_median_ns"] for t in timings]
+            answer["speedup"] = math.exp(sum(math.log(x) for x in sp) / len(sp)) if sp else 1.0
+            answer["message"] = "ran every call; %.3gx" % answer["speedup"] + ("; " + "; ".join(notes) if notes else "")
+            answer["feedback"] = "\n".join(
+                ["Speedup %.3gx over the reference (geometric mean over the visible shapes)." % answer["speedup"]]
+                + ["shape %s: %.4g ms vs reference %.4g ms, %d repeats" % (t["shape"], t["cand_median_ns"] / 1e6,
+                                                                          t["ref_median_ns"] / 1e6, t["repeats"])
+                   for t in timings] + notes)
+        tmp = req["files"]["out"] + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(result)
+        os.replace(tmp, req["files"]["out"])
+        verdict = {"status": "correct", "stage": "done", "message": "ran every call"}
+        verdict.update(answer)
+        if self.cand_prog is not None and self.cand_prog.log:
+            verdict["compile_log"] = self.cand_prog.log[:16384]
+        if req.get("profile") and program == "candidate":
+            verdict["profile"] = self.profile_text()
+        return verdict, timings
+
     def load_program(self, spec, what):
         path = spec["source"]
         try:
@@ -1315,19 +1424,26 @@ class Judge:
         self.timed_calls = 0
         timings, notes = [], []
         for si, shape in visible:
-            cand_t, ref_t, reps = self.time_shape(si, shape, opts, per_shape, deadline)
-            fr = float(opts["max_iqr_fraction"])
-            unstable = self.unstable(cand_t, fr)
-            if unstable and time.monotonic() < deadline:
-                cand_t, ref_t, reps = self.time_shape(si, shape, opts, per_shape, deadline)
-                unstable = self.unstable(cand_t, fr)
-                if unstable:
-                    notes.append("flagged: unstable timing on shape %s (IQR %.0f%% of the median, timed twice)"
-                                 % (shape["label"], 100 * unstable))
-            timings.append({"shape": shape["label"], "cand_median_ns": float(np.median(cand_t)),
-                            "cand_iqr_ns": self.iqr(cand_t), "ref_median_ns": float(np.median(ref_t)),
-                            "ref_iqr_ns": self.iqr(ref_t), "repeats": reps})
+            entry, note = self.time_one(si, shape, opts, per_shape, deadline)
+            timings.append(entry)
+            notes.extend(note)
         return timings, notes
+
+    def time_one(self, si, shape, opts, budget, deadline, fixed=None):
+        """One visible shape timed (twice when unstable): its shape_timings entry and notes."""
+        notes = []
+        cand_t, ref_t, reps = self.time_shape(si, shape, opts, budget, deadline, fixed)
+        fr = float(opts["max_iqr_fraction"])
+        unstable = self.unstable(cand_t, fr)
+        if unstable and time.monotonic() < deadline:
+            cand_t, ref_t, reps = self.time_shape(si, shape, opts, budget, deadline, fixed)
+            unstable = self.unstable(cand_t, fr)
+            if unstable:
+                notes.append("flagged: unstable timing on shape %s (IQR %.0f%% of the median, timed twice)"
+                             % (shape["label"], 100 * unstable))
+        return ({"shape": shape["label"], "cand_median_ns": float(np.median(cand_t)),
+                 "cand_iqr_ns": self.iqr(cand_t), "ref_median_ns": float(np.median(ref_t)),
+                 "ref_iqr_ns": self.iqr(ref_t), "repeats": reps}, notes)
 
     @staticmethod
     def iqr(ts):
@@ -1348,10 +1464,11 @@ class Judge:
                 return max(i / med, gaps[k] / med)
         return 0.0
 
-    def time_shape(self, si, shape, opts, budget, deadline):
+    def time_shape(self, si, shape, opts, budget, deadline, fixed=None):
+        """Interleaved timing; fixed: run mode's inputs (kevo's files), the same for every repeat."""
         st = self.shape_text(shape)
         for w in range(int(opts["warmup"])):
-            inputs = self.draw_inputs(si, shape, ("warmup", w))
+            inputs = fixed or self.draw_inputs(si, shape, ("warmup", w))
             self.cand.run(si, shape, st, inputs, "warmup")
             self.ref.run(si, shape, st, inputs, "warmup")
         cand_t, ref_t, walls = [], [], []
@@ -1361,7 +1478,7 @@ class Judge:
             k += 1
             self.timed_calls += 1
             trial = "timed call %d" % self.timed_calls
-            inputs = self.draw_inputs(si, shape, ("timing", self.timed_calls))
+            inputs = fixed or self.draw_inputs(si, shape, ("timing", self.timed_calls))
             if k % 2:
                 got, cns, cw, mod = self.cand.run(si, shape, st, inputs, trial)
                 want, rns, rw, _ = self.ref.run(si, shape, st, inputs, trial)
@@ -1370,6 +1487,7 @@ class Judge:
                 got, cns, cw, mod = self.cand.run(si, shape, st, inputs, trial)
             self.input_modified(mod, shape, trial)
             self.check_outputs(want, got, shape, trial)
+            self.last_timed = got
             cand_t.append(max(int(cns), 1))
             ref_t.append(max(int(rns), 1))
             walls.append((cw, rw))
@@ -1458,7 +1576,7 @@ def handle(req, out):
     judge = None
     try:
         judge = Judge(sess, req, emit)
-        verdict, timings = judge.run()
+        verdict, timings = judge.run_calls() if req.get("mode") == "run" else judge.run()
     except Verdict as v:
         verdict, timings = v.v, None
         if judge is not None:

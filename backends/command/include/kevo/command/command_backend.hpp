@@ -64,6 +64,11 @@ struct CommandOptions {
   double peak_gflops = 0.0, peak_gbps = 0.0, floor_fraction = 0.9;
   std::filesystem::path system_prompt, knowledge;   // empty: not configured
   int trials = 3;
+  // "judge": "kevo": kevo draws the inputs, writes them as files and
+  // compares the outputs itself; the evaluator only runs the programs on
+  // them ("run" requests) and times them. "evaluator" (false): the
+  // evaluator judges.
+  bool kevo_judges = false;
   Timing timing;
   std::string cache_dir;     // "" = no compile cache
   std::string scratch_dir;   // "" = $TMPDIR or /tmp
@@ -95,8 +100,14 @@ std::vector<RequestShape> request_shapes(const Task& task, std::uint64_t seed);
 
 struct RequestInfo {
   std::string nonce;
-  std::string mode = "judge";   // judge | self_check | null
+  std::string mode = "judge";   // judge | self_check | null | run
   std::string null_kind;
+  // run (backend.command.judge = "kevo"): which program runs the calls
+  // (reference | candidate), the files ({in, out}) and the calls: [{shape,
+  // trial, time, args: {name: {offset, bytes}}}]
+  // (docs/command-backend.md#kevo-judged-mode).
+  std::string program;
+  nlohmann::json files, calls;
   std::uint64_t seed = 0;
   int trials = 3;
   bool timing = true;
