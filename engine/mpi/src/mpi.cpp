@@ -2,6 +2,8 @@
 
 #include "kevo/core/error.hpp"
 
+#include <signal.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -31,8 +33,17 @@ Environment::Environment(int* argc, char*** argv) {
   // the user chose a mechanism.
   ::setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
   ::setenv("OMPI_MCA_btl_sm_single_copy_mechanism", "none", 0);
+  // MPI_Init may install signal handlers of its own (Open MPI's singleton
+  // replaces SIGUSR1's): the handlers the program chose before stay, so
+  // that its stop signals (SIGINT, SIGTERM, SIGUSR1: docs/islands.md#stopping)
+  // keep stopping it.
+  const int kept[] = {SIGINT, SIGTERM, SIGUSR1, SIGUSR2, SIGHUP, SIGPIPE};
+  struct sigaction before[sizeof kept / sizeof kept[0]];
+  for (std::size_t i = 0; i < sizeof kept / sizeof kept[0]; ++i) ::sigaction(kept[i], nullptr, &before[i]);
   // FUNNELED: only the main thread calls MPI; backends may run helper threads.
   check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "Init_thread");
+  for (std::size_t i = 0; i < sizeof kept / sizeof kept[0]; ++i)
+    if (before[i].sa_handler != SIG_DFL) ::sigaction(kept[i], &before[i], nullptr);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 }
 
