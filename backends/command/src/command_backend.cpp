@@ -28,6 +28,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <utility>
 
 namespace kevo::command {
 
@@ -211,6 +212,7 @@ class CommandBackend final : public Backend {
   std::map<std::string, std::vector<std::uint64_t>> compile_waiters_;
   std::vector<Slot> slots_;
   std::vector<EvalResult> ready_;
+  bool internal_done_ = false;   // a conformance job finished (do_poll returns)
   // manifest path -> (reference source path, reference build dir)
   std::map<std::string, std::pair<fs::path, fs::path>> prepared_;
   CommandStats stats_;
@@ -934,6 +936,8 @@ void CommandBackend::finish(Job& j) {
   if (!j.internal) {
     ready_.push_back(EvalResult{j.request_id, std::move(j.v)});
     jobs_.erase(j.key);
+  } else {
+    internal_done_ = true;   // prepare()'s drive() looks at once
   }
   release_device();
 }
@@ -979,7 +983,7 @@ std::vector<EvalResult> CommandBackend::do_poll(std::chrono::milliseconds max_wa
   const auto until = Clock::now() + max_wait;
   for (;;) {
     schedule();
-    if (!ready_.empty()) break;
+    if (!ready_.empty() || std::exchange(internal_done_, false)) break;
     const auto now = Clock::now();
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - now);
     if (runner_.running() == 0) {
@@ -995,7 +999,7 @@ std::vector<EvalResult> CommandBackend::do_poll(std::chrono::milliseconds max_wa
         if (it != jobs_.end() && it->second.state == State::running) on_persistent_output(it->second);
       }
     schedule();
-    if (!ready_.empty() || Clock::now() >= until) break;
+    if (!ready_.empty() || std::exchange(internal_done_, false) || Clock::now() >= until) break;
   }
   std::vector<EvalResult> out;
   out.swap(ready_);
