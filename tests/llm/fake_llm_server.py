@@ -420,6 +420,10 @@ def auto_variant(prompt):
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"   # keep-alive, as real providers
+    # Headers and body go out in separate writes: with Nagle on, the body
+    # waits for the client's delayed ACK (about 40 ms per request on a
+    # reused connection).
+    disable_nagle_algorithm = True
 
     def log_message(self, *args):
         pass
