@@ -141,8 +141,9 @@ struct Runner::Proc {
   std::size_t input_off = 0;
   bool keep_input_open = false;
   bool wake_on_output = false;
-  // Output that send() read on the way (an answer faster than the send
-  // returned): poll() owes its caller a wake-up for it.
+  // New output read by any pump (in send(), start(), poll()): poll() owes
+  // its caller a wake-up for it, however early it was read (an answer
+  // faster than the send that asked for it); take_output() settles it.
   bool wake_pending = false;
   Clock::time_point started, deadline;
   bool has_deadline = false;
@@ -402,6 +403,7 @@ void Runner::pump(Proc& p, bool final_drain) {
                 {&p.err, &p.error_output, p.limits.output_bytes},
                 {&p.res, &p.result, p.limits.result_bytes}};
   char chunk[65536];
+  const std::size_t had_output = p.output.size();
   for (Cap& c : caps) {
     while (c.fd->valid()) {
       ssize_t n = ::read(c.fd->get(), chunk, sizeof chunk);
@@ -426,6 +428,7 @@ void Runner::pump(Proc& p, bool final_drain) {
       c.buf->append(chunk, static_cast<std::size_t>(n));
     }
   }
+  if (p.wake_on_output && p.output.size() > had_output) p.wake_pending = true;
 }
 
 void Runner::finish(Proc& p, std::vector<Finished>& out) {
@@ -501,9 +504,8 @@ std::vector<Finished> Runner::poll(std::chrono::milliseconds max_wait) {
     bool woke = false;
     for (auto& [id, pp] : procs_) {
       Proc& p = *pp;
-      const std::size_t had = p.output.size();
       pump(p, false);
-      woke = woke || (p.wake_on_output && p.output.size() > had);
+      woke = std::exchange(p.wake_pending, false) || woke;
       bool gone = false;
       if (p.pidfd.valid()) {
         pollfd one{p.pidfd.get(), POLLIN, 0};
@@ -536,9 +538,7 @@ bool Runner::send(std::uint64_t id, std::string data) {
   if (it == procs_.end() || !it->second->in.valid() || !it->second->keep_input_open) return false;
   Proc& p = *it->second;
   p.input.append(data);
-  const std::size_t had = p.output.size();
-  pump(p, false);
-  if (p.wake_on_output && p.output.size() > had) p.wake_pending = true;
+  pump(p, false);   // output read here still wakes the next poll (wake_pending)
   return true;
 }
 
@@ -554,6 +554,7 @@ std::string Runner::take_output(std::uint64_t id) {
   auto it = procs_.find(id);
   if (it == procs_.end()) return {};
   pump(*it->second, false);
+  it->second->wake_pending = false;   // the caller has it now
   return std::exchange(it->second->output, std::string());
 }
 
