@@ -306,12 +306,17 @@ TEST(Runner, MissingExecutableThrows) {
 // evaluators lost 50 ms on one request in three to this).
 TEST(Runner, OutputReadDuringSendStillWakesPoll) {
   sb::Runner r;
-  sb::Spec s = sh("echo ready; exec cat > /dev/null");
+  const fs::path flag = fs::temp_directory_path() / ("kevo-runner-wake-" + std::to_string(::getpid()));
+  fs::remove(flag);
+  sb::Spec s = sh("echo ready; : > '" + flag.string() + "'; exec cat > /dev/null");
   s.input_fd = 0;
   s.keep_input_open = true;
   s.wake_on_output = true;
   const auto id = r.start(std::move(s));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));   // "ready" waits in the pipe
+  // "ready" waits in the pipe once the flag exists (however loaded the machine).
+  for (int i = 0; i < 2000 && !fs::exists(flag); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(fs::exists(flag));
+  fs::remove(flag);
   ASSERT_TRUE(r.send(id, "x\n"));
   const auto t0 = std::chrono::steady_clock::now();
   const auto done = r.poll(std::chrono::milliseconds(5000));
