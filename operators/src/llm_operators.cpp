@@ -545,8 +545,16 @@ void Service::prepare_backend(const std::string& backend, const std::vector<std:
   knowledge(backend);
 }
 
-std::string Service::hardware(const std::string& backend, const std::string& device) const {
-  return config_.hardware.empty() ? hardware_text(backend, device) : config_.hardware;
+const std::string& Service::hardware(const std::string& backend, const std::string& device) const {
+  if (!config_.hardware.empty()) return config_.hardware;
+  // Described once per backend and device: the CPU's description reads
+  // /proc/cpuinfo, a tenth of an LLM candidate's cost when read per prompt.
+  std::string key = backend;
+  key += '\0';
+  key += device;
+  auto it = hardware_.find(key);
+  if (it == hardware_.end()) it = hardware_.emplace(std::move(key), hardware_text(backend, device)).first;
+  return it->second;
 }
 
 // ---- prompts ---------------------------------------------------------------

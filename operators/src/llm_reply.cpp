@@ -74,7 +74,51 @@ std::string param_type(std::string p) {
   return out;
 }
 
+// What std::regex (ECMAScript, the classic locale) calls \w and \s.
+bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool space_char(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
+
+std::size_t skip_spaces(std::string_view s, std::size_t at) {
+  while (at < s.size() && space_char(s[at])) ++at;
+  return at;
+}
+
+// Tasks loaded from a manifest name their function with a C identifier; the
+// scans above are exact for those. Anything else keeps the regexes.
+bool identifier(std::string_view s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), word_char);
+}
+
 }  // namespace
+
+// The regexes these two scans replace, compiled for every reply, cost more
+// than the rest of an LLM operator's work (issue 19).
+std::size_t find_call(std::string_view s, std::string_view name, std::size_t from) {
+  for (std::size_t at = s.find(name, from); at != std::string_view::npos; at = s.find(name, at + 1)) {
+    if (at > 0 && word_char(s[at - 1])) continue;   // \b before a word character
+    const std::size_t open = skip_spaces(s, at + name.size());
+    if (open < s.size() && s[open] == '(') return at;
+  }
+  return std::string_view::npos;
+}
+
+// Each part after "extern" is a run of blanks before a fixed non-blank text,
+// so the greedy scan from a given start finds the match there if there is one.
+std::size_t find_extern_c(std::string_view s, std::string_view name) {
+  for (std::size_t at = s.find("extern"); at != std::string_view::npos; at = s.find("extern", at + 1)) {
+    std::size_t k = skip_spaces(s, at + 6);
+    if (s.compare(k, 3, "\"C\"") != 0) continue;
+    k = skip_spaces(s, k + 3);
+    if (s.compare(k, 4, "void") != 0) continue;
+    const std::size_t after_void = k + 4;
+    k = skip_spaces(s, after_void);
+    if (k == after_void || s.compare(k, name.size(), name) != 0) continue;
+    k = skip_spaces(s, k + name.size());
+    if (k < s.size() && s[k] == '(') return k + 1;
+  }
+  return std::string_view::npos;
+}
 
 std::vector<CodeBlock> fenced_blocks(std::string_view reply) {
   std::vector<CodeBlock> out;
@@ -102,16 +146,22 @@ std::string check_signature(std::string_view source, const Task& task) {
     return contains_signature(source, task.signature)
                ? std::string()
                : fmt::format("the code does not contain the task's signature {} (changed or missing)", task.signature);
-  const std::string src(source);
-  const std::regex decl("extern\\s*\"C\"\\s*void\\s+" + task.function + "\\s*\\(");
-  std::smatch m;
-  if (!std::regex_search(src, m, decl))
+  const std::string_view src = source;
+  std::size_t open = std::string_view::npos;
+  if (identifier(task.function)) {
+    open = find_extern_c(src, task.function);
+  } else {
+    const std::string text(source);
+    const std::regex decl("extern\\s*\"C\"\\s*void\\s+" + task.function + "\\s*\\(");
+    std::smatch m;
+    if (std::regex_search(text, m, decl)) open = static_cast<std::size_t>(m.position(0) + m.length(0));
+  }
+  if (open == std::string_view::npos)
     return fmt::format("the code does not define extern \"C\" void {}(...)", task.function);
-  const std::size_t open = static_cast<std::size_t>(m.position(0) + m.length(0));
   const std::size_t close = src.find(')', open);
   if (close == std::string::npos) return "unterminated parameter list of " + task.function;
   std::vector<std::string> got;
-  std::string list = src.substr(open, close - open);
+  const std::string list(src.substr(open, close - open));
   std::size_t start = 0;
   while (true) {
     const auto comma = list.find(',', start);
@@ -135,10 +185,15 @@ std::string check_signature(std::string_view source, const Task& task) {
 Parsed parse_code_reply(std::string_view reply, const Task& task) {
   const auto blocks = fenced_blocks(reply);
   if (blocks.empty()) return {std::nullopt, "no code block in the reply"};
-  const std::regex defines("\\b" + task.function + "\\s*\\(");
+  const bool plain = identifier(task.function);
+  std::optional<std::regex> defines;
+  if (!plain) defines.emplace("\\b" + task.function + "\\s*\\(");
+  auto mentions_call = [&](const std::string& code) {
+    return plain ? find_call(code, task.function) != std::string_view::npos : std::regex_search(code, *defines);
+  };
   std::vector<const CodeBlock*> defining;
   for (const auto& b : blocks)
-    if (std::regex_search(b.code, defines) &&
+    if (mentions_call(b.code) &&
         (!task.signature.empty() || b.code.find("extern") != std::string::npos))
       defining.push_back(&b);
   if (defining.empty()) {

@@ -89,6 +89,45 @@ TEST(LlmReply, Bf16SignatureAcceptsTheNvBfloat16Alias) {
   EXPECT_NE(check_signature(wrong, t), "");
 }
 
+// The scans that replaced the per-reply regexes find what the regexes find,
+// on random texts made of the pieces that matter (blanks of every kind, word
+// characters next to the name, the keywords, parentheses).
+TEST(LlmReply, ScansAgreeWithTheRegexesTheyReplace) {
+  const std::string name = "scale";
+  const std::regex call("\\b" + name + "\\s*\\(");
+  const std::regex decl("extern\\s*\"C\"\\s*void\\s+" + name + "\\s*\\(");
+  const std::vector<std::string> pieces = {"extern", "\"C\"", "void", name, "scale2", "_", "x", "2", " ", "\t",
+                                           "\n", "\v", "\f", "\r", "(", ")", "\"", "C", "e", ",", "\xc3\xa9", "::"};
+  Rng rng(7);
+  int calls = 0, decls = 0;
+  for (int k = 0; k < 20000; ++k) {
+    auto any = [&] { return pieces[rng.below(pieces.size())]; };
+    std::string s;
+    for (std::uint64_t i = rng.below(4); i > 0; --i) s += any();
+    if (rng.below(2) == 0) {
+      // A declaration, with each gap filled by nothing, a blank or a stray piece.
+      const std::vector<std::string> gaps = {"", "", " ", "  ", "\t", "\n", "\v", "\r\n", "x", "_"};
+      for (const std::string& part : {std::string("extern"), std::string("\"C\""), std::string("void"), name,
+                                      std::string("(")}) {
+        s += part;
+        if (part != "(") s += gaps[rng.below(gaps.size())];
+      }
+    }
+    for (std::uint64_t i = rng.below(8); i > 0; --i) s += any();
+    std::smatch m;
+    const bool c = std::regex_search(s, m, call);
+    EXPECT_EQ(find_call(s, name), c ? static_cast<std::size_t>(m.position(0)) : std::string::npos) << s;
+    calls += c;
+    const bool d = std::regex_search(s, m, decl);
+    EXPECT_EQ(find_extern_c(s, name), d ? static_cast<std::size_t>(m.position(0) + m.length(0)) : std::string::npos)
+        << s;
+    decls += d;
+  }
+  // Both matched often enough for the comparison to mean something.
+  EXPECT_GT(calls, 500);
+  EXPECT_GT(decls, 20);
+}
+
 TEST(LlmDiff, AppliesExactAndWhitespaceTolerantBlocks) {
   const std::string src = "int a = 1;\n  for (int i = 0; i < n; ++i)\n    s += x[i];\nreturn s;\n";
   auto d = parse_diff_blocks(

@@ -147,7 +147,8 @@ class Service {
   // The `hardware` slot: the config's `hardware` text, else described for
   // the backend (hardware_text: a CUDA parent's GPU by the verdict's
   // `device`, the CPU of this machine otherwise).
-  std::string hardware(const std::string& backend, const std::string& device) const;
+  // Described once per backend and device.
+  const std::string& hardware(const std::string& backend, const std::string& device) const;
   // Whether an enabled llm_analyst with a positive weight is in the config:
   // then profiler data goes to the analyst's review, else into the feedback
   // of the generation prompts.
@@ -169,6 +170,7 @@ class Service {
   std::map<std::string, BackendFiles> backend_files_;   // backend -> files of its config
   std::map<std::string, std::string> template_of_;   // "<name>_<backend>" -> the template that serves it
   std::map<std::string, Knowledge> knowledge_;
+  mutable std::map<std::string, std::string> hardware_;   // backend '\0' device -> the `hardware` slot
   bool probed_ = false;
   bool analyst_enabled_ = false;
 };

@@ -36,6 +36,14 @@ Parsed parse_code_reply(std::string_view reply, const Task& task);
 // else the reason.
 std::string check_signature(std::string_view source, const Task& task);
 
+// For a function name that is a C identifier (exposed for tests): where the
+// regex \bname\s*\( first matches `s` from `from` on (npos: nowhere), and
+// the end (just past the '(') of the leftmost match of the regex
+// extern\s*"C"\s*void\s+name\s*\( (npos: none); \s and \b as std::regex
+// has them in the classic locale.
+std::size_t find_call(std::string_view s, std::string_view name, std::size_t from = 0);
+std::size_t find_extern_c(std::string_view s, std::string_view name);
+
 struct DiffBlock {
   std::string search, replace;
 };
