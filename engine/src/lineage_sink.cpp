@@ -1,5 +1,6 @@
 #include "kevo/engine/lineage_sink.hpp"
 
+#include "kevo/core/json_text.hpp"
 #include "kevo/lineage/writer.hpp"
 
 namespace kevo::engine {
@@ -45,6 +46,14 @@ class Hdf5Sink final : public LineageSink {
   // Migrants do not repeat them: the origin rank's file has them.
   void record_llm(const Candidate& c) {
     if (c.llm.empty()) return;
+    // Each record as its compact dump: what the operators write is that
+    // already, so it is cut out rather than parsed and dumped again.
+    if (json_text::canonical_array(c.llm, records_)) {
+      for (const std::string_view t : records_)
+        writer_.append(lineage::Event{lineage::EventKind::llm, 0.0, static_cast<std::int64_t>(c.id), -1, -1,
+                                      std::string(t)});
+      return;
+    }
     const auto turns = nlohmann::json::parse(c.llm, nullptr, false);
     if (!turns.is_array()) return;
     for (const auto& t : turns)
@@ -60,6 +69,7 @@ class Hdf5Sink final : public LineageSink {
   lineage::LineageWriter writer_;
   std::vector<std::uint32_t> task_map_;
   Candidate scratch_;
+  std::vector<std::string_view> records_;
   std::string end_text_ = "run ended";
 };
 

@@ -1,6 +1,7 @@
 #include "kevo/engine/report.hpp"
 
 #include "kevo/core/error.hpp"
+#include "kevo/core/json_text.hpp"
 #include "kevo/lineage/reader.hpp"
 
 #include <fmt/format.h>
@@ -43,6 +44,14 @@ void tally(LlmTally& t, const nlohmann::json& r) {
   ++t.failures_by_kind[kind];
 }
 
+// The members of a request record that add() reads.
+bool tallied_key(std::string_view key) {
+  for (const char* k : {"model", "retries", "input_tokens", "output_tokens", "cost_usd", "cached", "rejected", "ok",
+                        "failure", "http_status"})
+    if (key == k) return true;
+  return false;
+}
+
 nlohmann::json tally_json(const LlmTally& t) {
   return {{"requests", t.requests},         {"failures", t.failures},
           {"failures_by_kind", t.failures_by_kind}, {"rejected", t.rejected},
@@ -69,8 +78,25 @@ void LlmSummary::add(const std::string& op, const nlohmann::json& record) {
   tally(by_operator_model[op + "/" + model], record);
 }
 
+void LlmSummary::add_record(const std::string& op, std::string_view record) {
+  // What the operators write is canonical (kevo/core/json_text.hpp): the
+  // members a tally reads are taken from the record's text, not from a DOM
+  // of the whole (the prompt and the reply are most of its bytes).
+  std::vector<json_text::Member> members;
+  if (!json_text::canonical_object(record, members)) return add(op, nlohmann::json::parse(record, nullptr, false));
+  nlohmann::json tallied = nlohmann::json::object();
+  for (const auto& [key, value] : members)
+    if (tallied_key(key)) tallied[std::string(key)] = nlohmann::json::parse(value);
+  add(op, tallied);
+}
+
 void LlmSummary::add_candidate(const std::string& op, const std::string& llm_text) {
   if (llm_text.empty()) return;
+  std::vector<std::string_view> records;
+  if (json_text::canonical_array(llm_text, records)) {
+    for (const std::string_view r : records) add_record(op, r);
+    return;
+  }
   const auto turns = nlohmann::json::parse(llm_text, nullptr, false);
   if (!turns.is_array()) return;
   for (const auto& t : turns) add(op, t);
@@ -162,7 +188,7 @@ RunReport read_report(const std::filesystem::path& run_dir, const std::vector<li
     for (const auto& e : reader.events()) {
       if (e.kind != lineage::EventKind::llm) continue;
       const auto op = e.id >= 0 ? op_of.find(static_cast<std::uint64_t>(e.id)) : op_of.end();
-      r.llm.add(op == op_of.end() ? std::string("?") : op->second, nlohmann::json::parse(e.text, nullptr, false));
+      r.llm.add_record(op == op_of.end() ? std::string("?") : op->second, e.text);
     }
   }
   for (const auto& name : order) r.rows.push_back(by_task[name]);

@@ -2,6 +2,7 @@
 
 #include "kevo/core/error.hpp"
 #include "kevo/core/hash.hpp"
+#include "kevo/core/json_text.hpp"
 #include "kevo/core/text.hpp"
 
 #include <curl/curl.h>
@@ -293,18 +294,38 @@ void Budget::restore(const std::vector<std::string_view>& records) {
 // ---- wire formats ----------------------------------------------------------
 
 std::string request_body(const Model& m, const Conversation& c) {
-  json msgs = json::array();
-  json body;
-  if (m.provider == Provider::openai) {
-    if (!c.system.empty()) msgs.push_back({{"role", "system"}, {"content", c.system}});
-    for (const auto& x : c.messages) msgs.push_back({{"role", x.role}, {"content", x.content}});
-    body = {{"model", m.model}, {"messages", msgs}, {"temperature", m.temperature}, {"max_tokens", m.max_tokens}};
-  } else {
-    for (const auto& x : c.messages) msgs.push_back({{"role", x.role}, {"content", x.content}});
-    body = {{"model", m.model}, {"messages", msgs}, {"temperature", m.temperature}, {"max_tokens", m.max_tokens}};
-    if (!c.system.empty()) body["system"] = c.system;
+  // Written as a DOM's compact dump would write it (kevo/core/json_text.hpp):
+  // members in key order, no copy of the conversation in between.
+  namespace jt = json_text;
+  std::size_t size = 160 + m.model.size() + c.system.size();
+  for (const auto& x : c.messages) size += x.content.size() + 32;
+  std::string body;
+  body.reserve(size);
+  body += "{\"max_tokens\":";
+  jt::append_number(body, m.max_tokens);
+  body += ",\"messages\":[";
+  bool first = true;
+  auto message = [&](std::string_view role, const std::string& content) {
+    body += first ? "{\"content\":" : ",{\"content\":";
+    first = false;
+    jt::append_string(body, content);
+    body += ",\"role\":";
+    jt::append_string(body, role);
+    body += '}';
+  };
+  // OpenAI: the system prompt is the first message; Anthropic: a member.
+  if (m.provider == Provider::openai && !c.system.empty()) message("system", c.system);
+  for (const auto& x : c.messages) message(x.role, x.content);
+  body += "],\"model\":";
+  jt::append_string(body, m.model);
+  if (m.provider != Provider::openai && !c.system.empty()) {
+    body += ",\"system\":";
+    jt::append_string(body, c.system);
   }
-  return body.dump(-1, ' ', false, json::error_handler_t::replace);
+  body += ",\"temperature\":";
+  jt::append_number(body, m.temperature);
+  body += '}';
+  return body;
 }
 
 ParsedReply parse_response(Provider p, const std::string& raw_body) {

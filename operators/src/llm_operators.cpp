@@ -2,6 +2,7 @@
 
 #include "kevo/core/error.hpp"
 #include "kevo/core/hash.hpp"
+#include "kevo/core/json_text.hpp"
 #include "kevo/core/rng.hpp"
 #include "kevo/core/search_space.hpp"
 #include "kevo/core/text.hpp"
@@ -638,8 +639,85 @@ struct LlmOperator::Job {
   std::string profile_request;   // analyst: why its child should be profiled ("" = no request)
   std::int64_t repair_of = -1;   // fix: the failed candidate this repairs
   int repair_turn = 0;           // fix: 1 for the first repair of a conversation
-  json turns = json::array();    // lineage records, one per request
+  // Lineage records, one per request, as JSON text (kevo/core/json_text.hpp:
+  // the bytes a DOM's dump would have): each record's members before
+  // "rejected" and after it, which the last record gets when it is done.
+  struct Turn {
+    std::string head, tail;
+  };
+  std::vector<Turn> turns;
 };
+
+namespace {
+
+// One request's lineage record as a DOM's compact dump writes it: members in
+// key order, the prompt as the conversation that was sent.
+void write_turn(std::string& head, std::string& tail, std::size_t turn, const std::string& purpose,
+                const Conversation& conv, const ChatResult& r, std::int64_t repair_of, int repair_turn) {
+  namespace jt = json_text;
+  std::size_t size = 256 + conv.system.size() + r.text.size() + r.error.size();
+  for (const auto& m : conv.messages) size += m.content.size() + 32;
+  head.clear();
+  head.reserve(size);
+  head += "{\"cached\":";
+  jt::append_bool(head, r.cached);
+  head += ",\"cost_usd\":";
+  jt::append_number(head, r.cost_usd);
+  head += ",\"error\":";
+  jt::append_string(head, r.error);
+  if (!r.ok) {
+    head += ",\"failure\":";
+    jt::append_string(head, r.failure.empty() ? std::string_view("other") : std::string_view(r.failure));
+  }
+  head += ",\"http_status\":";
+  jt::append_number(head, r.http_status);
+  head += ",\"input_tokens\":";
+  jt::append_number(head, r.input_tokens);
+  head += ",\"latency_s\":";
+  jt::append_number(head, r.latency_s);
+  head += ",\"model\":";
+  jt::append_string(head, r.model);
+  head += ",\"ok\":";
+  jt::append_bool(head, r.ok);
+  head += ",\"output_tokens\":";
+  jt::append_number(head, r.output_tokens);
+  head += ",\"prompt\":[";
+  bool first = true;
+  auto message = [&](std::string_view role, const std::string& content) {
+    head += first ? "{\"content\":" : ",{\"content\":";
+    first = false;
+    jt::append_string(head, content);
+    head += ",\"role\":";
+    jt::append_string(head, role);
+    head += '}';
+  };
+  if (!conv.system.empty()) message("system", conv.system);
+  for (const auto& m : conv.messages) message(m.role, m.content);
+  head += ']';
+  if (r.cached) {
+    head += ",\"prompt_drifted\":";
+    jt::append_bool(head, r.prompt_drifted);
+  }
+  head += ",\"purpose\":";
+  jt::append_string(head, purpose);
+  tail.clear();
+  tail.reserve(r.text.size() + 96);
+  if (repair_of >= 0) {
+    tail += ",\"repair_of\":";
+    jt::append_number(tail, repair_of);
+    tail += ",\"repair_turn\":";
+    jt::append_number(tail, repair_turn);
+  }
+  tail += ",\"reply\":";
+  jt::append_string(tail, r.text);
+  tail += ",\"retries\":";
+  jt::append_number(tail, r.retries);
+  tail += ",\"turn\":";
+  jt::append_number(tail, static_cast<std::uint64_t>(turn));
+  tail += '}';
+}
+
+}  // namespace
 
 LlmOperator::LlmOperator(std::string name, std::shared_ptr<Service> service, LlmOperatorOptions options)
     : MutationOperator(std::move(name), options.kind == Kind::crossover ? 2 : 1),
@@ -769,25 +847,23 @@ std::optional<OperatorOutcome> LlmOperator::finish(Job& job, const ChatResult& r
   const std::string purpose = options_.kind == Kind::analyst && job.step == 0 ? "analyse"
                               : job.repair_of >= 0                         ? "repair"
                                                                            : "generate";
-  json prompt = json::array();
-  if (!job.conv.system.empty()) prompt.push_back({{"role", "system"}, {"content", job.conv.system}});
-  for (const auto& m : job.conv.messages) prompt.push_back({{"role", m.role}, {"content", m.content}});
-  job.turns.push_back({{"turn", job.turns.size()}, {"purpose", purpose}, {"model", r.model},
-                       {"prompt", prompt}, {"reply", r.text}, {"ok", r.ok}, {"error", r.error},
-                       {"http_status", r.http_status}, {"input_tokens", r.input_tokens},
-                       {"output_tokens", r.output_tokens}, {"latency_s", r.latency_s}, {"retries", r.retries},
-                       {"cost_usd", r.cost_usd}, {"cached", r.cached}});
-  if (r.cached) job.turns.back()["prompt_drifted"] = r.prompt_drifted;
-  if (!r.ok) job.turns.back()["failure"] = r.failure.empty() ? "other" : r.failure;
-  if (job.repair_of >= 0) {
-    job.turns.back()["repair_of"] = job.repair_of;
-    job.turns.back()["repair_turn"] = job.repair_turn;
-  }
+  auto& turn = job.turns.emplace_back();
+  write_turn(turn.head, turn.tail, job.turns.size() - 1, purpose, job.conv, r, job.repair_of, job.repair_turn);
   auto done = [&](OperatorOutcome o) {
     // A reply that came but could not be used (no code, a diff that does
     // not apply...): counted as rejected in the report.
-    if (r.ok && !o.proposal) job.turns.back()["rejected"] = true;
-    o.llm = job.turns.dump(-1, ' ', false, json::error_handler_t::replace);
+    const bool rejected = r.ok && !o.proposal;
+    std::size_t size = 2 + (rejected ? 16 : 0);
+    for (const auto& t : job.turns) size += t.head.size() + t.tail.size() + 1;
+    o.llm.reserve(size);
+    o.llm += '[';
+    for (std::size_t k = 0; k < job.turns.size(); ++k) {
+      if (k) o.llm += ',';
+      o.llm += job.turns[k].head;
+      if (rejected && k + 1 == job.turns.size()) o.llm += ",\"rejected\":true";
+      o.llm += job.turns[k].tail;
+    }
+    o.llm += ']';
     return o;
   };
   if (!r.ok) return done(OperatorOutcome::failed(job.id, "llm: " + r.error));

@@ -32,12 +32,27 @@ inline operators::llm::ServiceConfig service_config(const std::string& url,
   return operators::llm::parse_service_config(o, std::filesystem::path(KEVO_SOURCE_DIR) / "configs");
 }
 
+// The LLM records of an outcome are written as text (not through a DOM):
+// they must be exactly what a DOM's compact dump of them would be.
+inline void expect_records_are_their_dump(const OperatorOutcome& o) {
+  if (o.llm.empty()) return;
+  const auto j = nlohmann::json::parse(o.llm, nullptr, false);
+  ASSERT_TRUE(j.is_array()) << o.llm;
+  EXPECT_EQ(o.llm, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
 // Drives an operator until its outcome arrives.
 inline OperatorOutcome await_outcome(MutationOperator& op, const OperatorRequest& req) {
-  if (auto now = op.begin(req)) return *now;
+  if (auto now = op.begin(req)) {
+    expect_records_are_their_dump(*now);
+    return *now;
+  }
   const auto t0 = std::chrono::steady_clock::now();
   while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30))
-    for (auto& o : op.poll(std::chrono::milliseconds(50))) return o;
+    for (auto& o : op.poll(std::chrono::milliseconds(50))) {
+      expect_records_are_their_dump(o);
+      return o;
+    }
   ADD_FAILURE() << "no outcome";
   return {};
 }

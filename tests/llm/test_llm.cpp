@@ -256,6 +256,41 @@ std::vector<ChatResult> run_all(Client& c, std::size_t n, double limit_s = 30) {
   return out;
 }
 
+// request_body writes the body as text: byte for byte what the DOM it
+// replaced dumped, for both wire formats, any text (escapes, controls,
+// UTF-8, invalid bytes) and an empty system prompt.
+TEST(LlmClient, RequestBodyIsWhatADomDumps) {
+  auto dom_body = [](const Model& m, const Conversation& c) {
+    json msgs = json::array();
+    json body;
+    if (m.provider == Provider::openai && !c.system.empty()) msgs.push_back({{"role", "system"}, {"content", c.system}});
+    for (const auto& x : c.messages) msgs.push_back({{"role", x.role}, {"content", x.content}});
+    body = {{"model", m.model}, {"messages", msgs}, {"temperature", m.temperature}, {"max_tokens", m.max_tokens}};
+    if (m.provider == Provider::anthropic && !c.system.empty()) body["system"] = c.system;
+    return body.dump(-1, ' ', false, json::error_handler_t::replace);
+  };
+  const std::vector<std::string> texts = {"",  "plain words", "quote \" and \\ backslash", "tab\tnew\nline\r\f\b",
+                                          std::string("nul \0 here", 9), "\x01\x1f\x7f", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+                                          "bad \xff\xc3 bytes", "```cpp\nint main() { return 0; }\n```\n"};
+  Rng rng(3);
+  for (Provider p : {Provider::openai, Provider::anthropic}) {
+    Model m;
+    m.provider = p;
+    m.model = "m\xc3\xa9\"1";
+    for (double temperature : {0.0, 0.7, 1.0, 0.123456789}) {
+      m.temperature = temperature;
+      m.max_tokens = 1 + static_cast<int>(rng.below(100000));
+      for (int k = 0; k < 50; ++k) {
+        Conversation c;
+        c.system = texts[rng.below(texts.size())];
+        for (auto n = rng.below(4); n > 0; --n)
+          c.messages.push_back({rng.below(2) ? "user" : "assistant", texts[rng.below(texts.size())] + texts[rng.below(texts.size())]});
+        EXPECT_EQ(request_body(m, c), dom_body(m, c));
+      }
+    }
+  }
+}
+
 TEST(LlmClient, BothWireFormats) {
   test::FakeServer s(json{{"default", {{"kind", "text"}, {"text", "hello there"}}}});
   ASSERT_TRUE(s.up());
@@ -628,6 +663,47 @@ TEST(LlmOperators, FixContinuesTheFailedConversation) {
   req.id = 13;
   auto plain = await_outcome(fix, req);
   EXPECT_EQ(json::parse(plain.llm)[0]["purpose"], "generate");
+}
+
+// The records of unusable replies and failed requests are written as text
+// too (await_outcome checks that each is its DOM's dump): a reply without
+// code (rejected), an error status (failure), a refusal, and a reply with
+// NUL, escape and invalid bytes.
+TEST(LlmOperators, RecordsOfRejectedAndFailedRequests) {
+  test::FakeServer s(json{{"sequence",
+                           {{{"kind", "text"}, {"text", "No code, only \"advice\".\n"}},
+                            {{"kind", "status"}, {"status", 404}},
+                            {{"kind", "refusal"}},
+                            {{"kind", "bad_bytes"}}}}});
+  ASSERT_TRUE(s.up());
+  auto svc = std::make_shared<Service>(service_config(s.url()));
+  const auto& t = reduce_sum();
+  Candidate parent;
+  parent.id = 1;
+  parent.source = t.seed_source;
+  parent.verdict.status = Status::correct;
+  parent.verdict.speedup = 1.5;
+  Rng rng(4);
+  OperatorRequest req;
+  req.task = &t;
+  req.parents = {&parent};
+  req.rng = &rng;
+  LlmOperator rewrite("llm_rewrite", svc, {Kind::rewrite});
+  req.id = 2;
+  const auto rejected = json::parse(await_outcome(rewrite, req).llm).at(0);
+  EXPECT_EQ(rejected["rejected"], true);
+  EXPECT_EQ(rejected["ok"], true);
+  req.id = 3;
+  const auto failed = json::parse(await_outcome(rewrite, req).llm).at(0);
+  EXPECT_EQ(failed["ok"], false);
+  EXPECT_EQ(failed["failure"], "not_found");
+  EXPECT_EQ(failed["http_status"], 404);
+  EXPECT_FALSE(failed.contains("rejected"));
+  req.id = 4;
+  EXPECT_EQ(json::parse(await_outcome(rewrite, req).llm).at(0)["failure"], "refusal");
+  req.id = 5;
+  const auto odd = await_outcome(rewrite, req);
+  EXPECT_TRUE(json::parse(odd.llm).at(0)["ok"]);
 }
 
 TEST(LlmOperators, ParamHintValidatesAndFallsBackToTheBaseline) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 
 namespace kevo::engine {
 
@@ -33,6 +34,8 @@ struct LlmSummary {
   // One request record of a candidate made by operator `op`; records that
   // are not JSON objects are skipped.
   void add(const std::string& op, const nlohmann::json& record);
+  // The same for a record's JSON text.
+  void add_record(const std::string& op, std::string_view record);
   // The candidate's `llm` text (a JSON array of records, Candidate::llm).
   void add_candidate(const std::string& op, const std::string& llm_text);
 };

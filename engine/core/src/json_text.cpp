@@ -1,0 +1,314 @@
+#include "kevo/core/json_text.hpp"
+
+#include "kevo/core/text.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <charconv>
+#include <cstring>
+#include <system_error>
+
+namespace kevo::json_text {
+namespace {
+
+constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
+constexpr std::uint64_t kHigh = 0x8080808080808080ULL;
+
+// Whether any of the eight bytes is below 0x20, '"', '\\' or 0x80 and up.
+// (x - n) & ~x & high flags a byte below n (n <= 0x80) and never flags one
+// when there is none; a byte equal to c is a zero byte of x ^ c.
+bool any_special(std::uint64_t x) {
+  const std::uint64_t control = (x - kOnes * 0x20) & ~x;
+  const std::uint64_t q = x ^ (kOnes * 0x22);
+  const std::uint64_t b = x ^ (kOnes * 0x5C);
+  return (((control | ((q - kOnes) & ~q) | ((b - kOnes) & ~b)) & kHigh) | (x & kHigh)) != 0;
+}
+
+bool plain(unsigned char c) { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\'; }
+
+// The short escapes dump writes; 0 for the C0 controls written \u00xx.
+char short_escape(unsigned char c) {
+  switch (c) {
+    case '"': return '"';
+    case '\\': return '\\';
+    case '\b': return 'b';
+    case '\f': return 'f';
+    case '\n': return 'n';
+    case '\r': return 'r';
+    case '\t': return 't';
+    default: return 0;
+  }
+}
+
+int lower_hex(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+// A reader that accepts canonical text only (json_text.hpp): it never
+// decides what a non-canonical text means, it only says "not canonical".
+class Reader {
+ public:
+  explicit Reader(std::string_view text) : text_(text) {}
+  bool done() const { return at_ == text_.size(); }
+  char peek() const { return at_ < text_.size() ? text_[at_] : '\0'; }
+
+  bool value(int depth) {
+    switch (peek()) {
+      case '{': return object(depth + 1, nullptr);
+      case '[': return array(depth + 1, nullptr);
+      case '"': return string(nullptr);
+      case 't': return literal("true");
+      case 'f': return literal("false");
+      case 'n': return literal("null");
+      default: return number();
+    }
+  }
+
+  bool object(int depth, std::vector<Member>* members) {
+    if (depth > kMaxDepth || peek() != '{') return false;
+    ++at_;
+    if (peek() == '}') return ++at_, true;
+    std::string_view previous;
+    std::string previous_text, key_text;   // keys with escapes, decoded
+    for (bool first = true;; first = false) {
+      const std::size_t key_at = at_ + 1;
+      bool escaped = false;
+      if (peek() != '"' || !string(&escaped)) return false;
+      std::string_view key = text_.substr(key_at, at_ - 1 - key_at);
+      if (escaped) {
+        if (members) return false;   // members are named as written
+        key_text = decode(key);
+        key = key_text;
+      }
+      // The dump of a parsed object has its keys sorted (std::map), once each.
+      if (!first && !(previous < key)) return false;
+      if (escaped) {
+        previous_text.swap(key_text);
+        key = previous_text;
+      }
+      previous = key;
+      if (peek() != ':') return false;
+      ++at_;
+      const std::size_t value_at = at_;
+      if (!value(depth)) return false;
+      if (members) members->push_back({key, text_.substr(value_at, at_ - value_at)});
+      if (peek() == '}') return ++at_, true;
+      if (peek() != ',') return false;
+      ++at_;
+    }
+  }
+
+  bool array(int depth, std::vector<std::string_view>* elements) {
+    if (depth > kMaxDepth || peek() != '[') return false;
+    ++at_;
+    if (peek() == ']') return ++at_, true;
+    while (true) {
+      const std::size_t value_at = at_;
+      if (!value(depth)) return false;
+      if (elements) elements->push_back(text_.substr(value_at, at_ - value_at));
+      if (peek() == ']') return ++at_, true;
+      if (peek() != ',') return false;
+      ++at_;
+    }
+  }
+
+ private:
+  static constexpr int kMaxDepth = 256;
+
+  // The characters of a canonical string's content (escapes as string() accepts them).
+  static std::string decode(std::string_view raw) {
+    std::string out;
+    for (std::size_t i = 0; i < raw.size(); ++i) {
+      if (raw[i] != '\\') {
+        out += raw[i];
+        continue;
+      }
+      const char e = raw[++i];
+      switch (e) {
+        case 'b': out += '\b'; break;
+        case 'f': out += '\f'; break;
+        case 'n': out += '\n'; break;
+        case 'r': out += '\r'; break;
+        case 't': out += '\t'; break;
+        case 'u':
+          out += static_cast<char>(lower_hex(raw[i + 3]) * 16 + lower_hex(raw[i + 4]));
+          i += 4;
+          break;
+        default: out += e; break;   // '"' and '\\'
+      }
+    }
+    return out;
+  }
+
+  bool literal(std::string_view word) {
+    if (text_.compare(at_, word.size(), word) != 0) return false;
+    at_ += word.size();
+    return true;
+  }
+
+  bool string(bool* escaped) {
+    ++at_;   // the opening quote
+    while (true) {
+      at_ += plain_ascii_prefix(text_.substr(at_));
+      if (at_ >= text_.size()) return false;
+      const auto c = static_cast<unsigned char>(text_[at_]);
+      if (c == '"') return ++at_, true;
+      if (c == '\\') {
+        if (escaped) *escaped = true;
+        if (at_ + 1 >= text_.size()) return false;
+        const char e = text_[at_ + 1];
+        if (e == '"' || e == '\\' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
+          at_ += 2;
+          continue;
+        }
+        // \u00xx, lower-case, for a C0 control without a short escape.
+        if (e != 'u' || at_ + 6 > text_.size() || text_[at_ + 2] != '0' || text_[at_ + 3] != '0') return false;
+        const int hi = lower_hex(text_[at_ + 4]), lo = lower_hex(text_[at_ + 5]);
+        if (hi < 0 || hi > 1 || lo < 0 || short_escape(static_cast<unsigned char>(hi * 16 + lo)) != 0) return false;
+        at_ += 6;
+        continue;
+      }
+      if (c < 0x20) return false;   // a raw control: not JSON
+      const std::size_t n = utf8_sequence_length(text_, at_);
+      if (n == 0) return false;     // not UTF-8: the parser rejects it
+      at_ += n;
+    }
+  }
+
+  bool number() {
+    const std::size_t start = at_;
+    auto digits = [&] {
+      const std::size_t from = at_;
+      while (at_ < text_.size() && text_[at_] >= '0' && text_[at_] <= '9') ++at_;
+      return at_ - from;
+    };
+    const bool negative = peek() == '-';
+    if (negative) ++at_;
+    if (peek() == '0') {
+      ++at_;
+    } else if (peek() < '1' || peek() > '9' || digits() == 0) {
+      return false;
+    }
+    bool integer = true;
+    if (peek() == '.') {
+      ++at_;
+      if (digits() == 0) return false;
+      integer = false;
+    }
+    if (peek() == 'e' || peek() == 'E') {
+      ++at_;
+      if (peek() == '+' || peek() == '-') ++at_;
+      if (digits() == 0) return false;
+      integer = false;
+    }
+    const std::string_view token = text_.substr(start, at_ - start);
+    if (integer) {
+      // Parsed as a 64-bit integer (unsigned unless negative) and written
+      // back in decimal; -0 becomes 0, and one that does not fit is parsed as
+      // a double.
+      if (token == "-0") return false;
+      const char* first = token.data();
+      const char* last = first + token.size();
+      if (negative) {
+        std::int64_t n = 0;
+        const auto r = std::from_chars(first, last, n);
+        return r.ec == std::errc() && r.ptr == last;
+      }
+      std::uint64_t n = 0;
+      const auto r = std::from_chars(first, last, n);
+      return r.ec == std::errc() && r.ptr == last;
+    }
+    double v = 0.0;
+    const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), v);
+    if (ec != std::errc() || end != token.data() + token.size()) return false;
+    return nlohmann::json(v).dump() == token;
+  }
+
+  std::string_view text_;
+  std::size_t at_ = 0;
+};
+
+}  // namespace
+
+std::size_t plain_ascii_prefix(std::string_view s) {
+  std::size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    std::uint64_t x;
+    std::memcpy(&x, s.data() + i, 8);
+    if (any_special(x)) break;
+  }
+  while (i < s.size() && plain(static_cast<unsigned char>(s[i]))) ++i;
+  return i;
+}
+
+void append_string(std::string& out, std::string_view s) {
+  const std::size_t mark = out.size();
+  out.reserve(out.size() + s.size() + 2);
+  out += '"';
+  std::size_t i = 0;
+  while (true) {
+    const std::size_t run = plain_ascii_prefix(s.substr(i));
+    out.append(s.data() + i, run);
+    i += run;
+    if (i == s.size()) break;
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      const std::size_t n = utf8_sequence_length(s, i);
+      if (n == 0) {
+        // Invalid UTF-8: the replacing handler's own spelling.
+        out.resize(mark);
+        out += nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        return;
+      }
+      out.append(s.data() + i, n);
+      i += n;
+      continue;
+    }
+    if (const char e = short_escape(c)) {
+      out += '\\';
+      out += e;
+    } else {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\u00";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+    ++i;
+  }
+  out += '"';
+}
+
+void append_number(std::string& out, double v) { out += nlohmann::json(v).dump(); }
+
+void append_number(std::string& out, std::int64_t v) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
+void append_number(std::string& out, std::uint64_t v) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
+bool canonical(std::string_view text) {
+  Reader r(text);
+  return !text.empty() && r.value(0) && r.done();
+}
+
+bool canonical_array(std::string_view text, std::vector<std::string_view>& elements) {
+  elements.clear();
+  Reader r(text);
+  return r.array(1, &elements) && r.done();
+}
+
+bool canonical_object(std::string_view text, std::vector<Member>& members) {
+  members.clear();
+  Reader r(text);
+  return r.object(1, &members) && r.done();
+}
+
+}  // namespace kevo::json_text
