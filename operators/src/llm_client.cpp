@@ -328,12 +328,111 @@ std::string request_body(const Model& m, const Conversation& c) {
   return body;
 }
 
+namespace {
+
+// An OpenAI chat completion of the usual layout read without a DOM (the
+// reply is a kilobyte or more): its first choice's message content and the
+// usage counts, exactly as parse_response's DOM reading would give them.
+// False for anything else (not JSON, a refusal, a filtered or empty content,
+// a member of an unexpected type, a token count that is not an integer):
+// the DOM reading decides those.
+bool read_openai_reply(std::string_view body, ParsedReply& r) {
+  json_text::Cursor c(body);
+  std::string key, key2, content, refusal, finish;
+  std::int64_t in = 0, out = 0;
+  bool have_choice = false, have_content = false;
+  if (!c.enter_object()) return false;
+  // Repeated keys: the last one counts, as in a DOM.
+  while (c.member(key)) {
+    if (key == "usage") {
+      in = out = 0;
+      if (c.peek() != '{') {
+        if (!c.skip()) return false;
+        continue;
+      }
+      c.enter_object();
+      while (c.member(key2)) {
+        if (key2 == "prompt_tokens") {
+          if (!c.integer(in)) return false;
+        } else if (key2 == "completion_tokens") {
+          if (!c.integer(out)) return false;
+        } else if (!c.skip()) {
+          return false;
+        }
+      }
+    } else if (key == "choices") {
+      have_choice = have_content = false;
+      refusal.clear();
+      finish.clear();
+      if (!c.enter_array()) return false;
+      while (c.element()) {
+        if (have_choice) {
+          if (!c.skip()) return false;
+          continue;
+        }
+        have_choice = true;
+        bool have_message = false;
+        if (!c.enter_object()) return false;
+        while (c.member(key2)) {
+          if (key2 == "message") {
+            have_message = true;
+            have_content = false;
+            refusal.clear();
+            if (!c.enter_object()) return false;
+            std::string key3;
+            while (c.member(key3)) {
+              if (key3 == "content") {
+                if (c.peek() != '"' || !c.string(content)) return false;
+                have_content = true;
+              } else if (key3 == "refusal") {
+                if (c.peek() == '"') {
+                  if (!c.string(refusal)) return false;
+                } else {
+                  refusal.clear();
+                  if (!c.skip()) return false;
+                }
+              } else if (!c.skip()) {
+                return false;
+              }
+            }
+          } else if (key2 == "finish_reason") {
+            if (c.peek() != '"' || !c.string(finish)) return false;
+          } else if (!c.skip()) {
+            return false;
+          }
+        }
+        if (!have_message) return false;
+      }
+      if (!have_choice) return false;
+    } else if (!c.skip()) {
+      return false;
+    }
+  }
+  if (!c.finish() || !have_choice || !have_content || content.empty() || !refusal.empty() ||
+      finish == "content_filter")
+    return false;
+  r.input_tokens = in;
+  r.output_tokens = out;
+  r.text = std::move(content);
+  return true;
+}
+
+}  // namespace
+
 ParsedReply parse_response(Provider p, const std::string& raw_body) {
   ParsedReply r;
   // A server may send bytes that are not UTF-8 (a model's broken token):
   // they become U+FFFD, so the reply is still read (docs/verdicts.md, "Text
   // from candidates").
-  const std::string body = is_clean_utf8(raw_body, kStoredText) ? raw_body : sanitize_utf8(raw_body, kStoredText);
+  std::string fixed;
+  if (!is_clean_utf8(raw_body, kStoredText)) fixed = sanitize_utf8(raw_body, kStoredText);
+  const std::string& body = fixed.empty() ? raw_body : fixed;
+  if (p == Provider::openai && read_openai_reply(body, r)) {
+    if (!is_clean_utf8(r.text, kStoredText)) r.text = sanitize_utf8(r.text, kStoredText);
+    r.ok = true;
+    return r;
+  }
+  r = ParsedReply{};
   json j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     r.error = "invalid JSON in reply: " + snippet(body);

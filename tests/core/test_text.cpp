@@ -113,6 +113,29 @@ TEST(SanitizeUtf8, LongLinesAreCutAtACharacterBoundaryUnderALimit) {
   EXPECT_EQ(sanitize_utf8(huge, kShownText), huge);
 }
 
+// Without a line limit the check skips sixteen plain bytes at a time; a
+// limit longer than the text takes the byte-by-byte path and must agree, on
+// long random texts of every kind of byte.
+TEST(SanitizeUtf8, FastPathAgreesWithTheByteByByteCheck) {
+  const std::vector<std::string> pieces = {"plain text ", "0123456789abcdefghij", "\n", "\t", "\r", std::string(1, '\0'),
+                                           "\x1b", "\x7f", "\xc2\x85", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80",
+                                           "\xff", "\xc3", "\xed\xa0\x80", "\"", "\\", "~"};
+  std::uint64_t state = 1;
+  auto below = [&](std::size_t n) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<std::size_t>((state >> 33) % n);
+  };
+  for (int k = 0; k < 5000; ++k) {
+    std::string s;
+    for (std::size_t n = below(40); n > 0; --n) s += pieces[below(pieces.size())];
+    for (const bool keep : {false, true}) {
+      const kevo::TextRules fast{keep, 0}, slow{keep, std::size_t{1} << 30};
+      EXPECT_EQ(is_clean_utf8(s, fast), is_clean_utf8(s, slow));
+      EXPECT_EQ(sanitize_utf8(s, fast), sanitize_utf8(s, slow));
+    }
+  }
+}
+
 TEST(SanitizeUtf8, SequenceLengthAndPrefix) {
   EXPECT_EQ(kevo::utf8_sequence_length("a", 0), 1u);
   EXPECT_EQ(kevo::utf8_sequence_length("é", 0), 2u);

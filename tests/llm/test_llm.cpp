@@ -7,6 +7,7 @@
 #include "kevo/core/error.hpp"
 #include "kevo/core/rng.hpp"
 #include "kevo/core/task.hpp"
+#include "kevo/core/text.hpp"
 #include "kevo/operators/llm_client.hpp"
 #include "kevo/operators/llm_operators.hpp"
 #include "kevo/operators/llm_reply.hpp"
@@ -289,6 +290,120 @@ TEST(LlmClient, RequestBodyIsWhatADomDumps) {
       }
     }
   }
+}
+
+// parse_response reads the usual OpenAI reply without a DOM; on random
+// replies of every shape (blanks, repeated keys, escapes and surrogates,
+// refusals, filtered or empty content, odd usage, broken JSON and bytes) it
+// gives what the DOM reading it replaced gives, error texts included.
+TEST(LlmClient, ReplyReadingAgreesWithTheDom) {
+  auto snippet = [](const std::string& body) {
+    std::string s(utf8_prefix(body, 200));
+    for (char& ch : s)
+      if (ch == '\n' || ch == '\r') ch = ' ';
+    return sanitize_utf8(s, kShownText);
+  };
+  // The DOM reading of an OpenAI reply, as it was before.
+  auto dom = [&](const std::string& raw_body) {
+    ParsedReply r;
+    const std::string body = is_clean_utf8(raw_body, kStoredText) ? raw_body : sanitize_utf8(raw_body, kStoredText);
+    json j = json::parse(body, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+      r.error = "invalid JSON in reply: " + snippet(body);
+      return r;
+    }
+    try {
+      if (auto u = j.find("usage"); u != j.end() && u->is_object()) {
+        r.input_tokens = u->value("prompt_tokens", std::int64_t{0});
+        r.output_tokens = u->value("completion_tokens", std::int64_t{0});
+      }
+      auto ch = j.find("choices");
+      if (ch == j.end() || !ch->is_array() || ch->empty()) {
+        r.error = "empty choices in reply";
+        return r;
+      }
+      const json& msg = (*ch)[0].at("message");
+      if (auto ref = msg.find("refusal"); ref != msg.end() && ref->is_string() && !ref->get<std::string>().empty()) {
+        r.error = "refusal: " + snippet(ref->get<std::string>());
+        return r;
+      }
+      if ((*ch)[0].value("finish_reason", std::string()) == "content_filter") {
+        r.error = "refusal: content filter";
+        return r;
+      }
+      const auto c = msg.find("content");
+      if (c == msg.end() || !c->is_string() || c->get<std::string>().empty()) {
+        r.error = "empty reply content";
+        return r;
+      }
+      r.text = c->get<std::string>();
+    } catch (const json::exception& e) {
+      r.error = std::string("unexpected reply layout: ") + e.what();
+      return r;
+    }
+    if (!is_clean_utf8(r.text, kStoredText)) r.text = sanitize_utf8(r.text, kStoredText);
+    r.ok = true;
+    return r;
+  };
+  Rng rng(21);
+  auto pick = [&](const std::vector<std::string>& v) { return v[rng.below(v.size())]; };
+  auto blank = [&] { return pick({"", "", "", " ", "\n  ", "\t", "\r\n"}); };
+  const std::vector<std::string> text_pieces = {
+      "Here is the kernel.", "\\n", "```cpp\\nint x;\\n```", "\\\"q\\\"", "\\\\", "\\/", "\\u00e9", "\\u00E9",
+      "\\ud83d\\ude00", "\\ud800", "\\udc00", "\\ud83dx", "\\u0000", "\\x", "\xc3\xa9", "\xff", "\x01", "\\t"};
+  auto text = [&] {
+    std::string t;
+    for (auto n = rng.below(4); n > 0; --n) t += pick(text_pieces);
+    return "\"" + t + "\"";
+  };
+  auto member = [&](const std::string& k, const std::string& v) { return blank() + "\"" + k + "\"" + blank() + ":" + blank() + v; };
+  auto object = [&](std::vector<std::string> members) {
+    // Shuffled, sometimes with a member repeated.
+    for (std::size_t i = members.size(); i > 1; --i) std::swap(members[i - 1], members[rng.below(i)]);
+    if (!members.empty() && rng.below(6) == 0) members.push_back(members[rng.below(members.size())]);
+    std::string o = "{";
+    for (std::size_t i = 0; i < members.size(); ++i) o += (i ? "," : "") + members[i];
+    return o + blank() + "}";
+  };
+  int ok = 0;
+  for (int k = 0; k < 20000; ++k) {
+    std::vector<std::string> message;
+    if (rng.below(8)) message.push_back(member("content", rng.below(8) ? text() : pick({"null", "\"\"", "5", "[]"})));
+    if (rng.below(3) == 0) message.push_back(member("refusal", pick({"null", "\"\"", "\"I cannot\"", "3"})));
+    message.push_back(member("role", "\"assistant\""));
+    std::vector<std::string> choice;
+    if (rng.below(10)) choice.push_back(member("message", rng.below(12) ? object(message) : "\"m\""));
+    if (rng.below(2)) choice.push_back(member("finish_reason", pick({"\"stop\"", "\"stop\"", "\"content_filter\"", "null", "1"})));
+    choice.push_back(member("index", "0"));
+    std::string choices = "[" + blank() + object(choice);
+    if (rng.below(4) == 0) choices += "," + object({member("x", "[1,{\"y\":null},-2.5e3]")});
+    choices += blank() + "]";
+    if (rng.below(15) == 0) choices = pick({"[]", "{}", "[5]", "null"});
+    std::vector<std::string> top = {member("id", "\"chatcmpl-1\""), member("object", "\"chat.completion\"")};
+    if (rng.below(12)) top.push_back(member("choices", choices));
+    if (rng.below(6))
+      top.push_back(member("usage", rng.below(6) ? object({member("prompt_tokens", pick({"10", "10", "0", "-0", "10.5", "\"10\"", "null", "12345678901234567890", "1e2"})),
+                                                             member("completion_tokens", pick({"3", "3", "7"})),
+                                                             member("total_tokens", "13")})
+                                                   : pick({"5", "null", "[]"})));
+    if (rng.below(3) == 0) top.push_back(member("extra", "{\"a\":[true,false,null,{\"b\":\"\\u0041\"}],\"c\":0.5}"));
+    std::string body = blank() + object(top) + blank();
+    switch (rng.below(25)) {
+      case 0: body = body.substr(0, rng.below(body.size() + 1)); break;
+      case 1: body += "x"; break;
+      case 2: body.insert(rng.below(body.size() + 1), 1, pick({",", "}", "\"", "\xff", "\x02"})[0]); break;
+      default: break;
+    }
+    const ParsedReply want = dom(body), got = parse_response(Provider::openai, body);
+    EXPECT_EQ(got.ok, want.ok) << body;
+    EXPECT_EQ(got.text, want.text) << body;
+    EXPECT_EQ(got.error, want.error) << body;
+    EXPECT_EQ(got.input_tokens, want.input_tokens) << body;
+    EXPECT_EQ(got.output_tokens, want.output_tokens) << body;
+    ok += want.ok;
+  }
+  // Enough usable replies for the comparison to cover the fast reading.
+  EXPECT_GT(ok, 1500);
 }
 
 TEST(LlmClient, BothWireFormats) {

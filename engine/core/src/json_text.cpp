@@ -8,6 +8,10 @@
 #include <cstring>
 #include <system_error>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace kevo::json_text {
 namespace {
 
@@ -232,8 +236,262 @@ class Reader {
 
 }  // namespace
 
+// ---- Cursor ----------------------------------------------------------------
+
+namespace {
+
+constexpr int kMaxCursorDepth = 256;
+
+int any_hex(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+void append_utf8(std::string& out, std::uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+}  // namespace
+
+void Cursor::blanks() {
+  // The four blanks JSON allows between tokens.
+  while (at_ < text_.size() && (text_[at_] == ' ' || text_[at_] == '\n' || text_[at_] == '\r' || text_[at_] == '\t'))
+    ++at_;
+}
+
+char Cursor::peek() {
+  if (failed_) return '\0';
+  blanks();
+  return at_ < text_.size() ? text_[at_] : '\0';
+}
+
+bool Cursor::enter_object() {
+  if (peek() != '{' || first_.size() >= kMaxCursorDepth) return fail();
+  ++at_;
+  first_.push_back(true);
+  return true;
+}
+
+bool Cursor::enter_array() {
+  if (peek() != '[' || first_.size() >= kMaxCursorDepth) return fail();
+  ++at_;
+  first_.push_back(true);
+  return true;
+}
+
+// Before a member or element: the container's end (consumed: false) or,
+// after the first, a comma.
+bool Cursor::separator(char close) {
+  if (failed_ || first_.empty()) return fail();
+  const char c = peek();
+  if (c == close) {
+    ++at_;
+    first_.pop_back();
+    return false;
+  }
+  if (!first_.back()) {
+    if (c != ',') return fail();
+    ++at_;
+  }
+  first_.back() = false;
+  return true;
+}
+
+bool Cursor::member(std::string& key) {
+  if (!separator('}')) return false;
+  key.clear();
+  if (peek() != '"' || !string_content(&key)) return fail();
+  if (peek() != ':') return fail();
+  ++at_;
+  return true;
+}
+
+bool Cursor::element() {
+  if (!separator(']')) return false;
+  // A value must follow the comma ("[1,]" is not JSON).
+  const char c = peek();
+  if (c == ']' || c == ',' || c == '\0') return fail();
+  return true;
+}
+
+bool Cursor::string(std::string& out) {
+  out.clear();
+  if (peek() != '"') return fail();
+  return string_content(&out);
+}
+
+bool Cursor::string_content(std::string* out) {
+  ++at_;   // the opening quote
+  while (true) {
+    const std::size_t run = plain_ascii_prefix(text_.substr(at_));
+    if (out) out->append(text_.data() + at_, run);
+    at_ += run;
+    if (at_ >= text_.size()) return fail();
+    const auto c = static_cast<unsigned char>(text_[at_]);
+    if (c == '"') return ++at_, true;
+    if (c == '\\') {
+      if (at_ + 1 >= text_.size()) return fail();
+      const char e = text_[at_ + 1];
+      at_ += 2;
+      char plain_char = 0;
+      switch (e) {
+        case '"': plain_char = '"'; break;
+        case '\\': plain_char = '\\'; break;
+        case '/': plain_char = '/'; break;
+        case 'b': plain_char = '\b'; break;
+        case 'f': plain_char = '\f'; break;
+        case 'n': plain_char = '\n'; break;
+        case 'r': plain_char = '\r'; break;
+        case 't': plain_char = '\t'; break;
+        case 'u': break;
+        default: return fail();
+      }
+      if (e != 'u') {
+        if (out) *out += plain_char;
+        continue;
+      }
+      auto code = [&](std::uint32_t& cp) {
+        if (at_ + 4 > text_.size()) return false;
+        cp = 0;
+        for (int k = 0; k < 4; ++k) {
+          const int h = any_hex(text_[at_ + static_cast<std::size_t>(k)]);
+          if (h < 0) return false;
+          cp = cp * 16 + static_cast<std::uint32_t>(h);
+        }
+        at_ += 4;
+        return true;
+      };
+      std::uint32_t cp = 0;
+      if (!code(cp)) return fail();
+      if (cp >= 0xDC00 && cp <= 0xDFFF) return fail();   // a low surrogate alone
+      if (cp >= 0xD800 && cp <= 0xDBFF) {
+        // A high surrogate: its low one must follow.
+        std::uint32_t low = 0;
+        if (text_.compare(at_, 2, "\\u") != 0) return fail();
+        at_ += 2;
+        if (!code(low) || low < 0xDC00 || low > 0xDFFF) return fail();
+        cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+      }
+      if (out) append_utf8(*out, cp);
+      continue;
+    }
+    if (c < 0x20) return fail();   // a raw control
+    const std::size_t n = utf8_sequence_length(text_, at_);
+    if (n == 0) return fail();
+    if (out) out->append(text_.data() + at_, n);
+    at_ += n;
+  }
+}
+
+bool Cursor::number(bool* integral) {
+  const std::size_t start = at_;
+  auto digits = [&] {
+    const std::size_t from = at_;
+    while (at_ < text_.size() && text_[at_] >= '0' && text_[at_] <= '9') ++at_;
+    return at_ - from;
+  };
+  if (at_ < text_.size() && text_[at_] == '-') ++at_;
+  if (at_ < text_.size() && text_[at_] == '0') {
+    ++at_;
+  } else if (at_ >= text_.size() || text_[at_] < '1' || text_[at_] > '9' || digits() == 0) {
+    return fail();
+  }
+  bool whole = true;
+  if (at_ < text_.size() && text_[at_] == '.') {
+    ++at_;
+    if (digits() == 0) return fail();
+    whole = false;
+  }
+  if (at_ < text_.size() && (text_[at_] == 'e' || text_[at_] == 'E')) {
+    ++at_;
+    if (at_ < text_.size() && (text_[at_] == '+' || text_[at_] == '-')) ++at_;
+    if (digits() == 0) return fail();
+    whole = false;
+  }
+  if (integral) *integral = whole;
+  return at_ > start;
+}
+
+bool Cursor::integer(std::int64_t& out) {
+  if (peek() == '\0') return fail();
+  const std::size_t start = at_;
+  bool whole = false;
+  if (!number(&whole) || !whole) return fail();
+  const std::string_view token = text_.substr(start, at_ - start);
+  if (token.size() - (token[0] == '-' ? 1 : 0) > 18) return fail();
+  const auto r = std::from_chars(token.data(), token.data() + token.size(), out);
+  if (r.ec != std::errc() || r.ptr != token.data() + token.size()) return fail();
+  return true;
+}
+
+bool Cursor::literal(std::string_view word) {
+  if (text_.compare(at_, word.size(), word) != 0) return fail();
+  at_ += word.size();
+  return true;
+}
+
+bool Cursor::skip_value() {
+  switch (peek()) {
+    case '{': {
+      if (!enter_object()) return false;
+      std::string key;
+      while (member(key))
+        if (!skip_value()) return false;
+      return !failed_;
+    }
+    case '[':
+      if (!enter_array()) return false;
+      while (element())
+        if (!skip_value()) return false;
+      return !failed_;
+    case '"': return string_content(nullptr);
+    case 't': return literal("true");
+    case 'f': return literal("false");
+    case 'n': return literal("null");
+    case '\0': return fail();
+    default: return number(nullptr);
+  }
+}
+
+bool Cursor::skip() { return skip_value(); }
+
+bool Cursor::finish() {
+  if (failed_ || !first_.empty()) return fail();
+  blanks();
+  return at_ == text_.size() || fail();
+}
+
+// ---- scanning ----------------------------------------------------------------
+
 std::size_t plain_ascii_prefix(std::string_view s) {
   std::size_t i = 0;
+#if defined(__SSE2__)
+  // Sixteen bytes a step: a signed compare below 0x20 flags the C0
+  // controls and every byte from 0x80 on.
+  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
+  for (; i + 16 <= s.size(); i += 16) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i));
+    const __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
+                                     _mm_cmplt_epi8(x, space));
+    if (const int mask = _mm_movemask_epi8(hit)) return i + static_cast<std::size_t>(__builtin_ctz(mask));
+  }
+#endif
   for (; i + 8 <= s.size(); i += 8) {
     std::uint64_t x;
     std::memcpy(&x, s.data() + i, 8);

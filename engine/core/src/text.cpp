@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <array>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace kevo {
 namespace {
 
@@ -48,10 +52,29 @@ Step step(std::string_view text, std::size_t at, const TextRules& rules) {
   return {n, true, {}};
 }
 
+// Whether the sixteen bytes at `p` are all kept whatever the rules, when
+// lines are not limited: printable ASCII, '\n' and '\t'.
+#if defined(__SSE2__)
+bool plain_chunk(const char* p) {
+  const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  // Signed: below 0x20 are the C0 controls and every byte from 0x80 on.
+  const __m128i low = _mm_cmplt_epi8(x, _mm_set1_epi8(0x20));
+  const __m128i kept = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('\n')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\t')));
+  const __m128i del = _mm_cmpeq_epi8(x, _mm_set1_epi8(0x7F));
+  return _mm_movemask_epi8(_mm_or_si128(_mm_andnot_si128(kept, low), del)) == 0;
+}
+#endif
+
 // Bytes at the start of `text` that sanitize_utf8 keeps as they are.
 std::size_t clean_prefix(std::string_view text, const TextRules& rules) {
   std::size_t i = 0, line = 0;
   while (i < text.size()) {
+#if defined(__SSE2__)
+    if (!rules.max_line) {
+      while (i + 16 <= text.size() && plain_chunk(text.data() + i)) i += 16;
+      if (i == text.size()) break;
+    }
+#endif
     const auto c = static_cast<unsigned char>(text[i]);
     // Printable ASCII, the common case.
     if (c >= 0x20 && c < 0x7F) {

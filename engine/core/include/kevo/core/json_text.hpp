@@ -50,6 +50,47 @@ struct Member {
 // not a canonical object or a key holds an escape.
 bool canonical_object(std::string_view text, std::vector<Member>& members);
 
+// A forward reader of any JSON text (blanks, any escapes, any key order) for
+// callers that want a few values out of a document without its DOM (an LLM
+// server's reply). It accepts only what nlohmann::json's parser accepts and
+// decodes strings as it does; on anything else, and on input it does not
+// handle (nesting deeper than 256), it fails, and the caller parses the text
+// with nlohmann::json instead. Once failed, every call returns false.
+class Cursor {
+ public:
+  explicit Cursor(std::string_view text) : text_(text) {}
+  bool failed() const { return failed_; }
+  // The next value's first character after blanks ('{', '[', '"', 't', 'f',
+  // 'n', '-' or a digit; '\0' at the end or after a failure).
+  char peek();
+  // Objects: enter(), then member(key) until it returns false (at the '}',
+  // consumed, or on failure), reading or skipping each member's value.
+  bool enter_object();
+  bool member(std::string& key);
+  // Arrays: enter_array(), then element() until it returns false (at the
+  // ']', consumed, or on failure), reading or skipping each element.
+  bool enter_array();
+  bool element();
+  bool string(std::string& out);   // a string value, decoded
+  bool integer(std::int64_t& out); // an integer value (no fraction or exponent) that fits with 18 digits
+  bool skip();                     // any value, checked
+  // Only blanks are left: the document is complete.
+  bool finish();
+
+ private:
+  bool fail() { return failed_ = true, false; }
+  void blanks();
+  bool separator(char close);
+  bool skip_value();
+  bool number(bool* integral);
+  bool literal(std::string_view word);
+  bool string_content(std::string* out);
+  std::string_view text_;
+  std::size_t at_ = 0;
+  bool failed_ = false;
+  std::vector<bool> first_;   // per open container: no member or element read yet
+};
+
 // The bytes at the start of `s` that a JSON string holds as they are and that
 // need no UTF-8 check: ASCII from 0x20 on (DEL included) but '"' and '\\'.
 // Eight bytes a step.
