@@ -59,6 +59,14 @@ struct HeaderList {
   HeaderList() = default;
   HeaderList(const HeaderList&) = delete;
   HeaderList& operator=(const HeaderList&) = delete;
+  HeaderList& operator=(HeaderList&& other) noexcept {
+    if (this != &other) {
+      if (list) curl_slist_free_all(list);
+      list = other.list;
+      other.list = nullptr;
+    }
+    return *this;
+  }
 };
 
 std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
@@ -598,11 +606,16 @@ struct Client::Job {
   ChatResult partial;          // usage summed over attempts
 };
 
+// One easy handle and what it needs, kept for the next request when a
+// transfer ends (a fresh handle per request cost an allocation and clearing
+// of libcurl's state, and the headers built again). The multi handle keeps
+// the connections either way.
 struct Client::Transfer {
   std::uint64_t ticket = 0;
   EasyHandle easy;
+  std::size_t model = static_cast<std::size_t>(-1);   // whose URL and headers these are
+  std::string url;
   HeaderList headers;
-  std::string body;            // must outlive the transfer (CURLOPT_POSTFIELDS)
   std::string response;
   std::int64_t reserved_tokens = 0;
   double reserved_usd = 0.0;
@@ -620,6 +633,7 @@ Client::Client(std::vector<Model> models, ClientOptions options, BudgetLimits bu
 Client::~Client() {
   for (auto& [h, t] : transfers_) curl_multi_remove_handle(static_cast<CURLM*>(multi_), static_cast<CURL*>(h));
   transfers_.clear();
+  idle_.clear();
   curl_multi_cleanup(static_cast<CURLM*>(multi_));
 }
 
@@ -701,21 +715,32 @@ void Client::start_attempt(std::uint64_t ticket, Job& job, double now) {
     end_job(ticket, std::move(r));
     return;
   }
-  auto t = std::make_unique<Transfer>();
+  std::unique_ptr<Transfer> t;
+  if (idle_.empty()) {
+    t = std::make_unique<Transfer>();
+  } else {
+    t = std::move(idle_.back());
+    idle_.pop_back();
+  }
   t->ticket = ticket;
   t->reserved_tokens = tokens;
   t->reserved_usd = usd;
-  t->body = job.body;
+  t->response.clear();
   CURL* h = t->easy.h;
-  std::string url = m.base_url;
-  url += m.provider == Provider::openai ? "/chat/completions" : "/messages";
-  t->headers.add("Content-Type: application/json");
-  t->headers.add("Expect:");   // no 100-continue round trip
-  add_auth_headers(t->headers, m);
-  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+  if (t->model != job.model) {
+    t->model = job.model;
+    t->url = m.base_url + (m.provider == Provider::openai ? "/chat/completions" : "/messages");
+    t->headers = HeaderList();
+    t->headers.add("Content-Type: application/json");
+    t->headers.add("Expect:");   // no 100-continue round trip
+    add_auth_headers(t->headers, m);
+  }
+  curl_easy_setopt(h, CURLOPT_URL, t->url.c_str());
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, t->headers.list);
-  curl_easy_setopt(h, CURLOPT_POSTFIELDS, t->body.c_str());
-  curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t->body.size()));
+  // The job's body outlives the transfer: a job ends only after its
+  // transfer left the multi handle.
+  curl_easy_setopt(h, CURLOPT_POSTFIELDS, job.body.c_str());
+  curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(job.body.size()));
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &on_body);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &t->response);
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout_s * 1000));
@@ -786,7 +811,10 @@ void Client::finish_transfer(Transfer* t, int code) {
   budget_.settle(t->reserved_tokens, t->reserved_usd, parsed.input_tokens + parsed.output_tokens, used);
 
   curl_multi_remove_handle(static_cast<CURLM*>(multi_), h);
-  transfers_.erase(h);   // t is gone from here on
+  // Kept for the next request (t stays valid until then).
+  const auto kept = transfers_.find(h);
+  idle_.push_back(std::move(kept->second));
+  transfers_.erase(kept);
 
   if (ok) {
     ChatResult r = job.partial;

@@ -178,6 +178,11 @@ Template Template::from_text(std::string text, std::string origin) {
     }
   }
   Template t;
+  for (std::size_t pos = text.find("{{"); pos != std::string::npos; pos = text.find("{{", pos + 2)) {
+    const auto end = text.find("}}", pos);
+    t.parts_.push_back({pos, end + 2, text.substr(pos + 2, end - pos - 2)});
+    pos = end;
+  }
   t.text_ = std::move(text);
   t.origin_ = std::move(origin);
   return t;
@@ -186,16 +191,25 @@ Template Template::from_text(std::string text, std::string origin) {
 Template Template::load(const fs::path& file) { return from_text(read_text(file, "prompt template"), file.string()); }
 
 std::string Template::render(const std::map<std::string, std::string>& slots) const {
-  std::string out;
-  std::size_t at = 0;
-  for (std::size_t pos = text_.find("{{"); pos != std::string::npos; pos = text_.find("{{", at)) {
-    const auto end = text_.find("}}", pos);
-    out += text_.substr(at, pos - at);
-    auto it = slots.find(text_.substr(pos + 2, end - pos - 2));
-    if (it != slots.end()) out += it->second;
-    at = end + 2;
+  // The text between slots and the slots' names, found once (from_text).
+  std::vector<const std::string*> values;
+  values.reserve(parts_.size());
+  std::size_t size = text_.size();
+  for (const Part& p : parts_) {
+    const auto it = slots.find(p.slot);
+    values.push_back(it == slots.end() ? nullptr : &it->second);
+    if (values.back()) size += values.back()->size();
   }
-  return out + text_.substr(at);
+  std::string out;
+  out.reserve(size);
+  std::size_t at = 0;
+  for (std::size_t k = 0; k < parts_.size(); ++k) {
+    out.append(text_, at, parts_[k].at - at);
+    if (values[k]) out += *values[k];
+    at = parts_[k].end;
+  }
+  out.append(text_, at, std::string::npos);
+  return out;
 }
 
 // ---- config ----------------------------------------------------------------
@@ -469,6 +483,7 @@ void Service::set_backend_files(const std::string& backend, fs::path system_prom
                                 std::string pointer) {
   prompts_.erase("system_" + backend);
   knowledge_.erase(backend);
+  retrieved_.clear();
   backend_files_[backend] = {std::move(system_prompt), std::move(knowledge), std::move(pointer)};
 }
 
@@ -495,11 +510,22 @@ const Knowledge& Service::knowledge(const std::string& backend) {
 std::string Service::knowledge_text(const Task& task, const std::string& feedback, Status status) {
   const bool compile_error = status == Status::compile_error;
   const std::string query = compile_error ? feedback : task.description + "\n" + feedback;
+  // Retrieval is a function of the backend's snippets and the query: asked
+  // again for the same feedback (most prompts), it is looked up.
+  std::string key = task.backend;
+  key += '\0';
+  key += compile_error ? 'e' : 'o';
+  key += '\0';
+  key += query;
+  if (const auto hit = retrieved_.find(key); hit != retrieved_.end()) return hit->second;
   const std::string skip = compile_error ? "" : "Compile error";
   std::string know;
   for (const auto* sn : knowledge(task.backend).retrieve(query, config_.knowledge_tokens, skip))
     know += "### " + sn->title + "\n" + sn->text + "\n";
-  return know.empty() ? "(none)" : know;
+  if (know.empty()) know = "(none)";
+  if (retrieved_.size() >= 256) retrieved_.clear();   // bounded: feedback texts vary without end
+  retrieved_.emplace(std::move(key), know);
+  return know;
 }
 
 namespace {

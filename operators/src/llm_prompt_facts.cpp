@@ -180,6 +180,7 @@ std::string register_report(const std::string& compile_log) {
   struct Kernel {
     long registers = -1, stack = 0, spill_stores = 0, spill_loads = 0, smem = 0;
   };
+  if (compile_log.empty()) return {};   // g++ and a cached compile say nothing
   static const std::regex entry("Compiling entry function '([^']+)'");
   static const std::regex props("Function properties for (\\S+)");
   static const std::regex frame("(\\d+) bytes stack frame, (\\d+) bytes spill stores, (\\d+) bytes spill loads");

@@ -293,6 +293,7 @@ class Client {
   std::uint64_t next_ticket_ = 1;
   std::map<std::uint64_t, std::unique_ptr<Job>> jobs_;
   std::map<void*, std::unique_ptr<Transfer>> transfers_;   // CURL* -> transfer
+  std::vector<std::unique_ptr<Transfer>> idle_;            // ended transfers, kept for the next request
   std::vector<int> active_;                    // per model
   std::vector<std::pair<std::uint64_t, ChatResult>> done_;
   CacheStats stats_;

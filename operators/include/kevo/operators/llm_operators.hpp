@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace kevo::operators::llm {
@@ -56,7 +57,12 @@ class Template {
   std::string render(const std::map<std::string, std::string>& slots) const;
 
  private:
+  struct Part {
+    std::size_t at, end;   // "{{slot}}" spans [at, end) of text_
+    std::string slot;
+  };
   std::string text_, origin_;
+  std::vector<Part> parts_;
 };
 const std::vector<std::string>& template_slots();
 
@@ -170,6 +176,7 @@ class Service {
   std::map<std::string, BackendFiles> backend_files_;   // backend -> files of its config
   std::map<std::string, std::string> template_of_;   // "<name>_<backend>" -> the template that serves it
   std::map<std::string, Knowledge> knowledge_;
+  std::unordered_map<std::string, std::string> retrieved_;   // knowledge_text: backend, kind, query -> text
   mutable std::map<std::string, std::string> hardware_;   // backend '\0' device -> the `hardware` slot
   bool probed_ = false;
   bool analyst_enabled_ = false;
