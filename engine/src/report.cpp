@@ -78,23 +78,37 @@ void LlmSummary::add(const std::string& op, const nlohmann::json& record) {
   tally(by_operator_model[op + "/" + model], record);
 }
 
-void LlmSummary::add_record(const std::string& op, std::string_view record) {
-  // What the operators write is canonical (kevo/core/json_text.hpp): the
-  // members a tally reads are taken from the record's text, not from a DOM
-  // of the whole (the prompt and the reply are most of its bytes).
-  std::vector<json_text::Member> members;
-  if (!json_text::canonical_object(record, members)) return add(op, nlohmann::json::parse(record, nullptr, false));
+namespace {
+
+// A record's members that add() reads, as a small object (the prompt and the
+// reply, most of a record's bytes, are left out).
+nlohmann::json tallied_members(const std::vector<json_text::Member>& members) {
   nlohmann::json tallied = nlohmann::json::object();
   for (const auto& [key, value] : members)
-    if (tallied_key(key)) tallied[std::string(key)] = nlohmann::json::parse(value);
-  add(op, tallied);
+    if (tallied_key(key)) tallied[std::string(key)] = json_text::value_of(value);
+  return tallied;
+}
+
+}  // namespace
+
+void LlmSummary::add_record(const std::string& op, std::string_view record) {
+  // What the operators write is canonical (kevo/core/json_text.hpp): the
+  // members a tally reads are taken from the record's text, not from a DOM.
+  std::vector<json_text::Member> members;
+  if (!json_text::canonical_object(record, members)) return add(op, nlohmann::json::parse(record, nullptr, false));
+  add(op, tallied_members(members));
 }
 
 void LlmSummary::add_candidate(const std::string& op, const std::string& llm_text) {
   if (llm_text.empty()) return;
-  std::vector<std::string_view> records;
-  if (json_text::canonical_array(llm_text, records)) {
-    for (const std::string_view r : records) add_record(op, r);
+  std::vector<std::vector<json_text::Member>> records;
+  if (json_text::canonical_objects(llm_text, records)) {
+    for (const auto& members : records) add(op, tallied_members(members));
+    return;
+  }
+  std::vector<std::string_view> texts;
+  if (json_text::canonical_array(llm_text, texts)) {
+    for (const std::string_view r : texts) add_record(op, r);
     return;
   }
   const auto turns = nlohmann::json::parse(llm_text, nullptr, false);

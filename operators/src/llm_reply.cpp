@@ -122,20 +122,30 @@ std::size_t find_extern_c(std::string_view s, std::string_view name) {
 
 std::vector<CodeBlock> fenced_blocks(std::string_view reply) {
   std::vector<CodeBlock> out;
-  const auto lines = split_lines(reply);
   std::optional<CodeBlock> open;
-  for (const auto& raw : lines) {
-    const std::string t = trim(raw);
-    if (t.rfind("```", 0) == 0) {
+  // Line by line ('\n' ends a line; the text after the last one is a line
+  // too), without copying lines that are not code.
+  for (std::size_t start = 0; start <= reply.size();) {
+    std::size_t nl = reply.find('\n', start);
+    if (nl == std::string_view::npos) nl = reply.size();
+    const std::string_view raw = reply.substr(start, nl - start);
+    start = nl + 1;
+    std::string_view t = raw;
+    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.remove_prefix(1);
+    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.remove_suffix(1);
+    if (t.substr(0, 3) == "```") {
       if (!open) {
-        open = CodeBlock{trim(std::string_view(t).substr(3)), {}};
+        open = CodeBlock{trim(t.substr(3)), {}};
       } else {
         out.push_back(std::move(*open));
         open.reset();
       }
       continue;
     }
-    if (open) open->code += raw + "\n";
+    if (open) {
+      open->code.append(raw);
+      open->code += '\n';
+    }
   }
   // An unterminated fence (a reply cut at max_tokens) is not a block.
   return out;

@@ -135,6 +135,53 @@ TEST(JsonText, DumpsAreCanonicalAndSplitIntoTheirElementsDumps) {
   }
 }
 
+TEST(JsonText, ArraysOfObjectsSplitIntoMembersInOnePass) {
+  kevo::Rng rng(14);
+  std::vector<std::vector<jt::Member>> objects;
+  int split = 0;
+  for (int k = 0; k < 5000; ++k) {
+    json a = json::array();
+    for (auto n = rng.below(3); n > 0; --n) {
+      if (rng.below(8) == 0) {
+        a.push_back(random_value(rng, 1));
+        continue;
+      }
+      json o = json::object();
+      for (auto m = rng.below(5); m > 0; --m)
+        o[rng.below(4) ? std::string(1, static_cast<char>('a' + rng.below(26))) : random_string(rng, true)] =
+            random_value(rng, 2);
+      a.push_back(o);
+    }
+    const std::string text = dump(a);
+    bool want = true;
+    for (const auto& e : a) {
+      if (!e.is_object()) want = false;
+      else
+        for (const auto& [key, v] : e.items()) want = want && dump(json(key)) == "\"" + key + "\"";
+    }
+    ASSERT_EQ(jt::canonical_objects(text, objects), want) << text;
+    if (!want) continue;
+    ++split;
+    ASSERT_EQ(objects.size(), a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      ASSERT_EQ(objects[i].size(), a[i].size());
+      std::size_t m = 0;
+      for (const auto& [key, v] : a[i].items()) {
+        EXPECT_EQ(objects[i][m].key, key);
+        EXPECT_EQ(objects[i][m].value, dump(v));
+        // And each value read back is the value.
+        EXPECT_EQ(jt::value_of(objects[i][m].value), v);
+        ++m;
+      }
+    }
+  }
+  EXPECT_GT(split, 500);
+  EXPECT_FALSE(jt::canonical_objects("[{\"a\":1} ]", objects));
+  EXPECT_FALSE(jt::canonical_objects("[{\"a\":1},2]", objects));
+  EXPECT_TRUE(jt::canonical_objects("[]", objects));
+  EXPECT_TRUE(objects.empty());
+}
+
 TEST(JsonText, WhatIsNotItsOwnDumpIsNotCanonical) {
   for (const char* text :
        {"", " []", "[] ", "[1, 2]", "{\"b\":1,\"a\":2}", "{\"a\":1,\"a\":2}", "[\"\\/\"]", "[\"\\u0041\"]",

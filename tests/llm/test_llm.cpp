@@ -129,6 +129,57 @@ TEST(LlmReply, ScansAgreeWithTheRegexesTheyReplace) {
   EXPECT_GT(decls, 20);
 }
 
+// fenced_blocks reads lines in place; it finds the blocks the line-copying
+// version it replaced found, on random replies of fences, blanks and text.
+TEST(LlmReply, FencedBlocksAsBefore) {
+  auto trim = [](std::string_view v) {
+    std::size_t a = 0, b = v.size();
+    while (a < b && std::isspace(static_cast<unsigned char>(v[a]))) ++a;
+    while (b > a && std::isspace(static_cast<unsigned char>(v[b - 1]))) --b;
+    return std::string(v.substr(a, b - a));
+  };
+  auto before = [&](std::string_view reply) {
+    std::vector<std::string> lines;
+    for (std::size_t start = 0; start <= reply.size();) {
+      const auto nl = reply.find('\n', start);
+      if (nl == std::string_view::npos) {
+        lines.emplace_back(reply.substr(start));
+        break;
+      }
+      lines.emplace_back(reply.substr(start, nl - start));
+      start = nl + 1;
+    }
+    std::vector<CodeBlock> out;
+    std::optional<CodeBlock> open;
+    for (const auto& raw : lines) {
+      const std::string t = trim(raw);
+      if (t.rfind("```", 0) == 0) {
+        if (!open) open = CodeBlock{trim(std::string_view(t).substr(3)), {}};
+        else {
+          out.push_back(std::move(*open));
+          open.reset();
+        }
+        continue;
+      }
+      if (open) open->code += raw + "\n";
+    }
+    return out;
+  };
+  const std::vector<std::string> pieces = {"```", "```cpp", " ``` ", "\t```c++ \r", "``", "\n", "\n", "\r\n", "int x;",
+                                           " ", "\t", "text", "\v", ""};
+  Rng rng(8);
+  for (int k = 0; k < 20000; ++k) {
+    std::string reply;
+    for (auto n = rng.below(16); n > 0; --n) reply += pieces[rng.below(pieces.size())];
+    const auto want = before(reply), got = fenced_blocks(reply);
+    ASSERT_EQ(got.size(), want.size()) << reply;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].lang, want[i].lang);
+      EXPECT_EQ(got[i].code, want[i].code);
+    }
+  }
+}
+
 TEST(LlmDiff, AppliesExactAndWhitespaceTolerantBlocks) {
   const std::string src = "int a = 1;\n  for (int i = 0; i < n; ++i)\n    s += x[i];\nreturn s;\n";
   auto d = parse_diff_blocks(

@@ -57,6 +57,7 @@ class Reader {
   explicit Reader(std::string_view text) : text_(text) {}
   bool done() const { return at_ == text_.size(); }
   char peek() const { return at_ < text_.size() ? text_[at_] : '\0'; }
+  void skip_one() { ++at_; }
 
   bool value(int depth) {
     switch (peek()) {
@@ -561,6 +562,42 @@ bool canonical_array(std::string_view text, std::vector<std::string_view>& eleme
   elements.clear();
   Reader r(text);
   return r.array(1, &elements) && r.done();
+}
+
+bool canonical_objects(std::string_view text, std::vector<std::vector<Member>>& objects) {
+  objects.clear();
+  Reader r(text);
+  if (r.peek() != '[') return false;
+  r.skip_one();
+  if (r.peek() == ']') return r.skip_one(), r.done();
+  while (true) {
+    if (!r.object(2, &objects.emplace_back())) return false;
+    if (r.peek() == ']') return r.skip_one(), r.done();
+    if (r.peek() != ',') return false;
+    r.skip_one();
+  }
+}
+
+nlohmann::json value_of(std::string_view v) {
+  if (v == "true") return true;
+  if (v == "false") return false;
+  if (v == "null") return nullptr;
+  if (!v.empty() && v.front() == '"' && v.find('\\') == std::string_view::npos)
+    return std::string(v.substr(1, v.size() - 2));
+  if (!v.empty() && (v.front() == '-' || (v.front() >= '0' && v.front() <= '9')) &&
+      v.find_first_of(".eE") == std::string_view::npos) {
+    // Canonical integers fit: negative ones in int64, the others in uint64.
+    if (v.front() == '-') {
+      std::int64_t n = 0;
+      const auto r = std::from_chars(v.data(), v.data() + v.size(), n);
+      if (r.ec == std::errc() && r.ptr == v.data() + v.size()) return n;
+    } else {
+      std::uint64_t n = 0;
+      const auto r = std::from_chars(v.data(), v.data() + v.size(), n);
+      if (r.ec == std::errc() && r.ptr == v.data() + v.size()) return n;
+    }
+  }
+  return nlohmann::json::parse(v);
 }
 
 bool canonical_object(std::string_view text, std::vector<Member>& members) {

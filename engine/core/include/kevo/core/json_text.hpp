@@ -12,6 +12,8 @@
 // and gets the same result either way.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -90,6 +92,16 @@ class Cursor {
   bool failed_ = false;
   std::vector<bool> first_;   // per open container: no member or element read yet
 };
+
+// The members of each element of a canonical JSON array whose elements are
+// all objects with keys that hold no escape, one pass over the text; false
+// (`objects` unspecified) otherwise.
+bool canonical_objects(std::string_view text, std::vector<std::vector<Member>>& objects);
+
+// The value of a canonical JSON text as nlohmann::json, without its parser
+// for scalars that need no unescaping (true, false, null, integers, strings
+// without escapes); the parser for the rest.
+nlohmann::json value_of(std::string_view canonical_value);
 
 // The bytes at the start of `s` that a JSON string holds as they are and that
 // need no UTF-8 check: ASCII from 0x20 on (DEL included) but '"' and '\\'.
