@@ -349,9 +349,9 @@ void Island::commit(Candidate c) {
     }
     insert_member(t, c);
   }
-  sink_.record(c);
   llm_.add_candidate(c.op, c.llm);
   for (auto& o : operators_) o.op->observe(c);
+  sink_.record_moved(std::move(c));
 }
 
 void Island::commit_ready() {

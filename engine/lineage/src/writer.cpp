@@ -314,9 +314,13 @@ LineageWriter LineageWriter::open_append(const std::filesystem::path& path, Writ
   return LineageWriter(std::move(impl));
 }
 
-void LineageWriter::append(const Candidate& c, std::optional<std::int32_t> origin_rank) {
-  Impl& m = *impl_;
-  m.require_open();
+bool LineageWriter::library_thread_safe() {
+  hbool_t safe = 0;
+  return H5is_library_threadsafe(&safe) >= 0 && safe;
+}
+
+void LineageWriter::check(const Candidate& c) const {
+  const Impl& m = *impl_;
   if (c.verdict.status == Status::pending)
     throw Failure("lineage: candidate " + std::to_string(c.id) + " has status pending; only judged candidates are recorded");
   if (static_cast<int>(c.verdict.status) >= kStatusCount || static_cast<int>(c.verdict.stage) > static_cast<int>(Stage::done))
@@ -325,6 +329,12 @@ void LineageWriter::append(const Candidate& c, std::optional<std::int32_t> origi
     throw Failure("lineage: candidate " + std::to_string(c.id) + " names task " + std::to_string(c.task) +
                   " but the run has " + std::to_string(m.tasks) + " tasks");
   if (c.id == kUnwrittenId) throw Failure("lineage: candidate id " + std::to_string(c.id) + " is reserved");
+}
+
+void LineageWriter::append(const Candidate& c, std::optional<std::int32_t> origin_rank) {
+  Impl& m = *impl_;
+  m.require_open();
+  check(c);
   m.note_buffered();
   Row& r = m.rows.emplace_back();
   detail::reset(r);

@@ -37,6 +37,9 @@ class LineageSink {
  public:
   virtual ~LineageSink() = default;
   virtual void record(const Candidate& c) = 0;
+  // The same for a candidate the caller is done with: a sink may keep it
+  // instead of copying it.
+  virtual void record_moved(Candidate&& c) { record(c); }
   virtual void tick() {}     // called often; flushes on its own policy
   virtual void flush() {}
   // A candidate created on another rank (a migrant): it keeps its id, origin

@@ -29,7 +29,11 @@ struct RunAttributes {
   bool append = false;
 };
 
+// `background`: the writer works on a thread of its own when the HDF5
+// library is thread-safe (the island's thread only hands records over);
+// false, or a library that is not, writes on the caller's thread. The file
+// is the same either way.
 std::unique_ptr<LineageSink> open_hdf5_sink(const std::filesystem::path& file, const RunAttributes& attrs,
-                                            int flush_records, double flush_seconds);
+                                            int flush_records, double flush_seconds, bool background = true);
 
 }  // namespace kevo::engine

@@ -66,6 +66,11 @@ class LineageWriter {
   // kevo lineage file.
   static LineageWriter open_append(const std::filesystem::path& path, WriterOptions options = {});
 
+  // Whether the HDF5 library serialises calls from several threads (built
+  // thread-safe): then a writer may work on a thread of its own while other
+  // threads use HDF5 too.
+  static bool library_thread_safe();
+
   LineageWriter(LineageWriter&&) noexcept;
   LineageWriter& operator=(LineageWriter&&) noexcept;
   LineageWriter(const LineageWriter&) = delete;
@@ -74,6 +79,11 @@ class LineageWriter {
   // Never throws; records it could not write are reported through `warn`.
   ~LineageWriter();
 
+  // Throws the Failure append() would throw for a candidate that cannot be
+  // recorded (status pending, an unknown status or stage, a task the run does
+  // not have, the reserved id). Reads only what is fixed when the writer is
+  // made: another thread may call it while the writer's own thread works.
+  void check(const Candidate& candidate) const;
   // Buffers one candidate. `origin_rank`: the rank that created it (a
   // migrant keeps its id and origin); default: this file's rank. Throws
   // Failure for a candidate that cannot be final (status pending).
