@@ -105,17 +105,17 @@ std::vector<const Candidate*> Island::select_parents(const TaskState& t, int cou
     } else {
       double total = 0.0;
       for (std::size_t i = 0; i < pop.size(); ++i)
-        if (!taken[i]) total += std::max(pop[i].fitness(), 1e-12);
+        if (!taken[i]) total += std::max(pop[i]->fitness(), 1e-12);
       double x = rng.uniform() * total;
       for (std::size_t i = 0; i < pop.size(); ++i) {
         if (taken[i]) continue;
         chosen = i;
-        x -= std::max(pop[i].fitness(), 1e-12);
+        x -= std::max(pop[i]->fitness(), 1e-12);
         if (x < 0) break;
       }
     }
     taken[chosen] = true;
-    out.push_back(&pop[chosen]);
+    out.push_back(pop[chosen].get());
   }
   // Best first: operators that keep one parent's body keep the fitter one's.
   std::sort(out.begin(), out.end(), [](const Candidate* a, const Candidate* b) { return fitter(*a, *b); });
@@ -208,8 +208,8 @@ bool Island::propose() {
   if (options_.island.inspirations > 0)
     for (const auto& m : t.population)
       if (static_cast<int>(req.inspirations.size()) < options_.island.inspirations &&
-          std::find(req.parents.begin(), req.parents.end(), &m) == req.parents.end())
-        req.inspirations.push_back(&m);
+          std::find(req.parents.begin(), req.parents.end(), m.get()) == req.parents.end())
+        req.inspirations.push_back(m.get());
   req.feedback = req.parents.front()->verdict.feedback;
   req.rng = &rng;
   req.known_point = [&t](std::uint64_t body_hash, const Point& p) {
@@ -307,7 +307,9 @@ void Island::accept_source(Slot& slot, std::string source, std::optional<Point> 
 
 void Island::insert_member(TaskState& t, const Candidate& c) {
   auto& pop = t.population;
-  pop.insert(std::upper_bound(pop.begin(), pop.end(), c, fitter), c);
+  pop.insert(std::upper_bound(pop.begin(), pop.end(), c,
+                              [](const Candidate& a, const auto& b) { return fitter(a, *b); }),
+             std::make_unique<const Candidate>(c));
   const auto cap = static_cast<std::size_t>(options_.island.population);
   if (pop.size() <= cap) return;
   // Over capacity: drop the loser of an inverse tournament among the
@@ -529,11 +531,11 @@ std::vector<Candidate> Island::emigrants(std::size_t i, int count, bool tourname
   // The members that may go (fitness descending, as the population).
   std::vector<std::size_t> pool;
   for (std::size_t k = 0; k < pop.size(); ++k)
-    if (!eligible || eligible(pop[k])) pool.push_back(k);
+    if (!eligible || eligible(*pop[k])) pool.push_back(k);
   std::vector<Candidate> out;
   if (pool.empty() || count <= 0) return out;
   if (!tournament) {
-    for (std::size_t k = 0; k < pool.size() && static_cast<int>(out.size()) < count; ++k) out.push_back(pop[pool[k]]);
+    for (std::size_t k = 0; k < pool.size() && static_cast<int>(out.size()) < count; ++k) out.push_back(*pop[pool[k]]);
     return out;
   }
   std::vector<bool> taken(pool.size(), false);
@@ -545,7 +547,7 @@ std::vector<Candidate> Island::emigrants(std::size_t i, int count, bool tourname
       chosen = std::min(chosen, j);   // sorted: lower index is fitter
     }
     taken[chosen] = true;
-    out.push_back(pop[pool[chosen]]);
+    out.push_back(*pop[pool[chosen]]);
   }
   return out;
 }
@@ -558,10 +560,10 @@ bool Island::immigrate(std::size_t i, Candidate c, int origin_rank, bool replace
   t.seen.emplace(c.hash, c.id);
   if (c.point) t.seen_points.insert(variant_key(c.body_hash, *c.point));
   if (!c.verdict.is_correct()) return false;
-  if (std::any_of(t.population.begin(), t.population.end(), [&](const Candidate& m) { return m.id == c.id; }))
+  if (std::any_of(t.population.begin(), t.population.end(), [&](const auto& m) { return m->id == c.id; }))
     return false;   // already here (it came back around the ring)
   const auto cap = static_cast<std::size_t>(options_.island.population);
-  if (replace_worst && t.population.size() >= cap && c.fitness() <= t.population.back().fitness()) return false;
+  if (replace_worst && t.population.size() >= cap && c.fitness() <= t.population.back()->fitness()) return false;
   if (!t.best || c.fitness() > t.best->fitness()) t.best = c;   // progress keeps counting local records only
   if (replace_worst && t.population.size() >= cap) t.population.pop_back();
   insert_member(t, c);

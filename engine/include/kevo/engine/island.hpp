@@ -166,7 +166,10 @@ class Island {
  private:
   struct TaskState {
     std::shared_ptr<const Task> task;
-    std::vector<Candidate> population;              // fitness descending, then id ascending
+    // Fitness descending, then id ascending. Held by pointer: a sorted
+    // insert into a population of a thousand moved a thousand candidates
+    // (issue 19); it moves pointers now.
+    std::vector<std::unique_ptr<const Candidate>> population;
     std::unordered_map<std::uint64_t, std::uint64_t> seen;   // source hash -> first id
     std::unordered_set<std::uint64_t> seen_points;           // variant_key(body hash, point)
     std::int64_t proposed = 0;                      // ids created for this task
