@@ -164,14 +164,33 @@ def serve(args):
     return 0
 
 
-class Server:
-    """The instant server as a child process."""
+def cpp_server(kevo):
+    """The C++ instant server built next to kevo (tests/bench/instant_llm_server.cpp), or None."""
+    exe = os.path.join(os.path.dirname(os.path.abspath(kevo)), "kevo_bench_instant_llm_server")
+    return exe if os.access(exe, os.X_OK) else None
 
-    def __init__(self, work):
+
+class Server:
+    """The instant server as a child process: the C++ one when `exe` is given,
+    else this script's `serve` (Python asyncio); the same answers."""
+
+    def __init__(self, work, exe=None):
         port_file = os.path.join(work, "server.port")
         if os.path.exists(port_file):
             os.remove(port_file)
-        self.p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "serve", "--port-file", port_file])
+        self.kind = "C++ (kevo_bench_instant_llm_server)" if exe else "Python asyncio (openevolve_compare.py serve)"
+        if exe:
+            with open(os.path.join(TOY, "seed.cpp")) as f:
+                a, b = reply_parts(f.read())
+            parts = []
+            for name, data in (("reply.prefix", a), ("reply.suffix", b)):
+                parts.append(os.path.join(work, name))
+                with open(parts[-1], "wb") as f:
+                    f.write(data)
+            cmd = [exe, "--port-file", port_file, "--prefix", parts[0], "--suffix", parts[1]]
+        else:
+            cmd = [sys.executable, os.path.abspath(__file__), "serve", "--port-file", port_file]
+        self.p = subprocess.Popen(cmd)
         for _ in range(200):
             if os.path.exists(port_file):
                 break
@@ -438,15 +457,18 @@ def compare(args):
     os.makedirs(args.work, exist_ok=True)
     if not os.access(args.kevo, os.X_OK):
         sys.exit("no kevo at %s (build it: scripts/build.sh, or pass --kevo)" % args.kevo)
-    if not os.access(args.oe_python, os.X_OK):
+    if args.openevolve and not os.access(args.oe_python, os.X_OK):
         sys.exit("no OpenEvolve python at %s (scripts/bench_openevolve.sh makes its venv)" % args.oe_python)
     load0 = os.getloadavg()
-    server = Server(args.work)
+    exe = None if args.server == "python" else cpp_server(args.kevo)
+    if args.server == "cpp" and not exe:
+        sys.exit("no kevo_bench_instant_llm_server next to %s (build it: scripts/build.sh)" % args.kevo)
+    server = Server(args.work, exe)
     try:
         kevo = [run_kevo(args, server, "pop12", {})]
         if args.kevo_pop1000:
             kevo.append(run_kevo(args, server, "pop1000", {"island.population": "1000"}))
-        oe = run_openevolve(args, server)
+        oe = run_openevolve(args, server) if args.openevolve else None
     finally:
         server.stop()
     parts = run_parts(args) if args.parts else {}
@@ -455,8 +477,12 @@ def compare(args):
     import statistics
     P = print
     names = {"pop12": "population 12 (llm.json)", "pop1000": "population 1000"}
-    P("kevo against OpenEvolve %s: controller overhead per candidate (issue 19)" % oe["version"])
-    P("instant evaluator on both sides; one instant LLM server for both (HTTP/1.1 keep-alive, TCP_NODELAY)")
+    if oe:
+        P("kevo against OpenEvolve %s: controller overhead per candidate (issue 19)" % oe["version"])
+    else:
+        P("kevo: controller overhead per candidate (issue 19; OpenEvolve not run)")
+    P("instant evaluator on both sides; one instant LLM server for both (HTTP/1.1 keep-alive, TCP_NODELAY):")
+    P("%s" % server.kind)
     P("%d cores, load average %.2f at the start, %.2f at the end" % (os.cpu_count(), load0[0], load1[0]))
     P("")
     P("kevo: kevo run configs/llm.json, toy task, null backend, llm_rewrite only, 1 rank, LLM cache off;")
@@ -474,6 +500,17 @@ def compare(args):
         if k["correct"] != k["candidates"]:
             problems.append("kevo %s: only %d of %d candidates correct (%d duplicates)"
                             % (k["label"], k["correct"], k["candidates"], k["duplicates"]))
+    if not oe:
+        P("the LLM server's own CPU per request: %s" % ", ".join(
+            "%.1f us (kevo %s)" % (k["server_cpu_s"] / max(1, k["posts"]) * 1e6, names[k["label"]]) for k in kevo))
+        P("")
+        worst = max(kevo, key=lambda k: k["us"])
+        P("target (issue 19): kevo at most %.0f us per candidate, LLM round trip included: %.1f us (%s)  %s"
+          % (TARGET_US, worst["us"], names[worst["label"]], "MET" if worst["us"] <= TARGET_US else
+             "NOT MET (%.1fx the target)" % (worst["us"] / TARGET_US)))
+        for p in problems:
+            P("WARNING: " + p)
+        return 1 if problems else 0
     P("")
     P("OpenEvolve %s: its controller (ProcessParallelController), full rewrites, %d worker process,"
       % (oe["version"], oe["workers"]))
@@ -568,6 +605,11 @@ if __name__ == "__main__":
                     help="skip the kevo run with island.population 1000 (OpenEvolve's cap)")
     ap.add_argument("--no-parts", dest="parts", action="store_false",
                     help="skip kevo_bench_engine and kevo_bench_llm_client")
+    ap.add_argument("--server", choices=["auto", "cpp", "python"], default="auto",
+                    help="the instant LLM server: the C++ one built next to kevo (auto: when it is there) or "
+                         "this script's Python one")
+    ap.add_argument("--no-openevolve", dest="openevolve", action="store_false",
+                    help="kevo's runs only (no OpenEvolve, no ratios)")
     a = ap.parse_args()
     if a.cmd == "serve":
         sys.exit(serve(a))
