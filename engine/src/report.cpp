@@ -17,39 +17,74 @@ namespace kevo::engine {
 
 namespace {
 
-void tally(LlmTally& t, const nlohmann::json& r) {
-  auto num = [&](const char* key) -> std::int64_t {
-    const auto it = r.find(key);
-    return it != r.end() && it->is_number() ? it->get<std::int64_t>() : 0;
-  };
-  auto flag = [&](const char* key) {
-    const auto it = r.find(key);
-    return it != r.end() && it->is_boolean() && it->get<bool>();
-  };
+// What a tally reads of one request record: the members named in
+// kTallied, each read as below whatever the record's other members are.
+struct RequestFacts {
+  std::string model = "?";   // a string "model", else "?"
+  std::int64_t retries = 0, input_tokens = 0, output_tokens = 0, http_status = 0;   // numbers, else 0
+  double usd = 0.0;          // a number "cost_usd"
+  bool cached = false, rejected = false, ok = false;   // true only when the member is true
+  std::string failure;       // a string "failure" ("" when none)
+};
+
+constexpr std::string_view kTallied[] = {"model",  "retries",  "input_tokens", "output_tokens", "cost_usd",
+                                         "cached", "rejected", "ok",           "failure",       "http_status"};
+
+void set_fact(RequestFacts& f, std::string_view key, const nlohmann::json& v) {
+  const auto number = [&] { return v.is_number() ? v.get<std::int64_t>() : std::int64_t{0}; };
+  const bool yes = v.is_boolean() && v.get<bool>();
+  if (key == "model") f.model = v.is_string() ? v.get<std::string>() : std::string("?");
+  else if (key == "retries") f.retries = number();
+  else if (key == "input_tokens") f.input_tokens = number();
+  else if (key == "output_tokens") f.output_tokens = number();
+  else if (key == "http_status") f.http_status = number();
+  else if (key == "cost_usd") f.usd = v.is_number() ? v.get<double>() : 0.0;
+  else if (key == "cached") f.cached = yes;
+  else if (key == "rejected") f.rejected = yes;
+  else if (key == "ok") f.ok = yes;
+  else if (key == "failure") f.failure = v.is_string() ? v.get<std::string>() : std::string();
+}
+
+RequestFacts facts_of(const nlohmann::json& r) {
+  RequestFacts f;
+  for (const std::string_view key : kTallied)
+    if (const auto it = r.find(key); it != r.end()) set_fact(f, key, *it);
+  return f;
+}
+
+// From a canonical record's members (kevo/core/json_text.hpp): only the
+// tallied members' texts are read, as scalars, not the prompt and reply
+// that are most of a record's bytes.
+RequestFacts facts_of(const std::vector<json_text::Member>& members) {
+  RequestFacts f;
+  for (const auto& [key, value] : members)
+    if (std::find(std::begin(kTallied), std::end(kTallied), key) != std::end(kTallied))
+      set_fact(f, key, json_text::value_of(value));
+  return f;
+}
+
+void tally(LlmTally& t, const RequestFacts& f) {
   ++t.requests;
-  t.retries += num("retries");
-  t.input_tokens += num("input_tokens");
-  t.output_tokens += num("output_tokens");
-  if (const auto c = r.find("cost_usd"); c != r.end() && c->is_number()) t.usd += c->get<double>();
-  if (flag("cached")) ++t.cached;
-  if (flag("rejected")) ++t.rejected;
-  if (flag("ok")) return;
+  t.retries += f.retries;
+  t.input_tokens += f.input_tokens;
+  t.output_tokens += f.output_tokens;
+  t.usd += f.usd;
+  if (f.cached) ++t.cached;
+  if (f.rejected) ++t.rejected;
+  if (f.ok) return;
   ++t.failures;
   // Records written before failures had kinds: the HTTP status says most.
   std::string kind = "other";
-  if (const auto k = r.find("failure"); k != r.end() && k->is_string() && !k->get<std::string>().empty())
-    kind = k->get<std::string>();
-  else if (num("http_status") > 0)
-    kind = fmt::format("http {}", num("http_status"));
+  if (!f.failure.empty()) kind = f.failure;
+  else if (f.http_status > 0) kind = fmt::format("http {}", f.http_status);
   ++t.failures_by_kind[kind];
 }
 
-// The members of a request record that add() reads.
-bool tallied_key(std::string_view key) {
-  for (const char* k : {"model", "retries", "input_tokens", "output_tokens", "cost_usd", "cached", "rejected", "ok",
-                        "failure", "http_status"})
-    if (key == k) return true;
-  return false;
+void add_facts(LlmSummary& s, const std::string& op, const RequestFacts& f) {
+  tally(s.total, f);
+  tally(s.by_model[f.model], f);
+  tally(s.by_operator[op], f);
+  tally(s.by_operator_model[op + "/" + f.model], f);
 }
 
 nlohmann::json tally_json(const LlmTally& t) {
@@ -70,40 +105,22 @@ std::string kinds_text(const LlmTally& t) {
 
 void LlmSummary::add(const std::string& op, const nlohmann::json& record) {
   if (!record.is_object()) return;
-  const auto m = record.find("model");
-  const std::string model = m != record.end() && m->is_string() ? m->get<std::string>() : std::string("?");
-  tally(total, record);
-  tally(by_model[model], record);
-  tally(by_operator[op], record);
-  tally(by_operator_model[op + "/" + model], record);
+  add_facts(*this, op, facts_of(record));
 }
-
-namespace {
-
-// A record's members that add() reads, as a small object (the prompt and the
-// reply, most of a record's bytes, are left out).
-nlohmann::json tallied_members(const std::vector<json_text::Member>& members) {
-  nlohmann::json tallied = nlohmann::json::object();
-  for (const auto& [key, value] : members)
-    if (tallied_key(key)) tallied[std::string(key)] = json_text::value_of(value);
-  return tallied;
-}
-
-}  // namespace
 
 void LlmSummary::add_record(const std::string& op, std::string_view record) {
   // What the operators write is canonical (kevo/core/json_text.hpp): the
   // members a tally reads are taken from the record's text, not from a DOM.
   std::vector<json_text::Member> members;
   if (!json_text::canonical_object(record, members)) return add(op, nlohmann::json::parse(record, nullptr, false));
-  add(op, tallied_members(members));
+  add_facts(*this, op, facts_of(members));
 }
 
 void LlmSummary::add_candidate(const std::string& op, const std::string& llm_text) {
   if (llm_text.empty()) return;
   std::vector<std::vector<json_text::Member>> records;
   if (json_text::canonical_objects(llm_text, records)) {
-    for (const auto& members : records) add(op, tallied_members(members));
+    for (const auto& members : records) add_facts(*this, op, facts_of(members));
     return;
   }
   std::vector<std::string_view> texts;

@@ -1,10 +1,13 @@
 // The HDF5 lineage sink: with its writer on a thread of its own it writes the
 // same file as on the island's thread (rows, texts and their references,
 // events in order), refuses an unrecordable candidate at once, and after
-// flush() a reader sees everything handed over.
+// flush() a reader sees everything handed over. And the LLM tally of the
+// records the sink writes, read from their text.
 #include "common.hpp"
 
+#include "kevo/core/rng.hpp"
 #include "kevo/engine/lineage_sink.hpp"
+#include "kevo/engine/llm_summary.hpp"
 #include "kevo/engine/run.hpp"
 #include "kevo/lineage/reader.hpp"
 #include "kevo/lineage/writer.hpp"
@@ -151,6 +154,88 @@ TEST(LineageSink, RefusesAnUnrecordableCandidateAtOnceAndFlushesForReaders) {
   EXPECT_EQ(r.candidate(r.rows()[0]).source, "int x;");
   sink.reset();
   fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kevo::test
+
+namespace kevo::test {
+namespace {
+
+// The LLM tally reads a canonical record's members without a DOM; on random
+// records (each tallied member absent, or of any type) it counts what the
+// DOM tally it replaced counted.
+TEST(LlmSummary, ReadingRecordTextsCountsWhatTheDomCounted) {
+  auto old_tally = [](engine::LlmTally& t, const nlohmann::json& r) {
+    auto num = [&](const char* key) -> std::int64_t {
+      const auto it = r.find(key);
+      return it != r.end() && it->is_number() ? it->get<std::int64_t>() : 0;
+    };
+    auto flag = [&](const char* key) {
+      const auto it = r.find(key);
+      return it != r.end() && it->is_boolean() && it->get<bool>();
+    };
+    ++t.requests;
+    t.retries += num("retries");
+    t.input_tokens += num("input_tokens");
+    t.output_tokens += num("output_tokens");
+    if (const auto c = r.find("cost_usd"); c != r.end() && c->is_number()) t.usd += c->get<double>();
+    if (flag("cached")) ++t.cached;
+    if (flag("rejected")) ++t.rejected;
+    if (flag("ok")) return;
+    ++t.failures;
+    std::string kind = "other";
+    if (const auto k = r.find("failure"); k != r.end() && k->is_string() && !k->get<std::string>().empty())
+      kind = k->get<std::string>();
+    else if (num("http_status") > 0)
+      kind = "http " + std::to_string(num("http_status"));
+    ++t.failures_by_kind[kind];
+  };
+  auto old_add = [&](engine::LlmSummary& s, const std::string& op, const nlohmann::json& r) {
+    if (!r.is_object()) return;
+    const auto m = r.find("model");
+    const std::string model = m != r.end() && m->is_string() ? m->get<std::string>() : std::string("?");
+    old_tally(s.total, r);
+    old_tally(s.by_model[model], r);
+    old_tally(s.by_operator[op], r);
+    old_tally(s.by_operator_model[op + "/" + model], r);
+  };
+  Rng rng(31);
+  auto any = [&]() -> nlohmann::json {
+    switch (rng.below(11)) {
+      case 0: return nullptr;
+      case 1: return true;
+      case 2: return false;
+      case 3: return static_cast<std::int64_t>(rng.below(1000)) - 100;
+      case 4: return 2.75 * static_cast<double>(rng.below(100));
+      case 5: return rng.below(2) ? "m1" : "with \"quote\"";
+      case 6: return "";
+      case 7: return nlohmann::json::array({1, 2});
+      case 8: return std::uint64_t{1} << 63;
+      case 9: return 404;
+      default: return "timeout";
+    }
+  };
+  const char* keys[] = {"model", "retries", "input_tokens", "output_tokens", "cost_usd", "cached",
+                        "rejected", "ok", "failure", "http_status"};
+  engine::LlmSummary fast, dom;
+  for (int k = 0; k < 3000; ++k) {
+    nlohmann::json turns = nlohmann::json::array();
+    for (auto n = 1 + rng.below(3); n > 0; --n) {
+      nlohmann::json r = {{"prompt", {{{"content", "a\nb"}, {"role", "user"}}}}, {"reply", "```cpp\n```"}};
+      for (const char* key : keys)
+        if (rng.below(4)) r[key] = any();
+      if (rng.below(20) == 0) r = any();   // not an object
+      turns.push_back(r);
+    }
+    const std::string op = rng.below(2) ? "llm_rewrite" : "llm_fix";
+    fast.add_candidate(op, turns.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    for (const auto& r : turns) old_add(dom, op, r);
+  }
+  EXPECT_EQ(engine::to_json(fast), engine::to_json(dom));
+  EXPECT_EQ(engine::format_llm(fast), engine::format_llm(dom));
+  EXPECT_EQ(engine::llm_failure_line(fast), engine::llm_failure_line(dom));
+  EXPECT_GT(fast.total.failures, 100);
 }
 
 }  // namespace

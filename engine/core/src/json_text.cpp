@@ -584,8 +584,13 @@ nlohmann::json value_of(std::string_view v) {
   if (v == "null") return nullptr;
   if (!v.empty() && v.front() == '"' && v.find('\\') == std::string_view::npos)
     return std::string(v.substr(1, v.size() - 2));
-  if (!v.empty() && (v.front() == '-' || (v.front() >= '0' && v.front() <= '9')) &&
-      v.find_first_of(".eE") == std::string_view::npos) {
+  const bool number = !v.empty() && (v.front() == '-' || (v.front() >= '0' && v.front() <= '9'));
+  if (number && v.find_first_of(".eE") != std::string_view::npos) {
+    // The double the parser's strtod would give (both round correctly).
+    double d = 0.0;
+    const auto r = std::from_chars(v.data(), v.data() + v.size(), d);
+    if (r.ec == std::errc() && r.ptr == v.data() + v.size()) return d;
+  } else if (number) {
     // Canonical integers fit: negative ones in int64, the others in uint64.
     if (v.front() == '-') {
       std::int64_t n = 0;

@@ -99,7 +99,7 @@ class Cursor {
 bool canonical_objects(std::string_view text, std::vector<std::vector<Member>>& objects);
 
 // The value of a canonical JSON text as nlohmann::json, without its parser
-// for scalars that need no unescaping (true, false, null, integers, strings
+// for scalars that need no unescaping (true, false, null, numbers, strings
 // without escapes); the parser for the rest.
 nlohmann::json value_of(std::string_view canonical_value);
 
