@@ -93,8 +93,8 @@ std::vector<const Candidate*> Island::select_parents(const TaskState& t, int cou
   const auto& pop = t.population;
   std::vector<bool> taken(pop.size(), false);
   for (int k = 0; k < count; ++k) {
-    std::size_t free = std::count(taken.begin(), taken.end(), false);
-    if (free == 0) break;
+    // Each turn takes one member not taken before.
+    if (static_cast<std::size_t>(k) >= pop.size()) break;
     std::size_t chosen = pop.size();
     if (options_.island.selection == Selection::tournament) {
       for (int r = 0; r < options_.island.tournament_size; ++r) {
@@ -206,10 +206,11 @@ bool Island::propose() {
   req.task = t.task.get();
   req.parents = select_parents(t, chosen->op->arity(), rng);
   if (options_.island.inspirations > 0)
-    for (const auto& m : t.population)
-      if (static_cast<int>(req.inspirations.size()) < options_.island.inspirations &&
-          std::find(req.parents.begin(), req.parents.end(), m.get()) == req.parents.end())
+    for (const auto& m : t.population) {
+      if (static_cast<int>(req.inspirations.size()) >= options_.island.inspirations) break;   // not the whole population
+      if (std::find(req.parents.begin(), req.parents.end(), m.get()) == req.parents.end())
         req.inspirations.push_back(m.get());
+    }
   req.feedback = req.parents.front()->verdict.feedback;
   req.rng = &rng;
   req.known_point = [&t](std::uint64_t body_hash, const Point& p) {
