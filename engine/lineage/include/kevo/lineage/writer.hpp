@@ -17,7 +17,9 @@
 // long or throws on a busy file, except close(), which reports records it
 // could not write.
 //
-// Not thread-safe: one writer per rank, used from one thread.
+// Not thread-safe: one writer per rank, used from one thread at a time
+// (check() and library_thread_safe() excepted). The engine's sink may run it
+// on a thread of its own (engine/src/lineage_sink.cpp).
 #pragma once
 
 #include "kevo/core/candidate.hpp"
