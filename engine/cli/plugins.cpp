@@ -10,6 +10,7 @@
 #include "kevo/null/null_backend.hpp"
 #include "kevo/operators/llm_operators.hpp"
 #include "kevo/operators/registry.hpp"
+#include "kevo/torch/torch_backend.hpp"
 
 #include <cstdio>
 #include <memory>
@@ -20,7 +21,7 @@ namespace kevo::app {
 namespace {
 
 std::vector<std::string> all_backend_types() {
-  std::vector<std::string> types = {"cpu", "null", "command"};
+  std::vector<std::string> types = {"cpu", "null", "command", "torch"};
 #ifdef KEVO_HAVE_CUDA
   types.push_back("cuda");   // built only where the CUDA toolkit was found
 #endif
@@ -30,7 +31,7 @@ std::vector<std::string> all_backend_types() {
 engine::Plugins make_plugins(const std::vector<std::string>& backend_types, bool start_servers) {
   engine::Plugins p;
   for (const auto& t : backend_types) {
-    bool known = t == "cpu" || t == "null" || t == "command";
+    bool known = t == "cpu" || t == "null" || t == "command" || t == "torch";
 #ifdef KEVO_HAVE_CUDA
     known = known || t == "cuda";
 #endif
@@ -53,6 +54,15 @@ engine::Plugins make_plugins(const std::vector<std::string>& backend_types, bool
       prompt_files->reset();
       if (!o.system_prompt.empty()) *prompt_files = PromptFiles{o.system_prompt, o.knowledge, o.pointer + "/prompts"};
       b.backend = command::make_command_backend(std::move(o));
+    } else if (type == "torch") {
+      auto o = torchb::parse_torch_options(options);
+      b.effective = torchb::to_json(o);
+      prompt_files->reset();
+      if (o.baselines)
+        b.baselines = [o](const std::vector<std::shared_ptr<const Task>>& tasks, std::uint64_t seed) {
+          return torchb::measure_baselines(o, tasks, seed, stderr);
+        };
+      b.backend = torchb::make_torch_backend(o);
     } else if (type == "cpu") {
       auto o = cpu::parse_cpu_options(options);
       b.effective = cpu::to_json(o);
