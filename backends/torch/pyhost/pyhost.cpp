@@ -165,7 +165,19 @@ int kevo_pyhost_clone(int namespaces, char* out, int cap) {
   return pid;
 }
 
-// In the child, before the device is opened: the namespaces it got, a /proc
+// In the child, before the device is opened (a driver in a PID namespace of
+// its own needs its own /proc, and reads many of the machine's files, so the
+// private root comes after it): mounts made private, a fresh /proc.
+int kevo_pyhost_mount_proc(char* out, int cap) {
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+    return error(out, cap, std::string("making mounts private: ") + std::strerror(errno));
+  if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0)
+    return error(out, cap, std::string("mounting a /proc of its own: ") + std::strerror(errno));
+  put(out, cap, "{}");
+  return 0;
+}
+
+// In the child, after the device is opened: the namespaces it got, a /proc
 // of its own, a private root with `binds` (a JSON array of paths: the
 // interpreter's trees, the candidate's build, device files), read-only.
 int kevo_pyhost_harden(const char* parent_ns_ids, const char* binds_json, char* out, int cap) {

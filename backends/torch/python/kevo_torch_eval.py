@@ -60,6 +60,7 @@ ALIGN = 256
 MAX_MSG = 4 << 20
 FEEDBACK_CAP = 3000
 NULL_CALLS = 15
+SETUP_SECONDS = 90.0   # a host's set-up: device, sandbox, the program's module
 FLUSH_BYTES = 256 << 20
 
 torch = None          # imported by the zygote
@@ -324,13 +325,36 @@ def host_main(role, program, sock_fd, in_fd, out_fd, viol_fd, opts):
     os.dup2(2, 1)   # what the program prints never reaches the protocol's stdout
     isolation = {}
     cuda = opts["device"] == "cuda"
+
+    def mark(step):
+        # The set-up step reached, for the judge's message should this
+        # process stall or die before it is ready (the violation pipe; the
+        # candidate's code has not run yet).
+        try:
+            os.write(viol_fd, ("stage %s\n" % step).encode())
+        except OSError:
+            pass
+
     try:
-        if opts.get("isolate"):
-            isolation = isolate_self(opts, program)
+        sandboxed = opts.get("isolate") and role == "candidate"
+        mark("mount-proc" if sandboxed and os.getpid() == 1 else "start")
+        if sandboxed and os.getpid() == 1:
+            # A driver in a PID namespace of its own needs a /proc of it.
+            buf = ctypes.create_string_buffer(1024)
+            if PYHOST.kevo_pyhost_mount_proc(buf, len(buf)) != 0:
+                raise RuntimeError("isolation: " + json.loads(buf.value.decode()).get("error", "?"))
         if cuda:
+            # The device first, while the machine's files are still there.
+            mark("cuda-init")
             torch.cuda.set_device(0)
             torch.empty(1, device="cuda")
             torch.cuda.synchronize()
+        if program["kind"] == "candidate":
+            import importlib
+            importlib.import_module("torch.utils.cpp_extension")   # after the device: see setup_zygote
+        if sandboxed:
+            mark("private-root")
+            isolation = isolate_self(opts, program)
         pin_flags(cuda)
         sync = torch._C._cuda_synchronize if cuda else (lambda: None)
         st = HostState(role, cuda, sync)
@@ -340,10 +364,12 @@ def host_main(role, program, sock_fd, in_fd, out_fd, viol_fd, opts):
             import torch.utils.cpp_extension as ce
             shim = shim_load_inline(program["build"], program.get("extensions", []))
             ce.load_inline = shim
-        if opts.get("isolate") and opts.get("seccomp") and role == "candidate":
+        if sandboxed and opts.get("seccomp"):
+            mark("policy")
             lock = lockdown(opts, isolation, viol_fd)
             isolation.update(lock)
         st.pinned = read_flags(cuda)
+        mark("load")
         try:
             st.mod = exec_module(program["path"], "kevo_" + role, source=program.get("source"),
                                  globals_={"__name__": "kevo_" + role})
@@ -628,6 +654,9 @@ class Host:
         self.stopped = False
         self.null_ns = 0.0
         self.dead = None
+        self.side = ""
+        self.stage = ""
+        self.violation = ""
 
     def cont(self):
         if self.stopped:
@@ -655,15 +684,9 @@ class Host:
             if pid:
                 break
             time.sleep(0.005)
-        viol = b""
-        try:
-            r, _, _ = select.select([self.viol_r], [], [], 0)
-            if r:
-                viol = os.read(self.viol_r, 4096)
-        except OSError:
-            pass
-        if viol:
-            text = viol.decode("utf-8", "replace").strip()
+        self.read_side_channel()
+        if self.violation:
+            text = self.violation
             nr = text.rsplit(" ", 1)[-1]
             name = ""
             if PYHOST is not None and nr.isdigit():
@@ -683,6 +706,26 @@ class Host:
                 self.role, os.WEXITSTATUS(status), during)
         self.dead = why
         return why
+
+    def read_side_channel(self):
+        """What the host wrote on its side pipe: the set-up steps it reached
+        ("stage ..."), and the policy's line on a violation."""
+        try:
+            while True:
+                r, _, _ = select.select([self.viol_r], [], [], 0)
+                if not r:
+                    break
+                chunk = os.read(self.viol_r, 4096)
+                if not chunk:
+                    break
+                self.side += chunk.decode("utf-8", "replace")
+        except OSError:
+            pass
+        for line in self.side.splitlines():
+            if line.startswith("stage "):
+                self.stage = line[6:].strip()
+            elif line.startswith("sandbox violation") and not self.violation:
+                self.violation = line.strip()
 
     def request(self, obj, timeout):
         self.cont()
@@ -780,7 +823,7 @@ def spawn_host(role, program, opts, in_mem, out_mem):
             if pid < 0:
                 raise RuntimeError("cannot start the candidate's host: %s" % report.get("error"))
     else:
-        pid = os.fork()
+        pid = fork_clean()
     if pid == 0:
         try:
             parent_sock.close()
@@ -805,6 +848,32 @@ def spawn_host(role, program, opts, in_mem, out_mem):
     fd = os.dup(parent_sock.fileno())
     parent_sock.close()
     return Host(role, pid, fd, viol_r, out_mem, report)
+
+
+RAW_FORK = False   # set by the zygote: True when a plain fork's child could not use CUDA
+
+
+def fork_clean():
+    """A fork whose child can use CUDA. torch registers a pthread_atfork
+    handler that marks every child "in a bad fork" once the parent asked for
+    the CUDA device count or arch flags, even without a context (some
+    imports do). Where the zygote finds its forks so marked, this forks
+    through libkevo_pyhost's clone, which runs no atfork handler (the
+    child's glibc then keeps its parent's cached thread id: its raise()
+    would signal the parent's thread; the judge and the hosts never raise).
+    Otherwise a plain os.fork."""
+    if PYHOST is None or not RAW_FORK:
+        return os.fork()
+    buf = ctypes.create_string_buffer(1024)
+    ctypes.pythonapi.PyOS_BeforeFork()
+    pid = PYHOST.kevo_pyhost_clone(0, buf, len(buf))
+    if pid == 0:
+        ctypes.pythonapi.PyOS_AfterFork_Child()
+        return 0
+    ctypes.pythonapi.PyOS_AfterFork_Parent()
+    if pid < 0:
+        raise OSError("fork: " + buf.value.decode())
+    return pid
 
 
 def list_fds():
@@ -1093,12 +1162,17 @@ class Judge:
                 "feedback": "correct on every shape and trial"}, None
 
     def wait_ready(self, h):
+        limit = min(self.left(), SETUP_SECONDS)
         try:
-            fd_deadline = time.monotonic() + min(self.left(), 120.0)
-            kind, msg = recv_kind(h.fd, fd_deadline)
+            kind, msg = recv_kind(h.fd, time.monotonic() + limit)
         except TimeoutError:
+            h.read_side_channel()
             h.kill()
-            raise Verdict("timeout", "the %s's process did not start within 120 s" % h.role)
+            # Before the candidate's code loads, a stall is the judge's
+            # problem (its sandbox on this machine), not the candidate's.
+            status = "timeout" if h.stage == "load" else "internal_error"
+            raise Verdict(status, "the %s's process did not get ready within %.0f s (its last set-up step: %s)"
+                          % (h.role, limit, h.stage or "none"))
         except (EOFError, OSError, ValueError):
             raise Verdict("runtime_error", h.death("loading the program"))
         if "error" in msg:
@@ -1535,16 +1609,21 @@ def setup_zygote(args):
     torch = t
     import torch.nn  # noqa: F401
     import torch.nn.functional  # noqa: F401
-    import torch.utils.cpp_extension  # noqa: F401
+    # Not torch.utils.cpp_extension: its import asks for the CUDA device
+    # count, which initialises the driver, and no fork of a process whose
+    # driver is initialised can use the GPU. The candidate's host imports it.
     import importlib.machinery  # noqa: F401
     from torch.utils import _python_dispatch  # noqa: F401
     torch.set_num_threads(1)
-    if args.device == "cuda":
-        try:
-            import triton  # noqa: F401
-            import triton.language  # noqa: F401
-        except ImportError:
-            pass
+    # Triton is not imported here: its import may touch the driver, and a
+    # zygote that has touched CUDA cannot fork judges that use it. A
+    # candidate that imports it does so in its own host.
+    if args.device == "cuda" and torch.cuda.is_initialized():
+        raise RuntimeError("CUDA was initialised in the zygote: its forks could not use the GPU")
+    import warnings
+    warnings.filterwarnings("ignore", message=".*multi-threaded, use of fork.*")
+    global RAW_FORK
+    RAW_FORK = args.device == "cuda" and fork_would_be_bad()
     if args.pyhost:
         PYHOST = ctypes.PyDLL(args.pyhost)
         for fn in ("kevo_pyhost_clone", "kevo_pyhost_harden", "kevo_pyhost_lockdown", "kevo_pyhost_non_dumpable",
@@ -1558,10 +1637,28 @@ def setup_zygote(args):
     return ""
 
 
+def fork_would_be_bad():
+    """Whether a plain fork of this process could not use CUDA (torch's
+    bad-fork mark)."""
+    check = getattr(torch._C, "_cuda_isInBadFork", None)
+    if check is None:
+        return False
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.write(w, b"1" if check() else b"0")
+        os._exit(0)
+    os.close(w)
+    os.waitpid(pid, 0)
+    bad = os.read(r, 1) == b"1"
+    os.close(r)
+    return bad
+
+
 def serve(args):
     parent_ns = setup_zygote(args)
-    opts = {"device": args.device, "isolate": bool(args.pyhost), "namespaces": not args.no_namespaces,
-            "seccomp": not args.no_seccomp, "parent_ns": parent_ns, "binds": []}
+    opts = {"device": args.device, "isolate": bool(args.pyhost) and not (args.no_namespaces and args.no_seccomp),
+            "namespaces": not args.no_namespaces, "seccomp": not args.no_seccomp, "parent_ns": parent_ns, "binds": []}
     stdin = sys.stdin.buffer
     while True:
         line = stdin.readline()
@@ -1576,7 +1673,7 @@ def serve(args):
             write_all(1, (json.dumps({"event": "fatal", "nonce": "", "message": "unreadable request"}) + "\n").encode())
             continue
         done_r, done_w = os.pipe()
-        pid = os.fork()
+        pid = fork_clean()
         if pid == 0:
             try:
                 os.close(done_r)

@@ -164,7 +164,7 @@ TorchOptions parse_torch_options(StrictObject& obj) {
     obj.fail("scratch_dir", "an existing folder, got \"" + o.scratch_dir + "\"");
   const fs::path lib = pyhost_library(o);
   std::error_code ec;
-  if ((o.seccomp || o.namespaces) && !fs::is_regular_file(lib, ec))
+  if (!fs::is_regular_file(lib, ec))
     obj.fail("pyhost", "kevo's sandbox library for Python hosts (" + lib.string() +
                            " is missing; it is built with kevo, next to the kevo executable)");
   probe(o, obj);
@@ -213,11 +213,9 @@ command::CommandOptions command_options(const TorchOptions& o) {
   cs.jobs = o.build_jobs;
   cs.cache = o.build_cache;
   c.compile = std::move(cs);
-  c.run.argv = {py, dir + "/" + kEval, "--serve", "--device", o.device};
-  if (o.seccomp || o.namespaces) {
-    c.run.argv.push_back("--pyhost");
-    c.run.argv.push_back(pyhost_library(o).string());
-  }
+  // The library also forks the judge's processes (without the atfork
+  // handlers that would mark them unable to use CUDA): always passed.
+  c.run.argv = {py, dir + "/" + kEval, "--serve", "--device", o.device, "--pyhost", pyhost_library(o).string()};
   if (!o.seccomp) c.run.argv.push_back("--no-seccomp");
   if (!o.namespaces) c.run.argv.push_back("--no-namespaces");
   c.run.wall_seconds = o.run_wall_seconds;
