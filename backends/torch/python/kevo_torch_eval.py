@@ -1111,8 +1111,12 @@ class Judge:
         if self.mode in ("judge", "self_check"):
             program = self.candidate_program()
         elif self.mode == "baseline":
-            program = {"kind": "reference", "path": self.info["reference"], "display": "torch.compile(Model)",
-                       "class": "Model", "build": None, "role": "compiled"}
+            # torch.compile(Model) in the candidate's place; without compile,
+            # a second eager Model (eager is then timed against itself).
+            compiled = self.opts.get("compile", True)
+            program = {"kind": "reference", "path": self.info["reference"], "class": "Model", "build": None,
+                       "display": "torch.compile(Model)" if compiled else "Model",
+                       "role": "compiled" if compiled else "eager"}
         # Hosts first: forked before this process touches the GPU.
         self.in_mem = Shared("kevo-inputs")
         ref_out = Shared("kevo-ref-out")
@@ -1395,7 +1399,8 @@ class Judge:
             if compile_s is None:
                 compile_s = time.monotonic() - t0
             if not ok:
-                return {"error": "torch.compile(Model) raised: " + last_line(err["error"])}
+                what = "torch.compile(Model)" if self.opts.get("compile", True) else "Model"
+                return {"error": what + " raised: " + last_line(err["error"])}
             self.size_outputs(cand, rst["outputs"], None)
             st = cand.request({"op": "store", "expect": rst["outputs"], "inputs": False}, self.left())
             if "bad" in st or "error" in st:
@@ -1409,14 +1414,18 @@ class Judge:
         eager = {"median_ms": sum(t["ref_median_ns"] for t in timings) / 1e6,
                  "iqr_ms": sum(t["ref_iqr_ns"] for t in timings) / 1e6, "check": "ok",
                  "repeats": min(t["repeats"] for t in timings)}
+        if not self.opts.get("compile", True):
+            return {"eager": eager, "shape_timings": timings}
         comp = {"median_ms": sum(t["cand_median_ns"] for t in timings) / 1e6,
                 "iqr_ms": sum(t["cand_iqr_ns"] for t in timings) / 1e6, "check": check,
                 "repeats": min(t["repeats"] for t in timings), "compile_seconds": round(compile_s or 0.0, 3)}
         return {"eager": eager, "compile": comp, "shape_timings": timings}
 
-    def run_baseline(self):
+    def run_baseline(self, compile_note=None):
         try:
             out = self.judge()[0]
+            if compile_note and "error" not in out:
+                out["compile"] = {"error": compile_note}
         except Verdict as e:
             out = {"error": e.v["message"]}
         except Exception:
@@ -1726,15 +1735,18 @@ def main():
     ap.add_argument("--no-namespaces", action="store_true")
     ap.add_argument("--baselines", action="store_true", help="time torch eager and torch.compile of the task in "
                     "the request on stdin (one JSON line out)")
+    ap.add_argument("--no-compile", action="store_true", help="with --baselines: torch eager only")
     a = ap.parse_args()
     if a.probe:
         return probe(a)
     if a.baselines:
         parent_ns = setup_zygote(a)
         req = json.loads(sys.stdin.readline())
+        # torch before 2.0 has no torch.compile: eager alone, and a note.
+        no_compile = None if hasattr(torch, "compile") else "torch %s has no torch.compile" % torch.__version__
         opts = {"device": a.device, "isolate": False, "namespaces": False, "seccomp": False, "parent_ns": parent_ns,
-                "binds": []}
-        Judge(req, opts, None).run_baseline()
+                "binds": [], "compile": not a.no_compile and no_compile is None}
+        Judge(req, opts, None).run_baseline(compile_note=None if a.no_compile else no_compile)
         return 0
     if a.serve:
         return serve(a)
