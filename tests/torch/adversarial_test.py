@@ -69,6 +69,10 @@ def main():
         "fallback_to_reference.py": (softmax, {"forbidden"}, "aten::_softmax", None),
         "memo_by_shape.py": (softmax, {"wrong_answer"}, "differs from the reference", None),
         "memo_by_sample.py": (softmax, {"correct", "wrong_answer"}, "", fast),
+        # On the GPU the poisoned allocator makes it compute on every call
+        # (correct, honest time); on the CPU large blocks come back as fresh
+        # zero pages, so it never computes and is wrong from the first call.
+        "detects_poison.py": (softmax, {"correct", "wrong_answer"}, "", fast),
         "returns_input.py": (softmax, {"wrong_answer"}, "shares memory with input", None),
         "modifies_input.py": (softmax, {"wrong_answer"}, "modified its input", None),
         "lazy_subclass.py": (softmax, {"wrong_answer"}, "not a torch.Tensor", None),

@@ -356,6 +356,8 @@ def host_main(role, program, sock_fd, in_fd, out_fd, viol_fd, opts):
             mark("private-root")
             isolation = isolate_self(opts, program)
         pin_flags(cuda)
+        if not cuda:
+            keep_heap()
         sync = torch._C._cuda_synchronize if cuda else (lambda: None)
         st = HostState(role, cuda, sync)
         st.in_mem = Shared("in", in_fd)
@@ -390,6 +392,19 @@ def host_main(role, program, sock_fd, in_fd, out_fd, viol_fd, opts):
             os._exit(3)
     serve_host(st, sock_fd)
     os._exit(0)
+
+
+def keep_heap():
+    """CPU hosts (both, so that they are timed alike): large allocations from
+    the heap, and freed memory kept there, so that a block the judge
+    poisoned is what the next allocation of its size gets (glibc would
+    otherwise map fresh zero pages for every large buffer)."""
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallopt(-3, 1 << 30)   # M_MMAP_THRESHOLD
+        libc.mallopt(-1, 1 << 30)   # M_TRIM_THRESHOLD
+    except (OSError, AttributeError):
+        pass
 
 
 def candidate_traceback():
@@ -1487,7 +1502,9 @@ class Judge:
             ref.cont()
             ref.request({"op": "load", "inputs": inputs_msg}, self.left())
             ref.stop()
-            cand.request({"op": "load", "inputs": inputs_msg, "poison": k in checked,
+            # Every timed call is poisoned alike, checked or not: the poison
+            # must not tell a candidate which of its outputs will be compared.
+            cand.request({"op": "load", "inputs": inputs_msg, "poison": True,
                           "poison_bytes": sum(tensor_bytes(m["shape"], m["dtype"]) for m in expect)}, self.left())
             cand.stop()
             order = (ref, cand) if rng.random() < 0.5 else (cand, ref)
