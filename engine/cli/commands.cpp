@@ -91,8 +91,9 @@ int cmd_eval(const EvalArgs& args) {
   StrictObject obj(options, "--set", "");
   auto built = plugins.make_backend(task->backend, obj);
   if (!args.no_prepare) built.backend->prepare(*task);
-  for (std::size_t i = 0; i < sources.size(); ++i) {
-    const Verdict v = built.backend->evaluate(task, sources[i], args.seed);
+  // Several files: all in flight the backend wants (builds in parallel),
+  // verdicts printed in the files' order as they are known.
+  built.backend->evaluate_all(task, sources, args.seed, [&](std::size_t i, Verdict v) {
     // The verdict's texts are sanitised by the Backend wrapper; dump_json and
     // the terminal rules are the backstop.
     if (sources.size() == 1) {
@@ -104,7 +105,7 @@ int cmd_eval(const EvalArgs& args) {
       fmt::print("== {}\n{}", sanitize_utf8(args.candidates[i], kTerminalText), sanitize_utf8(describe(v), kTerminalText));
     }
     std::fflush(stdout);
-  }
+  });
   return 0;
 }
 
