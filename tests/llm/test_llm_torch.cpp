@@ -310,9 +310,11 @@ TEST(LlmTorchKnowledge, FailuresRetrieveTheirSnippetFirst) {
     std::string title;
   };
   const std::vector<Case> cases = {
-      {"Compilation failed: the compile command exited with 1\ng++ on load_inline 'ext' (cpp_sources) failed (exit 1):\n"
-       "main.cpp: In function 'at::Tensor k_forward(at::Tensor)':\nmain.cpp:9:3: error: 'k_launch' was not declared in "
-       "this scope\n    9 |   k_launch(xc.data_ptr<float>(), y.data_ptr<float>(), n);\n",
+      // As the build stage reports it (g++'s own quotes).
+      {"Compilation failed: the compile command exited with 1\ng++ on load_inline 'rows_ext' (cpp_sources) failed "
+       "(exit 1):\nmain.cpp: In function \u2018at::Tensor rows_forward(at::Tensor)\u2019:\nmain.cpp:25:5: error: "
+       "\u2018rows_softmax_launch\u2019 was not declared in this scope\n   25 |     rows_softmax_launch(in, out, rows);\n"
+       "      |     ^~~~~~~~~~~~~~~~~~~\n",
        Status::compile_error, "'k_launch' was not declared"},
       {"Compilation failed: the compile command exited with 1\ncandidate.py:4:15: SyntaxError: '(' was never closed\n"
        "kevo_broken = (1,\n",
