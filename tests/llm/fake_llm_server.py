@@ -46,8 +46,7 @@ A behaviour B is an object with "kind":
                  for softmax and scale_bias_relu (others: improve): C++ in
                  cpp_sources on the CPU (cpp), raw-pointer CUDA with the
                  binding in cpp_sources where the system prompt says
-                 backend.torch.device "cuda" (cuda; the OpenAI format
-                 carries the system prompt); the same text and name for
+                 backend.torch.device "cuda" (cuda); the same text and name for
                  both tasks and every reply, so kevo's object cache
                  compiles it once; syntax_error a Python syntax error,
                  wrong a wrong answer (softmax without the row-max
@@ -877,7 +876,8 @@ class Handler(BaseHTTPRequestHandler):
                 if torch_parent(m.get("content") or ""):
                     prompt = last + "\n" + m["content"]
                     break
-        conversation = "\n".join(m.get("content") or "" for m in msgs if isinstance(m.get("content"), str))
+        system = [req["system"]] if isinstance(req.get("system"), str) else []   # the Anthropic format
+        conversation = "\n".join(system + [m.get("content") or "" for m in msgs if isinstance(m.get("content"), str)])
         # An OpenCL parent may come in a fence of another language.
         if is_opencl(prompt) and not opencl_source(prompt):
             for m in reversed(msgs):
