@@ -160,7 +160,7 @@ const std::vector<std::string>& template_slots() {
   static const std::vector<std::string> slots = {
       "task_name", "task_description", "signature", "visible_shapes", "parent_source", "parent_verdict",
       "parent2_source", "parent2_verdict", "feedback", "inspirations", "hardware", "knowledge",
-      "recommendations", "search_space", "backend", "profile", "roofline", "libraries"};
+      "recommendations", "search_space", "backend", "profile", "roofline", "libraries", "reference_source", "sizes"};
   return slots;
 }
 
@@ -546,7 +546,14 @@ void Service::prepare_backend(const std::string& backend, const std::vector<std:
 }
 
 std::string Service::hardware(const std::string& backend, const std::string& device) const {
-  return config_.hardware.empty() ? hardware_text(backend, device) : config_.hardware;
+  return config_.hardware.empty() ? hardware_text(backend, device, this->device(backend)) : config_.hardware;
+}
+
+void Service::set_device(const std::string& backend, std::string device) { devices_[backend] = std::move(device); }
+
+std::string Service::device(const std::string& backend) const {
+  const auto it = devices_.find(backend);
+  return it == devices_.end() ? std::string() : it->second;
 }
 
 // ---- prompts ---------------------------------------------------------------
@@ -589,13 +596,16 @@ std::map<std::string, std::string> prompt_slots(const OperatorRequest& req, Serv
     const Candidate& c = *req.inspirations[k];
     if (used + c.source.size() > service.config().inspiration_chars) break;
     used += c.source.size();
-    insp += fmt::format("Candidate {} ({}):\n```cpp\n{}```\n\n", c.id, verdict_text(c), c.source);
+    insp += fmt::format("Candidate {} ({}):\n```{}\n{}```\n\n", c.id, verdict_text(c), task.is_torch() ? "python" : "cpp",
+                        c.source);
   }
   s["inspirations"] = insp.empty() ? "(none)" : insp;
   s["hardware"] = service.hardware(task.backend, p.verdict.device);
-  s["roofline"] = roofline_text(task, prompt_gpu(task.backend, p.verdict.device),
+  s["roofline"] = roofline_text(task, prompt_gpu(task.backend, p.verdict.device, service.device(task.backend)),
                                 p.verdict.is_correct() ? p.verdict.cand_median_ns : 0.0);
   s["libraries"] = libraries_text(task);
+  s["sizes"] = sizes_text(task);
+  s["reference_source"] = task.reference_source;
   s["knowledge"] = service.knowledge_text(task, req.feedback, p.verdict.status);
   s["search_space"] = task.space.empty() ? "(no parameters)" : space_text(task.space);
   s["recommendations"] = "(none)";
@@ -652,7 +662,12 @@ const std::vector<std::string>& templates_of(Kind kind) {
 
 void LlmOperator::observe(const Candidate& c) {
   if (options_.kind != Kind::fix || c.llm.empty() || c.source.empty()) return;
-  if (c.verdict.status != Status::compile_error && c.verdict.status != Status::wrong_answer) return;
+  // A torch task's judge reports Python tracebacks (runtime_error) and calls
+  // of the reference's own operations (forbidden) in words a model can act
+  // on: those are repaired too.
+  const bool torch_failure = (c.verdict.status == Status::runtime_error || c.verdict.status == Status::forbidden) &&
+                             torch_tasks_.count(c.task);
+  if (c.verdict.status != Status::compile_error && c.verdict.status != Status::wrong_answer && !torch_failure) return;
   const auto turns = json::parse(c.llm, nullptr, false);
   if (!turns.is_array() || turns.empty()) return;
   const json& last = turns.back();
@@ -695,6 +710,7 @@ void LlmOperator::send(Job& job, std::uint64_t) {
 }
 
 std::optional<OperatorOutcome> LlmOperator::do_begin(const OperatorRequest& req) {
+  if (req.task->is_torch()) torch_tasks_.insert(req.parents.front()->task);
   auto job = std::make_unique<Job>();
   job->id = req.id;
   job->task = req.task;
@@ -797,7 +813,8 @@ std::optional<OperatorOutcome> LlmOperator::finish(Job& job, const ChatResult& r
     case Kind::diff: {
       auto d = parse_diff_blocks(r.text);
       if (!d.error.empty()) return done(OperatorOutcome::failed(job.id, "reply rejected: " + d.error));
-      auto applied = apply_diff(job.parent_source, d.blocks);
+      auto applied = apply_diff(job.parent_source, d.blocks,
+                                task.is_torch() ? Indentation::significant : Indentation::free);
       if (!applied.source) return done(OperatorOutcome::failed(job.id, "diff failed: " + applied.error));
       if (auto why = check_signature(*applied.source, task); !why.empty())
         return done(OperatorOutcome::failed(job.id, "reply rejected: " + why));

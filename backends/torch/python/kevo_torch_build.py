@@ -173,6 +173,9 @@ def finish_compile(p, obj_path, key, cache, what):
         return
     out, _ = p.communicate()
     if p.returncode != 0:
+        # The build folder's path means nothing to the candidate's author
+        # (it reaches LLM repair prompts): main.cpp:25:5, not /cache/.../main.cpp:25:5.
+        out = out.replace(os.path.dirname(obj_path) + os.sep, "")
         fail("%s failed (exit %d):\n%s" % (what, p.returncode, out[-16000:]))
     cache.built += 1
     cached = cache.path(key)
@@ -223,7 +226,8 @@ def build_extension(call, out_dir, device, arch, tools, cache):
     link = [cxx, "-shared"] + objs + ["-o", so] + libs + call["extra_ldflags"]
     r = subprocess.run(link, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if r.returncode != 0:
-        fail("linking load_inline '%s' failed (exit %d):\n%s" % (call["name"], r.returncode, r.stdout[-16000:]))
+        fail("linking load_inline '%s' failed (exit %d):\n%s" % (call["name"], r.returncode,
+                                                                r.stdout.replace(edir + os.sep, "")[-16000:]))
     for tmp in ("main.o", "cuda.o"):
         try:
             os.remove(os.path.join(edir, tmp))

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -148,6 +149,11 @@ class Service {
   // the backend (hardware_text: a CUDA parent's GPU by the verdict's
   // `device`, the CPU of this machine otherwise).
   std::string hardware(const std::string& backend, const std::string& device) const;
+  // Where the candidates of tasks of `backend` run, when its config says
+  // (the torch backend: backend.torch.device, "cuda" or "cpu"): the
+  // `hardware` and `roofline` slots describe that device. "" when unknown.
+  void set_device(const std::string& backend, std::string device);
+  std::string device(const std::string& backend) const;
   // Whether an enabled llm_analyst with a positive weight is in the config:
   // then profiler data goes to the analyst's review, else into the feedback
   // of the generation prompts.
@@ -169,6 +175,7 @@ class Service {
   std::map<std::string, BackendFiles> backend_files_;   // backend -> files of its config
   std::map<std::string, std::string> template_of_;   // "<name>_<backend>" -> the template that serves it
   std::map<std::string, Knowledge> knowledge_;
+  std::map<std::string, std::string> devices_;   // backend -> where its candidates run (set_device)
   bool probed_ = false;
   bool analyst_enabled_ = false;
 };
@@ -205,7 +212,8 @@ class LlmOperator final : public MutationOperator {
   bool deterministic() const override { return false; }
   std::size_t in_flight() const override { return service_->in_flight(this); }
   // fix: LLM-made candidates that failed to compile or gave wrong answers
-  // are queued for repair.
+  // are queued for repair; of a torch task also those that raised
+  // (runtime_error, with the candidate's traceback) or were forbidden.
   void observe(const Candidate& c) override;
 
  protected:
@@ -234,6 +242,9 @@ class LlmOperator final : public MutationOperator {
     std::string source;
   };
   std::deque<Repair> repairs_;
+  // The tasks (by index) this operator was asked for that are torch tasks:
+  // observe() sees candidates, not tasks.
+  std::set<std::uint32_t> torch_tasks_;
 };
 
 }  // namespace kevo::operators::llm
