@@ -379,8 +379,8 @@ bool enter_private_root(IsolationReport& rep, const std::vector<std::string>& de
     // parent folders made in the new root first (an interpreter's tree
     // under /opt, say).
     bool covered = false;
-    for (const char* top : {"/usr/", "/bin/", "/sbin/", "/lib/", "/lib32/", "/lib64/", "/libx32/"})
-      covered = covered || file.rfind(top, 0) == 0;
+    for (const std::string top : {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"})
+      covered = covered || file == top || file.rfind(top + "/", 0) == 0;
     if (covered || file.empty() || file[0] != '/') continue;
     for (std::size_t at = file.find('/', 1); at != std::string::npos; at = file.find('/', at + 1))
       if (::mkdir((root + file.substr(0, at)).c_str(), 0755) != 0 && errno != EEXIST)

@@ -263,6 +263,10 @@ def exec_module(path, name, source=None, globals_=None):
     mod.__file__ = os.path.basename(path)
     if globals_:
         mod.__dict__.update(globals_)
+    # The text for tracebacks (the module runs from text, not from a file
+    # this process could read).
+    import linecache
+    linecache.cache[os.path.basename(path)] = (len(source), None, source.splitlines(True), os.path.basename(path))
     code = compile(source, os.path.basename(path), "exec", dont_inherit=True)
     exec(code, mod.__dict__)
     return mod
@@ -947,7 +951,10 @@ def compare(want, got, tol):
 class Verdict(Exception):
     def __init__(self, status, message, feedback="", stage="correctness", **extra):
         super().__init__(message)
-        self.v = {"status": status, "stage": stage, "message": cut(message, 600), "feedback": cut(feedback or message)}
+        # kevo writes the feedback's first part from the message (and the
+        # mismatch); `feedback` is what it lacks: a traceback, a log.
+        self.v = {"status": status, "stage": stage, "message": cut(message, 600),
+                  "feedback": cut(feedback) if feedback and feedback != message else ""}
         self.v.update(extra)
 
 
@@ -1304,7 +1311,7 @@ class Judge:
             extra = {"max_abs_error": finite_or_text(d["max_abs"]), "rel_l2_error": finite_or_text(d["rel_l2"])}
             if mm:
                 extra["mismatch"] = mm
-            raise Verdict("wrong_answer", msg, msg, **extra)
+            raise Verdict("wrong_answer", msg, **extra)
 
     def check_state(self, cand, s, trial_name):
         st = cand.request({"op": "state"}, self.left())
