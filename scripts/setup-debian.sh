@@ -19,6 +19,9 @@ packages=(
   # The command backend's bundled OpenCL evaluator (PoCL on the CPU) and the
   # protocol's JSON Schemas checked in its tests.
   pocl-opencl-icd python3-pyopencl python3-jsonschema
+  # The torch backend's tests on the CPU: PyTorch (Debian's, CPU only), and
+  # what its load_inline builds need (torch's and pybind11's headers).
+  python3-torch libtorch-dev pybind11-dev
 )
 
 missing=()

@@ -1,5 +1,7 @@
 #include "commands.hpp"
 
+#include "campaign.hpp"
+
 #include "kevo/core/text.hpp"
 #include "kevo/app/plugins.hpp"
 
@@ -77,7 +79,8 @@ int cmd_resume(const ResumeArgs& args, const std::atomic<int>& stop, const engin
 
 int cmd_eval(const EvalArgs& args) {
   auto task = std::make_shared<Task>(load_task(args.task_dir));
-  const std::string source = read_text(args.candidate, "a readable candidate source file");
+  std::vector<std::string> sources;
+  for (const auto& c : args.candidates) sources.push_back(read_text(c, "a readable candidate source file"));
   const auto plugins = builtin_plugins();
   if (std::find(plugins.backend_types.begin(), plugins.backend_types.end(), task->backend) ==
       plugins.backend_types.end())
@@ -88,11 +91,21 @@ int cmd_eval(const EvalArgs& args) {
   StrictObject obj(options, "--set", "");
   auto built = plugins.make_backend(task->backend, obj);
   if (!args.no_prepare) built.backend->prepare(*task);
-  const Verdict v = built.backend->evaluate(task, source, args.seed);
-  // The verdict's texts are sanitised by the Backend wrapper; dump_json and
-  // the terminal rules are the backstop.
-  if (args.json) fmt::print("{}\n", dump_json(to_json(v), 2));
-  else fmt::print("{}", sanitize_utf8(describe(v), kTerminalText));
+  // Several files: all in flight the backend wants (builds in parallel),
+  // verdicts printed in the files' order as they are known.
+  built.backend->evaluate_all(task, sources, args.seed, [&](std::size_t i, Verdict v) {
+    // The verdict's texts are sanitised by the Backend wrapper; dump_json and
+    // the terminal rules are the backstop.
+    if (sources.size() == 1) {
+      if (args.json) fmt::print("{}\n", dump_json(to_json(v), 2));
+      else fmt::print("{}", sanitize_utf8(describe(v), kTerminalText));
+    } else if (args.json) {
+      fmt::print("{}\n", dump_json(nlohmann::json{{"candidate", args.candidates[i]}, {"verdict", to_json(v)}}));
+    } else {
+      fmt::print("== {}\n{}", sanitize_utf8(args.candidates[i], kTerminalText), sanitize_utf8(describe(v), kTerminalText));
+    }
+    std::fflush(stdout);
+  });
   return 0;
 }
 
@@ -115,8 +128,9 @@ int cmd_tasks(const TasksArgs& args) {
     const Task t = load_task(d);
     std::uint64_t points = t.space.empty() ? 0 : t.space.enumerate().size();
     if (args.prepare) {
-      nlohmann::json empty = nlohmann::json::object();
-      StrictObject obj(empty, "(defaults)", "");
+      nlohmann::json options = nlohmann::json::object();
+      for (const auto& o : args.overrides) engine::apply_override(options, o);
+      StrictObject obj(options, args.overrides.empty() ? "(defaults)" : "--set", "");
       plugins.make_backend(t.backend, obj).backend->prepare(t);
     }
     if (args.json) {
@@ -130,6 +144,20 @@ int cmd_tasks(const TasksArgs& args) {
   if (args.json) fmt::print("{}\n", dump_json(out, 2));
   else fmt::print("{} task(s) valid{}\n", dirs.size(), args.prepare ? " (references and null candidates checked)" : "");
   return 0;
+}
+
+}  // namespace kevo::app
+
+namespace kevo::app {
+
+int cmd_import_kernelbench(const ImportKernelBenchArgs& args) {
+  if (!fs::is_directory(args.level_dir))
+    throw InputError(args.level_dir, "", "a KernelBench level folder (holding NN_Name.py problem files)");
+  std::vector<std::string> rest = {"import", args.level_dir, "--out", args.out, "--max-mb", fmt::format("{}", args.max_mb)};
+  if (!args.only.empty()) rest.insert(rest.end(), {"--only", args.only});
+  // The importer runs the problems (on torch's meta device, then small and
+  // real): in a process of its own, never in kevo's.
+  return run_python_tool(args.python, "kevo_torch_tasks.py", rest);
 }
 
 }  // namespace kevo::app

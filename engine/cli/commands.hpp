@@ -20,7 +20,8 @@ struct ResumeArgs {
   std::vector<std::string> overrides;
 };
 struct EvalArgs {
-  std::string task_dir, candidate;
+  std::string task_dir;
+  std::vector<std::string> candidates;   // one or more files, judged in turn by one backend
   bool json = false;
   std::uint64_t seed = 1;
   std::vector<std::string> overrides;
@@ -44,7 +45,16 @@ struct TasksArgs {
   std::string dir = "configs/tasks";
   bool prepare = false;
   bool json = false;
+  std::vector<std::string> overrides;   // backend options for --prepare
 };
+// kevo tasks import-kernelbench LEVEL_DIR --out DIR (docs/torch.md#kernelbench)
+struct ImportKernelBenchArgs {
+  std::string level_dir, out;
+  std::string python = "python3";
+  double max_mb = 256;
+  std::string only;
+};
+int cmd_import_kernelbench(const ImportKernelBenchArgs& args);
 
 int cmd_run(const RunArgs& args, const std::atomic<int>& stop, const engine::StopSignal* stop_signal = nullptr);
 int cmd_resume(const ResumeArgs& args, const std::atomic<int>& stop, const engine::StopSignal* stop_signal = nullptr);

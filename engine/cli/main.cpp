@@ -46,10 +46,13 @@ int main(int argc, char** argv) {
       ->take_all();
 
   kevo::app::EvalArgs eval_args;
-  auto* eval = app.add_subcommand("eval", "Judge one candidate file against a task and print the verdict");
+  auto* eval = app.add_subcommand("eval", "Judge candidate files against a task and print the verdicts");
   eval->add_option("task_dir", eval_args.task_dir, "Task directory (holding task.json)")->required();
-  eval->add_option("candidate", eval_args.candidate, "Candidate source file")->required();
-  eval->add_flag("--json", eval_args.json, "Print the verdict as JSON (docs/verdicts.md)");
+  eval->add_option("candidate", eval_args.candidates, "Candidate source file(s), judged in turn by one backend")
+      ->required()
+      ->expected(1, -1);
+  eval->add_flag("--json", eval_args.json,
+                 "Print the verdict as JSON (docs/verdicts.md); with several files one line each, {\"candidate\", \"verdict\"}");
   eval->add_option("--seed", eval_args.seed, "Seed of the random inputs");
   eval->add_option("--set", eval_args.overrides, "Override a backend option: --set limits.wall_seconds=5")->take_all();
   eval->add_flag("--no-prepare", eval_args.no_prepare, "Skip the task's reference and null-candidate checks");
@@ -77,6 +80,16 @@ int main(int argc, char** argv) {
   tasks->add_flag("--prepare", tasks_args.prepare,
                   "Also compile and check each reference and the null candidates with the task's backend");
   tasks->add_flag("--json", tasks_args.json, "Print JSON");
+  tasks->add_option("--set", tasks_args.overrides, "With --prepare: a backend option, --set device=cpu")->take_all();
+  kevo::app::ImportKernelBenchArgs kb_args;
+  auto* kb = tasks->add_subcommand("import-kernelbench",
+                                   "Write kevo torch tasks for the problems of a KernelBench level folder (docs/torch.md)");
+  kb->add_option("level_dir", kb_args.level_dir, "A KernelBench level folder (KernelBench/level1, ...)")->required();
+  kb->add_option("--out", kb_args.out, "Folder to write the tasks into")->required();
+  kb->add_option("--python", kb_args.python, "Python with torch (2.0 or later for size overrides)");
+  kb->add_option("--max-mb", kb_args.max_mb, "Largest working set kept; larger problems get smaller sizes")
+      ->check(CLI::Range(1.0, 1e6));
+  kb->add_option("--only", kb_args.only, "Comma-separated problem numbers or file stems");
 
   auto* campaign = app.add_subcommand("campaign", "Configurations x seeds over task suites (docs/campaigns.md)");
   campaign->require_subcommand(1);
@@ -140,6 +153,7 @@ int main(int argc, char** argv) {
     if (*eval) return kevo::app::cmd_eval(eval_args);
     if (*report) return kevo::app::cmd_report(report_args);
     if (*lineage) return kevo::app::cmd_lineage(lineage_args);
+    if (*kb) return kevo::app::cmd_import_kernelbench(kb_args);
     if (*tasks) return kevo::app::cmd_tasks(tasks_args);
     if (*merge) return kevo::app::cmd_merge(merge_args, g_stop);
     if (*plan) return kevo::app::cmd_campaign_plan(plan_args);

@@ -10,6 +10,7 @@
 #include "kevo/null/null_backend.hpp"
 #include "kevo/operators/llm_operators.hpp"
 #include "kevo/operators/registry.hpp"
+#include "kevo/torch/torch_backend.hpp"
 
 #include <cstdio>
 #include <memory>
@@ -20,7 +21,7 @@ namespace kevo::app {
 namespace {
 
 std::vector<std::string> all_backend_types() {
-  std::vector<std::string> types = {"cpu", "null", "command"};
+  std::vector<std::string> types = {"cpu", "null", "command", "torch"};
 #ifdef KEVO_HAVE_CUDA
   types.push_back("cuda");   // built only where the CUDA toolkit was found
 #endif
@@ -30,7 +31,7 @@ std::vector<std::string> all_backend_types() {
 engine::Plugins make_plugins(const std::vector<std::string>& backend_types, bool start_servers) {
   engine::Plugins p;
   for (const auto& t : backend_types) {
-    bool known = t == "cpu" || t == "null" || t == "command";
+    bool known = t == "cpu" || t == "null" || t == "command" || t == "torch";
 #ifdef KEVO_HAVE_CUDA
     known = known || t == "cuda";
 #endif
@@ -45,14 +46,28 @@ engine::Plugins make_plugins(const std::vector<std::string>& backend_types, bool
     std::string pointer;
   };
   auto prompt_files = std::make_shared<std::optional<PromptFiles>>();
-  p.make_backend = [prompt_files](const std::string& type, StrictObject& options) {
+  // Where a torch backend's candidates run ("cuda" or "cpu"): its prompts
+  // describe that device.
+  auto torch_device = std::make_shared<std::string>();
+  p.make_backend = [prompt_files, torch_device](const std::string& type, StrictObject& options) {
     engine::BuiltBackend b;
+    torch_device->clear();
     if (type == "command") {
       auto o = command::parse_command_options(options);
       b.effective = command::to_json(o);
       prompt_files->reset();
       if (!o.system_prompt.empty()) *prompt_files = PromptFiles{o.system_prompt, o.knowledge, o.pointer + "/prompts"};
       b.backend = command::make_command_backend(std::move(o));
+    } else if (type == "torch") {
+      auto o = torchb::parse_torch_options(options);
+      b.effective = torchb::to_json(o);
+      prompt_files->reset();
+      *torch_device = o.device;
+      if (o.baselines)
+        b.baselines = [o](const std::vector<std::shared_ptr<const Task>>& tasks, std::uint64_t seed) {
+          return torchb::measure_baselines(o, tasks, seed, stderr);
+        };
+      b.backend = torchb::make_torch_backend(o);
     } else if (type == "cpu") {
       auto o = cpu::parse_cpu_options(options);
       b.effective = cpu::to_json(o);
@@ -84,8 +99,8 @@ engine::Plugins make_plugins(const std::vector<std::string>& backend_types, bool
   // "llm" section and shared by every LLM operator of the config.
   auto llm = std::make_shared<std::shared_ptr<operators::llm::Service>>();
   p.sections = {"llm"};
-  p.parse_section = [llm, start_servers, prompt_files](const std::string&, StrictObject* section,
-                                                      const std::filesystem::path& base) {
+  p.parse_section = [llm, start_servers, prompt_files, torch_device](const std::string&, StrictObject* section,
+                                                                    const std::filesystem::path& base) {
     llm->reset();
     if (!section) return nlohmann::json();
     auto cfg = operators::llm::parse_service_config(*section, base);
@@ -94,6 +109,7 @@ engine::Plugins make_plugins(const std::vector<std::string>& backend_types, bool
     *llm = std::make_shared<operators::llm::Service>(std::move(cfg));
     if (*prompt_files)
       (*llm)->set_backend_files("command", (*prompt_files)->system, (*prompt_files)->knowledge, (*prompt_files)->pointer);
+    if (!torch_device->empty()) (*llm)->set_device("torch", *torch_device);
     return eff;
   };
   // The LLM token/USD budget is run-wide: the engine shares it between ranks

@@ -22,6 +22,7 @@ int cmd_report(const ReportArgs& args) {
                                 r.ranks, r.records, r.seed, r.host);
   out += engine::format_table(r.rows);
   if (!r.baselines.is_null()) out += "\n" + engine::format_baselines(r.rows, r.baselines);
+  if (const std::string f = engine::format_fast_p(r); !f.empty()) out += "\n" + f;
   if (!r.llm.empty()) out += "\n" + engine::format_llm(r.llm);
   fmt::print("{}", sanitize_utf8(out, kTerminalText));
   return 0;

@@ -155,7 +155,11 @@ def _read_rank(f):
              "status": status.get(int(r["status"]), "?"), "speedup": float(r["speedup"]),
              "cand_ms": float(r["cand_median_ns"]) / 1e6, "worker_seconds": float(r["worker_seconds"]),
              "slot_seconds": float(r["slot_seconds"]), "t_finished": float(r["t_finished"]),
-             "t_created": float(r["t_created"])} for r in rows], tasks, start
+             "t_created": float(r["t_created"]), "op": _op(r["op"])} for r in rows], tasks, start
+
+
+def _op(raw):
+    return (raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)).rstrip("\x00")
 
 
 def read_lineage(run_dir):
@@ -233,7 +237,7 @@ def load_cell(campaign_dir, cell):
     out = {"id": cell["id"], "configuration": cell["configuration"], "seed": cell["seed"],
            "run_dir": cell["run_dir"], "state": status["state"], "error": status["error"],
            "exit_code": status["exit_code"], "attempts": status["attempts"],
-           "rows": [], "tasks": [], "start": None, "report": None, "baselines": None}
+           "rows": [], "tasks": [], "start": None, "report": None, "baselines": None, "seed_is_reference": False}
     if os.path.isdir(run_dir):
         try:
             out["rows"], out["tasks"], out["start"] = read_lineage(run_dir)
@@ -243,6 +247,11 @@ def load_cell(campaign_dir, cell):
                 out["error"] = "state done, but its lineage cannot be read: %s" % e
         out["report"] = _read_json(os.path.join(run_dir, "report.json"))
         out["baselines"] = _read_json(os.path.join(run_dir, "baselines.json"))
+        # A torch run's seeds are the reference programs themselves
+        # (docs/torch.md): they count as nothing solved, as in `kevo report`.
+        config = _read_json(os.path.join(run_dir, "config.json"))
+        backend = config.get("backend") if isinstance(config, dict) else None
+        out["seed_is_reference"] = isinstance(backend, dict) and backend.get("type") == "torch"
     elif out["state"] == "done":
         out["state"] = "failed"
         out["error"] = "state done, but there is no run directory %s" % cell["run_dir"]
@@ -259,7 +268,9 @@ def task_result(cell, task):
     task in one cell. Cells that are not done count as unsolved."""
     rows = [r for r in cell["rows"] if r["task"] == task]
     evaluated = [r for r in rows if r["status"] not in NOT_EVALUATED]
-    correct = [r for r in rows if r["status"] == "correct"]
+    counts = [r for r in evaluated if not (cell.get("seed_is_reference") and r.get("op") == "seed")]
+    correct = [r for r in counts if r["status"] == "correct"]
+    counted = {r["id"] for r in counts}
     res = {"evaluations": len(evaluated), "candidates": len(rows), "correct": False, "best_speedup": 0.0,
            "best_ms": None, "best_id": None}
     if cell["state"] == "done" and correct:
@@ -273,7 +284,7 @@ def task_result(cell, task):
     # finish time of each evaluation (seconds since the run started).
     by_eval, at_time, best = [], [], 0.0
     for r in evaluated:
-        if r["status"] == "correct" and r["speedup"] > best:
+        if r["id"] in counted and r["status"] == "correct" and r["speedup"] > best:
             best = r["speedup"]
         by_eval.append(best)
         at_time.append((r["t_finished"] - (cell["start"] or 0.0), best))

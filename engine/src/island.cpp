@@ -279,7 +279,10 @@ void Island::accept_source(Slot& slot, std::string source, std::optional<Point> 
   Candidate& c = slot.c;
   TaskState& t = tasks_[c.task];
   c.source = std::move(source);
-  const auto hashes = source_hashes(c.source);
+  // A torch task's source is Python: C's normalisation would merge programs
+  // that differ in indentation or after a `//` (floor division).
+  const auto hashes =
+      source_hashes(c.source, t.task->is_torch() ? SourceSyntax::python : SourceSyntax::c_like);
   c.hash = hashes.full;
   c.body_hash = hashes.body;
   c.point = std::move(point);
@@ -579,7 +582,9 @@ void Island::restore(std::size_t i, std::vector<Candidate> members,
     m.task = static_cast<std::uint32_t>(i);
     // The lineage stores the full hash only; parameter operators ask about
     // known points by the parent's body hash.
-    if (!m.source.empty()) m.body_hash = source_hashes(m.source).body;
+    if (!m.source.empty())
+      m.body_hash =
+          source_hashes(m.source, t.task->is_torch() ? SourceSyntax::python : SourceSyntax::c_like).body;
     if (!t.best || m.fitness() > t.best->fitness()) t.best = m;
     insert_member(t, m);
   }

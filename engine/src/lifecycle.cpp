@@ -231,8 +231,8 @@ void write_results(const fs::path& run_dir, const ResultsInput& in) {
       const auto* found = rd.find(static_cast<std::uint64_t>(row.best_id));
       if (!found || found->origin_rank != found->rank) continue;
       const Candidate c = rd.candidate(*found);
-      write_file(run_dir / "best" / (row.task + ".cpp"),
-                 best_file_text(*in.tasks[static_cast<std::size_t>(t - names.begin())], c));
+      const Task& task = *in.tasks[static_cast<std::size_t>(t - names.begin())];
+      write_file(run_dir / "best" / (row.task + task.source_extension()), best_file_text(task, c));
       break;
     }
   }
@@ -246,11 +246,13 @@ void write_results(const fs::path& run_dir, const ResultsInput& in) {
   if (!stop.notes.empty()) rj["notes"] = stop.notes;   // rank 0's (each rank's are notes in its lineage)
   if (!report.baselines.is_null()) rj["baselines"] = report.baselines;
   if (!report.llm.empty()) rj["llm"] = to_json(report.llm);
+  if (!report.evolved.empty()) rj["evolved"] = fast_p_json(report);
   if (in.config)
     if (const nlohmann::json g = in.config->backend->guarantees(); !g.is_null()) rj["sandbox"] = g;
   write_file(run_dir / "report.json", dump_json(rj, 2) + "\n");
   std::string table = "\n" + format_table(report.rows);
   if (!report.baselines.is_null()) table += "\n" + format_baselines(report.rows, report.baselines);
+  if (const std::string f = format_fast_p(report); !f.empty()) table += "\n" + f;
   fmt::print("{}", sanitize_utf8(table, kTerminalText));
   fmt::print("run directory: {}\n", run_dir.string());
   for (const auto& n : stop.notes) fmt::print("{}\n", sanitize_utf8(n, kTerminalText));

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <unordered_map>
@@ -174,6 +175,7 @@ RunReport read_report(const std::filesystem::path& run_dir, const std::vector<li
   r.ranks = 0;
   for (const auto& reader : readers) r.ranks += reader.run().rank < 0 ? reader.run().nranks : 1;
   std::map<std::string, TaskRow> by_task;
+  std::map<std::string, EvolvedRow> evolved;
   std::vector<std::string> order;
   for (const auto& reader : readers) {
     r.seed = reader.run().seed;
@@ -211,6 +213,26 @@ RunReport read_report(const std::filesystem::path& run_dir, const std::vector<li
       }
     }
     for (const auto& [name, row] : best) by_task[name].best_params = reader.text(row->params);
+    // Beyond the seed, and where wrong answers were caught.
+    for (const auto& row : reader.rows()) {
+      if (!row.written() || row.origin_rank != row.rank) continue;
+      const std::string name = row.task < names.size() ? names[row.task] : fmt::format("task{}", row.task);
+      EvolvedRow& e = evolved[name];
+      e.task = name;
+      if (row.status == Status::correct && row.op_name() != "seed" && row.speedup > e.speedup) {
+        e.speedup = row.speedup;
+        e.best_id = static_cast<std::int64_t>(row.id);
+        e.best_ms = row.cand_median_ns > 0 ? row.cand_median_ns / 1e6 : -1.0;
+      }
+      if (row.status != Status::wrong_answer) continue;
+      const auto m = row.mismatch == lineage::kNoText ? nlohmann::json()
+                                                      : nlohmann::json::parse(reader.text(row.mismatch), nullptr, false);
+      const std::string shape = m.is_object() && m.contains("shape") && m["shape"].is_string() ? m["shape"].get<std::string>() : "";
+      if (shape.empty()) ++e.wrong_other;
+      else if (shape.rfind("hidden", 0) == 0) ++e.wrong_hidden;
+      else if (shape.rfind("drawn", 0) == 0) ++e.wrong_drawn;
+      else ++e.wrong_visible;
+    }
     // LLM requests: one `llm` event each, written with its candidate (a
     // migrant's copy brings none), named by the candidate's operator.
     std::unordered_map<std::uint64_t, std::string> op_of;
@@ -222,9 +244,98 @@ RunReport read_report(const std::filesystem::path& run_dir, const std::vector<li
       r.llm.add_record(op == op_of.end() ? std::string("?") : op->second, e.text);
     }
   }
-  for (const auto& name : order) r.rows.push_back(by_task[name]);
+  for (const auto& name : order) {
+    r.rows.push_back(by_task[name]);
+    EvolvedRow e = evolved[name];
+    e.task = name;
+    r.evolved.push_back(e);
+  }
   r.baselines = read_baselines(run_dir);
   return r;
+}
+
+FastP fast_p(const std::vector<double>& speedups) {
+  FastP f;
+  f.tasks = static_cast<std::int64_t>(speedups.size());
+  double log_sum = 0.0;
+  for (double s : speedups)
+    if (s > 0) {
+      ++f.correct;
+      log_sum += std::log(s);
+    }
+  for (double p : kFastP) {
+    std::int64_t n = 0;
+    for (double s : speedups) n += s > 0 && s > p;
+    f.share.push_back(f.tasks ? static_cast<double>(n) / static_cast<double>(f.tasks) : 0.0);
+  }
+  f.geomean = f.correct ? std::exp(log_sum / static_cast<double>(f.correct)) : 0.0;
+  return f;
+}
+
+namespace {
+
+// The evolved speedups against the reference, and against the faster of
+// torch eager and torch.compile (empty when the run has neither).
+std::pair<std::vector<double>, std::vector<double>> evolved_speedups(const RunReport& r) {
+  std::vector<double> vs_ref, vs_torch;
+  bool any_torch = false;
+  for (const auto& e : r.evolved) {
+    vs_ref.push_back(e.speedup);
+    const auto [lib_ms, lib] = fastest_baseline(r.baselines, e.task);
+    const bool torch_lib = lib == "torch eager" || lib == "torch.compile";
+    any_torch = any_torch || torch_lib;
+    vs_torch.push_back(torch_lib && e.best_ms > 0 && e.speedup > 0 ? lib_ms / e.best_ms : 0.0);
+  }
+  if (!any_torch) vs_torch.clear();
+  return {vs_ref, vs_torch};
+}
+
+}  // namespace
+
+std::string format_fast_p(const RunReport& r) {
+  if (r.evolved.empty()) return "";
+  const auto [vs_ref, vs_torch] = evolved_speedups(r);
+  std::string out = "fast_p over " + std::to_string(vs_ref.size()) +
+                    " task(s) (the share with a correct candidate beyond the seed whose speedup is over p):\n";
+  std::string head = fmt::format("{:<22}", "");
+  for (double p : kFastP) head += fmt::format(" {:>7}", fmt::format("p={:g}", p));
+  out += head + fmt::format(" {:>9}\n", "geomean");
+  auto line = [&](const char* label, const std::vector<double>& s) {
+    const FastP f = fast_p(s);
+    std::string l = fmt::format("{:<22}", label);
+    for (double v : f.share) l += fmt::format(" {:>7.2f}", v);
+    return l + (f.correct ? fmt::format(" {:>8.2f}x\n", f.geomean) : fmt::format(" {:>9}\n", "-"));
+  };
+  out += line("vs the reference", vs_ref);
+  if (!vs_torch.empty()) out += line("vs best PyTorch", vs_torch);
+  std::int64_t v = 0, h = 0, d = 0, o = 0;
+  for (const auto& e : r.evolved) {
+    v += e.wrong_visible;
+    h += e.wrong_hidden;
+    d += e.wrong_drawn;
+    o += e.wrong_other;
+  }
+  out += fmt::format("wrong answers caught at visible shapes {}, hidden shapes {}, drawn shapes {}, other checks {}\n",
+                     v, h, d, o);
+  return out;
+}
+
+nlohmann::json fast_p_json(const RunReport& r) {
+  const auto [vs_ref, vs_torch] = evolved_speedups(r);
+  auto one = [](const std::vector<double>& s) {
+    const FastP f = fast_p(s);
+    nlohmann::json shares = nlohmann::json::object();
+    for (std::size_t i = 0; i < f.share.size(); ++i) shares[fmt::format("{:g}", kFastP[i])] = f.share[i];
+    return nlohmann::json{{"fast_p", shares}, {"geomean", f.geomean}, {"tasks", f.tasks}, {"correct", f.correct}};
+  };
+  nlohmann::json tasks = nlohmann::json::array();
+  for (const auto& e : r.evolved)
+    tasks.push_back({{"task", e.task}, {"best_id", e.best_id}, {"speedup", e.speedup}, {"best_ms", e.best_ms},
+                     {"wrong_visible", e.wrong_visible}, {"wrong_hidden", e.wrong_hidden},
+                     {"wrong_drawn", e.wrong_drawn}, {"wrong_other", e.wrong_other}});
+  nlohmann::json j = {{"vs_reference", one(vs_ref)}, {"tasks", tasks}};
+  if (!vs_torch.empty()) j["vs_best_pytorch"] = one(vs_torch);
+  return j;
 }
 
 nlohmann::json to_json(const RunReport& r) {
@@ -232,6 +343,7 @@ nlohmann::json to_json(const RunReport& r) {
                       {"seed", r.seed},                {"host", r.host},     {"tasks", rows_to_json(r.rows)}};
   if (!r.baselines.is_null()) j["baselines"] = r.baselines;
   if (!r.llm.empty()) j["llm"] = to_json(r.llm);
+  if (!r.evolved.empty()) j["evolved"] = fast_p_json(r);
   return j;
 }
 

@@ -178,7 +178,8 @@ Prior read_prior(const fs::path& run_dir, const std::vector<std::string>& names,
         c.task = past[r][k].local;   // this run's task index
         const std::string& source = sources[k - at];
         if (!source.empty()) {
-          c.body_hash = source_hashes(source).body;
+          const Task& task = *all_tasks[local[c.task]];
+          c.body_hash = source_hashes(source, task.is_torch() ? SourceSyntax::python : SourceSyntax::c_like).body;
           c.point = point_from_source(all_tasks[local[c.task]]->space, source);
         }
         p.history.push_back(std::move(x));

@@ -53,11 +53,13 @@ fs::path default_run_dir(const Config& config) {
 }
 
 std::string best_file_text(const Task& task, const Candidate& c) {
+  // A comment in the source's own language (Python for torch tasks).
+  const std::string mark = task.is_torch() ? "#" : "//";
   std::string header = fmt::format(
-      "// kevo: best candidate for task '{}'\n// id {}  operator {}  speedup {:.3f}x over the reference"
-      "  (median {:.1f} us vs {:.1f} us)\n",
-      task.name, c.id, c.op, c.verdict.speedup, c.verdict.cand_median_ns / 1e3, c.verdict.ref_median_ns / 1e3);
-  if (!c.params_json.empty()) header += "// parameters " + c.params_json + "\n";
+      "{0} kevo: best candidate for task '{1}'\n{0} id {2}  operator {3}  speedup {4:.3f}x over the reference"
+      "  (median {5:.1f} us vs {6:.1f} us)\n",
+      mark, task.name, c.id, c.op, c.verdict.speedup, c.verdict.cand_median_ns / 1e3, c.verdict.ref_median_ns / 1e3);
+  if (!c.params_json.empty()) header += mark + " parameters " + c.params_json + "\n";
   return header + c.source;
 }
 

@@ -161,7 +161,7 @@ const std::vector<std::string>& template_slots() {
   static const std::vector<std::string> slots = {
       "task_name", "task_description", "signature", "visible_shapes", "parent_source", "parent_verdict",
       "parent2_source", "parent2_verdict", "feedback", "inspirations", "hardware", "knowledge",
-      "recommendations", "search_space", "backend", "profile", "roofline", "libraries"};
+      "recommendations", "search_space", "backend", "profile", "roofline", "libraries", "reference_source", "sizes"};
   return slots;
 }
 
@@ -576,12 +576,22 @@ const std::string& Service::hardware(const std::string& backend, const std::stri
   if (!config_.hardware.empty()) return config_.hardware;
   // Described once per backend and device: the CPU's description reads
   // /proc/cpuinfo, a tenth of an LLM candidate's cost when read per prompt.
+  const std::string where = this->device(backend);
   std::string key = backend;
   key += '\0';
   key += device;
+  key += '\0';
+  key += where;
   auto it = hardware_.find(key);
-  if (it == hardware_.end()) it = hardware_.emplace(std::move(key), hardware_text(backend, device)).first;
+  if (it == hardware_.end()) it = hardware_.emplace(std::move(key), hardware_text(backend, device, where)).first;
   return it->second;
+}
+
+void Service::set_device(const std::string& backend, std::string device) { devices_[backend] = std::move(device); }
+
+std::string Service::device(const std::string& backend) const {
+  const auto it = devices_.find(backend);
+  return it == devices_.end() ? std::string() : it->second;
 }
 
 // ---- prompts ---------------------------------------------------------------
@@ -624,13 +634,16 @@ std::map<std::string, std::string> prompt_slots(const OperatorRequest& req, Serv
     const Candidate& c = *req.inspirations[k];
     if (used + c.source.size() > service.config().inspiration_chars) break;
     used += c.source.size();
-    insp += fmt::format("Candidate {} ({}):\n```cpp\n{}```\n\n", c.id, verdict_text(c), c.source);
+    insp += fmt::format("Candidate {} ({}):\n```{}\n{}```\n\n", c.id, verdict_text(c), task.is_torch() ? "python" : "cpp",
+                        c.source);
   }
   s["inspirations"] = insp.empty() ? "(none)" : insp;
   s["hardware"] = service.hardware(task.backend, p.verdict.device);
-  s["roofline"] = roofline_text(task, prompt_gpu(task.backend, p.verdict.device),
+  s["roofline"] = roofline_text(task, prompt_gpu(task.backend, p.verdict.device, service.device(task.backend)),
                                 p.verdict.is_correct() ? p.verdict.cand_median_ns : 0.0);
   s["libraries"] = libraries_text(task);
+  s["sizes"] = sizes_text(task);
+  s["reference_source"] = task.reference_source;
   s["knowledge"] = service.knowledge_text(task, req.feedback, p.verdict.status);
   s["search_space"] = task.space.empty() ? "(no parameters)" : space_text(task.space);
   s["recommendations"] = "(none)";
@@ -764,7 +777,12 @@ const std::vector<std::string>& templates_of(Kind kind) {
 
 void LlmOperator::observe(const Candidate& c) {
   if (options_.kind != Kind::fix || c.llm.empty() || c.source.empty()) return;
-  if (c.verdict.status != Status::compile_error && c.verdict.status != Status::wrong_answer) return;
+  // A torch task's judge reports Python tracebacks (runtime_error) and calls
+  // of the reference's own operations (forbidden) in words a model can act
+  // on: those are repaired too.
+  const bool torch_failure = (c.verdict.status == Status::runtime_error || c.verdict.status == Status::forbidden) &&
+                             torch_tasks_.count(c.task);
+  if (c.verdict.status != Status::compile_error && c.verdict.status != Status::wrong_answer && !torch_failure) return;
   const auto turns = json::parse(c.llm, nullptr, false);
   if (!turns.is_array() || turns.empty()) return;
   const json& last = turns.back();
@@ -807,6 +825,7 @@ void LlmOperator::send(Job& job, std::uint64_t) {
 }
 
 std::optional<OperatorOutcome> LlmOperator::do_begin(const OperatorRequest& req) {
+  if (req.task->is_torch()) torch_tasks_.insert(req.parents.front()->task);
   auto job = std::make_unique<Job>();
   job->id = req.id;
   job->task = req.task;
@@ -907,7 +926,8 @@ std::optional<OperatorOutcome> LlmOperator::finish(Job& job, const ChatResult& r
     case Kind::diff: {
       auto d = parse_diff_blocks(r.text);
       if (!d.error.empty()) return done(OperatorOutcome::failed(job.id, "reply rejected: " + d.error));
-      auto applied = apply_diff(job.parent_source, d.blocks);
+      auto applied = apply_diff(job.parent_source, d.blocks,
+                                task.is_torch() ? Indentation::significant : Indentation::free);
       if (!applied.source) return done(OperatorOutcome::failed(job.id, "diff failed: " + applied.error));
       if (auto why = check_signature(*applied.source, task); !why.empty())
         return done(OperatorOutcome::failed(job.id, "reply rejected: " + why));

@@ -40,8 +40,12 @@ const GpuFacts* find_gpu(std::string_view device) {
   return nullptr;
 }
 
-const GpuFacts* prompt_gpu(const std::string& backend, std::string_view device) {
-  if (backend != "cuda") return nullptr;
+bool gpu_prompts(const std::string& backend, std::string_view torch_device) {
+  return backend == "cuda" || (backend == "torch" && torch_device != "cpu");
+}
+
+const GpuFacts* prompt_gpu(const std::string& backend, std::string_view device, std::string_view torch_device) {
+  if (!gpu_prompts(backend, torch_device)) return nullptr;
   return device.empty() ? &known_gpus().front() : find_gpu(device);
 }
 
@@ -88,14 +92,18 @@ std::string time_text(double ns) {
 
 }  // namespace
 
-std::string hardware_text(const std::string& backend, const std::string& device) {
-  if (backend != "cuda") return cpu_text();
-  const GpuFacts* g = prompt_gpu(backend, device);
+std::string hardware_text(const std::string& backend, const std::string& device, const std::string& torch_device) {
+  if (backend == "torch" && !gpu_prompts(backend, torch_device))
+    return "the CPU (backend.torch.device \"cpu\"): " + cpu_text() +
+           "; candidates run there: their kernels are C++ through load_inline's cpp_sources (no CUDA, no Triton)";
+  if (!gpu_prompts(backend, torch_device)) return cpu_text();
+  const std::string where = backend == "torch" ? "one GPU (backend.torch.device \"cuda\"): " : "";
+  const GpuFacts* g = prompt_gpu(backend, device, torch_device);
   if (!g)
-    return fmt::format("{} (the GPU that judged the current kernel; kevo has no figures for this model, and a "
-                       "kernel may read them at run time with cudaDeviceGetAttribute)",
-                       device_name(device));
-  return (device.empty() ? "assumed (no GPU named in the verdict; kevo's default): " : "") + gpu_text(*g);
+    return where + fmt::format("{} (the GPU that judged the current kernel; kevo has no figures for this model, and a "
+                               "kernel may read them at run time with cudaDeviceGetAttribute)",
+                               device_name(device));
+  return where + (device.empty() ? "assumed (no GPU named in the verdict; kevo's default): " : "") + gpu_text(*g);
 }
 
 std::string roofline_text(const Task& task, const GpuFacts* gpu, double parent_median_ns) {
@@ -133,7 +141,45 @@ std::string roofline_text(const Task& task, const GpuFacts* gpu, double parent_m
   return s;
 }
 
+namespace {
+
+std::string torch_libraries_text(const TorchTaskInfo& info) {
+  std::string langs;
+  for (const auto& l : info.languages) {
+    const std::string what = l == "cuda"     ? "CUDA through load_inline (cuda_sources, with the binding in cpp_sources)"
+                             : l == "triton" ? "Triton (not runnable under kevo's sandbox yet: prefer CUDA)"
+                             : l == "cpp"    ? "C++ through load_inline (cpp_sources)"
+                                             : l;
+    langs += (langs.empty() ? "" : "; ") + what;
+  }
+  if (langs.empty()) langs = "CUDA through load_inline; Triton (not runnable under kevo's sandbox yet: prefer CUDA)";
+  std::string s = "kernels in " + langs +
+                  "; C++ through load_inline's cpp_sources on the CPU; torch itself for memory and views (torch.empty, "
+                  "empty_like, zeros, view, reshape, contiguous, transpose, permute, expand, slicing). ";
+  if (!info.forbid_reference_ops) return s + "This task does not forbid the reference's own operations.";
+  if (info.allow.empty())
+    return s + "Of the reference's own compute operations, none: every one its forward calls must be replaced by "
+               "your kernels (calling one, e.g. the same torch function, is judged forbidden, naming it).";
+  std::string allow;
+  for (const auto& a : info.allow) allow += (allow.empty() ? "" : ", ") + a;
+  return s + "Of the reference's own compute operations, only " + allow +
+         " (e.g. keep the matrix product in cuBLAS and fuse what follows it into your kernel); calling any other "
+         "one of them is judged forbidden, naming it.";
+}
+
+}  // namespace
+
+std::string sizes_text(const Task& task) {
+  std::string s;
+  for (const auto& d : task.dims) s += (s.empty() ? "" : ", ") + d;
+  if (s.empty()) return task.is_torch() ? "(none: the reference module has no size globals; one shape)" : "(none)";
+  if (task.is_torch()) s += " (globals of the reference module; the judge sets them for every shape before "
+                            "get_init_inputs() and get_inputs() run, so read sizes from the inputs' shapes)";
+  return s;
+}
+
 std::string libraries_text(const Task& task) {
+  if (task.is_torch()) return torch_libraries_text(*task.torch);
   const auto runtime = runtime_libraries(task.backend);
   std::string extra;
   for (const auto& name : task.libraries) {

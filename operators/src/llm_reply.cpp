@@ -90,6 +90,62 @@ bool identifier(std::string_view s) {
   return std::all_of(s.begin(), s.end(), word_char);
 }
 
+// A torch task's candidate is Python: it defines `class ModelNew` at the
+// start of a line (module level; an indented one is nested in something).
+const std::regex& model_new_class() {
+  static const std::regex r("(^|\\n)class[ \\t]+ModelNew\\b");
+  return r;
+}
+
+bool defines_model_new(const std::string& code) { return std::regex_search(code, model_new_class()); }
+
+// The info strings a Python block may carry: ```python, ```py, ```python3 or none.
+bool python_fence(const std::string& lang) {
+  std::string l;
+  for (char c : lang) l += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return l.empty() || l == "python" || l == "py" || l == "python3";
+}
+
+// The leading blanks of a line.
+std::string indentation_of(std::string_view line) {
+  std::size_t k = 0;
+  while (k < line.size() && (line[k] == ' ' || line[k] == '\t')) ++k;
+  return std::string(line.substr(0, k));
+}
+
+// The REPLACE part of a block whose SEARCH part matched line-wise at other
+// indentation than the source's (a Python edit quoted without its leading
+// blanks): every line shifted by the same difference, so that it lands at
+// the depth of the lines it replaces.
+std::string reindent(const std::string& replace, const std::string& search_indent, const std::string& source_indent) {
+  if (search_indent == source_indent) return replace;
+  std::string out;
+  auto lines = split_lines(replace);
+  if (!lines.empty() && lines.back().empty()) lines.pop_back();   // the text's final newline
+  for (const auto& line : lines) {
+    if (trim(line).empty()) {
+      out += line + "\n";
+      continue;
+    }
+    const std::string have = indentation_of(line);
+    const std::string rest = line.substr(have.size());
+    if (have.rfind(search_indent, 0) == 0) out += source_indent + have.substr(search_indent.size()) + rest + "\n";
+    else out += source_indent + line + "\n";   // shallower than the SEARCH part: keep its own depth under the source's
+  }
+  return out;
+}
+
+// Whether an exact match at `pos` is whole lines quoted without their
+// indentation (only blanks before it on its line, and it ends a line):
+// where indentation is syntax, such a match goes the line-wise way, which
+// moves the REPLACE part to the matched lines' depth.
+bool after_indentation(const std::string& text, std::size_t pos, const DiffBlock& b, Indentation indentation) {
+  if (indentation != Indentation::significant || b.search.empty() || b.search.back() != '\n') return false;
+  std::size_t k = pos;
+  while (k > 0 && (text[k - 1] == ' ' || text[k - 1] == '\t')) --k;
+  return k < pos && (k == 0 || text[k - 1] == '\n');
+}
+
 }  // namespace
 
 // The regexes these two scans replace, compiled for every reply, cost more
@@ -152,6 +208,11 @@ std::vector<CodeBlock> fenced_blocks(std::string_view reply) {
 }
 
 std::string check_signature(std::string_view source, const Task& task) {
+  if (task.is_torch())   // a PyTorch program: ModelNew is its interface (its methods are checked by the judge)
+    return defines_model_new(std::string(source))
+               ? std::string()
+               : "the code does not define class ModelNew at module level (class ModelNew(nn.Module) with Model's "
+                 "interface)";
   if (!task.signature.empty())   // a command task: its declaration, as written
     return contains_signature(source, task.signature)
                ? std::string()
@@ -192,9 +253,40 @@ std::string check_signature(std::string_view source, const Task& task) {
   return {};
 }
 
+namespace {
+
+// A torch task's reply: the one Python block (```python, ```py or
+// unlabelled) that defines class ModelNew at the start of a line. Blocks in
+// other languages (a CUDA kernel shown apart) are not the candidate.
+Parsed parse_python_reply(const std::vector<CodeBlock>& blocks) {
+  std::vector<const CodeBlock*> defining;
+  std::size_t python = 0;
+  for (const auto& b : blocks) {
+    if (!python_fence(b.lang)) continue;
+    ++python;
+    if (defines_model_new(b.code)) defining.push_back(&b);
+  }
+  if (defining.size() > 1)
+    return {std::nullopt, fmt::format("ambiguous reply: {} Python code blocks define class ModelNew", defining.size())};
+  if (defining.empty()) {
+    if (python == 0)
+      return {std::nullopt, fmt::format("no Python code block in the reply ({} block{} in other languages; the "
+                                        "candidate is one ```python block defining class ModelNew)",
+                                        blocks.size(), blocks.size() == 1 ? "" : "s")};
+    if (python == 1)
+      return {std::nullopt, "the code block does not define class ModelNew at module level (class ModelNew(nn.Module) "
+                            "with Model's interface)"};
+    return {std::nullopt, fmt::format("none of the {} Python code blocks defines class ModelNew at module level", python)};
+  }
+  return {defining[0]->code, {}};
+}
+
+}  // namespace
+
 Parsed parse_code_reply(std::string_view reply, const Task& task) {
   const auto blocks = fenced_blocks(reply);
   if (blocks.empty()) return {std::nullopt, "no code block in the reply"};
+  if (task.is_torch()) return parse_python_reply(blocks);
   const bool plain = identifier(task.function);
   std::optional<std::regex> defines;
   if (!plain) defines.emplace("\\b" + task.function + "\\s*\\(");
@@ -254,13 +346,13 @@ DiffParse parse_diff_blocks(std::string_view reply) {
   return out;
 }
 
-Parsed apply_diff(std::string_view source, const std::vector<DiffBlock>& blocks) {
+Parsed apply_diff(std::string_view source, const std::vector<DiffBlock>& blocks, Indentation indentation) {
   if (blocks.empty()) return {std::nullopt, "no SEARCH/REPLACE block in the reply"};
   std::string text(source);
   for (std::size_t k = 0; k < blocks.size(); ++k) {
     const auto& b = blocks[k];
     if (trim(b.search).empty()) return {std::nullopt, fmt::format("diff block {} has an empty SEARCH part", k)};
-    if (auto pos = text.find(b.search); pos != std::string::npos) {
+    if (auto pos = text.find(b.search); pos != std::string::npos && !after_indentation(text, pos, b, indentation)) {
       text.replace(pos, b.search.size(), b.replace);
       continue;
     }
@@ -284,7 +376,18 @@ Parsed apply_diff(std::string_view source, const std::vector<DiffBlock>& blocks)
       return {std::nullopt, fmt::format("diff block {} matches {} places in the parent source", k, hits.size())};
     std::string rebuilt;
     for (std::size_t i = 0; i < hits[0]; ++i) rebuilt += have[i] + "\n";
-    rebuilt += b.replace;
+    if (indentation == Indentation::significant) {
+      // The first SEARCH line with text decides how far the edit was off.
+      std::string first;
+      for (const auto& line : split_lines(b.search))
+        if (!trim(line).empty()) {
+          first = line;
+          break;
+        }
+      rebuilt += reindent(b.replace, indentation_of(first), indentation_of(have[hits[0]]));
+    } else {
+      rebuilt += b.replace;
+    }
     for (std::size_t i = hits[0] + want.size(); i < have.size(); ++i)
       rebuilt += have[i] + (i + 1 < have.size() ? "\n" : "");
     text = std::move(rebuilt);

@@ -195,6 +195,30 @@ TEST(Hash, NormalisationIgnoresCommentsAndLayout) {
   EXPECT_EQ(normalise_source("int x;\n   #  define A 1 // c\nint y;"), "int x;\n#define A 1\nint y;");
 }
 
+// A torch task's candidate is Python: its indentation and `//` (floor
+// division) are its meaning, so only line ends, trailing blanks and blank
+// lines are normalised away.
+TEST(Hash, PythonSourcesKeepIndentationAndFloorDivision) {
+  const std::string a = "def f(x):\n    n = x // 4\n    return n\n";
+  std::string b = a;
+  b.replace(b.find("// 4"), 4, "// 8");
+  EXPECT_NE(source_hashes(a, SourceSyntax::python).full, source_hashes(b, SourceSyntax::python).full);
+  const std::string nested = "if a:\n    b()\n    c()\n";
+  const std::string after = "if a:\n    b()\nc()\n";
+  EXPECT_NE(source_hashes(nested, SourceSyntax::python).full, source_hashes(after, SourceSyntax::python).full);
+  // (Under C's rules both pairs are one program.)
+  EXPECT_EQ(source_hashes(a).full, source_hashes(b).full);
+  EXPECT_EQ(source_hashes(nested).full, source_hashes(after).full);
+  // Layout that means nothing in Python.
+  const std::string spaced = "def f(x):   \r\n\n    n = x // 4\t\n\n\n    return n";
+  EXPECT_EQ(normalise_python_source(spaced), a);
+  EXPECT_EQ(source_hashes(spaced, SourceSyntax::python).full, source_hashes(a, SourceSyntax::python).full);
+  EXPECT_EQ(source_hashes(a, SourceSyntax::python).full, source_hashes(a, SourceSyntax::python).body);
+  // A kernel's text in a string keeps its comments and directives.
+  EXPECT_NE(source_hashes("CU = '#include <math.h>\n'\n", SourceSyntax::python).full,
+            source_hashes("CU = '\n'\n", SourceSyntax::python).full);
+}
+
 TEST(Error, Messages) {
   EXPECT_STREQ(InputError("config.json", "/budget/evaluations", "an integer >= 1, got \"ten\"").what(),
                "config.json: /budget/evaluations: expected an integer >= 1, got \"ten\"");

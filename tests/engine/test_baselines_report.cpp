@@ -230,5 +230,52 @@ extern "C" void reduce_sum(const float*, float* Y, int32_t, int32_t C) { for (in
   EXPECT_NE(notes[0].find("zeros failed: wrong_answer"), std::string::npos) << notes[0];
 }
 
+// KernelBench's fast_p: the share of tasks whose evolved candidate is
+// correct and faster than p x the baseline; 0 marks a task with none.
+TEST(FastP, SharesAndGeomeanFollowTheDefinition) {
+  const FastP f = fast_p({0.0, 0.6, 1.0, 1.2, 4.0});
+  ASSERT_EQ(f.share.size(), std::size(kFastP));
+  EXPECT_EQ(f.tasks, 5);
+  EXPECT_EQ(f.correct, 4);
+  EXPECT_DOUBLE_EQ(f.share[0], 0.8);   // p = 0: correct
+  EXPECT_DOUBLE_EQ(f.share[1], 0.8);   // p = 0.5
+  EXPECT_DOUBLE_EQ(f.share[2], 0.6);   // p = 0.8
+  EXPECT_DOUBLE_EQ(f.share[3], 0.4);   // p = 1: strictly faster
+  EXPECT_DOUBLE_EQ(f.share[4], 0.2);   // p = 1.5
+  EXPECT_DOUBLE_EQ(f.share[5], 0.2);   // p = 2
+  EXPECT_NEAR(f.geomean, std::pow(0.6 * 1.0 * 1.2 * 4.0, 0.25), 1e-12);
+  const FastP none = fast_p({0.0, 0.0});
+  EXPECT_EQ(none.correct, 0);
+  EXPECT_DOUBLE_EQ(none.geomean, 0.0);
+  EXPECT_DOUBLE_EQ(none.share[0], 0.0);
+}
+
+// The report's section: against the reference, and against the faster of
+// torch eager and torch.compile when the run measured them.
+TEST(FastP, TheReportComparesWithTheFasterPyTorchBaseline) {
+  RunReport r;
+  EvolvedRow a;
+  a.task = "a";
+  a.speedup = 3.0;      // over eager
+  a.best_ms = 1.0;      // eager 3 ms, compile 1.5 ms: 1.5x over the best PyTorch
+  a.wrong_hidden = 2;
+  EvolvedRow b;
+  b.task = "b";
+  b.wrong_visible = 1;
+  r.evolved = {a, b};
+  r.baselines = json::parse(R"({"format": "kevo-baselines/1", "measured": true, "tasks": {
+      "a": {"eager": {"median_ms": 3.0, "check": "ok"}, "compile": {"median_ms": 1.5, "check": "ok"}}}})");
+  const std::string t = format_fast_p(r);
+  EXPECT_NE(t.find("vs the reference"), std::string::npos) << t;
+  EXPECT_NE(t.find("vs best PyTorch"), std::string::npos) << t;
+  EXPECT_NE(t.find("hidden shapes 2"), std::string::npos) << t;
+  EXPECT_NE(t.find("visible shapes 1"), std::string::npos) << t;
+  const json j = fast_p_json(r);
+  EXPECT_DOUBLE_EQ(j.at("vs_reference").at("fast_p").at("2").get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(j.at("vs_best_pytorch").at("fast_p").at("1").get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(j.at("vs_best_pytorch").at("fast_p").at("1.5").get<double>(), 0.0);   // exactly 1.5x is not over 1.5
+  EXPECT_NEAR(j.at("vs_best_pytorch").at("geomean").get<double>(), 1.5, 1e-12);
+}
+
 }  // namespace
 }  // namespace kevo::engine

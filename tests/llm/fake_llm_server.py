@@ -17,7 +17,8 @@ A behaviour B is an object with "kind":
                  tuning
   improve | compile_error | wrong | no_code | ambiguous | signature_change |
   good_diff | bad_diff | analysis | param_hint | bad_param_hint |
-  launches_nothing | modifies_input
+  launches_nothing | modifies_input | native | cpp | cuda | syntax_error |
+  forbidden | raises
                  that variant of the parent kernel found in the prompt. For a
                  CUDA parent (it has a __global__) improve changes a launch
                  parameter of the bundled seeds, wrong flips a bit of the
@@ -33,6 +34,29 @@ A behaviour B is an object with "kind":
                  adds a syntax error, wrong adds 1.0f to the first output
                  element at the end of the kernel (// kevo-fake-bug); the
                  auto rotation then is improve, improve, compile_error, wrong,
+                 improve, no_code
+                 For a torch task (the prompt shows a Python program defining
+                 class ModelNew; the bundled configs/tasks/torch) the code
+                 replies are whole Python files: improve is a rewrite in
+                 pure PyTorch that calls none of the reference's operations
+                 (softmax from amax/exp/sum/div, scale_bias_relu from
+                 addcmul/clamp_min, layernorm from mean and variance
+                 arithmetic, linear_gelu keeping the allowed addmm with a
+                 hand-written tanh GELU), native a load_inline extension
+                 for softmax and scale_bias_relu (others: improve): C++ in
+                 cpp_sources on the CPU (cpp), raw-pointer CUDA with the
+                 binding in cpp_sources where the system prompt says
+                 backend.torch.device "cuda" (cuda); the same text and name for
+                 both tasks and every reply, so kevo's object cache
+                 compiles it once; syntax_error a Python syntax error,
+                 wrong a wrong answer (softmax without the row-max
+                 subtraction: only the stress trials catch it), forbidden
+                 a program that calls the reference's own operation, raises
+                 a forward that raises (a traceback); repair answers with a
+                 correct rewrite; good_diff edits the seed's return line
+                 into the pure-PyTorch form, quoted without its indentation
+                 (kevo re-indents it); the auto rotation then is improve,
+                 native, syntax_error, wrong, improve, forbidden, raises,
                  improve, no_code
   text           {"text": "..."}: this reply verbatim
   status         {"status": 429, "retry_after": 2, "body": "..."}: an HTTP error
@@ -259,6 +283,326 @@ def opencl_code_reply(variant, prompt, n):
     return None
 
 
+# ---- torch tasks (configs/tasks/torch): whole Python programs ----------------
+
+TORCH_CODE_ROTATION = ["improve", "native", "syntax_error", "wrong", "improve", "forbidden", "raises", "improve",
+                       "no_code"]
+TORCH_TASKS = ("torch_softmax", "torch_scale_bias_relu", "torch_layernorm", "torch_linear_gelu")
+TORCH_BROKEN = "kevo_broken = (1,   # kevo-fake-syntax-error\n"
+TORCH_BUG = "# kevo-fake-bug"
+
+TORCH_HEAD = "import torch\nimport torch.nn as nn\n"
+
+# Each task: (__init__ parameters, __init__ body, forward parameters); the
+# bodies mirror the reference's __init__ so that ModelNew holds the same
+# parameters as Model (the judge seeds both alike).
+TORCH_INIT = {
+    "torch_softmax": ("", "", "x"),
+    "torch_scale_bias_relu": (", features",
+                              "        self.scale = nn.Parameter(torch.randn(features))\n"
+                              "        self.bias = nn.Parameter(torch.randn(features))\n", "x"),
+    "torch_layernorm": (", hidden",
+                        "        self.norm = nn.LayerNorm(hidden, eps=1e-5)\n"
+                        "        with torch.no_grad():\n"
+                        "            self.norm.weight.copy_(torch.randn(hidden))\n"
+                        "            self.norm.bias.copy_(torch.randn(hidden))\n", "x"),
+    "torch_linear_gelu": (", in_features, out_features",
+                          "        self.linear = nn.Linear(in_features, out_features)\n", "x"),
+}
+
+# forward bodies: correct in pure PyTorch without the reference's operations.
+TORCH_GOOD = {
+    "torch_softmax": ("        m = torch.amax(x, dim=1, keepdim=True)\n"
+                      "        e = torch.exp(x - m)\n"
+                      "        return e / torch.sum(e, dim=1, keepdim=True)\n"),
+    "torch_scale_bias_relu": "        return torch.clamp_min(torch.addcmul(self.bias, x, self.scale), 0.0)\n",
+    "torch_layernorm": ("        x64 = x.to(torch.float64)   # the mean of values near 100 needs it\n"
+                        "        d = x64 - x64.mean(dim=-1, keepdim=True)\n"
+                        "        var = (d * d).mean(dim=-1, keepdim=True)\n"
+                        "        y = d * torch.rsqrt(var + 1e-5)\n"
+                        "        return (y * self.norm.weight + self.norm.bias).to(x.dtype)\n"),
+    "torch_linear_gelu": ("        h = torch.addmm(self.linear.bias, x, self.linear.weight.t())\n"
+                          "        return 0.5 * h * (1.0 + torch.tanh(0.7978845608028654 * (h + 0.044715 * h * h * h)))\n"),
+}
+# ...wrong answers (the softmax one is right on plain inputs: only the
+# stress trials, far from 0, catch it)...
+TORCH_WRONG = {
+    "torch_softmax": ("        e = torch.exp(x)   " + TORCH_BUG + "\n"
+                      "        return e / torch.sum(e, dim=1, keepdim=True)\n"),
+    "torch_scale_bias_relu": "        return torch.addcmul(self.bias, x, self.scale)   " + TORCH_BUG + "\n",
+    "torch_layernorm": ("        mean = x.mean(dim=-1, keepdim=True)\n"
+                        "        var = torch.var(x, dim=-1, keepdim=True, unbiased=True)   " + TORCH_BUG + "\n"
+                        "        return (x - mean) * torch.rsqrt(var + 1e-5) * self.norm.weight + self.norm.bias\n"),
+    "torch_linear_gelu": ("        h = torch.addmm(self.linear.bias, x, self.linear.weight.t())\n"
+                          "        return 0.5 * h * (1.0 + torch.erf(h * 0.7071067811865476))   " + TORCH_BUG + "\n"),
+}
+# ...and the reference's own operation called again (forbidden).
+TORCH_FORBIDDEN = {
+    "torch_softmax": "        return torch.softmax(x.contiguous(), dim=-1)\n",
+    "torch_scale_bias_relu": "        return torch.relu(torch.addcmul(self.bias, x, self.scale))\n",
+    "torch_layernorm": ("        return torch.nn.functional.layer_norm(x, (x.shape[-1],), self.norm.weight, "
+                        "self.norm.bias, 1e-5)\n"),
+    "torch_linear_gelu": ("        h = torch.addmm(self.linear.bias, x, self.linear.weight.t())\n"
+                          "        return torch.nn.functional.gelu(h, approximate=\"tanh\")\n"),
+}
+# The seeds' return lines (the reference's forward), which good_diff
+# replaces by TORCH_GOOD's body.
+TORCH_SEED_RETURN = {
+    "torch_softmax": "return torch.softmax(x, dim=1)",
+    "torch_scale_bias_relu": "return torch.relu(x * self.scale + self.bias)",
+    "torch_layernorm": "return self.norm(x)",
+    "torch_linear_gelu": 'return F.gelu(self.linear(x), approximate="tanh")',
+}
+
+# One C++ extension for the CPU, the same text and name in every reply and
+# for both tasks: its object is compiled once per cache.
+TORCH_CPP = r"""
+#include <torch/extension.h>
+#include <algorithm>
+#include <cmath>
+
+torch::Tensor kevo_fake_softmax(torch::Tensor x) {
+  TORCH_CHECK(x.dim() == 2 && x.scalar_type() == torch::kFloat32, "softmax: a 2-D float32 tensor");
+  auto xc = x.contiguous();
+  auto y = torch::empty_like(xc);
+  const int64_t rows = xc.size(0), cols = xc.size(1);
+  const float* in = xc.data_ptr<float>();
+  float* out = y.data_ptr<float>();
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* a = in + r * cols;
+    float* b = out + r * cols;
+    float m = -INFINITY;
+    for (int64_t c = 0; c < cols; ++c) m = std::max(m, a[c]);
+    double s = 0.0;
+    for (int64_t c = 0; c < cols; ++c) {
+      b[c] = std::exp(a[c] - m);
+      s += b[c];
+    }
+    const float inv = static_cast<float>(1.0 / s);
+    for (int64_t c = 0; c < cols; ++c) b[c] *= inv;
+  }
+  return y;
+}
+
+torch::Tensor kevo_fake_scale_bias_relu(torch::Tensor x, torch::Tensor scale, torch::Tensor bias) {
+  TORCH_CHECK(x.scalar_type() == torch::kFloat32, "scale_bias_relu: float32");
+  auto xc = x.contiguous();
+  auto sc = scale.contiguous();
+  auto bc = bias.contiguous();
+  auto y = torch::empty_like(xc);
+  const int64_t features = xc.size(-1), n = xc.numel();
+  const float* a = xc.data_ptr<float>();
+  const float* s = sc.data_ptr<float>();
+  const float* b = bc.data_ptr<float>();
+  float* out = y.data_ptr<float>();
+  for (int64_t i = 0; i < n; i += features)
+    for (int64_t f = 0; f < features; ++f) {
+      const float v = a[i + f] * s[f] + b[f];
+      out[i + f] = v > 0.0f ? v : 0.0f;
+    }
+  return y;
+}
+"""
+# The same on a GPU (the system prompt names backend.torch.device "cuda"):
+# raw-pointer CUDA without torch's headers, the tensor binding in C++.
+TORCH_CU = r"""
+#include <math.h>
+
+__device__ float kevo_fake_block_reduce(float v, float* part, bool is_max) {
+  for (int o = 16; o > 0; o >>= 1) {
+    const float w = __shfl_xor_sync(0xffffffffu, v, o);
+    v = is_max ? fmaxf(v, w) : v + w;
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) part[warp] = v;
+  __syncthreads();
+  const int warps = (blockDim.x + 31) >> 5;
+  if (warp == 0) {
+    v = lane < warps ? part[lane] : (is_max ? -INFINITY : 0.0f);
+    for (int o = 16; o > 0; o >>= 1) {
+      const float w = __shfl_xor_sync(0xffffffffu, v, o);
+      v = is_max ? fmaxf(v, w) : v + w;
+    }
+    if (lane == 0) part[0] = v;
+  }
+  __syncthreads();
+  v = part[0];
+  __syncthreads();
+  return v;
+}
+
+__global__ void kevo_fake_softmax_kernel(const float* __restrict__ x, float* __restrict__ y, long cols) {
+  __shared__ float part[32];
+  const float* a = x + (long)blockIdx.x * cols;
+  float* b = y + (long)blockIdx.x * cols;
+  float m = -INFINITY;
+  for (long c = threadIdx.x; c < cols; c += blockDim.x) m = fmaxf(m, a[c]);
+  m = kevo_fake_block_reduce(m, part, true);
+  float s = 0.0f;
+  for (long c = threadIdx.x; c < cols; c += blockDim.x) s += expf(a[c] - m);
+  s = kevo_fake_block_reduce(s, part, false);
+  const float inv = 1.0f / s;
+  for (long c = threadIdx.x; c < cols; c += blockDim.x) b[c] = expf(a[c] - m) * inv;
+}
+
+__global__ void kevo_fake_sbr_kernel(const float* __restrict__ x, const float* __restrict__ s,
+                                     const float* __restrict__ b, float* __restrict__ y, long n, long features) {
+  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
+    const long f = i % features;
+    const float v = __fadd_rn(__fmul_rn(x[i], s[f]), b[f]);
+    y[i] = v > 0.0f ? v : 0.0f;
+  }
+}
+
+void kevo_fake_softmax_launch(const float* x, float* y, long rows, long cols) {
+  if (rows > 0) kevo_fake_softmax_kernel<<<(unsigned)rows, 256>>>(x, y, cols);
+}
+
+void kevo_fake_sbr_launch(const float* x, const float* s, const float* b, float* y, long n, long features) {
+  long blocks = (n + 255) / 256;
+  if (blocks > 4096) blocks = 4096;
+  if (blocks < 1) blocks = 1;
+  kevo_fake_sbr_kernel<<<(unsigned)blocks, 256>>>(x, s, b, y, n, features);
+}
+"""
+TORCH_CU_BINDING = r"""
+#include <torch/extension.h>
+
+void kevo_fake_softmax_launch(const float* x, float* y, long rows, long cols);
+void kevo_fake_sbr_launch(const float* x, const float* s, const float* b, float* y, long n, long features);
+
+torch::Tensor kevo_fake_softmax(torch::Tensor x) {
+  TORCH_CHECK(x.is_cuda() && x.dim() == 2 && x.scalar_type() == torch::kFloat32, "softmax: a 2-D float32 CUDA tensor");
+  auto xc = x.contiguous();
+  auto y = torch::empty_like(xc);
+  kevo_fake_softmax_launch(xc.data_ptr<float>(), y.data_ptr<float>(), xc.size(0), xc.size(1));
+  return y;
+}
+
+torch::Tensor kevo_fake_scale_bias_relu(torch::Tensor x, torch::Tensor scale, torch::Tensor bias) {
+  TORCH_CHECK(x.is_cuda() && x.scalar_type() == torch::kFloat32, "scale_bias_relu: a float32 CUDA tensor");
+  auto xc = x.contiguous();
+  auto sc = scale.contiguous();
+  auto bc = bias.contiguous();
+  auto y = torch::empty_like(xc);
+  kevo_fake_sbr_launch(xc.data_ptr<float>(), sc.data_ptr<float>(), bc.data_ptr<float>(), y.data_ptr<float>(),
+                       xc.numel(), xc.size(-1));
+  return y;
+}
+"""
+TORCH_CPP_CALL = {
+    "torch_softmax": "        return _ext.kevo_fake_softmax(x)\n",
+    "torch_scale_bias_relu": "        return _ext.kevo_fake_scale_bias_relu(x, self.scale, self.bias)\n",
+}
+
+
+def torch_program(task, body, n, note, head_extra=""):
+    init_params, init_body, fwd = TORCH_INIT[task]
+    return (TORCH_HEAD + head_extra + "\n\nclass ModelNew(nn.Module):\n"
+            '    """%s (kevo-fake variant %d)."""\n\n' % (note, n) +
+            "    def __init__(self%s):\n        super().__init__()\n%s\n" % (init_params, init_body) +
+            "    def forward(self, %s):\n" % fwd + body)
+
+
+def torch_task(conversation):
+    """The bundled torch task a conversation is about (its prompts name it)."""
+    for name in TORCH_TASKS:
+        if re.search(r"(?<![\w])%s(?![\w])" % name, conversation):
+            return name
+    return None
+
+
+def torch_parent(text):
+    """The first ```python block of `text` that defines class ModelNew (the
+    reference program shown before it defines Model)."""
+    for m in re.finditer(r"```(?:python|py)?\n(.*?)```", text, re.S):
+        if re.search(r"^class ModelNew\b", m.group(1), re.M):
+            return m.group(1)
+    return ""
+
+
+def is_torch(prompt):
+    return bool(torch_parent(prompt)) or "class ModelNew" in prompt
+
+
+def torch_on_gpu(conversation):
+    """Whether the system prompt says the candidates run on a GPU."""
+    return 'backend.torch.device "cuda"' in conversation
+
+
+def torch_code_reply(variant, prompt, n, task, gpu=False):
+    src = torch_parent(prompt)
+    fence = "```python\n"
+    if task is None:
+        task = "torch_softmax"
+    if variant == "native":
+        variant = "cuda" if gpu else "cpp"
+    if variant in ("cpp", "cuda") and task not in TORCH_CPP_CALL:
+        variant = "improve"
+    if variant == "compile_error":
+        variant = "syntax_error"
+    if variant == "signature_change":
+        good = torch_program(task, TORCH_GOOD[task], n, "renamed").replace("class ModelNew", "class FastModel")
+        return fence + good + "```\n"
+    if variant in ("improve", "repair"):
+        why = "The failure came from my last edit; fixed." if variant == "repair" else \
+            "A rewrite that fuses the reference's steps and calls none of its operations."
+        return why + "\n\n" + fence + torch_program(task, TORCH_GOOD[task], n, "pure PyTorch") + "```\n"
+    if variant == "cpp":
+        head = ("from torch.utils.cpp_extension import load_inline\n\nCPP = r\"\"\"" + TORCH_CPP + "\"\"\"\n\n"
+                "_ext = load_inline(name=\"kevo_fake_cpu_kernels\", cpp_sources=CPP,\n"
+                "                   functions=[\"kevo_fake_softmax\", \"kevo_fake_scale_bias_relu\"])\n")
+        return ("A C++ kernel through load_inline (cpp_sources only, on the CPU).\n\n" + fence +
+                torch_program(task, TORCH_CPP_CALL[task], n, "C++ through load_inline", head) + "```\n")
+    if variant == "cuda":
+        head = ("from torch.utils.cpp_extension import load_inline\n\nCPP = r\"\"\"" + TORCH_CU_BINDING + "\"\"\"\n\n"
+                "CU = r\"\"\"" + TORCH_CU + "\"\"\"\n\n"
+                "_ext = load_inline(name=\"kevo_fake_cuda_kernels\", cpp_sources=CPP, cuda_sources=CU,\n"
+                "                   functions=[\"kevo_fake_softmax\", \"kevo_fake_scale_bias_relu\"])\n")
+        return ("Raw-pointer CUDA with the tensor binding in cpp_sources.\n\n" + fence +
+                torch_program(task, TORCH_CPP_CALL[task], n, "CUDA through load_inline", head) + "```\n")
+    if variant == "syntax_error":
+        base = src or torch_program(task, TORCH_GOOD[task], n, "pure PyTorch")
+        k = base.find("class ModelNew")
+        return "Try this.\n\n" + fence + base[:k] + TORCH_BROKEN + "\n" + base[k:] + "```\n"
+    if variant == "wrong":
+        return ("Dropped a pass over the row.\n\n" + fence +
+                torch_program(task, TORCH_WRONG[task], n, "one pass fewer") + "```\n")
+    if variant == "forbidden":
+        return ("Simplified forward.\n\n" + fence +
+                torch_program(task, TORCH_FORBIDDEN[task], n, "simplified") + "```\n")
+    if variant == "raises":
+        body = "        x = x.view(-1, x.shape[-1] + 1)   " + TORCH_BUG + "\n" + TORCH_GOOD[task]
+        return "Flattened the input first.\n\n" + fence + torch_program(task, body, n, "flattened") + "```\n"
+    if variant == "no_code":
+        return "I would fuse the operations into one kernel and use one block per row."
+    if variant == "ambiguous":
+        good = torch_program(task, TORCH_GOOD[task], n, "pure PyTorch")
+        return "Option 1:\n" + fence + good + "```\nOption 2:\n" + fence + good.replace("variant", "option") + "```\n"
+    if variant == "good_diff":
+        line = TORCH_SEED_RETURN[task]
+        if line in src:
+            # Quoted without its indentation: kevo moves the REPLACE part to
+            # the depth of the line it replaces.
+            body = "\n".join(l.strip() and l[8:] for l in TORCH_GOOD[task].splitlines())
+            return "<<<<<<< SEARCH\n%s\n=======\n%s\n>>>>>>> REPLACE\n" % (line, body)
+        for l in src.splitlines():
+            m = re.search(r"\(kevo-fake variant (\d+)\)", l)
+            if m:
+                edited = l.replace(m.group(0), "(kevo-fake variant %d)" % (int(m.group(1)) + 1000))
+                return "<<<<<<< SEARCH\n%s\n=======\n%s\n>>>>>>> REPLACE\n" % (l.strip(), edited.strip())
+        first = src.splitlines()[0] if src else ""
+        return "<<<<<<< SEARCH\n%s\n=======\n%s\n# tuned\n>>>>>>> REPLACE\n" % (first, first)
+    if variant == "bad_diff":
+        return "<<<<<<< SEARCH\n        return kevo_no_such_line(x)\n=======\n        return x\n>>>>>>> REPLACE\n"
+    if variant == "analysis":
+        return ("The program launches one torch operation per step, each a full pass over memory.\n"
+                "1. Fuse the steps into one kernel that reads the input once.\n"
+                "2. Keep the binding in cpp_sources unchanged and give the kernel raw pointers.\n"
+                "3. Use one block per row with warp-shuffle reductions.\n")
+    return None
+
+
 def is_cuda(src):
     return "__global__" in src
 
@@ -344,7 +688,12 @@ def repair(src, prompt):
     return src
 
 
-def code_reply(variant, prompt, n):
+def code_reply(variant, prompt, n, conversation=""):
+    if is_torch(prompt):
+        text = torch_code_reply(variant, prompt, n, torch_task(conversation or prompt),
+                                torch_on_gpu(conversation))
+        if text is not None:
+            return text
     if is_opencl(prompt):
         text = opencl_code_reply(variant, prompt, n)
         if text is not None:
@@ -411,7 +760,9 @@ def auto_variant(prompt):
             STATE["diff"] += 1
             return DIFF_ROTATION[(STATE["diff"] - 1) % len(DIFF_ROTATION)], STATE["diff"]
         STATE["code"] += 1
-        if is_opencl(prompt):
+        if is_torch(prompt):
+            rotation = TORCH_CODE_ROTATION
+        elif is_opencl(prompt):
             rotation = OPENCL_CODE_ROTATION
         else:
             rotation = CUDA_CODE_ROTATION if is_cuda(parent_source(prompt)) else CODE_ROTATION
@@ -518,6 +869,15 @@ class Handler(BaseHTTPRequestHandler):
                 if parent_source(m.get("content") or ""):
                     prompt = last + "\n" + m["content"]
                     break
+        # A torch program comes in a ```python fence (after the reference
+        # program, which defines Model): the latest one defining ModelNew.
+        if not torch_parent(last):
+            for m in reversed(msgs):
+                if torch_parent(m.get("content") or ""):
+                    prompt = last + "\n" + m["content"]
+                    break
+        system = [req["system"]] if isinstance(req.get("system"), str) else []   # the Anthropic format
+        conversation = "\n".join(system + [m.get("content") or "" for m in msgs if isinstance(m.get("content"), str)])
         # An OpenCL parent may come in a fence of another language.
         if is_opencl(prompt) and not opencl_source(prompt):
             for m in reversed(msgs):
@@ -604,7 +964,7 @@ class Handler(BaseHTTPRequestHandler):
             raw = BAD_BYTES
         else:
             variant, k = auto_variant(prompt) if kind == "auto" else (kind, n)
-            text = code_reply(variant, prompt, k)
+            text = code_reply(variant, prompt, k, conversation)
         self.reply(fmt, model, text, len(raw_request), raw)
 
 

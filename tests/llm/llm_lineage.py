@@ -90,7 +90,9 @@ def repair_chains(rows, llm):
     by_status = {}
     for i, r in repairs:
         broken = by_id.get(r.get("repair_of"))
-        if broken is None or broken["status"] not in ("compile_error", "wrong_answer", "runtime_error"):
+        # (runtime_error and forbidden: a torch task's tracebacks and calls of
+        # the reference's own operations are repaired too)
+        if broken is None or broken["status"] not in ("compile_error", "wrong_answer", "runtime_error", "forbidden"):
             raise ValueError("repair %d names candidate %s, which did not fail: %s"
                              % (i, r.get("repair_of"), broken and broken["status"]))
         by_status.setdefault(broken["status"], []).append((i, r))

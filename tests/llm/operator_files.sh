@@ -7,16 +7,18 @@
 # the key and the file, and no run directory is left (docs/llm.md#prompts).
 # No LLM server is needed: nothing is asked before the checks.
 #
-# usage: operator_files.sh KEVO SOURCE_DIR WORK_DIR HAVE_CUDA(0|1)
+# usage: operator_files.sh KEVO SOURCE_DIR WORK_DIR HAVE_CUDA(0|1) [PYTHON]
+# (PYTHON: an interpreter that imports torch, for the torch cases; they are
+# skipped without one)
 set -uo pipefail
-kevo="$1"; src="$2"; work="$3"; have_cuda="$4"
+kevo="$1"; src="$2"; work="$3"; have_cuda="$4"; python="${5:-}"
 rm -rf "$work"; mkdir -p "$work"
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 # A config in its own folder, with copies of the bundled prompts and
 # knowledge that each case then breaks.
-make_case() {   # NAME TASK_DIR BACKEND
+make_case() {   # NAME TASK_DIR BACKEND [BACKEND_OPTIONS_JSON]
   local d="$work/$1"
   mkdir -p "$d"
   cp -r "$src/configs/prompts" "$d/prompts"
@@ -31,7 +33,7 @@ make_case() {   # NAME TASK_DIR BACKEND
           "client": {"max_retries": 0, "connect_timeout_s": 1},
           "prompts_dir": "prompts", "knowledge_dir": "knowledge", "probe": false},
   "operators": [{"type": "llm_rewrite", "weight": 0.5}, {"type": "param_mutation", "weight": 0.5}],
-  "backend": {"type": "$3"},
+  "backend": {"type": "$3"${4:+, \"$3\": $4}},
   "progress": {"mode": "off"}
 }
 JSON
@@ -97,6 +99,33 @@ if [ "$have_cuda" = 1 ]; then
   run_args=()
 else
   echo "cuda_system, cuda_knowledge, cuda_template, bundled_cuda: skipped: this kevo has no CUDA backend"
+fi
+
+# 1e. A torch task without system_torch.md, without knowledge/torch.md, and
+#     the bundled configs/llm-torch.json pointed at prompts without
+#     system_torch.md: refused before the backend prepares the task (which
+#     would run its reference in the torch judge).
+if [ -n "$python" ] && "$python" -c "import torch" > /dev/null 2>&1; then
+  torch_options="{\"python\": \"$python\", \"device\": \"cpu\", \"baselines\": {\"enabled\": false}}"
+  d="$(make_case torch_system "$src/configs/tasks/torch/torch_softmax" torch "$torch_options")"
+  rm -f "$d/prompts/system_torch.md"
+  expect_refused "$d" "/llm/prompts_dir" "system_torch.md" "backend 'torch'" "/operators/0 'llm_rewrite'" \
+    "task 'torch_softmax'"
+
+  d="$(make_case torch_knowledge "$src/configs/tasks/torch/torch_softmax" torch "$torch_options")"
+  rm -f "$d/knowledge/torch.md"
+  expect_refused "$d" "/llm/knowledge_dir" "$d/knowledge/torch.md does not exist" "backend 'torch'" \
+    "task 'torch_softmax'"
+
+  d="$work/bundled_torch"; mkdir -p "$d"
+  cp -r "$src/configs/prompts" "$d/prompts"; rm -f "$d/prompts/system_torch.md"
+  run_args=(--set "llm.prompts_dir=$d/prompts" --set llm.probe=false --set "backend.torch.python=$python")
+  config="$src/configs/llm-torch.json" names_file=0 expect_refused "$d" \
+    "--set llm.prompts_dir=$d/prompts: /llm/prompts_dir" "$d/prompts/system_torch.md does not exist" \
+    "of backend 'torch'"
+  run_args=()
+else
+  echo "torch_system, torch_knowledge, bundled_torch: skipped: no Python that imports torch ('$python')"
 fi
 
 # 2. No knowledge for the task's backend.

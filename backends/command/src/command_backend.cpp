@@ -9,6 +9,7 @@
 #include "kevo/core/rng.hpp"
 #include "kevo/core/text.hpp"
 #include "kevo/core/verdict_text.hpp"
+#include "kevo/sandbox/isolation.hpp"
 #include "kevo/sandbox/runner.hpp"
 #include "kevo/sandbox/scratch_dir.hpp"
 
@@ -111,6 +112,11 @@ class CommandBackend final : public Backend {
   std::vector<EvalResult> do_poll(std::chrono::milliseconds max_wait) override;
   void do_cancel_all() override;
   nlohmann::json do_guarantees() const override {
+    if (opt_.bundled) {
+      if (isolation_.is_null()) return nullptr;   // nothing judged yet
+      const auto rep = sandbox::IsolationReport::from_json(isolation_);
+      return {{"missing", rep.missing()}, {"notes", rep.notes}, {"report", isolation_}};
+    }
     return {{"missing",
              {"seccomp, namespaces and Landlock around the evaluator: it is the user's program and starts its own "
               "tools; candidates' isolation inside it is the evaluator's (docs/command-backend.md)"}},
@@ -221,11 +227,12 @@ class CommandBackend final : public Backend {
   // the same file), so the device judges one candidate at a time.
   int lock_fd_ = -1;
   bool locked_ = false;
+  nlohmann::json isolation_;   // a bundled evaluator's last report
   bool take_device();
   void release_device();
 };
 
-CommandBackend::CommandBackend(CommandOptions o) : Backend("command"), opt_(std::move(o)) {
+CommandBackend::CommandBackend(CommandOptions o) : Backend(o.backend_name), opt_(std::move(o)) {
   scratch_base_ = opt_.scratch_dir.empty() ? sb::default_scratch_base() : fs::path(opt_.scratch_dir);
   work_ = sb::ScratchDir::create(scratch_base_, "kevo-command");
   slots_.resize(static_cast<std::size_t>(opt_.run.persistent ? opt_.run.jobs : 0));
@@ -822,6 +829,7 @@ void CommandBackend::conclude(Job& j, const sb::Finished* f) {
       breach(f->outcome == sb::Outcome::exited ? "the evaluator exited with " + std::to_string(f->exit_code) + " after its result"
                                                : "the evaluator was killed by " + sb::signal_name(f->signal) + " after its result");
     } else {
+      if (!r.isolation().is_null()) isolation_ = r.isolation();
       const Verdict& e = *r.verdict();
       const double cs = v.compile_seconds;
       const bool cc = v.compile_cached;
@@ -1057,7 +1065,7 @@ void CommandBackend::do_cancel_all() {
 void CommandBackend::do_prepare(const Task& task) {
   auto shared = std::make_shared<const Task>(task);
   const std::string manifest = task.manifest_path.string();
-  const std::string run_key = opt_.pointer + "/run";
+  const std::string run_key = opt_.bundled ? opt_.pointer : opt_.pointer + "/run";
   std::vector<std::uint64_t> keys;
   struct Guard {
     CommandBackend& b;
@@ -1142,6 +1150,20 @@ void CommandBackend::do_prepare(const Task& task) {
                            (v.output_tail.empty() ? "" : "\nits stderr: " + tail(v.output_tail, 600)));
     if (c.what == "seed")
       throw InputError(manifest, "/seed", "a seed the evaluator judges correct; it said " + verdict_text(v));
+    if (opt_.bundled) {
+      // kevo's own evaluator: what fails is the task.
+      if (c.what == "self_check")
+        throw InputError(manifest, "/reference",
+                         "a reference that matches itself on fresh inputs (the " + opt_.backend_name + " judge ran it as a "
+                         "candidate and said " + verdict_text(v) + "; is it deterministic within the task's tolerance?)");
+      if (c.what != "probe")
+        throw InputError(manifest, "/reference",
+                         "a reference whose outputs no null candidate matches; the " + c.what + " candidate (" +
+                             (c.what == "null zeros" ? "every output 0"
+                              : c.what == "null copy" ? "the first input copied into every output"
+                                                      : "the outputs of other inputs") +
+                             ") is judged correct: a degenerate problem, which kevo refuses (docs/torch.md#degenerate-tasks)");
+    }
     if (c.what == "self_check")
       throw InputError(opt_.config_file, run_key,
                        "an evaluator that judges task '" + task.name + "''s reference correct against itself (self_check); it said " +

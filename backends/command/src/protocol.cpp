@@ -232,8 +232,12 @@ void AnswerReader::line(std::string_view text) {
 
 void AnswerReader::result(const nlohmann::json& j) {
   for (const auto& [k, v] : j.items())
-    if (k != "nonce" && k != "event" && k != "verdict" && k != "shape_timings")
-      throw Breach("the result has an unknown key \"" + cut(k, 60) + "\" (verdict, shape_timings)");
+    if (k != "nonce" && k != "event" && k != "verdict" && k != "shape_timings" && k != "isolation")
+      throw Breach("the result has an unknown key \"" + cut(k, 60) + "\" (verdict, shape_timings, isolation)");
+  if (j.contains("isolation")) {
+    if (!j["isolation"].is_object()) throw Breach("the result's isolation is not an object");
+    isolation_ = j["isolation"];
+  }
   if (!j.contains("verdict") || !j["verdict"].is_object()) throw Breach("the result has no verdict object");
   const nlohmann::json& vj = j["verdict"];
   static const std::set<std::string> keys = {"status",  "stage",         "message",  "feedback", "compile_log", "max_abs_error",
@@ -294,7 +298,9 @@ void AnswerReader::result(const nlohmann::json& j) {
         throw Breach("mismatch has an unknown key \"" + cut(k, 60) + "\"");
       }
     }
-    if (!mm.arg.empty() && !rules_.outputs.count(mm.arg))
+    const bool numbered = rules_.outputs.empty() && mm.arg.rfind("output ", 0) == 0 && mm.arg.size() > 7 &&
+                          mm.arg.find_first_not_of("0123456789", 7) == std::string::npos;
+    if (!mm.arg.empty() && !rules_.outputs.count(mm.arg) && !numbered)
       throw Breach("mismatch.arg \"" + cut(mm.arg, 60) + "\" is not an output of the task");
     if (!mm.shape.empty() && !rules_.all.count(mm.shape))
       throw Breach("mismatch.shape \"" + cut(mm.shape, 80) + "\" is not a shape of the request");

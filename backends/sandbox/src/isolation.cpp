@@ -374,8 +374,19 @@ bool enter_private_root(IsolationReport& rep, const std::vector<std::string>& de
   for (const char* file : {"/etc/ld.so.cache", "/etc/alternatives", "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
                            "/sys/devices/system/cpu"})
     if (!bind_into(file, root + file, why)) return fail(why);
-  for (const std::string& file : device_files)
+  for (const std::string& file : device_files) {
+    // Paths under a tree bound above are visible already; others get their
+    // parent folders made in the new root first (an interpreter's tree
+    // under /opt, say).
+    bool covered = false;
+    for (const std::string top : {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"})
+      covered = covered || file == top || file.rfind(top + "/", 0) == 0;
+    if (covered || file.empty() || file[0] != '/') continue;
+    for (std::size_t at = file.find('/', 1); at != std::string::npos; at = file.find('/', at + 1))
+      if (::mkdir((root + file.substr(0, at)).c_str(), 0755) != 0 && errno != EEXIST)
+        return fail("mkdir " + file.substr(0, at) + ": " + errno_text(errno));
     if (!bind_into(file, root + file, why)) return fail(why);
+  }
   if (rep.pid_ns) {
     if (::mount("proc", (root + "/proc").c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0)
       rep.private_proc = true;

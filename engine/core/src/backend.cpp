@@ -1,5 +1,7 @@
 #include "kevo/core/backend.hpp"
 
+#include <map>
+
 #include "kevo/core/error.hpp"
 
 #include <algorithm>
@@ -76,6 +78,29 @@ Verdict Backend::evaluate(std::shared_ptr<const Task> task, std::string source, 
   for (;;) {
     for (EvalResult& r : poll(std::chrono::milliseconds(100)))
       if (r.id == id) return std::move(r.verdict);
+  }
+}
+
+void Backend::evaluate_all(std::shared_ptr<const Task> task, const std::vector<std::string>& sources, std::uint64_t seed,
+                           const std::function<void(std::size_t, Verdict)>& done) {
+  if (!in_flight_.empty())
+    throw Failure("backend '" + name_ + "': evaluate_all() needs an idle backend, " +
+                  std::to_string(in_flight_.size()) + " request(s) in flight");
+  if (!task) throw Failure("backend '" + name_ + "': evaluate_all() without a task");
+  if (!prepared_.count(task->manifest_path.string())) prepare(*task);
+  std::map<std::size_t, Verdict> ready;
+  std::size_t next_submit = 0, next_done = 0;
+  while (next_done < sources.size()) {
+    while (next_submit < sources.size() && (in_flight_.empty() || wanted() > 0)) {
+      submit(EvalRequest{next_submit, task, sources[next_submit], seed});
+      ++next_submit;
+    }
+    for (EvalResult& r : poll(std::chrono::milliseconds(100))) ready.emplace(static_cast<std::size_t>(r.id), std::move(r.verdict));
+    for (auto it = ready.find(next_done); it != ready.end(); it = ready.find(next_done)) {
+      done(next_done, std::move(it->second));
+      ready.erase(it);
+      ++next_done;
+    }
   }
 }
 

@@ -59,4 +59,30 @@ SourceHashes source_hashes(std::string_view source) {
   return h;
 }
 
+std::string normalise_python_source(std::string_view source) {
+  std::string out;
+  out.reserve(source.size());
+  std::size_t start = 0;
+  while (start < source.size()) {
+    std::size_t end = source.find('\n', start);
+    if (end == std::string_view::npos) end = source.size();
+    std::string_view line = source.substr(start, end - start);
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) line.remove_suffix(1);
+    if (!line.empty()) {
+      out.append(line);
+      out += '\n';
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
+SourceHashes source_hashes(std::string_view source, SourceSyntax syntax) {
+  if (syntax == SourceSyntax::c_like) return source_hashes(source);
+  SourceHashes h;
+  h.body = fnv1a64(normalise_python_source(source));
+  h.full = h.body;
+  return h;
+}
+
 }  // namespace kevo

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <limits>
 #include <set>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 
@@ -107,6 +108,7 @@ bool contains_signature(std::string_view source, std::string_view signature) {
 
 std::string Task::c_signature() const {
   if (!signature.empty()) return signature;
+  if (is_torch()) return "class ModelNew(nn.Module) with Model's __init__(*get_init_inputs()) and forward(*get_inputs())";
   std::string out = "extern \"C\" void " + function + "(";
   for (std::size_t k = 0; k < args.size(); ++k) {
     const Arg& a = args[k];
@@ -204,7 +206,8 @@ std::string shape_label(const Task& task, const std::map<std::string, std::int64
     if (!label.empty()) label += ",";
     label += dim + "=" + std::to_string(dims.at(dim));
   }
-  return label;
+  // A torch task may have no size globals: its one shape still needs a name.
+  return label.empty() ? std::string("default") : label;
 }
 
 std::optional<ShapeProblem> shape_problem(const Task& task, const Shape& shape) {
@@ -461,7 +464,7 @@ std::optional<Point> point_from_block(const SearchSpace& space, const std::strin
 // than as the missing key it was meant to be.
 void check_top_level_keys(StrictObject& root) {
   for (const char* k : {"name", "description", "backend", "function", "args", "shapes", "tolerance", "reference",
-                        "seed", "search_space", "flops", "bytes", "baselines", "stress", "libraries", "signature"})
+                        "seed", "search_space", "flops", "bytes", "baselines", "stress", "libraries", "signature", "torch"})
     root.allow(k);
   root.finish();
 }
@@ -478,6 +481,18 @@ void read_identity(StrictObject& root, Task& t) {
         return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
       }))
     root.fail("backend", "a backend name such as \"cpu\", got \"" + t.backend + "\"");
+  if (t.backend == "torch") {
+    // A PyTorch program: the candidate's entry is its class.
+    for (const char* k : {"function", "args", "signature", "baselines", "stress", "libraries"})
+      if (root.has(k))
+        root.fail(k, std::string("no \"") + k + "\" key in a torch task (docs/torch.md#tasks: the reference's Model, "
+                     "get_inputs() and get_init_inputs() say what a C task's function and args say)");
+    t.function = "ModelNew";
+    return;
+  }
+  if (root.has("torch"))
+    root.fail("torch", "no \"torch\" section: only \"backend\": \"torch\" tasks have one (this task's backend is \"" +
+                           t.backend + "\")");
   t.function = root.string("function");
   if (!is_c_identifier(t.function))
     root.fail("function", "a C identifier (not a keyword), got \"" + t.function + "\"");
@@ -968,6 +983,108 @@ void read_libraries(StrictObject& root, Task& t) {
   }
 }
 
+bool is_python_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+// "torch": {"sizes", "inputs", "allow", "forbid_reference_ops", "languages",
+// "level", "degenerate"} (docs/torch.md#tasks).
+void read_torch(StrictObject& root, Task& t) {
+  StrictObject o = root.object("torch");
+  TorchTaskInfo info;
+  info.sizes = o.strings("sizes", std::vector<std::string>{});
+  for (std::size_t k = 0; k < info.sizes.size(); ++k) {
+    const std::string& n = info.sizes[k];
+    if (!is_python_identifier(n) || n.size() > 64)
+      o.fail("sizes", "names of the reference module's size globals (Python identifiers), got \"" + n + "\" at index " + idx(k));
+    for (std::size_t q = 0; q < k; ++q)
+      if (info.sizes[q] == n) o.fail("sizes", "each size once (\"" + n + "\" is listed twice)");
+  }
+  if (auto in = o.optional_object("inputs")) {
+    const nlohmann::json* s = in->find("signed");
+    if (s && s->is_boolean()) {
+      info.signed_all = s->get<bool>();
+    } else if (s && s->is_array()) {
+      info.signed_all = false;
+      for (std::size_t k = 0; k < s->size(); ++k) {
+        const auto& v = (*s)[k];
+        if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > 255)
+          in->fail("signed", "true, false, or a list of input positions (integers 0..255), got " + shown(*s));
+        info.signed_inputs.push_back(static_cast<int>(v.get<std::int64_t>()));
+      }
+    } else if (s) {
+      in->fail("signed", "true, false, or a list of input positions (get_inputs() order), got " + shown(*s));
+    }
+    in->finish();
+  }
+  info.allow = o.strings("allow", std::vector<std::string>{});
+  for (std::size_t k = 0; k < info.allow.size(); ++k)
+    if (info.allow[k].rfind("aten::", 0) != 0 || info.allow[k].size() < 7)
+      o.fail("allow", "ATen operation names such as \"aten::mm\", got \"" + info.allow[k] + "\" at index " + idx(k));
+  info.forbid_reference_ops = o.boolean("forbid_reference_ops", true);
+  info.languages = o.strings("languages", std::vector<std::string>{"cuda", "triton"});
+  if (info.languages.empty()) o.fail("languages", "a non-empty list of \"cuda\" and \"triton\"");
+  for (std::size_t k = 0; k < info.languages.size(); ++k)
+    if (info.languages[k] != "cuda" && info.languages[k] != "triton" && info.languages[k] != "cpp")
+      o.fail("languages", "\"cuda\" (load_inline), \"triton\" or \"cpp\" (load_inline without CUDA), got \"" +
+                              info.languages[k] + "\"");
+  o.allow("stress");
+  if (const nlohmann::json* st = o.find("stress")) {
+    if (!st->is_array() || st->empty() || st->size() > 8)
+      o.fail("stress", "an array of 1 to 8 objects {\"name\", \"scale\", \"shift\"}, got " + shown(*st));
+    for (std::size_t i = 0; i < st->size(); ++i) {
+      StrictObject e((*st)[i], root.file(), o.pointer("stress") + "/" + idx(i));
+      TorchTaskInfo::Stress x;
+      x.name = e.string("name");
+      const bool ok = !x.name.empty() && x.name.size() <= 32 && std::islower(static_cast<unsigned char>(x.name[0])) &&
+                      std::all_of(x.name.begin(), x.name.end(), [](char c) {
+                        return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
+                               c == '-' || c == '_';
+                      });
+      if (!ok) e.fail("name", "a name of at most 32 lower-case letters, digits, '-' and '_', starting with a letter");
+      for (const auto& other : info.stress)
+        if (other.name == x.name) e.fail("name", "a name unique among the stress trials; '" + x.name + "' appears twice");
+      x.scale = e.number("scale", 1.0, -1e6, 1e6);
+      x.shift = e.number("shift", 0.0, -1e6, 1e6);
+      e.finish();
+      info.stress.push_back(std::move(x));
+    }
+  }
+  info.level = o.string("level", "");
+  info.degenerate = o.boolean("degenerate", false);
+  o.finish();
+  t.dims = info.sizes;
+  t.torch = std::move(info);
+}
+
+// A torch task's Python source: read, and checked for the names it must
+// define (running it is the backend's job, in its own processes).
+std::string read_python_file(StrictObject& root, const std::string& key, const fs::path& dir,
+                             const std::vector<std::string>& needs, fs::path& path_out) {
+  const std::string rel = root.string(key);
+  if (rel.empty() || rel.size() < 4 || rel.substr(rel.size() - 3) != ".py")
+    root.fail(key, "a Python file name (\"....py\") relative to the task directory, got \"" + rel + "\"");
+  const fs::path p = (dir / rel).lexically_normal();
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec))
+    root.fail(key, "a Python file relative to the task directory (" + p.string() + " is not a file)");
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  if (!in || in.bad()) root.fail(key, "a readable file (cannot read " + p.string() + ")");
+  const std::string text = buf.str();
+  for (const auto& n : needs) {
+    const bool cls = n.rfind("class ", 0) == 0;
+    const std::regex def("(^|\n)" + std::string(cls ? "class\\s+" : "def\\s+") + n.substr(n.find(' ') + 1) +
+                         (cls ? "\\s*[(:]" : "\\s*\\("));
+    if (!std::regex_search(text, def))
+      root.fail(key, "a Python file that defines " + n + " at module level (" + p.filename().string() + " does not)");
+  }
+  path_out = p;
+  return text;
+}
+
 }  // namespace
 
 Task load_task(const fs::path& dir_in) {
@@ -985,6 +1102,21 @@ Task load_task(const fs::path& dir_in) {
   StrictObject root(t.manifest, file, "");
   check_top_level_keys(root);
   read_identity(root, t);
+  if (t.backend == "torch") {
+    read_torch(root, t);
+    read_shapes(root, t);
+    read_tolerance(root, t);
+    t.reference_source =
+        read_python_file(root, "reference", t.dir, {"class Model", "def get_inputs", "def get_init_inputs"}, t.reference_path);
+    t.seed_source = read_python_file(root, "seed", t.dir, {"class ModelNew"}, t.seed_path);
+    if (root.has("search_space"))
+      root.fail("search_space", "no search space in a torch task yet (docs/torch.md#not-done-yet); evolve it with the "
+                                "LLM operators");
+    read_count(root, "flops", t, t.flops);
+    read_count(root, "bytes", t, t.bytes);
+    root.finish();
+    return t;
+  }
   read_args(root, t);
   read_shapes(root, t);
   read_tolerance(root, t);

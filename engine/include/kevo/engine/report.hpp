@@ -17,6 +17,27 @@ class LineageReader;
 
 namespace kevo::engine {
 
+// Per task, what the search made beyond its seed (KernelBench's view: the
+// seed is the reference program itself), and where wrong answers were found.
+struct EvolvedRow {
+  std::string task;
+  std::int64_t best_id = -1;          // the best correct candidate not made by the seed operator
+  double speedup = 0.0;               // its speedup over the reference (eager PyTorch for torch tasks)
+  double best_ms = -1.0;
+  std::int64_t wrong_visible = 0, wrong_hidden = 0, wrong_drawn = 0, wrong_other = 0;
+};
+
+// fast_p over the run's tasks (KernelBench): the share of tasks with a
+// correct evolved candidate whose speedup is over p, for p in kFastP.
+inline constexpr double kFastP[] = {0.0, 0.5, 0.8, 1.0, 1.5, 2.0};
+struct FastP {
+  std::vector<double> share;          // per threshold
+  double geomean = 0.0;               // of the evolved speedups over the tasks that have one
+  std::int64_t tasks = 0, correct = 0;
+};
+// `speedups`: per task, the evolved speedup (0: none correct).
+FastP fast_p(const std::vector<double>& speedups);
+
 struct RunReport {
   std::filesystem::path run_dir;
   std::vector<TaskRow> rows;
@@ -26,7 +47,15 @@ struct RunReport {
   std::string host;
   nlohmann::json baselines;   // RUN_DIR/baselines.json (null when the run has none)
   LlmSummary llm;             // the `llm` events of every rank file (empty without LLM requests)
+  std::vector<EvolvedRow> evolved;   // in rows' order
 };
+
+// fast_p and geomean over the evolved candidates (against the reference,
+// and against the faster of torch eager and torch.compile where the run has
+// those baselines), and the wrong answers by the kind of shape that caught
+// them (visible, hidden, drawn, other checks).
+std::string format_fast_p(const RunReport& r);
+nlohmann::json fast_p_json(const RunReport& r);
 
 // Reads every rank file of RUN_DIR. Throws InputError when it is not a run directory.
 RunReport read_report(const std::filesystem::path& run_dir);

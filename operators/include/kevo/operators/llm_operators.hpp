@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -153,8 +154,13 @@ class Service {
   // The `hardware` slot: the config's `hardware` text, else described for
   // the backend (hardware_text: a CUDA parent's GPU by the verdict's
   // `device`, the CPU of this machine otherwise).
-  // Described once per backend and device.
+  // Described once per backend, device and the backend's device.
   const std::string& hardware(const std::string& backend, const std::string& device) const;
+  // Where the candidates of tasks of `backend` run, when its config says
+  // (the torch backend: backend.torch.device, "cuda" or "cpu"): the
+  // `hardware` and `roofline` slots describe that device. "" when unknown.
+  void set_device(const std::string& backend, std::string device);
+  std::string device(const std::string& backend) const;
   // Whether an enabled llm_analyst with a positive weight is in the config:
   // then profiler data goes to the analyst's review, else into the feedback
   // of the generation prompts.
@@ -177,7 +183,9 @@ class Service {
   std::map<std::string, std::string> template_of_;   // "<name>_<backend>" -> the template that serves it
   std::map<std::string, Knowledge> knowledge_;
   std::unordered_map<std::string, std::string> retrieved_;   // knowledge_text: backend, kind, query -> text
-  mutable std::map<std::string, std::string> hardware_;   // backend '\0' device -> the `hardware` slot
+  // backend '\0' device '\0' the backend's device -> the `hardware` slot
+  mutable std::map<std::string, std::string> hardware_;
+  std::map<std::string, std::string> devices_;   // backend -> where its candidates run (set_device)
   bool probed_ = false;
   bool analyst_enabled_ = false;
 };
@@ -214,7 +222,8 @@ class LlmOperator final : public MutationOperator {
   bool deterministic() const override { return false; }
   std::size_t in_flight() const override { return service_->in_flight(this); }
   // fix: LLM-made candidates that failed to compile or gave wrong answers
-  // are queued for repair.
+  // are queued for repair; of a torch task also those that raised
+  // (runtime_error, with the candidate's traceback) or were forbidden.
   void observe(const Candidate& c) override;
 
  protected:
@@ -243,6 +252,9 @@ class LlmOperator final : public MutationOperator {
     std::string source;
   };
   std::deque<Repair> repairs_;
+  // The tasks (by index) this operator was asked for that are torch tasks:
+  // observe() sees candidates, not tasks.
+  std::set<std::uint32_t> torch_tasks_;
 };
 
 }  // namespace kevo::operators::llm

@@ -43,17 +43,25 @@ const std::vector<GpuFacts>& known_gpus();
 // GPU-8f..."; the name must be followed by the end or a space), or nullptr.
 const GpuFacts* find_gpu(std::string_view device);
 
+// Whether the prompts of a task of `backend` describe a GPU: the CUDA
+// backend, and the torch backend whose candidates run on "cuda"
+// (`torch_device` is backend.torch.device; "" stands for its default, "cuda").
+bool gpu_prompts(const std::string& backend, std::string_view torch_device = "");
+
 // The GPU whose figures the prompts of a task of `backend` state, for a
 // parent judged on `device`: the known GPU it names; the H200 (the default)
-// when it names none; nullptr for an unknown GPU and for other backends.
-const GpuFacts* prompt_gpu(const std::string& backend, std::string_view device);
+// when it names none; nullptr for an unknown GPU and for backends whose
+// prompts describe no GPU (gpu_prompts).
+const GpuFacts* prompt_gpu(const std::string& backend, std::string_view device, std::string_view torch_device = "");
 
 // The `hardware` slot for a task of `backend` whose parent was judged on
 // `device` (the verdict's device; "" when it names none). cuda: the known
 // GPU's figures; an unknown GPU by its name alone, saying that kevo has no
-// figures for it; no name: the H200's, saying that they are assumed. Other
-// backends: this machine's CPU model and thread count.
-std::string hardware_text(const std::string& backend, const std::string& device);
+// figures for it; no name: the H200's, saying that they are assumed. torch:
+// the same for "cuda" (`torch_device`), this machine's CPU for "cpu", each
+// introduced by where the candidates run. Other backends: this machine's
+// CPU model and thread count.
+std::string hardware_text(const std::string& backend, const std::string& device, const std::string& torch_device = "");
 std::string gpu_text(const GpuFacts& gpu);
 
 // The `roofline` slot: per visible shape the task's FLOP and byte counts
@@ -64,8 +72,14 @@ std::string gpu_text(const GpuFacts& gpu);
 std::string roofline_text(const Task& task, const GpuFacts* gpu, double parent_median_ns);
 
 // The `libraries` slot: what a candidate of `task` may call beyond the C++
-// standard library and its backend's runtime.
+// standard library and its backend's runtime. A torch task: the kernel
+// languages it accepts and which of the reference's own operations it
+// still allows (torch.allow), or that it allows none.
 std::string libraries_text(const Task& task);
+
+// The `sizes` slot: the task's dimension names (a torch task: the reference
+// module's size globals, which the judge sets for every shape).
+std::string sizes_text(const Task& task);
 
 // Registers, spills, stack and static shared memory per kernel from the
 // `ptxas info` lines of a compile log (nvcc -Xptxas=-v), one line per kernel

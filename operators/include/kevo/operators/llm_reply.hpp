@@ -29,11 +29,14 @@ struct Parsed {
 
 // The kernel source of a full-rewrite reply: the one fenced block that
 // defines task.function (several that do are ambiguous), with the task's C
-// signature (parameter types and order) unchanged.
+// signature (parameter types and order) unchanged. A torch task's reply is
+// Python: the one ```python, ```py or unlabelled block that defines
+// `class ModelNew` at the start of a line (blocks in other languages are
+// not the candidate).
 Parsed parse_code_reply(std::string_view reply, const Task& task);
 
-// "" when `source` defines task.function with the task's parameter types,
-// else the reason.
+// "" when `source` defines task.function with the task's parameter types
+// (a torch task: defines class ModelNew at module level), else the reason.
 std::string check_signature(std::string_view source, const Task& task);
 
 // For a function name that is a C identifier (exposed for tests): where the
@@ -60,10 +63,17 @@ struct DiffParse {
 };
 DiffParse parse_diff_blocks(std::string_view reply);
 
+// How a line-wise match treats the REPLACE part's leading blanks: kept as
+// the reply wrote them (C-like sources), or, where indentation is syntax
+// (Python), shifted by the difference between the SEARCH part's first line
+// and the source line it matched.
+enum class Indentation { free, significant };
+
 // Applies the blocks in order. Exact match first; else a line-wise match
 // that ignores leading/trailing whitespace and runs of blanks, which must be
 // unique. A block that matches nowhere fails the whole edit with its index.
-Parsed apply_diff(std::string_view source, const std::vector<DiffBlock>& blocks);
+Parsed apply_diff(std::string_view source, const std::vector<DiffBlock>& blocks,
+                  Indentation indentation = Indentation::free);
 
 // The first JSON object in the reply (a ```json block, else the outermost
 // braces); nullopt-like empty string when none parses.

@@ -74,6 +74,13 @@ struct CommandOptions {
   std::string scratch_dir;   // "" = $TMPDIR or /tmp
   std::filesystem::path config_dir;   // {config_dir}
   std::string config_file, pointer;   // where the options were read (errors name them)
+  // A backend built on this one around an evaluator that ships with kevo
+  // (the torch backend, docs/torch.md): its name in messages, conformance
+  // failures reported as faults of the task (the evaluator is kevo's own),
+  // and the sandbox guarantees taken from the isolation reports its answers
+  // carry ("isolation" in a result line).
+  std::string backend_name = "command";
+  bool bundled = false;
 };
 
 // Reads "backend": {"command": {...}} strictly. Commands are looked up now:
@@ -126,7 +133,8 @@ struct AnswerRules {
   bool timing = true;
   std::vector<std::string> visible;          // labels, in order
   std::set<std::string> hidden, all;         // labels
-  std::set<std::string> outputs;             // out/inout argument names
+  std::set<std::string> outputs;             // out/inout argument names (empty: a task without args,
+                                             // whose outputs the evaluator names "output <i>")
   std::map<std::string, double> floor_ns;    // visible label -> roofline floor (absent: none)
   double floor_fraction = 0.9;
   // A persistent evaluator's earlier requests: a line with one of their
@@ -157,6 +165,8 @@ class AnswerReader {
   const std::string& breach() const { return breach_; }   // "" = none
   const std::string& last_stage() const { return last_stage_; }
   const std::string& hidden_label() const { return hidden_label_; }   // the hidden shape a mismatch names
+  // A bundled evaluator's report of the candidate's isolation (null: none).
+  const nlohmann::json& isolation() const { return isolation_; }
   const nlohmann::json& shape_timings() const { return shape_timings_; }
   bool saw_result() const { return saw_result_; }
   bool saw_any() const { return lines_ > 0 || !partial_.empty(); }
@@ -174,6 +184,7 @@ class AnswerReader {
   bool fatal_ = false;
   std::string fatal_message_, breach_, last_stage_, hidden_label_;
   nlohmann::json shape_timings_ = nlohmann::json::array();
+  nlohmann::json isolation_;
 };
 
 // Counters for tests and the benchmark.

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -87,6 +88,11 @@ class Backend {
 
   // Judges one candidate synchronously (for `kevo eval` and tests).
   Verdict evaluate(std::shared_ptr<const Task> task, std::string source, std::uint64_t seed);
+  // Judges several, as many in flight as the backend wants (its compile
+  // stage builds them in parallel); `done(i, verdict)` is called in order
+  // as each verdict is known. Needs an idle backend.
+  void evaluate_all(std::shared_ptr<const Task> task, const std::vector<std::string>& sources, std::uint64_t seed,
+                    const std::function<void(std::size_t, Verdict)>& done);
 
   // Compiles and judges (correctness and timing against the reference) the
   // task's source baselines, one verdict each, in manifest order; empty when

@@ -63,4 +63,15 @@ struct SourceHashes {
 };
 SourceHashes source_hashes(std::string_view source);
 
+// A Python source (a torch task's candidate) normalised for dedup: line ends
+// unified, trailing blanks and blank lines dropped, nothing else. The C rules
+// of normalise_source would change its meaning: indentation is syntax, `//`
+// is floor division (`x // 4` and `x // 8` would be one program) and the
+// kernel sources in its strings keep their own comments and directives.
+std::string normalise_python_source(std::string_view source);
+// The dedup keys of a source in `syntax`: a Python source has no params
+// block (`full` == `body`, its normalise_python_source hashed).
+enum class SourceSyntax { c_like, python };
+SourceHashes source_hashes(std::string_view source, SourceSyntax syntax);
+
 }  // namespace kevo

@@ -109,6 +109,24 @@ struct Tolerance {
   double rel_l2 = 1e-5;   // ||got - want||_2 / max(||want||_2, atol * sqrt(n))
 };
 
+// The "torch" section of a torch task (docs/torch.md#tasks): a PyTorch
+// program (Model, get_inputs, get_init_inputs) judged by the torch backend.
+struct TorchTaskInfo {
+  std::vector<std::string> sizes;       // the module globals kevo sets per shape: the task's dimensions
+  bool signed_all = true;               // floating inputs mapped from [0, 1) to [-1, 1): every one...
+  std::vector<int> signed_inputs;       // ...or only these (by position in get_inputs())
+  std::vector<std::string> allow;       // reference operations a candidate may still call ("aten::mm")
+  bool forbid_reference_ops = true;     // every other compute operation of the reference is forbidden
+  std::vector<std::string> languages;   // "cuda" (load_inline), "triton"
+  struct Stress {                       // an extra correctness trial: floating inputs x -> x * scale + shift
+    std::string name;
+    double scale = 1.0, shift = 0.0;
+  };
+  std::vector<Stress> stress;
+  std::string level;                    // where it came from ("kernelbench/level1"), "" for own tasks
+  bool degenerate = false;              // the importer's flag: zeros or a copy of an input match it
+};
+
 struct Task {
   std::filesystem::path dir;            // absolute
   std::filesystem::path manifest_path;  // dir / "task.json"
@@ -151,6 +169,15 @@ struct Task {
   // Source baselines are not bound by it (they link their "link").
   std::vector<std::string> libraries;
   nlohmann::json manifest;              // as read, for lineage attributes
+  // backend "torch": no args and no function; sources are Python (the
+  // reference defines Model, get_inputs, get_init_inputs; candidates
+  // ModelNew).
+  std::optional<TorchTaskInfo> torch;
+
+  bool is_torch() const { return torch.has_value(); }
+  // The file name a source of this task is saved as: "candidate.py" for a
+  // torch task, "candidate.cpp" otherwise (best/<task>.<ext>).
+  std::string source_extension() const { return is_torch() ? ".py" : ".cpp"; }
 
   // "extern \"C\" void sgemm(const float* A, ..., int32_t M)" — what sources must define
   // (a command task's `signature`).

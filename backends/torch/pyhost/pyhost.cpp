@@ -1,0 +1,225 @@
+// libkevo_pyhost: the isolation of kevo's sandbox (backends/sandbox) for
+// processes that are Python: the torch backend's candidate hosts, forked
+// from a judge that has imported torch (docs/torch.md#the-judge). Python
+// loads it with ctypes.PyDLL (the interpreter lock stays held, as os.fork
+// holds it) and calls these C functions:
+//
+//   kevo_pyhost_clone       fork into new user, PID, mount, IPC, network and
+//                           UTS namespaces (fewer where the kernel refuses,
+//                           said in the report); the child is released once
+//                           the parent has written its id maps
+//   kevo_pyhost_harden      in the child: a root of its own holding the
+//                           system's code, the interpreter's and the paths
+//                           given, a /proc of its PID namespace, read-only
+//   kevo_pyhost_lockdown    in the child: capabilities dropped, the
+//                           allow-list system-call policy installed
+//   kevo_pyhost_non_dumpable, kevo_pyhost_namespace_ids, kevo_pyhost_syscall_name
+//
+// Each returns 0 (or a pid) on success and -1 on failure, and writes a JSON
+// report (IsolationReport::to_json, or {"error": ...}) into `out`.
+#include "kevo/sandbox/isolation.hpp"
+#include "kevo/sandbox/seccomp.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace sb = kevo::sandbox;
+
+namespace {
+
+void put(char* out, int cap, const std::string& text) {
+  if (!out || cap <= 0) return;
+  const std::size_t n = std::min<std::size_t>(text.size(), static_cast<std::size_t>(cap) - 1);
+  std::memcpy(out, text.data(), n);
+  out[n] = '\0';
+}
+
+int error(char* out, int cap, const std::string& why) {
+  put(out, cap, nlohmann::json{{"error", why}}.dump());
+  return -1;
+}
+
+bool write_proc(pid_t pid, const char* file, const std::string& text, std::string& why) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/" + file;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  const bool ok = fd >= 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  if (!ok) why = "writing " + path + ": " + std::strerror(errno);
+  if (fd >= 0) ::close(fd);
+  return ok;
+}
+
+}  // namespace
+
+extern "C" {
+
+int kevo_pyhost_namespace_ids(char* out, int cap) {
+  put(out, cap, sb::namespace_ids());
+  return 0;
+}
+
+int kevo_pyhost_syscall_name(long nr, char* out, int cap) {
+  put(out, cap, sb::forbidden_syscall_name(nr));
+  return 0;
+}
+
+int kevo_pyhost_non_dumpable() {
+  try {
+    sb::set_non_dumpable();
+    return 0;
+  } catch (...) {
+    return -1;
+  }
+}
+
+// Parent: returns the child's pid; child: returns 0 (then call
+// PyOS_AfterFork_Child). `namespaces` 0: a plain fork, reported as such.
+int kevo_pyhost_clone(int namespaces, char* out, int cap) {
+  int sync[2];
+  if (::pipe2(sync, O_CLOEXEC) != 0) return error(out, cap, std::string("pipe: ") + std::strerror(errno));
+  const unsigned long all = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWUTS;
+  const unsigned long no_user = all & ~static_cast<unsigned long>(CLONE_NEWUSER);
+  std::vector<unsigned long> attempts;
+  if (namespaces) {
+    attempts.push_back(all);
+    if (::geteuid() == 0) attempts.push_back(no_user);
+  }
+  attempts.push_back(0);
+  sb::IsolationReport rep;
+  unsigned long used = 0;
+  pid_t pid = -1;
+  for (unsigned long flags : attempts) {
+    pid = static_cast<pid_t>(::syscall(SYS_clone, flags | SIGCHLD, 0, 0, 0, 0));
+    if (pid == 0) {
+      // The child: dies with its parent; waits until its ids are mapped.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      ::close(sync[1]);
+      char go = 0;
+      ssize_t n;
+      while ((n = ::read(sync[0], &go, 1)) < 0 && errno == EINTR) {
+      }
+      ::close(sync[0]);
+      if (n != 1) ::_exit(126);
+      if (flags & CLONE_NEWUSER) {
+        if (::syscall(SYS_setresgid, 0, 0, 0) != 0 || ::syscall(SYS_setresuid, 0, 0, 0) != 0) ::_exit(125);
+      }
+      return 0;
+    }
+    if (pid > 0) {
+      used = flags;
+      break;
+    }
+    if (flags != 0)
+      rep.notes.push_back(std::string("namespaces ") + (flags == all ? "(user, pid, mount, ipc, net)" : "(pid, mount, ipc, net)") +
+                          " refused by the kernel: " + std::strerror(errno));
+  }
+  ::close(sync[0]);
+  if (pid < 0) {
+    ::close(sync[1]);
+    return error(out, cap, std::string("clone: ") + std::strerror(errno));
+  }
+  if (!namespaces) rep.notes.push_back("namespaces turned off (sandbox.namespaces false)");
+  rep.user_ns = (used & CLONE_NEWUSER) != 0;
+  rep.pid_ns = (used & CLONE_NEWPID) != 0;
+  rep.mount_ns = (used & CLONE_NEWNS) != 0;
+  rep.ipc_ns = (used & CLONE_NEWIPC) != 0;
+  rep.net_ns = (used & CLONE_NEWNET) != 0;
+  if (rep.user_ns) {
+    // Root inside (to build its file system), the caller's ids outside, or
+    // the overflow user when the caller is root (root is exempt from the
+    // process limit).
+    const unsigned outer_uid = ::geteuid() == 0 ? 65534u : ::geteuid();
+    const unsigned outer_gid = ::geteuid() == 0 ? 65534u : ::getegid();
+    std::string why;
+    const bool ok = write_proc(pid, "uid_map", "0 " + std::to_string(outer_uid) + " 1\n", why) &&
+                    write_proc(pid, "setgroups", "deny", why) &&
+                    write_proc(pid, "gid_map", "0 " + std::to_string(outer_gid) + " 1\n", why);
+    if (!ok) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+      ::close(sync[1]);
+      return error(out, cap, "cannot map the ids of a host's user namespace: " + why);
+    }
+  }
+  const char go = 1;
+  const bool released = ::write(sync[1], &go, 1) == 1;
+  ::close(sync[1]);
+  if (!released) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    return error(out, cap, std::string("cannot release a host: ") + std::strerror(errno));
+  }
+  put(out, cap, rep.to_json().dump());
+  return pid;
+}
+
+// In the child, before the device is opened (a driver in a PID namespace of
+// its own needs its own /proc, and reads many of the machine's files, so the
+// private root comes after it): mounts made private, a fresh /proc.
+int kevo_pyhost_mount_proc(char* out, int cap) {
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+    return error(out, cap, std::string("making mounts private: ") + std::strerror(errno));
+  if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0)
+    return error(out, cap, std::string("mounting a /proc of its own: ") + std::strerror(errno));
+  put(out, cap, "{}");
+  return 0;
+}
+
+// In the child, after the device is opened: the namespaces it got, a /proc
+// of its own, a private root with `binds` (a JSON array of paths: the
+// interpreter's trees, the candidate's build, device files), read-only.
+int kevo_pyhost_harden(const char* parent_ns_ids, const char* binds_json, char* out, int cap) {
+  try {
+    sb::IsolationReport rep;
+    sb::detect_namespaces(parent_ns_ids ? parent_ns_ids : "", rep);
+    std::vector<std::string> binds;
+    if (binds_json && *binds_json)
+      for (const auto& b : nlohmann::json::parse(binds_json)) binds.push_back(b.get<std::string>());
+    sb::harden_filesystem(rep, binds);
+    put(out, cap, rep.to_json().dump());
+    return 0;
+  } catch (const std::exception& e) {
+    return error(out, cap, e.what());
+  }
+}
+
+// In the child, after the device and the interpreter's modules are loaded
+// and before any candidate code: no capabilities, no new privileges, the
+// policy (`policy` "cpu" or "cuda"; `seccomp` 0 leaves it out, reported).
+// A violation writes "sandbox violation: <number>\n" to `violation_fd`
+// and exits with 159.
+int kevo_pyhost_lockdown(const char* policy, int own_pid_ns, int violation_fd, int seccomp, char* out, int cap) {
+  try {
+    sb::IsolationReport rep;
+    sb::drop_capabilities(rep);
+    ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    if (seccomp) {
+      if (violation_fd >= 0) sb::set_violation_report(violation_fd, "sandbox violation: system call ", "\n");
+      sb::PolicyOptions o;
+      o.policy = sb::policy_from_string(policy ? policy : "cpu");
+      o.own_pid_namespace = own_pid_ns != 0;
+      sb::install_candidate_policy(o);
+      rep.seccomp = true;
+    } else {
+      rep.notes.push_back("system-call policy turned off (sandbox.seccomp false)");
+    }
+    put(out, cap, rep.to_json().dump());
+    return 0;
+  } catch (const std::exception& e) {
+    return error(out, cap, e.what());
+  }
+}
+
+}  // extern "C"

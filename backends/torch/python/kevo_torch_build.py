@@ -1,0 +1,312 @@
+#!/usr/bin/env python3
+"""The build stage of kevo's torch backend (docs/torch.md#build-stage).
+
+kevo runs it for every candidate, in its compile stage (the sandbox runner:
+own process group, wall-clock limit, no secrets in the environment), before
+the candidate reaches the GPU:
+
+  kevo_torch_build.py --version [--device D] [--arch A]
+  kevo_torch_build.py --source FILE --out DIR --task TASK_DIR [--device cuda|cpu]
+                      [--arch 9.0] [--objects DIR] [--jobs N]
+
+It never runs the candidate. It parses it, checks it statically (imports,
+names, attributes: kevo_torch_common.check_source), reads every
+load_inline(...) call from the syntax tree with its arguments folded to
+constants (anything computed at run time is a compile error saying so), and
+builds each into OUT/ext/<key>/<name>.so with the compilers itself:
+
+* the C++ part (main.cpp: <torch/extension.h>, the cpp_sources and the
+  pybind11 bindings of `functions`, as load_inline writes it) with g++;
+* the CUDA part (cuda.cu) with nvcc; when the CUDA sources never mention
+  torch (raw pointers, the tensor binding in the C++ part) they are compiled
+  without torch's headers, which is what makes a build take seconds
+  instead of a minute;
+* each object is cached under --objects by a SHA-256 of its compiler
+  command, compiler identity and source, so a child that keeps its
+  parent's C++ binding pays only for its CUDA file.
+
+OUT/kevo_build.json says what was built (the judge's candidate host maps
+each load_inline call to its library by the same key) or, for a candidate
+that uses what a kernel may not, why it is forbidden (the judge answers
+`forbidden` with it). Exit 0: built (or forbidden); 1: compile error, with
+the reason on stdout.
+"""
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kevo_torch_common as kc  # noqa: E402
+
+FORMAT = "kevo-torch-build/1"
+TORCH_HINTS = ("torch", "at::", "c10", "Tensor", "TORCH_", "AT_DISPATCH", "PYBIND11")
+
+
+def fail(message):
+    sys.stdout.write(message.rstrip() + "\n")
+    sys.stdout.flush()
+    sys.exit(1)
+
+
+def tool_line(argv):
+    try:
+        out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60, text=True).stdout
+        lines = [l for l in out.splitlines() if l.strip()]
+        return lines[-1] if lines else "?"
+    except (OSError, subprocess.SubprocessError) as e:
+        return "unavailable (%s)" % e
+
+
+def first_line(argv):
+    try:
+        out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60, text=True).stdout
+        return (out.splitlines() or ["?"])[0]
+    except (OSError, subprocess.SubprocessError) as e:
+        return "unavailable (%s)" % e
+
+
+def toolchain(device, arch):
+    import torch
+    from torch.utils import cpp_extension as ce
+    nvcc = os.path.join(ce.CUDA_HOME, "bin", "nvcc") if ce.CUDA_HOME else shutil.which("nvcc") or "nvcc"
+    return {
+        "format": FORMAT,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cxx": first_line([os.environ.get("CXX", "g++"), "--version"]),
+        "nvcc": tool_line([nvcc, "--version"]) if device == "cuda" else None,
+        "nvcc_path": nvcc if device == "cuda" else None,
+        "device": device,
+        "arch": arch,
+    }
+
+
+def python_include():
+    import sysconfig
+    return sysconfig.get_paths()["include"]
+
+
+def common_flags(name, cuda):
+    import torch
+    from torch.utils import cpp_extension as ce
+    flags = ["-DTORCH_EXTENSION_NAME=%s" % name, "-DTORCH_API_INCLUDE_EXTENSION_H",
+             "-D_GLIBCXX_USE_CXX11_ABI=%d" % int(torch._C._GLIBCXX_USE_CXX11_ABI)]
+    for key in ("COMPILER_TYPE", "STDLIB", "BUILD_ABI"):
+        v = getattr(torch._C, "_PYBIND11_" + key, None)
+        if v is not None:
+            flags.append('-DPYBIND11_%s="%s"' % (key, v))
+    flags += ["-I" + p for p in ce.include_paths(cuda)] + ["-I" + python_include()]
+    return flags
+
+
+def gencode(arch):
+    a = arch.replace(".", "")
+    return ["-gencode=arch=compute_%s,code=sm_%s" % (a, a)]
+
+
+def needs_torch(cuda_sources):
+    text = "\n".join(cuda_sources)
+    return any(h in text for h in TORCH_HINTS)
+
+
+def main_cpp(call):
+    parts = ["#include <torch/extension.h>"] + call["cpp_sources"]
+    if call["functions"]:
+        parts.append("PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {")
+        for f, doc in call["functions"]:
+            wrapped = "torch::wrap_pybind_function(%s)" % f if call["with_pytorch_error_handling"] else f
+            parts.append('m.def("%s", %s, %s);' % (f, wrapped, json.dumps(doc)))
+        parts.append("}")
+    return "\n".join(parts) + "\n"
+
+
+def cuda_cu(call):
+    if needs_torch(call["cuda_sources"]):
+        head = ["#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>"]
+    else:
+        head = ["#include <cuda.h>", "#include <cuda_runtime.h>"]
+    return "\n".join(head + call["cuda_sources"]) + "\n"
+
+
+class ObjectCache:
+    def __init__(self, root, tools):
+        self.root = root
+        self.tools = json.dumps(tools, sort_keys=True)
+        self.hits = 0
+        self.built = 0
+        if root:
+            os.makedirs(root, exist_ok=True)
+
+    def key(self, argv, source):
+        return kc.sha256_text("kevo-torch-object-1", self.tools, json.dumps(argv), source)
+
+    def path(self, key):
+        return os.path.join(self.root, key[:2], key + ".o") if self.root else None
+
+
+def start_compile(argv_without_io, source_text, src_path, obj_path, cache):
+    """Starts one compile, or takes the object from the cache. Returns
+    (process or None, final object path, key)."""
+    with open(src_path, "w", encoding="utf-8") as f:
+        f.write(source_text)
+    key = cache.key(argv_without_io, source_text)
+    cached = cache.path(key)
+    if cached and os.path.exists(cached):
+        cache.hits += 1
+        shutil.copyfile(cached, obj_path)
+        return None, obj_path, key
+    argv = argv_without_io + ["-c", src_path, "-o", obj_path]
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    p.kevo_argv = argv
+    return p, obj_path, key
+
+
+def finish_compile(p, obj_path, key, cache, what):
+    if p is None:
+        return
+    out, _ = p.communicate()
+    if p.returncode != 0:
+        # The build folder's path means nothing to the candidate's author
+        # (it reaches LLM repair prompts): main.cpp:25:5, not /cache/.../main.cpp:25:5.
+        out = out.replace(os.path.dirname(obj_path) + os.sep, "")
+        fail("%s failed (exit %d):\n%s" % (what, p.returncode, out[-16000:]))
+    cache.built += 1
+    cached = cache.path(key)
+    if cached:
+        os.makedirs(os.path.dirname(cached), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(cached), suffix=".tmp")
+        os.close(fd)
+        shutil.copyfile(obj_path, tmp)
+        os.replace(tmp, cached)
+
+
+def build_extension(call, out_dir, device, arch, tools, cache):
+    from torch.utils import cpp_extension as ce
+    if call["cuda_sources"] and device != "cuda":
+        fail("load_inline '%s' has CUDA sources, and this task runs on the CPU (backend.torch.device %s)"
+             % (call["name"], device))
+    key = kc.load_inline_key(call)
+    edir = os.path.join(out_dir, "ext", key[:16])
+    os.makedirs(edir, exist_ok=True)
+    cuda = bool(call["cuda_sources"])
+    cxx = os.environ.get("CXX", "g++")
+    cflags = [cxx, "-fPIC", "-std=c++17", "-O3", "-w"] + common_flags(call["name"], cuda) + \
+        ["-I" + p for p in call["extra_include_paths"]] + call["extra_cflags"]
+    jobs = []
+    jobs.append(start_compile(cflags, main_cpp(call), os.path.join(edir, "main.cpp"), os.path.join(edir, "main.o"), cache)
+                + ("g++ on load_inline '%s' (cpp_sources)" % call["name"],))
+    objs = [os.path.join(edir, "main.o")]
+    if cuda:
+        raw = not needs_torch(call["cuda_sources"])
+        nvcc = [tools["nvcc_path"], "-std=c++17", "-O3", "--expt-relaxed-constexpr", "-Xcompiler", "-fPIC", "-w"] + \
+            gencode(arch)
+        if raw:
+            nvcc += ["-I" + p for p in call["extra_include_paths"]]
+        else:
+            nvcc += ["-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
+                     "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__"] + \
+                common_flags(call["name"], True) + ["-I" + p for p in call["extra_include_paths"]]
+        nvcc += call["extra_cuda_cflags"]
+        jobs.append(start_compile(nvcc, cuda_cu(call), os.path.join(edir, "cuda.cu"), os.path.join(edir, "cuda.o"), cache)
+                    + ("nvcc on load_inline '%s' (cuda_sources%s)" % (call["name"], ", without torch's headers" if raw else ""),))
+        objs.append(os.path.join(edir, "cuda.o"))
+    for p, obj, k, what in jobs:
+        finish_compile(p, obj, k, cache, what)
+    libs = ["-L" + p for p in ce.library_paths(cuda)] + ["-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_python"]
+    if cuda:
+        libs += ["-lc10_cuda", "-ltorch_cuda", "-L" + os.path.join(ce.CUDA_HOME, "lib64"), "-lcudart"]
+    so = os.path.join(edir, call["name"] + ".so")
+    link = [cxx, "-shared"] + objs + ["-o", so] + libs + call["extra_ldflags"]
+    r = subprocess.run(link, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        fail("linking load_inline '%s' failed (exit %d):\n%s" % (call["name"], r.returncode,
+                                                                r.stdout.replace(edir + os.sep, "")[-16000:]))
+    for tmp in ("main.o", "cuda.o"):
+        try:
+            os.remove(os.path.join(edir, tmp))
+        except OSError:
+            pass
+    return {"key": key, "name": call["name"], "path": os.path.relpath(so, out_dir),
+            "functions": [f for f, _ in call["functions"]], "raw_cuda": cuda and not needs_torch(call["cuda_sources"])}
+
+
+def uses_triton(tree):
+    import ast
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            if any(n.split(".")[0] == "triton" for n in names):
+                return True
+    return False
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--version", action="store_true")
+    ap.add_argument("--source")
+    ap.add_argument("--out")
+    ap.add_argument("--task")
+    ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    ap.add_argument("--arch", default="9.0")
+    ap.add_argument("--objects", default="")
+    a = ap.parse_args()
+    if a.version:
+        print(json.dumps(toolchain(a.device, a.arch), sort_keys=True))
+        return 0
+    if not (a.source and a.out and a.task):
+        ap.error("--source, --out and --task are required")
+    t0 = time.monotonic()
+    with open(a.source, "r", encoding="utf-8", errors="replace") as f:
+        source = f.read()
+    info = kc.torch_section(a.task)
+    with open(info["reference"], "r", encoding="utf-8") as f:
+        reference = f.read()
+    result = {"format": FORMAT, "role": "candidate", "forbidden": None, "extensions": [], "uses_triton": False}
+    if source == reference:
+        # The task's own reference: trusted, judged as itself; nothing to build.
+        result["role"] = "reference"
+    else:
+        try:
+            tree = kc.check_source(source, "candidate.py", info["languages"])
+        except kc.BuildError as e:
+            fail(str(e))
+        except kc.StaticViolation as e:
+            result["forbidden"] = str(e)
+            tree = None
+        if tree is not None:
+            try:
+                calls = kc.load_inline_calls(tree, "candidate.py")
+            except kc.BuildError as e:
+                fail(str(e))
+            if calls and "cuda" not in info["languages"] and any(c["cuda_sources"] for c in calls):
+                result["forbidden"] = "candidate.py: uses CUDA through load_inline (this task allows %s)" % ", ".join(info["languages"])
+                calls = []
+            seen = set()
+            tools = toolchain(a.device, a.arch) if calls else None
+            cache = ObjectCache(a.objects, tools) if calls else None
+            for c in calls:
+                k = kc.load_inline_key(c)
+                if k in seen:
+                    continue
+                seen.add(k)
+                result["extensions"].append(build_extension(c, a.out, a.device, a.arch, tools, cache))
+            result["uses_triton"] = uses_triton(tree)
+            if cache:
+                result["object_cache"] = {"hits": cache.hits, "built": cache.built}
+    result["seconds"] = round(time.monotonic() - t0, 3)
+    with open(os.path.join(a.out, "kevo_build.json"), "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=1, sort_keys=True)
+    print("kevo torch build: %s, %d extension(s)%s in %.2f s" % (
+        result["role"], len(result["extensions"]), ", forbidden" if result["forbidden"] else "", result["seconds"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,398 @@
+"""What kevo's torch tools share (docs/torch.md): the torch section of a task
+manifest, the static checks of a candidate, the load_inline calls a
+candidate makes (read from its syntax tree, never by running it) and the
+keys of their builds.
+
+Trusted code: it runs in the build stage and in the judge, never in a
+candidate's process after the candidate's code (the candidate host imports
+it before it loads the candidate).
+"""
+import ast
+import hashlib
+import json
+import os
+
+# What a candidate may import (top-level module names). Everything else is a
+# `forbidden` verdict naming the import: a kernel needs torch (and triton)
+# and a few pure modules, never the operating system.
+ALLOWED_IMPORTS = frozenset({
+    "torch", "triton", "math", "typing", "functools", "itertools", "operator", "numbers", "collections",
+    "dataclasses", "enum", "__future__",
+})
+
+# Names a candidate may not use at all: they reach the interpreter, files or
+# code outside the syntax tree the checks see.
+FORBIDDEN_NAMES = frozenset({
+    "__import__", "eval", "exec", "compile", "open", "globals", "locals", "vars", "getattr", "setattr",
+    "delattr", "breakpoint", "input", "memoryview", "__builtins__", "__loader__", "__spec__", "help",
+    "exit", "quit",
+})
+
+# Modules a candidate may not reach through another module's attributes
+# (torch.os, np.sys...): the operating system, the interpreter, time.
+FORBIDDEN_MODULE_ATTRS = frozenset({
+    "os", "sys", "subprocess", "ctypes", "importlib", "builtins", "gc", "inspect", "threading", "_thread",
+    "multiprocessing", "socket", "signal", "io", "pathlib", "shutil", "tempfile", "pickle", "marshal", "time",
+    "mmap", "resource", "pty", "fcntl", "posix", "platform", "sysconfig", "site", "runpy", "code", "codeop",
+    "traceback", "weakref", "atexit", "faulthandler", "tracemalloc", "warnings", "logging", "glob", "shlex",
+})
+
+# Double-underscore attributes a candidate may touch (super().__init__()).
+ALLOWED_DUNDER_ATTRS = frozenset({"__init__"})
+
+# Attribute chains that are never a kernel's business: the interpreter and
+# torch's internals, its compilers (they JIT at run time), its numerics
+# switches (written only by kevo; a candidate that changes them at run time
+# is caught by the harness too) and autotuning (kevo's parameter mutation
+# does that job and times every configuration itself).
+FORBIDDEN_ATTR_PREFIXES = (
+    ("torch", "_C"), ("torch", "_dynamo"), ("torch", "_inductor"), ("torch", "compile"), ("torch", "jit"),
+    ("torch", "utils", "cpp_extension", "load"), ("torch", "utils", "cpp_extension", "_jit_compile"),
+    ("torch", "cuda", "memory"), ("torch", "backends"), ("torch", "set_float32_matmul_precision"),
+    ("torch", "set_default_dtype"), ("torch", "set_flush_denormal"), ("torch", "use_deterministic_algorithms"),
+    ("torch", "set_num_threads"), ("torch", "cuda", "set_device"), ("torch", "multiprocessing"),
+    ("torch", "distributed"), ("torch", "library"), ("torch", "ops"), ("torch", "overrides"),
+    ("torch", "utils", "_python_dispatch"), ("torch", "testing"), ("torch", "profiler"), ("torch", "autograd", "profiler"),
+    ("triton", "autotune"), ("triton", "testing"), ("triton", "runtime", "autotuner"), ("triton", "Config"),
+    ("triton", "compile"), ("triton", "runtime", "cache"), ("triton", "knobs"), ("triton", "backends"),
+)
+
+LOAD_INLINE_KEYS = ("name", "cpp_sources", "cuda_sources", "functions", "extra_cflags", "extra_cuda_cflags",
+                    "extra_ldflags", "extra_include_paths", "verbose", "with_cuda", "is_python_module",
+                    "with_pytorch_error_handling", "keep_intermediates", "build_directory")
+LOAD_INLINE_POSITIONAL = ("name", "cpp_sources", "cuda_sources", "functions", "extra_cflags", "extra_cuda_cflags",
+                          "extra_ldflags", "extra_include_paths")
+
+DEFAULT_SIGNED = True
+
+
+class TaskError(Exception):
+    """A task that cannot be used: the message names the file and the key."""
+
+
+class StaticViolation(Exception):
+    """A candidate that uses what the task does not allow: `forbidden`."""
+
+
+class BuildError(Exception):
+    """A candidate that cannot be built: `compile_error`."""
+
+
+def read_json(path):
+    with open(path, "r", encoding="utf-8") as f:
+        return json.load(f)
+
+
+def torch_section(task_dir):
+    """The manifest's "torch" object, with defaults (validated by kevo's task
+    loader; read again here because the judge runs in another process)."""
+    manifest = read_json(os.path.join(task_dir, "task.json"))
+    t = manifest.get("torch", {})
+    inputs = t.get("inputs", {})
+    signed = inputs.get("signed", DEFAULT_SIGNED)
+    return {
+        "manifest": manifest,
+        "sizes": list(t.get("sizes", [])),
+        "signed": signed,
+        "allow": list(t.get("allow", [])),
+        "forbid_reference_ops": bool(t.get("forbid_reference_ops", True)),
+        "languages": list(t.get("languages", ["cuda", "triton"])),
+        "stress": list(t.get("stress", [])),
+        "reference": os.path.join(task_dir, manifest["reference"]),
+        "seed": os.path.join(task_dir, manifest["seed"]),
+    }
+
+
+def sha256_text(*parts):
+    h = hashlib.sha256()
+    for p in parts:
+        b = p.encode("utf-8") if isinstance(p, str) else p
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+    return h.hexdigest()
+
+
+# ---- static checks ---------------------------------------------------------------
+
+def _attr_chain(node):
+    """torch.cuda.synchronize -> ("torch", "cuda", "synchronize"); None when
+    the chain does not start at a plain name."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return tuple(reversed(parts))
+    return None
+
+
+class _Aliases:
+    """Which local names stand for which modules (import torch.nn as nn ->
+    nn = torch.nn), so that `from torch import backends` and
+    `import torch.backends as b` are caught like `torch.backends`."""
+
+    def __init__(self):
+        self.names = {}
+
+    def resolve(self, chain):
+        if not chain:
+            return chain
+        head = self.names.get(chain[0])
+        return (head + chain[1:]) if head else chain
+
+
+def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
+    """Parses a candidate and checks it statically. Returns the tree. Raises
+    BuildError (not Python, no ModelNew) or StaticViolation."""
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as e:
+        raise BuildError("%s:%s:%s: SyntaxError: %s\n%s" % (filename, e.lineno, e.offset, e.msg, (e.text or "").rstrip()))
+    except ValueError as e:   # NUL bytes
+        raise BuildError("%s: not Python source: %s" % (filename, e))
+    aliases = _Aliases()
+
+    def where(node):
+        return "%s:%d" % (filename, getattr(node, "lineno", 0))
+
+    def forbid(node, what):
+        raise StaticViolation("%s: %s" % (where(node), what))
+
+    def check_import(node, module):
+        top = module.split(".")[0]
+        if top not in ALLOWED_IMPORTS:
+            forbid(node, "imports %s (a candidate may import only %s)" % (module, ", ".join(sorted(ALLOWED_IMPORTS - {"__future__"}))))
+        if top == "triton" and "triton" not in languages:
+            forbid(node, "imports triton (this task allows %s)" % ", ".join(languages))
+
+    def check_chain(node, chain):
+        chain = aliases.resolve(chain)
+        if not chain:
+            return
+        for part in (chain[1:] if chain[0] in ALLOWED_IMPORTS else ()):
+            if part in FORBIDDEN_MODULE_ATTRS:
+                forbid(node, "reaches %s through %s (a kernel has no use for the operating system or the "
+                             "interpreter)" % (part, ".".join(chain[:chain.index(part)])))
+        for prefix in FORBIDDEN_ATTR_PREFIXES:
+            if chain[:len(prefix)] == prefix:
+                forbid(node, "uses %s (%s)" % (".".join(chain[:len(prefix)]), _why(prefix)))
+
+    has_model_new = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                check_import(node, a.name)
+                local = a.asname or a.name.split(".")[0]
+                aliases.names[local] = tuple((a.name if a.asname else a.name.split(".")[0]).split("."))
+                check_chain(node, tuple(a.name.split(".")))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                forbid(node, "uses a relative import (a candidate is one file)")
+            check_import(node, node.module or "")
+            for a in node.names:
+                if a.name == "*":
+                    forbid(node, "uses 'from %s import *' (name what you use)" % node.module)
+                full = tuple((node.module or "").split(".")) + (a.name,)
+                check_chain(node, full)
+                aliases.names[a.asname or a.name] = full
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if node.id in FORBIDDEN_NAMES:
+                forbid(node, "uses %s (a kernel has no use for it)" % node.id)
+            if node.id.startswith("__") and node.id.endswith("__") and node.id not in ("__name__",):
+                forbid(node, "uses %s" % node.id)
+        elif isinstance(node, ast.Attribute):
+            if node.attr.startswith("__") and node.attr not in ALLOWED_DUNDER_ATTRS:
+                forbid(node, "uses the attribute %s (the interpreter's internals)" % node.attr)
+            chain = _attr_chain(node)
+            if chain:
+                check_chain(node, chain)
+            if isinstance(node.ctx, (ast.Store, ast.Del)) and chain:
+                resolved = aliases.resolve(chain)
+                if resolved[0] in ("torch", "triton", "math"):
+                    forbid(node, "assigns to %s (a candidate may not change a library)" % ".".join(resolved))
+        elif isinstance(node, ast.ClassDef) and node.name == "ModelNew" and node in tree.body:
+            has_model_new = True
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            forbid(node, "uses %s (state kept across calls)" % ("global" if isinstance(node, ast.Global) else "nonlocal"))
+        elif isinstance(node, ast.Call):
+            fn = _attr_chain(node.func)
+            if fn and aliases.resolve(fn)[-1:] == ("autotune",):
+                forbid(node, "autotunes (kevo's parameter mutation tunes; a candidate may not time itself)")
+    if not has_model_new:
+        raise BuildError("%s: defines no class ModelNew at module level (the candidate's form: "
+                         "class ModelNew(nn.Module) with Model's interface)" % filename)
+    return tree
+
+
+def _why(prefix):
+    p = ".".join(prefix)
+    if p.startswith("triton.autotune") or p.startswith("triton.Config") or "autotuner" in p:
+        return "kevo's parameter mutation tunes; a candidate may not autotune itself"
+    if p in ("torch.compile", "torch.jit", "torch._dynamo", "torch._inductor", "triton.compile"):
+        return "a compiler that runs at judge time; write the kernel"
+    if p == "torch.utils.cpp_extension.load":
+        return "build with load_inline and constant sources"
+    if p.startswith("torch.backends") or p in ("torch.set_float32_matmul_precision", "torch.set_default_dtype",
+                                                "torch.set_flush_denormal", "torch.use_deterministic_algorithms"):
+        return "numerics settings are the judge's"
+    return "not a kernel's business"
+
+
+# ---- load_inline, read from the tree ------------------------------------------------
+
+class _Consts:
+    """Module-level names bound once to constant expressions, folded."""
+
+    def __init__(self, tree, filename):
+        self.values = {}
+        self.filename = filename
+        counts = {}
+        for node in tree.body:
+            targets = []
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                targets = [node.target]
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    counts[t.id] = counts.get(t.id, 0) + 1
+        for node in tree.body:
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    if isinstance(t, ast.Name) and counts.get(t.id) == 1:
+                        try:
+                            self.values[t.id] = self.fold(node.value)
+                        except BuildError:
+                            pass
+
+    def fold(self, node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, (str, bool, int, float, type(None))):
+            return node.value
+        if isinstance(node, ast.JoinedStr):
+            out = []
+            for v in node.values:
+                if isinstance(v, ast.Constant):
+                    out.append(str(v.value))
+                elif isinstance(v, ast.FormattedValue) and v.format_spec is None and v.conversion == -1:
+                    out.append(str(self.fold(v.value)))
+                else:
+                    raise self.dynamic(node)
+            return "".join(out)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            a, b = self.fold(node.left), self.fold(node.right)
+            if type(a) is not type(b) and not (isinstance(a, (list, tuple)) and isinstance(b, (list, tuple))):
+                raise self.dynamic(node)
+            return a + b
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return [self.fold(e) for e in node.elts]
+        if isinstance(node, ast.Dict):
+            return {self.fold(k): self.fold(v) for k, v in zip(node.keys, node.values)}
+        if isinstance(node, ast.Name) and node.id in self.values:
+            return self.values[node.id]
+        if isinstance(node, ast.Call) and _attr_chain(node.func) == ("textwrap", "dedent"):
+            raise self.dynamic(node)
+        raise self.dynamic(node)
+
+    def dynamic(self, node):
+        return BuildError("%s:%d: load_inline arguments must be constants (string literals, concatenations of "
+                          "them, or module-level names bound once to such values); this one is computed at run time"
+                          % (self.filename, getattr(node, "lineno", 0)))
+
+
+def _is_load_inline(func, aliases):
+    chain = _attr_chain(func)
+    if not chain:
+        return False
+    chain = aliases.resolve(chain)
+    return chain[-1] == "load_inline" and (len(chain) == 1 or chain[:3] == ("torch", "utils", "cpp_extension")
+                                          or chain[-2:] == ("cpp_extension", "load_inline"))
+
+
+def load_inline_calls(tree, filename="candidate.py"):
+    """Every load_inline call of the candidate, its arguments folded to
+    constants: [{"name", "cpp_sources", "cuda_sources", "functions",
+    "extra_cflags", "extra_cuda_cflags", "extra_ldflags", "extra_include_paths",
+    "with_pytorch_error_handling"}]. Raises BuildError for dynamic ones."""
+    aliases = _Aliases()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                aliases.names[a.asname or a.name.split(".")[0]] = tuple(
+                    (a.name if a.asname else a.name.split(".")[0]).split("."))
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            for a in node.names:
+                aliases.names[a.asname or a.name] = tuple(node.module.split(".")) + (a.name,)
+    consts = _Consts(tree, filename)
+    calls = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and _is_load_inline(node.func, aliases)):
+            continue
+        args = {}
+        if len(node.args) > len(LOAD_INLINE_POSITIONAL):
+            raise BuildError("%s:%d: load_inline takes at most %d positional arguments"
+                             % (filename, node.lineno, len(LOAD_INLINE_POSITIONAL)))
+        for k, a in zip(LOAD_INLINE_POSITIONAL, node.args):
+            args[k] = consts.fold(a)
+        for kw in node.keywords:
+            if kw.arg is None:
+                raise BuildError("%s:%d: load_inline(**kwargs): arguments must be constants" % (filename, node.lineno))
+            if kw.arg not in LOAD_INLINE_KEYS:
+                raise BuildError("%s:%d: load_inline has no argument %r" % (filename, node.lineno, kw.arg))
+            if kw.arg == "build_directory":
+                continue   # kevo decides where builds live
+            args[kw.arg] = consts.fold(kw.value)
+        calls.append(normalise_load_inline(args, "%s:%d" % (filename, node.lineno)))
+    return calls
+
+
+def normalise_load_inline(args, where="load_inline"):
+    """The arguments of one load_inline call in one spelling (the build stage
+    reads them from the tree, the candidate's host from the real call: both
+    must give the same key)."""
+    def str_list(v, key):
+        if v is None:
+            return []
+        if isinstance(v, str):
+            return [v]
+        if isinstance(v, (list, tuple)) and all(isinstance(s, str) for s in v):
+            return list(v)
+        raise BuildError("%s: load_inline's %s must be a string or a list of strings" % (where, key))
+
+    name = args.get("name")
+    if not isinstance(name, str) or not name.isidentifier():
+        raise BuildError("%s: load_inline needs name= a Python identifier, got %r" % (where, name))
+    functions = args.get("functions")
+    if functions is None:
+        fn = []
+    elif isinstance(functions, str):
+        fn = [[functions, functions]]
+    elif isinstance(functions, (list, tuple)) and all(isinstance(f, str) for f in functions):
+        fn = [[f, f] for f in functions]
+    elif isinstance(functions, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in functions.items()):
+        fn = [[k, v] for k, v in functions.items()]
+    else:
+        raise BuildError("%s: load_inline's functions must be a string, a list of strings or a dict" % where)
+    for f, _ in fn:
+        if not f.isidentifier():
+            raise BuildError("%s: load_inline function name %r is not an identifier" % (where, f))
+    return {
+        "name": name,
+        "cpp_sources": str_list(args.get("cpp_sources"), "cpp_sources"),
+        "cuda_sources": str_list(args.get("cuda_sources"), "cuda_sources"),
+        "functions": fn,
+        "extra_cflags": str_list(args.get("extra_cflags"), "extra_cflags"),
+        "extra_cuda_cflags": str_list(args.get("extra_cuda_cflags"), "extra_cuda_cflags"),
+        "extra_ldflags": str_list(args.get("extra_ldflags"), "extra_ldflags"),
+        "extra_include_paths": str_list(args.get("extra_include_paths"), "extra_include_paths"),
+        "with_pytorch_error_handling": bool(args.get("with_pytorch_error_handling", True)),
+    }
+
+
+def load_inline_key(call):
+    """The build key of one normalised load_inline call (the toolchain's
+    identity is added by the build stage's cache, not here: the candidate's
+    host only matches calls to what the build made)."""
+    return sha256_text(json.dumps(call, sort_keys=True))

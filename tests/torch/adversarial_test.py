@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""The torch backend's adversarial suite (docs/torch.md#threat-model): every
+candidate in tests/torch/adversarial, and native attacks from a load_inline
+extension, judged by `kevo eval` (the real build stage, judge and sandbox),
+each asserting the honest verdict; a fake API key in kevo's environment
+never appears in anything kevo prints; after every attack the honest
+candidate is still judged correct.
+
+  adversarial_test.py KEVO PYTHON SOURCE_DIR WORK_DIR [DEVICE] [--only NAME,...]
+
+Exit 77 (skipped) when PYTHON cannot import torch.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+SECRET = "sk-kevo-fake-secret-7f3a9c2e"
+
+
+def main():
+    args = [a for a in sys.argv[1:] if not a.startswith("--only")]
+    only = set()
+    for a in sys.argv[1:]:
+        if a.startswith("--only="):
+            only = set(a.split("=", 1)[1].split(","))
+    kevo, python, src, work = args[:4]
+    device = args[4] if len(args) > 4 else "cpu"
+    if subprocess.run([python, "-c", "import torch"], capture_output=True).returncode != 0:
+        print("SKIP: %s cannot import torch" % python)
+        return 77
+    adv = os.path.join(src, "tests", "torch", "adversarial")
+    softmax = os.path.join(src, "configs", "tasks", "torch", "torch_softmax")
+    sbr = os.path.join(src, "configs", "tasks", "torch", "torch_scale_bias_relu")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    env = dict(os.environ, OPENAI_API_KEY=SECRET, KEVO_TEST_SECRET_TOKEN=SECRET)
+
+    def judge(task, paths, wall=60):
+        """Judges the files in one `kevo eval` (one backend: its judge
+        process serves them in turn): {path: verdict}."""
+        argv = [kevo, "eval", task] + paths + ["--json", "--no-prepare", "--seed", "11",
+                "--set", "device=" + device, "python=" + python, "cache_dir=" + os.path.join(work, "cache"),
+                "run.wall_seconds=%d" % wall, "timing.budget_seconds=0.2", "timing.min_repeats=5"]
+        p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=wall * len(paths) + 600)
+        everything = p.stdout + p.stderr
+        if SECRET in everything:
+            raise AssertionError("the fake API key appears in kevo's output")
+        if p.returncode != 0:
+            raise AssertionError("kevo eval exited %d:\n%s" % (p.returncode, everything[-3000:]))
+        if len(paths) == 1:
+            return {paths[0]: json.loads(p.stdout)}
+        out = {}
+        for line in p.stdout.splitlines():
+            if line.strip():
+                j = json.loads(line)
+                out[j["candidate"]] = j["verdict"]
+        return out
+
+    # name -> (task, statuses allowed, text the message must contain, extra check)
+    def fast(v):
+        return v["status"] != "correct" or v["speedup"] < 5.0
+
+    cases = {
+        "honest.py": (softmax, {"correct"}, "correct", None),
+        "calls_reference_op.py": (softmax, {"forbidden"}, "aten::_softmax", None),
+        "fallback_to_reference.py": (softmax, {"forbidden"}, "aten::_softmax", None),
+        "memo_by_shape.py": (softmax, {"wrong_answer"}, "differs from the reference", None),
+        "memo_by_sample.py": (softmax, {"correct", "wrong_answer"}, "", fast),
+        # On the GPU the poisoned allocator makes it compute on every call
+        # (correct, honest time); on the CPU large blocks come back as fresh
+        # zero pages, so it never computes and is wrong from the first call.
+        "detects_poison.py": (softmax, {"correct", "wrong_answer"}, "", fast),
+        "returns_input.py": (softmax, {"wrong_answer"}, "shares memory with input", None),
+        "modifies_input.py": (softmax, {"wrong_answer"}, "modified its input", None),
+        "lazy_subclass.py": (softmax, {"wrong_answer"}, "not a torch.Tensor", None),
+        "no_max_subtraction.py": (softmax, {"wrong_answer"}, "stress large-mean", None),
+        "visible_shape_only.py": (softmax, {"wrong_answer"}, "", None),
+        "partial_write.py": (softmax, {"wrong_answer"}, "differs from the reference", None),
+        "wrong_dtype.py": (softmax, {"wrong_answer"}, "dtype float64", None),
+        "forges_result.py": (softmax, {"wrong_answer"}, "differs from the reference", None),
+        "changes_numerics.py": (softmax, {"forbidden"}, "float32_matmul_precision", None),
+        "patches_timer.py": (softmax, {"forbidden"}, "imports time", None),
+        "reaches_os.py": (softmax, {"forbidden"}, "reaches os", None),
+        "dunder_escape.py": (softmax, {"forbidden"}, "the interpreter's internals", None),
+        "autotunes.py": (softmax, {"forbidden"}, "autotune", None),
+        "modifies_parameters.py": (sbr, {"wrong_answer"}, "modified its parameters", None),
+        "dynamic_load_inline.py": (softmax, {"compile_error"}, "must be constants", None),
+    }
+    # Native attacks: one load_inline extension (built once, then from the
+    # object cache) whose functions each try one thing a Python candidate
+    # cannot; the candidate's forward calls one of them.
+    native = {
+        "kill_parent": ({"runtime_error"}, "sandbox violation"),
+        "kill_all": ({"runtime_error"}, "sandbox violation"),
+        "write_file": ({"runtime_error"}, "sandbox violation"),
+        "open_socket": ({"runtime_error"}, "sandbox violation"),
+        "fork_child": ({"runtime_error"}, "sandbox violation"),
+        "ptrace_parent": ({"runtime_error"}, "sandbox violation"),
+        # In a PID namespace of its own no other process has a number: the
+        # calls fail (ESRCH) or the policy stops them.
+        "prlimit_parent": ({"runtime_error"}, ""),
+        "read_secrets": ({"runtime_error"}, "no secret"),
+        "exit_process": ({"runtime_error"}, "exited"),
+        "segfault": ({"runtime_error"}, "SIGSEGV"),
+        "hang": ({"timeout"}, "did not return"),
+    }
+    with open(os.path.join(src, "tests", "torch", "native_attacks.cpp"), encoding="utf-8") as f:
+        cpp = f.read()
+    for name in native:
+        body = ('import torch\nimport torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n\n'
+                'CPP = %s\n\next = load_inline(name="kevo_native_attacks", cpp_sources=[CPP], functions=%s)\n\n\n'
+                'class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n\n'
+                '    def forward(self, x):\n        return ext.%s(x)\n' % (json.dumps(cpp), json.dumps(sorted(native)), name))
+        with open(os.path.join(work, "native_%s.py" % name), "w", encoding="utf-8") as f:
+            f.write(body)
+    failures = []
+    results = []
+    todo = [(n, os.path.join(adv, n)) + cases[n] for n in cases] + \
+        [("native_%s.py" % n, os.path.join(work, "native_%s.py" % n), softmax) + native[n] + (None,) for n in native]
+    todo = [t for t in todo if not only or t[0] in only or t[0].replace(".py", "") in only]
+    by_task = {}
+    for t in todo:
+        by_task.setdefault(t[2], []).append(t)
+    for task, items in sorted(by_task.items()):
+        t0 = time.monotonic()
+        try:
+            verdicts = judge(task, [t[1] for t in items], wall=40)
+        except Exception as e:
+            failures.append("%s: %s" % (os.path.basename(task), e))
+            continue
+        print("%d candidates of %s judged in %.1f s" % (len(items), os.path.basename(task), time.monotonic() - t0))
+        for name, path, _, allowed, text, extra in items:
+            v = verdicts.get(path)
+            if v is None:
+                failures.append("%s: no verdict" % name)
+                continue
+            ok = v["status"] in allowed and (not text or text in v["message"] + "\n" + v["feedback"]) and \
+                "got through" not in v["message"] + v["feedback"]
+            if ok and extra is not None:
+                ok = extra(v)
+            results.append((name, v["status"], v.get("speedup", 0.0), v["message"][:110]))
+            print("%-34s %-14s %6.2fx  %s" % results[-1], flush=True)
+            if not ok:
+                failures.append("%s: got %s (%s), expected %s%s" % (name, v["status"], v["message"][:300],
+                                                                  sorted(allowed), " with '%s'" % text if text else ""))
+    # After every attack, the honest candidate still judged correct.
+    v = judge(softmax, [os.path.join(adv, "honest.py")])[os.path.join(adv, "honest.py")]
+    if v["status"] != "correct":
+        failures.append("honest.py after the attacks: %s (%s)" % (v["status"], v["message"]))
+    if failures:
+        print("FAILED:\n  " + "\n  ".join(failures))
+        return 1
+    print("%d adversarial candidates, each judged as expected; no secret in any output" % len(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

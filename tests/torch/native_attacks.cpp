@@ -1,0 +1,94 @@
+// Native attacks for the torch backend's adversarial suite (adversarial_test.py
+// puts this file into a load_inline call): each function tries one thing a
+// kernel must not do from inside the candidate's host process, then, if it
+// got through, returns wrong values so that the attack can only lose.
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdexcept>
+#include <string>
+#include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static torch::Tensor got_through(torch::Tensor x, const char* what) {
+  throw std::runtime_error(std::string("the attack got through: ") + what);
+}
+
+torch::Tensor kill_parent(torch::Tensor x) {
+  ::kill(::getppid(), SIGKILL);
+  return got_through(x, "kill(getppid())");
+}
+
+torch::Tensor kill_all(torch::Tensor x) {
+  ::kill(-1, SIGSTOP);
+  return got_through(x, "kill(-1)");
+}
+
+torch::Tensor write_file(torch::Tensor x) {
+  ::open("/tmp/kevo-torch-pwned", O_CREAT | O_WRONLY | O_TRUNC, 0644);
+  return got_through(x, "open for writing");
+}
+
+torch::Tensor open_socket(torch::Tensor x) {
+  ::socket(AF_INET, SOCK_STREAM, 0);
+  return got_through(x, "socket");
+}
+
+torch::Tensor fork_child(torch::Tensor x) {
+  const pid_t p = ::fork();
+  if (p == 0) ::_exit(0);
+  return got_through(x, "fork");
+}
+
+torch::Tensor ptrace_parent(torch::Tensor x) {
+  ::ptrace(PTRACE_ATTACH, ::getppid(), nullptr, nullptr);
+  return got_through(x, "ptrace");
+}
+
+// In a PID namespace of its own the engine has no number it can name, so
+// it tries every small one (and its parent's, where it has one).
+torch::Tensor prlimit_parent(torch::Tensor x) {
+  rlimit rl{1, 1};
+  if (::getppid() > 0 && ::prlimit(::getppid(), RLIMIT_NOFILE, &rl, nullptr) == 0)
+    return got_through(x, "prlimit on its parent");
+  for (pid_t p = 2; p < 4096; ++p)
+    if (p != ::getpid() && ::prlimit(p, RLIMIT_NOFILE, &rl, nullptr) == 0) return got_through(x, "prlimit on another process");
+  throw std::runtime_error("prlimit reached no other process");
+}
+
+// Everything it can read of environments and of other processes; it says
+// what it found (the test checks that no secret is in any of kevo's output).
+torch::Tensor read_secrets(torch::Tensor x) {
+  std::string found;
+  extern char** environ;
+  for (char** e = environ; e && *e; ++e) found += std::string(*e) + ";";
+  for (const char* path : {"/proc/1/environ", "/proc/self/environ", "/root/.bashrc", "/etc/shadow"}) {
+    const int fd = ::open(path, O_RDONLY);
+    if (fd < 0) continue;
+    char buf[4096];
+    const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n > 0) found += std::string(path) + ":" + std::string(buf, static_cast<std::size_t>(n)) + ";";
+  }
+  for (auto& c : found)
+    if (c == '\0') c = ';';
+  throw std::runtime_error("no secret should be in here: " + found);
+}
+
+torch::Tensor exit_process(torch::Tensor x) {
+  std::exit(0);
+}
+
+torch::Tensor segfault(torch::Tensor x) {
+  volatile int* p = nullptr;
+  *p = 1;
+  return x;
+}
+
+torch::Tensor hang(torch::Tensor x) {
+  for (volatile unsigned long i = 0;; i = i + 1) {
+  }
+}

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine: builds what the torch backend needs and runs its
+# GPU checks and benchmarks, each phase with its own time limit; logs go to
+# $OUT (docs/torch.md, docs/benchmarks.md#torch-backend).
+#   tests/torch/run_h200.sh PHASE...   build gpu adversarial
+set -u
+OUT=${OUT:-/tmp/kevo-torch-out}
+mkdir -p "$OUT"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+B=build-gpu/bin
+PY=${PYTHON:-python3}
+step() { echo "=== $(date +%T) $*" | tee -a "$OUT/steps.log"; }
+for phase in "$@"; do
+case $phase in
+build)
+  step build
+  nvidia-smi --query-gpu=index,name,memory.total,clocks.sm,driver_version --format=csv | tee -a "$OUT/steps.log"
+  $PY -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee -a "$OUT/steps.log"
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+  cmake --build build-gpu -j32 --target kevo kevo_pyhost kevo_torch_scripts ${EXTRA_TARGETS:-} >> "$OUT/build.log" 2>&1 ||
+    { grep -B2 -A12 "error" "$OUT/build.log" | head -60; exit 1; }
+  ;;
+gpu)
+  step "which import initialises CUDA (a zygote must not)"
+  $PY - <<'PYEOF' 2>&1 | tee -a "$OUT/steps.log"
+import importlib, os, torch
+def bad_fork():
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.write(w, b"1" if torch._C._cuda_isInBadFork() else b"0")
+        os._exit(0)
+    os.waitpid(pid, 0)
+    return os.read(r, 1) == b"1"
+for m in ["torch.nn", "torch.nn.functional", "torch.utils.cpp_extension", "torch.utils._python_dispatch", "triton", "triton.language"]:
+    importlib.import_module(m)
+    print(m, "cuda initialised:", torch.cuda.is_initialized(), "a fork would be in a bad fork:", bad_fork())
+PYEOF
+  step "torch on the GPU: prepare the bundled tasks, honest CUDA candidates, seeds"
+  KEVO_TORCH_SKIP_ADVERSARIAL=1 timeout ${GPU_TIMEOUT:-420} $PY tests/torch/gpu_test.py $B/kevo $PY "$PWD" /tmp/kevo-torch-gpu 2>&1 |
+    tee "$OUT/gpu_test.log" | cut -c1-400 | tail -60
+  ;;
+adversarial)
+  step "torch adversarial suite on the GPU"
+  timeout ${ADV_TIMEOUT:-500} $PY tests/torch/adversarial_test.py $B/kevo $PY "$PWD" /tmp/kevo-torch-adv cuda 2>&1 |
+    tee "$OUT/adversarial.log" | cut -c1-300 | tail -50
+  ;;
+*)
+  echo "unknown phase $phase"; exit 2;;
+esac
+done

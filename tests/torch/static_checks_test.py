@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""The torch build stage's static side (backends/torch/python/kevo_torch_common.py):
+the checks of a candidate's source and the load_inline calls read from its
+syntax tree, constants folded, dynamic ones refused. No compiler runs here.
+
+  static_checks_test.py SOURCE_DIR
+"""
+import os
+import sys
+import unittest
+
+SRC = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..")
+sys.path.insert(0, os.path.join(SRC, "backends", "torch", "python"))
+sys.dont_write_bytecode = True
+import kevo_torch_common as kc  # noqa: E402
+
+HEAD = "import torch\nimport torch.nn as nn\n"
+TAIL = "\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return x\n"
+
+
+def check(body, languages=("cuda", "triton")):
+    return kc.check_source(HEAD + body + TAIL, "candidate.py", languages)
+
+
+class StaticChecks(unittest.TestCase):
+    def forbidden(self, body, text):
+        with self.assertRaises(kc.StaticViolation) as e:
+            check(body)
+        self.assertIn(text, str(e.exception))
+
+    def test_a_plain_candidate_passes(self):
+        check("import math\nimport triton\nimport triton.language as tl\nfrom torch.utils.cpp_extension import load_inline\n")
+
+    def test_imports_outside_the_allow_list(self):
+        for mod in ("os", "sys", "subprocess", "ctypes", "importlib", "time", "threading", "socket", "pickle"):
+            self.forbidden("import %s\n" % mod, "imports %s" % mod)
+        self.forbidden("from os import path\n", "imports os")
+        self.forbidden("import os.path as p\n", "imports os.path")
+
+    def test_triton_when_the_task_allows_cuda_only(self):
+        with self.assertRaises(kc.StaticViolation):
+            check("import triton\n", languages=("cuda",))
+
+    def test_the_interpreter_is_out_of_reach(self):
+        self.forbidden("x = eval('1')\n", "uses eval")
+        self.forbidden("x = getattr(torch, 'ones')\n", "uses getattr")
+        self.forbidden("x = open('/etc/passwd')\n", "uses open")
+        self.forbidden("x = ().__class__\n", "__class__")
+        self.forbidden("x = torch.__dict__\n", "__dict__")
+        self.forbidden("x = __builtins__\n", "__builtins__")
+        self.forbidden("x = torch.os.environ\n", "reaches os")
+        self.forbidden("import torch.utils.cpp_extension as ce\nx = ce.os\n", "reaches os")
+
+    def test_torch_internals_compilers_and_numerics(self):
+        self.forbidden("torch.backends.cuda.matmul.allow_tf32 = True\n", "torch.backends")
+        self.forbidden("from torch import backends\n", "torch.backends")
+        self.forbidden("import torch.backends.cudnn as c\n", "torch.backends")
+        self.forbidden("torch.set_float32_matmul_precision('medium')\n", "torch.set_float32_matmul_precision")
+        self.forbidden("f = torch.compile(lambda x: x)\n", "torch.compile")
+        self.forbidden("x = torch._C\n", "torch._C")
+        self.forbidden("x = torch.ops.aten.mm\n", "torch.ops")
+        self.forbidden("from torch.utils.cpp_extension import load\n", "torch.utils.cpp_extension.load")
+
+    def test_autotune_and_state(self):
+        self.forbidden("import triton\n@triton.autotune(configs=[], key=[])\ndef k():\n    pass\n", "autotune")
+        self.forbidden("def f():\n    global CACHE\n", "global")
+        self.forbidden("torch.relu = lambda x: x\n", "assigns to torch.relu")
+
+    def test_a_candidate_without_model_new_or_not_python(self):
+        with self.assertRaises(kc.BuildError) as e:
+            kc.check_source(HEAD + "class Model(nn.Module):\n    pass\n")
+        self.assertIn("no class ModelNew", str(e.exception))
+        with self.assertRaises(kc.BuildError) as e:
+            kc.check_source("def broken(:\n    pass\n")
+        self.assertIn("SyntaxError", str(e.exception))
+
+
+class LoadInline(unittest.TestCase):
+    def calls(self, body):
+        return kc.load_inline_calls(kc.check_source(HEAD + body + TAIL))
+
+    def test_constants_are_folded(self):
+        body = ('from torch.utils.cpp_extension import load_inline\n'
+                'CUDA = """__global__ void k() {}\\n""" + "void launch();"\n'
+                'CPP = "torch::Tensor f(torch::Tensor x);"\n'
+                'ext = load_inline(name="ext1", cpp_sources=CPP, cuda_sources=[CUDA], functions=["f"],\n'
+                '                  extra_cuda_cflags=["-O3"], verbose=True, build_directory="/tmp/x")\n')
+        (c,) = self.calls(body)
+        self.assertEqual(c["name"], "ext1")
+        self.assertEqual(c["cpp_sources"], ["torch::Tensor f(torch::Tensor x);"])
+        self.assertEqual(c["cuda_sources"], ["__global__ void k() {}\nvoid launch();"])
+        self.assertEqual(c["functions"], [["f", "f"]])
+        self.assertEqual(c["extra_cuda_cflags"], ["-O3"])
+
+    def test_the_key_is_the_same_for_the_same_call_at_run_time(self):
+        body = ('import torch.utils.cpp_extension as ce\n'
+                'ext = ce.load_inline("e", ["int f();"], functions="f")\n')
+        (c,) = self.calls(body)
+        runtime = kc.normalise_load_inline({"name": "e", "cpp_sources": ["int f();"], "functions": "f"})
+        self.assertEqual(kc.load_inline_key(c), kc.load_inline_key(runtime))
+        other = kc.normalise_load_inline({"name": "e", "cpp_sources": ["int g();"], "functions": "f"})
+        self.assertNotEqual(kc.load_inline_key(c), kc.load_inline_key(other))
+
+    def test_dynamic_arguments_are_refused(self):
+        for expr in ('"x" * 2', 'str(3)', '"%d" % 3', 'f"{len([])}"', 'SRC.upper()'):
+            body = ('from torch.utils.cpp_extension import load_inline\nSRC = "a"\n'
+                    'ext = load_inline(name="e", cpp_sources=[%s])\n' % expr)
+            with self.assertRaises(kc.BuildError, msg=expr) as e:
+                self.calls(body)
+            self.assertIn("must be constants", str(e.exception))
+
+    def test_a_name_bound_twice_is_not_a_constant(self):
+        body = ('from torch.utils.cpp_extension import load_inline\nSRC = "a"\nSRC = "b"\n'
+                'ext = load_inline(name="e", cpp_sources=[SRC])\n')
+        with self.assertRaises(kc.BuildError):
+            self.calls(body)
+
+    def test_kwargs_and_bad_names(self):
+        with self.assertRaises(kc.BuildError):
+            self.calls('from torch.utils.cpp_extension import load_inline\nk = {}\next = load_inline(**k)\n')
+        with self.assertRaises(kc.BuildError):
+            self.calls('from torch.utils.cpp_extension import load_inline\next = load_inline(name="a b", cpp_sources="x")\n')
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0]], verbosity=1)

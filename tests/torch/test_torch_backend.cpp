@@ -1,0 +1,167 @@
+// The torch backend's C++ side (docs/torch.md): the task kind's strict
+// manifest, the backend's options (the interpreter checked when the config
+// is read), and the baselines a run measures when it starts.
+#include "kevo/core/error.hpp"
+#include "kevo/core/strict_json.hpp"
+#include "kevo/core/task.hpp"
+#include "kevo/torch/torch_backend.hpp"
+
+#include "../core/test_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+namespace kevo {
+namespace {
+
+const char* kReference =
+    "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n        return x * 2\n\n\n"
+    "n = 64\n\n\ndef get_inputs():\n    return [torch.rand(n)]\n\n\ndef get_init_inputs():\n    return []\n";
+const char* kSeed = "import torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return x * 2\n";
+
+const char* kManifest = R"({
+  "name": "double", "description": "y = 2x", "backend": "torch", "reference": "reference.py", "seed": "seed.py",
+  "torch": {"sizes": ["n"], "inputs": {"signed": [0]}, "allow": ["aten::mul"],
+            "stress": [{"name": "large", "scale": 2, "shift": 50}]},
+  "shapes": {"visible": [{"n": 64}], "hidden": [{"n": 3}]},
+  "flops": "n", "bytes": "8*n"
+})";
+
+// A task folder holding the manifest with `key` (a JSON pointer's last part
+// at the top level or under "torch") replaced or added.
+std::filesystem::path task_with(const test::TempDir& d, const std::string& edit_path, const nlohmann::json& value,
+                                const std::string& reference = kReference, const std::string& seed = kSeed) {
+  nlohmann::json m = nlohmann::json::parse(kManifest);
+  if (!edit_path.empty()) m[nlohmann::json::json_pointer(edit_path)] = value;
+  d.write("t/task.json", m.dump());
+  d.write("t/reference.py", reference);
+  d.write("t/seed.py", seed);
+  return d.path() / "t";
+}
+
+void expect_error_at(const std::filesystem::path& dir, const std::string& pointer, const std::string& text) {
+  try {
+    load_task(dir);
+    FAIL() << "loaded; expected an error at " << pointer;
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(": " + pointer + ": "), std::string::npos) << what;
+    EXPECT_NE(what.find(text), std::string::npos) << what;
+  }
+}
+
+TEST(TorchTask, AManifestLoadsWithItsTorchSection) {
+  test::TempDir d;
+  const Task t = load_task(task_with(d, "", nullptr));
+  ASSERT_TRUE(t.is_torch());
+  EXPECT_EQ(t.backend, "torch");
+  EXPECT_EQ(t.function, "ModelNew");
+  EXPECT_EQ(t.dims, std::vector<std::string>{"n"});
+  EXPECT_FALSE(t.torch->signed_all);
+  EXPECT_EQ(t.torch->signed_inputs, std::vector<int>{0});
+  EXPECT_EQ(t.torch->allow, std::vector<std::string>{"aten::mul"});
+  ASSERT_EQ(t.torch->stress.size(), 1u);
+  EXPECT_EQ(t.torch->stress[0].shift, 50.0);
+  EXPECT_EQ(t.visible.at(0).label, "n=64");
+  EXPECT_EQ(t.hidden.at(0).dims.at("n"), 3);
+  EXPECT_EQ(t.source_extension(), ".py");
+  EXPECT_TRUE(t.args.empty());
+}
+
+TEST(TorchTask, CKeysAndBadValuesNameTheirKey) {
+  test::TempDir d;
+  expect_error_at(task_with(d, "/function", "f"), "/function", "no \"function\" key in a torch task");
+  expect_error_at(task_with(d, "/args", nlohmann::json::array()), "/args", "torch task");
+  expect_error_at(task_with(d, "/torch/sizes", {"n", "2bad"}), "/torch/sizes", "Python identifiers");
+  expect_error_at(task_with(d, "/torch/sizes", {"n", "n"}), "/torch/sizes", "twice");
+  expect_error_at(task_with(d, "/torch/allow", {"mm"}), "/torch/allow", "aten::mm");
+  expect_error_at(task_with(d, "/torch/languages", {"rust"}), "/torch/languages", "\"cuda\"");
+  expect_error_at(task_with(d, "/torch/inputs/signed", "yes"), "/torch/inputs/signed", "true, false, or a list");
+  expect_error_at(task_with(d, "/torch/stress/0/name", "Big"), "/torch/stress/0/name", "lower-case");
+  expect_error_at(task_with(d, "/torch/colour", 1), "/torch/colour", "unknown key");
+  expect_error_at(task_with(d, "/search_space", nlohmann::json::object()), "/search_space", "no search space");
+  expect_error_at(task_with(d, "/shapes/visible/0/m", 3), "/shapes/visible/0/m", "unknown key");
+  expect_error_at(task_with(d, "/reference", "reference.txt"), "/reference", "a Python file name");
+  expect_error_at(task_with(d, "", nullptr, "class Model:\n    pass\n"), "/reference", "def get_inputs");
+  expect_error_at(task_with(d, "", nullptr, kReference, "class Model:\n    pass\n"), "/seed", "class ModelNew");
+}
+
+TEST(TorchTask, ATorchSectionInACTaskIsAnError) {
+  test::TempDir d;
+  d.write("c/task.json", R"({"name": "c", "backend": "cpu", "function": "f",
+    "args": [{"name": "y", "dtype": "float32", "role": "out", "shape": ["N"]}],
+    "shapes": {"visible": [{"N": 4}]}, "reference": "r.cpp", "seed": "r.cpp", "torch": {}})");
+  d.write("c/r.cpp", "extern \"C\" void f(float* y) {}\n");
+  expect_error_at(d.path() / "c", "/torch", "only \"backend\": \"torch\" tasks");
+}
+
+nlohmann::json options(std::initializer_list<std::pair<const char*, nlohmann::json>> kv) {
+  nlohmann::json o = {{"python", KEVO_TORCH_PYTHON}, {"device", "cpu"}, {"scripts", KEVO_TORCH_SCRIPTS},
+                      {"pyhost", KEVO_TORCH_PYHOST}};
+  for (const auto& [k, v] : kv) o[k] = v;
+  return o;
+}
+
+void expect_option_error(const nlohmann::json& o, const std::string& pointer, const std::string& text) {
+  nlohmann::json copy = o;
+  StrictObject obj(copy, "run.json", "/backend/torch");
+  try {
+    torchb::parse_torch_options(obj);
+    FAIL() << "parsed; expected an error at " << pointer;
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("/backend/torch/" + pointer + ": "), std::string::npos) << what;
+    EXPECT_NE(what.find(text), std::string::npos) << what;
+  }
+}
+
+bool have_torch() { return std::system((std::string(KEVO_TORCH_PYTHON) + " -c 'import torch' 2>/dev/null").c_str()) == 0; }
+
+TEST(TorchOptions, TheInterpreterAndTheDeviceAreCheckedWhenTheConfigIsRead) {
+  expect_option_error(options({{"python", "kevo-no-such-python"}}), "python", "not in PATH");
+  expect_option_error(options({{"arch", "sm_90"}}), "arch", "compute capability");
+  expect_option_error(options({{"devise", "cpu"}}), "devise", "unknown key");
+  expect_option_error(options({{"pyhost", "/nonexistent/libkevo_pyhost.so"}}), "pyhost", "sandbox library");
+  if (!have_torch()) GTEST_SKIP() << KEVO_TORCH_PYTHON << " has no torch";
+  // This machine's torch sees no GPU (CI): "cuda" is refused, naming the key.
+  if (std::system((std::string(KEVO_TORCH_PYTHON) + " -c 'import torch, sys; sys.exit(torch.cuda.is_available())'").c_str()) == 0)
+    expect_option_error(options({{"device", "cuda"}}), "device", "sees no GPU");
+  nlohmann::json ok = options({});
+  StrictObject obj(ok, "run.json", "/backend/torch");
+  const auto o = torchb::parse_torch_options(obj);
+  EXPECT_EQ(o.device, "cpu");
+  const auto c = torchb::command_options(o);
+  EXPECT_EQ(c.backend_name, "torch");
+  EXPECT_TRUE(c.bundled);
+  EXPECT_TRUE(c.run.persistent);
+  EXPECT_FALSE(c.run.accelerator);
+  EXPECT_EQ(c.source_file, "candidate.py");
+}
+
+// torch eager (and torch.compile where torch has it) of a bundled task,
+// timed by the judge when a run starts.
+TEST(TorchBaselines, EagerIsTimedAndCompileIsTimedOrSaysWhyNot) {
+  if (!have_torch()) GTEST_SKIP() << KEVO_TORCH_PYTHON << " has no torch";
+  test::TempDir d;
+  nlohmann::json j = options({{"cache_dir", d.path().string()}, {"timing", {{"budget_seconds", 0.05}, {"min_repeats", 3}}}});
+  StrictObject obj(j, "run.json", "/backend/torch");
+  const auto o = torchb::parse_torch_options(obj);
+  auto task = std::make_shared<const Task>(load_task(std::filesystem::path(KEVO_TORCH_TASKS) / "torch_scale_bias_relu"));
+  const nlohmann::json doc = torchb::measure_baselines(o, {task}, 7, stdout);
+  SCOPED_TRACE(doc.dump());
+  EXPECT_EQ(doc.at("format"), "kevo-baselines/1");
+  EXPECT_TRUE(doc.at("measured").get<bool>());
+  const auto& e = doc.at("tasks").at("torch_scale_bias_relu");
+  ASSERT_TRUE(e.contains("eager")) << e.dump();
+  EXPECT_GT(e.at("eager").at("median_ms").get<double>(), 0.0);
+  EXPECT_EQ(e.at("eager").at("check"), "ok");
+  ASSERT_TRUE(e.contains("compile") || e.contains("error")) << e.dump();
+  if (e.contains("compile") && !e.at("compile").contains("error")) {
+    EXPECT_GT(e.at("compile").at("median_ms").get<double>(), 0.0);
+  }
+}
+
+}  // namespace
+}  // namespace kevo
