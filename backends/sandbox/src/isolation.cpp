@@ -21,8 +21,10 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <algorithm>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #ifndef PR_CAP_AMBIENT
 #define PR_CAP_AMBIENT 47
@@ -131,6 +133,22 @@ bool write_proc(pid_t pid, const char* file, const std::string& text, std::strin
   return true;
 }
 
+}  // namespace
+
+bool map_ids(pid_t pid, std::string& why) {
+  // Root in the namespace (so the child keeps its capabilities there
+  // across exec, to build its file system), mapped outside to the
+  // caller's own ids, or to the overflow user when the caller is root:
+  // root is exempt from RLIMIT_NPROC, and the candidate's process must not
+  // be. Its capabilities reach nothing outside the namespace either way.
+  const unsigned outer_uid = ::geteuid() == 0 ? 65534u : ::geteuid();
+  const unsigned outer_gid = ::geteuid() == 0 ? 65534u : ::getegid();
+  return write_proc(pid, "uid_map", "0 " + std::to_string(outer_uid) + " 1\n", why) &&
+         write_proc(pid, "setgroups", "deny", why) && write_proc(pid, "gid_map", "0 " + std::to_string(outer_gid) + " 1\n", why);
+}
+
+namespace {
+
 pid_t raw_clone(unsigned long flags) {
   // Like fork (the child runs on a copy of the caller's stack) but without
   // pthread_atfork handlers (the CUDA driver registers some) and with
@@ -206,18 +224,8 @@ IsolatedChild spawn_isolated(const std::string& path, const std::vector<std::str
   rep.net_ns = (used & CLONE_NEWNET) != 0;
   rep.unprivileged = rep.user_ns || ::geteuid() != 0;
   if (rep.user_ns) {
-    // Root in the namespace (so the child keeps its capabilities there
-    // across exec, to build its file system), mapped outside to the
-    // caller's own ids, or to the overflow user when the caller is root:
-    // root is exempt from RLIMIT_NPROC, and the candidate's process must not
-    // be. Its capabilities reach nothing outside the namespace either way.
-    const unsigned outer_uid = ::geteuid() == 0 ? 65534u : ::geteuid();
-    const unsigned outer_gid = ::geteuid() == 0 ? 65534u : ::getegid();
     std::string why;
-    const bool ok = write_proc(pid, "uid_map", "0 " + std::to_string(outer_uid) + " 1\n", why) &&
-                    write_proc(pid, "setgroups", "deny", why) &&
-                    write_proc(pid, "gid_map", "0 " + std::to_string(outer_gid) + " 1\n", why);
-    if (!ok) {
+    if (!map_ids(pid, why)) {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, nullptr, 0);
       throw Failure("sandbox: cannot map ids of a kernel host's user namespace: " + why);
@@ -248,6 +256,60 @@ IsolatedChild spawn_isolated(const std::string& path, const std::vector<std::str
 namespace {
 
 constexpr const char* kNamespaces[] = {"user", "pid", "mnt", "ipc", "net"};
+
+// The child reads /proc with read(2) and parses by hand, never with
+// iostreams: in a torch host forked from a Python judge on the H200, an
+// ifstream extraction from /proc/self/uid_map looped without end (the
+// host never got ready; docs/torch.md#gpu-status). Bounded by `cap` bytes.
+std::string read_text(const char* path, std::size_t cap = std::size_t{1} << 20) {
+  std::string out;
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buf[4096];
+  while (out.size() < cap) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+// The whitespace-separated fields of one line.
+std::vector<std::string> fields_of(std::string_view line) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    const std::size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
+    if (i > start) out.emplace_back(line.substr(start, i - start));
+  }
+  return out;
+}
+
+// Calls `each` with every line of `text` (without its newline).
+template <typename F>
+void for_each_line(std::string_view text, F&& each) {
+  while (!text.empty()) {
+    const std::size_t end = text.find('\n');
+    each(text.substr(0, end));
+    if (end == std::string_view::npos) break;
+    text.remove_prefix(end + 1);
+  }
+}
+
+// A decimal number, or `fallback` when `s` is not one (no locale involved).
+unsigned long long decimal(const std::string& s, unsigned long long fallback) {
+  if (s.empty() || s.size() > 20) return fallback;
+  unsigned long long v = 0;
+  for (const char c : s) {
+    if (c < '0' || c > '9') return fallback;
+    v = v * 10 + static_cast<unsigned>(c - '0');
+  }
+  return v;
+}
 
 std::string ns_id(const char* name) {
   struct stat st {};
@@ -280,11 +342,14 @@ void detect_namespaces(const std::string& parent_ids, IsolationReport& r) {
   }
   // Its uid as the rest of the system sees it (through the user
   // namespace's map): root outside is exempt from the process limit.
-  const unsigned inner = ::getuid();
-  unsigned outer = inner;
-  std::ifstream map("/proc/self/uid_map");
-  for (unsigned first = 0, lower = 0, count = 0; map >> first >> lower >> count;)
-    if (inner >= first && inner - first < count) outer = lower + (inner - first);
+  const unsigned long long inner = ::getuid();
+  unsigned long long outer = inner;
+  for_each_line(read_text("/proc/self/uid_map"), [&](std::string_view line) {
+    const auto f = fields_of(line);
+    if (f.size() != 3) return;
+    const auto first = decimal(f[0], ~0ULL), lower = decimal(f[1], ~0ULL), count = decimal(f[2], 0);
+    if (first != ~0ULL && lower != ~0ULL && inner >= first && inner - first < count) outer = lower + (inner - first);
+  });
   r.unprivileged = outer != 0;
 }
 
@@ -310,8 +375,11 @@ std::string unescape(const std::string& s) {
 // The flags a remount must keep (the kernel refuses to clear locked ones).
 unsigned long kept_flags(const std::string& options) {
   unsigned long f = 0;
-  std::istringstream in(options);
-  for (std::string o; std::getline(in, o, ',');) {
+  std::string_view rest = options;
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view o = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
     if (o == "nosuid") f |= MS_NOSUID;
     else if (o == "nodev") f |= MS_NODEV;
     else if (o == "noexec") f |= MS_NOEXEC;
@@ -358,22 +426,28 @@ bool bind_into(const std::string& from, const std::string& to, std::string& why)
 }
 
 // A tmpfs over /tmp (in this mount namespace only) becomes the root.
-bool enter_private_root(IsolationReport& rep, const std::vector<std::string>& device_files) {
+bool enter_private_root(IsolationReport& rep, const std::vector<std::string>& device_files,
+                        const std::function<void(const std::string&)>& step) {
   const std::string root = "/tmp";
   std::string why;
+  auto bind = [&](const std::string& from, const std::string& to) {
+    if (step) step("binding " + from);
+    return bind_into(from, to, why);
+  };
   auto fail = [&](const std::string& what) {
     rep.notes.push_back("a root of its own: " + what);
     return false;
   };
+  if (step) step("a tmpfs for the root");
   if (::mount("kevo-root", root.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") != 0)
     return fail("mounting a tmpfs: " + errno_text(errno));
   for (const char* top : {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"})
-    if (!bind_into(std::string("/") + top, root + "/" + top, why)) return fail(why);
+    if (!bind(std::string("/") + top, root + "/" + top)) return fail(why);
   for (const char* dir : {"/etc", "/dev", "/sys", "/sys/devices", "/sys/devices/system", "/proc", "/oldroot"})
     if (::mkdir((root + dir).c_str(), 0755) != 0 && errno != EEXIST) return fail(std::string("mkdir ") + dir + ": " + errno_text(errno));
   for (const char* file : {"/etc/ld.so.cache", "/etc/alternatives", "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
                            "/sys/devices/system/cpu"})
-    if (!bind_into(file, root + file, why)) return fail(why);
+    if (!bind(file, root + file)) return fail(why);
   for (const std::string& file : device_files) {
     // Paths under a tree bound above are visible already; others get their
     // parent folders made in the new root first (an interpreter's tree
@@ -385,16 +459,19 @@ bool enter_private_root(IsolationReport& rep, const std::vector<std::string>& de
     for (std::size_t at = file.find('/', 1); at != std::string::npos; at = file.find('/', at + 1))
       if (::mkdir((root + file.substr(0, at)).c_str(), 0755) != 0 && errno != EEXIST)
         return fail("mkdir " + file.substr(0, at) + ": " + errno_text(errno));
-    if (!bind_into(file, root + file, why)) return fail(why);
+    if (!bind(file, root + file)) return fail(why);
   }
   if (rep.pid_ns) {
+    if (step) step("a /proc of its own");
     if (::mount("proc", (root + "/proc").c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0)
       rep.private_proc = true;
     else
       rep.notes.push_back("mounting a private /proc: " + errno_text(errno));
   }
+  if (step) step("pivot_root");
   if (::syscall(SYS_pivot_root, root.c_str(), (root + "/oldroot").c_str()) != 0) return fail("pivot_root: " + errno_text(errno));
   if (::chdir("/") != 0) return fail("chdir /: " + errno_text(errno));
+  if (step) step("detaching the old root");
   if (::umount2("/oldroot", MNT_DETACH) != 0) return fail("detaching the old root: " + errno_text(errno));
   ::rmdir("/oldroot");
   rep.private_root = true;
@@ -403,27 +480,30 @@ bool enter_private_root(IsolationReport& rep, const std::vector<std::string>& de
 
 }  // namespace
 
-void harden_filesystem(IsolationReport& rep, const std::vector<std::string>& device_files) {
+void harden_filesystem(IsolationReport& rep, const std::vector<std::string>& device_files,
+                       const std::function<void(const std::string&)>& step) {
   if (!rep.mount_ns) return;
+  if (step) step("making mounts private");
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
     rep.notes.push_back("making mounts private: " + errno_text(errno));
     return;
   }
-  if (!enter_private_root(rep, device_files) && rep.pid_ns && !rep.private_proc) {
+  if (!enter_private_root(rep, device_files, step) && rep.pid_ns && !rep.private_proc) {
     if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0)
       rep.private_proc = true;
     else
       rep.notes.push_back("mounting a private /proc: " + errno_text(errno));
   }
-  std::ifstream in("/proc/self/mountinfo");
   int total = 0, failed = 0;
   std::string first_failure;
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream f(line);
-    std::string id, parent, devs, root, point, options;
-    if (!(f >> id >> parent >> devs >> root >> point >> options)) continue;
-    const std::string mp = unescape(point);
+  std::vector<std::pair<std::string, std::string>> mounts;   // point, options
+  for_each_line(read_text("/proc/self/mountinfo"), [&](std::string_view line) {
+    auto f = fields_of(line);
+    if (f.size() >= 6) mounts.emplace_back(unescape(f[4]), f[5]);
+  });
+  for (const auto& [mp, options] : mounts) {
     ++total;
+    if (step) step("read-only remount of " + mp);
     if (::mount(nullptr, mp.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | kept_flags(options), nullptr) != 0) {
       ++failed;
       if (first_failure.empty()) first_failure = mp + ": " + errno_text(errno);
@@ -439,8 +519,9 @@ void drop_capabilities(IsolationReport& rep) {
   // (needs CAP_SETPCAP, which a process without capabilities need not).
   ::prctl(PR_SET_SECUREBITS, SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |
                                  SECBIT_NOROOT | SECBIT_NOROOT_LOCKED);
-  int last = CAP_LAST_CAP;
-  if (std::ifstream f("/proc/sys/kernel/cap_last_cap"); f) f >> last;
+  std::string text = read_text("/proc/sys/kernel/cap_last_cap", 64);
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  const int last = static_cast<int>(std::min<unsigned long long>(decimal(text, CAP_LAST_CAP), 255));
   for (int c = 0; c <= last; ++c) ::prctl(PR_CAPBSET_DROP, c, 0, 0, 0);
   ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
   __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};

@@ -52,15 +52,6 @@ int error(char* out, int cap, const std::string& why) {
   return -1;
 }
 
-bool write_proc(pid_t pid, const char* file, const std::string& text, std::string& why) {
-  const std::string path = "/proc/" + std::to_string(pid) + "/" + file;
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  const bool ok = fd >= 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  if (!ok) why = "writing " + path + ": " + std::strerror(errno);
-  if (fd >= 0) ::close(fd);
-  return ok;
-}
-
 }  // namespace
 
 extern "C" {
@@ -137,16 +128,8 @@ int kevo_pyhost_clone(int namespaces, char* out, int cap) {
   rep.ipc_ns = (used & CLONE_NEWIPC) != 0;
   rep.net_ns = (used & CLONE_NEWNET) != 0;
   if (rep.user_ns) {
-    // Root inside (to build its file system), the caller's ids outside, or
-    // the overflow user when the caller is root (root is exempt from the
-    // process limit).
-    const unsigned outer_uid = ::geteuid() == 0 ? 65534u : ::geteuid();
-    const unsigned outer_gid = ::geteuid() == 0 ? 65534u : ::getegid();
     std::string why;
-    const bool ok = write_proc(pid, "uid_map", "0 " + std::to_string(outer_uid) + " 1\n", why) &&
-                    write_proc(pid, "setgroups", "deny", why) &&
-                    write_proc(pid, "gid_map", "0 " + std::to_string(outer_gid) + " 1\n", why);
-    if (!ok) {
+    if (!sb::map_ids(pid, why)) {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, nullptr, 0);
       ::close(sync[1]);
@@ -180,14 +163,20 @@ int kevo_pyhost_mount_proc(char* out, int cap) {
 // In the child, after the device is opened: the namespaces it got, a /proc
 // of its own, a private root with `binds` (a JSON array of paths: the
 // interpreter's trees, the candidate's build, device files), read-only.
-int kevo_pyhost_harden(const char* parent_ns_ids, const char* binds_json, char* out, int cap) {
+int kevo_pyhost_harden(const char* parent_ns_ids, const char* binds_json, int stage_fd, char* out, int cap) {
   try {
     sb::IsolationReport rep;
     sb::detect_namespaces(parent_ns_ids ? parent_ns_ids : "", rep);
     std::vector<std::string> binds;
     if (binds_json && *binds_json)
       for (const auto& b : nlohmann::json::parse(binds_json)) binds.push_back(b.get<std::string>());
-    sb::harden_filesystem(rep, binds);
+    // Each step on the judge's side pipe ("stage private-root: ..."), so
+    // that a stall names the mount it stopped at.
+    sb::harden_filesystem(rep, binds, [stage_fd](const std::string& what) {
+      if (stage_fd < 0) return;
+      const std::string line = "stage private-root: " + what + "\n";
+      [[maybe_unused]] const ssize_t n = ::write(stage_fd, line.data(), line.size());
+    });
     put(out, cap, rep.to_json().dump());
     return 0;
   } catch (const std::exception& e) {

@@ -41,6 +41,7 @@ import math
 import mmap
 import os
 import random
+import re
 import select
 import signal
 import socket
@@ -339,6 +340,10 @@ def host_main(role, program, sock_fd, in_fd, out_fd, viol_fd, opts):
         except OSError:
             pass
 
+    # Should the set-up stall, where it stands goes to the judge on the same
+    # pipe (the Python stack; cancelled before any program code runs).
+    import faulthandler
+    faulthandler.dump_traceback_later(SETUP_SECONDS / 3, exit=False, file=viol_fd)
     try:
         sandboxed = opts.get("isolate") and role == "candidate"
         mark("mount-proc" if sandboxed and os.getpid() == 1 else "start")
@@ -358,15 +363,18 @@ def host_main(role, program, sock_fd, in_fd, out_fd, viol_fd, opts):
             importlib.import_module("torch.utils.cpp_extension")   # after the device: see setup_zygote
         if sandboxed:
             mark("private-root")
-            isolation = isolate_self(opts, program)
+            isolation = isolate_self(opts, program, viol_fd)
+        mark("flags")
         pin_flags(cuda)
         if not cuda:
             keep_heap()
         sync = torch._C._cuda_synchronize if cuda else (lambda: None)
         st = HostState(role, cuda, sync)
+        mark("arenas")
         st.in_mem = Shared("in", in_fd)
         st.out_mem = Shared("out", out_fd)
         if program["kind"] == "candidate":
+            mark("extensions")
             import torch.utils.cpp_extension as ce
             shim = shim_load_inline(program["build"], program.get("extensions", []))
             ce.load_inline = shim
@@ -375,6 +383,7 @@ def host_main(role, program, sock_fd, in_fd, out_fd, viol_fd, opts):
             lock = lockdown(opts, isolation, viol_fd)
             isolation.update(lock)
         st.pinned = read_flags(cuda)
+        faulthandler.cancel_dump_traceback_later()
         mark("load")
         try:
             st.mod = exec_module(program["path"], "kevo_" + role, source=program.get("source"),
@@ -396,6 +405,48 @@ def host_main(role, program, sock_fd, in_fd, out_fd, viol_fd, opts):
             os._exit(3)
     serve_host(st, sock_fd)
     os._exit(0)
+
+
+def stalled_at(side):
+    """The innermost frames of the Python stack that a stalled set-up dumped
+    on the side pipe (faulthandler's format), as 'function (file:line) <- ...'."""
+    frames = []
+    for line in side.splitlines():
+        line = line.strip()
+        if line.startswith("Thread ") or line.startswith("Current thread"):
+            frames = []
+        elif line.startswith("File \""):
+            m = re.match(r'File "([^"]*)", line (\d+) in (\S+)', line)
+            if m:
+                frames.append("%s (%s:%s)" % (m.group(3), os.path.basename(m.group(1)), m.group(2)))
+    return " <- ".join(frames[:3])
+
+
+def blocked_in(pid):
+    """Where the kernel holds a stalled host's threads: '; blocked in
+    mount (wait: ...)' from /proc (the judge is the host's parent)."""
+    seen = []
+    try:
+        tids = sorted(os.listdir("/proc/%d/task" % pid), key=int)
+    except OSError:
+        return ""
+    for tid in tids[:16]:
+        try:
+            with open("/proc/%d/task/%s/syscall" % (pid, tid)) as f:
+                nr = f.read().split()[0]
+            with open("/proc/%d/task/%s/wchan" % (pid, tid)) as f:
+                wchan = f.read().strip()
+        except (OSError, IndexError):
+            continue
+        name = "running (in no system call)" if nr == "running" else nr
+        if nr.lstrip("-").isdigit() and PYHOST is not None and int(nr) >= 0:
+            buf = ctypes.create_string_buffer(256)
+            PYHOST.kevo_pyhost_syscall_name(int(nr), buf, len(buf))
+            name = buf.value.decode() or nr
+        item = "%s%s" % (name, " (%s)" % wchan if wchan and wchan != "0" else "")
+        if item not in seen:
+            seen.append(item)
+    return "; threads blocked in " + ", ".join(seen) if seen else ""
 
 
 def keep_heap():
@@ -425,7 +476,7 @@ def diff_flags(before, after):
     return sorted(k for k in before if after.get(k) != before[k])
 
 
-def isolate_self(opts, program):
+def isolate_self(opts, program, stage_fd):
     """In a cloned host: a root of its own with the interpreter's trees and
     the program's folder, /proc of its PID namespace."""
     binds = set()
@@ -446,7 +497,7 @@ def isolate_self(opts, program):
         if not any(p == k or p.startswith(k.rstrip("/") + "/") for k in kept):
             kept.append(p)
     buf = ctypes.create_string_buffer(8192)
-    PYHOST.kevo_pyhost_harden(opts["parent_ns"].encode(), json.dumps(kept).encode(), buf, len(buf))
+    PYHOST.kevo_pyhost_harden(opts["parent_ns"].encode(), json.dumps(kept).encode(), stage_fd, buf, len(buf))
     rep = json.loads(buf.value.decode() or "{}")
     if "error" in rep:
         raise RuntimeError("isolation: " + rep["error"])
@@ -1193,12 +1244,13 @@ class Judge:
             kind, msg = recv_kind(h.fd, time.monotonic() + limit)
         except TimeoutError:
             h.read_side_channel()
-            h.kill()
             # Before the candidate's code loads, a stall is the judge's
             # problem (its sandbox on this machine), not the candidate's.
             status = "timeout" if h.stage == "load" else "internal_error"
-            raise Verdict(status, "the %s's process did not get ready within %.0f s (its last set-up step: %s)"
-                          % (h.role, limit, h.stage or "none"))
+            where = "" if h.stage == "load" else (stalled_at(h.side) + blocked_in(h.pid)).strip("; ")
+            h.kill()
+            raise Verdict(status, "the %s's process did not get ready within %.0f s (its last set-up step: %s%s)"
+                          % (h.role, limit, h.stage or "none", "; stalled in " + where if where else ""))
         except (EOFError, OSError, ValueError):
             raise Verdict("runtime_error", h.death("loading the program"))
         if "error" in msg:

@@ -36,6 +36,17 @@ std::string default_cache_dir() {
 const std::vector<std::string> kPassEnv = {"CUDA_VISIBLE_DEVICES", "PYTHONPATH", "LD_LIBRARY_PATH", "CUDA_HOME",
                                            "CUDA_PATH", "VIRTUAL_ENV", "CXX", "TRITON_CACHE_DIR"};
 
+// The last non-empty line of a process's output (the scripts answer in one).
+std::string last_line(const std::string& out) {
+  std::string last;
+  for (std::size_t a = 0, b; a < out.size(); a = b + 1) {
+    b = out.find('\n', a);
+    if (b == std::string::npos) b = out.size();
+    if (b > a) last = out.substr(a, b - a);
+  }
+  return last;
+}
+
 std::string python_path(const TorchOptions& o) {
   if (o.python.find('/') != std::string::npos) return o.python;
   const std::string found = sb::find_in_path(o.python);
@@ -64,13 +75,7 @@ nlohmann::json probe(const TorchOptions& o, StrictObject& obj) {
   spec.merge_stderr = false;
   sb::Runner runner;
   sb::Finished f = runner.run(std::move(spec));
-  std::string last;
-  for (std::size_t a = 0, b; a < f.output.size(); a = b + 1) {
-    b = f.output.find('\n', a);
-    if (b == std::string::npos) b = f.output.size();
-    if (b > a) last = f.output.substr(a, b - a);
-  }
-  nlohmann::json j = nlohmann::json::parse(last, nullptr, false);
+  nlohmann::json j = nlohmann::json::parse(last_line(f.output), nullptr, false);
   if (!j.is_object() || j.value("torch", nlohmann::json()).is_null())
     obj.fail("python", "a Python interpreter that imports torch; " + py + " said: " +
                            head(j.is_object() ? j.value("error", std::string("?")) : f.output + f.error_output, 400));
@@ -288,13 +293,7 @@ nlohmann::json measure_baselines(const TorchOptions& o, const std::vector<std::s
     sb::Runner runner;
     sb::Finished f = runner.run(std::move(spec));
     nlohmann::json entry;
-    std::string last;
-    for (std::size_t a = 0, b; a < f.output.size(); a = b + 1) {
-      b = f.output.find('\n', a);
-      if (b == std::string::npos) b = f.output.size();
-      if (b > a) last = f.output.substr(a, b - a);
-    }
-    nlohmann::json j = nlohmann::json::parse(last, nullptr, false);
+    nlohmann::json j = nlohmann::json::parse(last_line(f.output), nullptr, false);
     if (f.outcome == sb::Outcome::timeout) {
       entry = {{"error", "timed out after " + short_number(o.baselines_wall_seconds) + " s"}};
     } else if (!j.is_object() || !j.contains("baselines")) {

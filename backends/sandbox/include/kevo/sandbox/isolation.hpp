@@ -10,6 +10,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,6 +57,11 @@ IsolatedChild spawn_isolated(const std::string& path, const std::vector<std::str
                              const std::vector<std::string>& env, const std::vector<std::pair<int, int>>& fds,
                              const IsolationRequest& request = {});
 
+// Writes the id maps of `pid`, a child cloned into a new user namespace:
+// root inside, the caller's ids outside (the overflow user 65534 when the
+// caller is root). False with the reason in `why`.
+bool map_ids(pid_t pid, std::string& why);
+
 // The caller's namespaces: "user:4026531837,pid:...,mnt:...,ipc:...,net:...".
 std::string namespace_ids();
 // Sets the namespace flags of `report` to those the caller does not share
@@ -71,8 +77,11 @@ void detect_namespaces(const std::string& parent_ids, IsolationReport& report);
 // into; every mount remounted read-only. Failures are noted in the report
 // (a host that cannot pivot keeps the machine's tree, read-only).
 // `device_files`: more paths bound into the new root (the GPU's device
-// files for a CUDA host; paths that do not exist are skipped).
-void harden_filesystem(IsolationReport& report, const std::vector<std::string>& device_files = {});
+// files for a CUDA host; paths that do not exist are skipped). `step`, when
+// given, hears each step before it is taken (a host that stalls can say
+// where).
+void harden_filesystem(IsolationReport& report, const std::vector<std::string>& device_files = {},
+                       const std::function<void(const std::string&)>& step = {});
 // Drops every capability (effective, permitted, inheritable, ambient and
 // the bounding set) and locks the securebits, so that uid 0 regains none.
 void drop_capabilities(IsolationReport& report);
