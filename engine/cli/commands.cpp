@@ -90,7 +90,9 @@ int cmd_eval(const EvalArgs& args) {
   for (const auto& o : args.overrides) engine::apply_override(options, o);
   StrictObject obj(options, "--set", "");
   auto built = plugins.make_backend(task->backend, obj);
-  if (!args.no_prepare) built.backend->prepare(*task);
+  // --no-prepare: the reference built, the task's checks skipped (a task
+  // already prepared in this run of the tests or the benchmark).
+  built.backend->prepare(*task, !args.no_prepare);
   // Several files: all in flight the backend wants (builds in parallel),
   // verdicts printed in the files' order as they are known.
   built.backend->evaluate_all(task, sources, args.seed, [&](std::size_t i, Verdict v) {

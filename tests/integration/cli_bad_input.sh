@@ -72,6 +72,14 @@ PY
 sed "s|\"$toy\"|\"$work/badref\"|; s/\"type\": \"null\"/\"type\": \"cpu\"/" "$good" > "$work/badref.json"
 expect 2 "task.json|/reference" -- "$kevo" run "$work/badref.json" --out "$work/o8"; no_dir "$work/o8"
 
+# eval: a task whose tolerances a null candidate meets is refused by its
+# checks (exit 2, the key named); --no-prepare skips exactly those checks.
+loose="$work/loose_reduce_sum"
+cp -r "$src/configs/tasks/cpu/reduce_sum" "$loose"
+sed -i 's/"tolerance": {[^}]*}/"tolerance": {"atol": 1e30, "rtol": 1, "rel_l2": 1e30}/' "$loose/task.json"
+expect 2 "/tolerance|null candidate" -- "$kevo" eval "$loose" "$loose/seed.cpp" --json
+expect 0 '"status": "correct"' -- "$kevo" eval "$loose" "$loose/seed.cpp" --json --no-prepare
+
 # eval: a missing candidate file, a missing task.
 expect 2 "nothere.cpp" -- "$kevo" eval "$src/configs/tasks/cpu/sgemm" "$work/nothere.cpp"
 expect 2 "task.json" -- "$kevo" eval "$work/nowhere" "$src/configs/tasks/cpu/sgemm/seed.cpp"

@@ -1104,6 +1104,7 @@ void CommandBackend::do_prepare(const Task& task) {
     ref_build = rj.build_dir;
   }
   prepared_[manifest] = {ref_source, ref_build};
+  if (!prepare_checks()) return;
 
   // 2. The evaluator's conformance: every request at once.
   struct Check {

@@ -939,6 +939,11 @@ void NativeBackend::do_prepare(const Task& task) {
                          std::string(to_string(sc.status)) + ": " + sc.message + "\n" +
                          first_lines(sc.compile_log, 30, 3000));
 
+  if (!prepare_checks()) {
+    m.prepared[manifest] = ref_so;
+    return;
+  }
+
   auto eval_job = [&](const std::string& mode, const std::string& null_kind, const std::string& source) {
     Impl::Job j;
     j.internal = true;

@@ -22,8 +22,15 @@ int usable_cores() {
   return std::max(1, hw / g_ranks_on_host.load());
 }
 
-void Backend::prepare(const Task& task) {
-  do_prepare(task);
+void Backend::prepare(const Task& task, bool checks) {
+  prepare_checks_ = checks;
+  try {
+    do_prepare(task);
+  } catch (...) {
+    prepare_checks_ = true;
+    throw;
+  }
+  prepare_checks_ = true;
   // Recorded only after success: a task that failed to prepare stays unusable.
   prepared_.insert(task.manifest_path.string());
 }

@@ -56,7 +56,7 @@ class VerdictRecord final : public Backend {
 
  protected:
   BackendNeeds do_needs() const override { return inner_->needs(); }
-  void do_prepare(const Task& task) override { inner_->prepare(task); }
+  void do_prepare(const Task& task) override { inner_->prepare(task, prepare_checks()); }
   std::size_t do_wanted() const override { return inner_->wanted(); }
   void do_submit(EvalRequest request) override;
   std::vector<EvalResult> do_poll(std::chrono::milliseconds max_wait) override;

@@ -63,8 +63,10 @@ class Backend {
   // Checks that the task suits this backend: compiles and self-checks the
   // reference and judges the null candidates (zeros, input copy, other-seed
   // output). Throws InputError naming the task manifest when the task is
-  // unusable. Blocking; call before the search starts.
-  void prepare(const Task& task);
+  // unusable. Blocking; call before the search starts. `checks` false
+  // (`kevo eval --no-prepare`, a task known good): only what judging needs
+  // (the reference built), none of those checks.
+  void prepare(const Task& task, bool checks = true);
 
   // How many more requests the backend wants queued now to keep its compile
   // and evaluation slots busy.
@@ -115,9 +117,13 @@ class Backend {
   virtual void do_cancel_all() = 0;
   virtual std::vector<BaselineVerdict> do_judge_baselines(const Task&, std::uint64_t) { return {}; }
   virtual nlohmann::json do_guarantees() const { return nullptr; }
+  // Inside do_prepare: whether the task's checks are wanted (prepare's
+  // `checks`); a backend without checks to skip may ignore it.
+  bool prepare_checks() const { return prepare_checks_; }
 
  private:
   std::string name_;
+  bool prepare_checks_ = true;
   std::set<std::uint64_t> in_flight_;
   std::set<std::string> prepared_;   // task manifest paths
 };
