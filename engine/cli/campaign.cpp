@@ -4,6 +4,7 @@
 #include "kevo/core/process.hpp"
 #include "kevo/core/error.hpp"
 #include "kevo/core/strict_json.hpp"
+#include "kevo/core/task.hpp"
 #include "kevo/core/text.hpp"
 #include "kevo/engine/config.hpp"
 #include "kevo/engine/run.hpp"
@@ -83,10 +84,15 @@ nlohmann::json Campaign::to_json() const {
                   {"overrides", c.overrides}});
   nlohmann::json t = nlohmann::json::array();
   for (const auto& p : tasks) t.push_back(p.string());
+  nlohmann::json kb = nlohmann::json::array();
+  for (const auto& k : kernelbench)
+    kb.push_back({{"level", k.level.string()}, {"out", k.out.string()}, {"only", k.only}, {"max_mb", k.max_mb},
+                  {"tasks", k.tasks}, {"left_out", k.left_out}});
   return {{"name", name},
           {"file", file},
           {"base_config", base_config.string()},
           {"tasks", t},
+          {"kernelbench", kb},
           {"configurations", confs},
           {"seeds", seeds},
           {"budget", {{"evaluations_per_task", evaluations_per_task}, {"wall_seconds", wall_seconds},
@@ -98,6 +104,76 @@ nlohmann::json Campaign::to_json() const {
                      {"extra", slurm.extra}}},
           {"cells", cs}};
 }
+
+namespace {
+
+pid_t start_process(const std::vector<std::string>& argv, int out_fd, bool with_stderr, bool own_group);
+int wait_process(pid_t pid);
+
+// The importer's stamp: what a reuse must match.
+nlohmann::json import_key(const KernelBenchSuite& s) {
+  return {{"level", s.level.string()}, {"only", s.only}, {"max_mb", s.max_mb}};
+}
+
+// Imports the suite's level into s.out unless an import with the same
+// key is there, then fills s.tasks (the degenerate ones left out: null
+// candidates would pass them, docs/torch.md#degenerate-tasks).
+void import_suite(KernelBenchSuite& s, const std::string& file, const std::string& ptr) {
+  const fs::path stamp = s.out / "kevo-import.json";
+  nlohmann::json done = read_json_or_null(stamp);
+  if (done.is_object()) {
+    if (done.value("key", nlohmann::json()) != import_key(s))
+      throw InputError(file, ptr + "/out",
+                       "a folder for this suite's tasks (" + s.out.string() + " holds an import of " +
+                           done.value("key", nlohmann::json()).dump() + ": remove it or choose another out)");
+  } else {
+    if (fs::exists(s.out))
+      throw InputError(file, ptr + "/out",
+                       "a folder kevo creates, or one that holds this suite's import (" + s.out.string() +
+                           " exists and has no kevo-import.json)");
+    // Written beside, renamed when complete: a cut import leaves no folder
+    // that looks finished.
+    const fs::path partial = s.out.string() + ".importing";
+    fs::remove_all(partial);
+    fs::create_directories(partial.parent_path());
+    std::vector<std::string> argv = {s.python,  (fs::path(kevo_executable()).parent_path() / "kevo_torch_tasks.py").string(),
+                                     "import",  s.level.string(), "--out", partial.string(), "--max-mb",
+                                     fmt::format("{}", s.max_mb)};
+    if (!s.only.empty()) argv.insert(argv.end(), {"--only", s.only});
+    std::fprintf(stderr, "kevo: importing the KernelBench problems of %s into %s\n", s.level.string().c_str(),
+                 s.out.string().c_str());
+    // Its report goes to stderr: `campaign plan --json` keeps stdout.
+    const int rc = wait_process(start_process(argv, 2, false, false));
+    if (rc != 0 && rc != 1) {
+      fs::remove_all(partial);
+      throw InputError(file, ptr + "/level",
+                       "a KernelBench level folder that " + s.python + " can import (the importer exited " +
+                           std::to_string(rc) + "; its report is above)");
+    }
+    nlohmann::json names = nlohmann::json::array();
+    if (fs::is_directory(partial))
+      for (const auto& e : fs::directory_iterator(partial))
+        if (e.is_directory() && fs::exists(e.path() / "task.json")) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    done = {{"key", import_key(s)}, {"importer_exit", rc}, {"tasks", names}};
+    fs::create_directories(partial);
+    write_json_atomic(partial / "kevo-import.json", done);
+    fs::rename(partial, s.out);
+  }
+  for (const auto& n : done.value("tasks", nlohmann::json::array())) {
+    const fs::path dir = s.out / n.get<std::string>();
+    const Task t = load_task(dir.string());
+    if (t.torch && t.torch->degenerate) s.left_out.push_back(n.get<std::string>() + ": degenerate");
+    else s.tasks.push_back(dir.string());
+  }
+  if (done.value("importer_exit", 0) == 1) s.left_out.push_back("some problems refused by the importer (its report)");
+  if (s.tasks.empty())
+    throw InputError(file, ptr + "/level",
+                     "a KernelBench level with at least one problem kevo can judge (" + s.out.string() +
+                         " holds none that is not degenerate)");
+}
+
+}  // namespace
 
 Campaign load_campaign(const std::string& path) {
   const nlohmann::json doc = read_json_file(path);
@@ -120,6 +196,28 @@ Campaign load_campaign(const std::string& path) {
       throw InputError(path, "/tasks", "task folders that exist (relative to the campaign file; " + p.string() +
                                            " is not a folder)");
     c.tasks.push_back(p);
+  }
+  if (const nlohmann::json* kb = o.find("kernelbench")) {
+    if (!kb->is_array() || kb->empty())
+      o.fail("kernelbench", "a list of KernelBench suites ({\"level\": folder, \"out\": folder}), at least one");
+    for (std::size_t i = 0; i < kb->size(); ++i) {
+      const std::string ptr = "/kernelbench/" + std::to_string(i);
+      StrictObject ko((*kb)[i], path, ptr);
+      KernelBenchSuite s;
+      s.level = resolve(ko.string("level"));
+      s.out = resolve(ko.string("out"));
+      s.only = ko.string("only", "");
+      if (s.only.find_first_not_of("0123456789,") != std::string::npos)
+        ko.fail("only", "problem numbers separated by commas (\"1,23,40\")");
+      s.max_mb = ko.number("max_mb", 256.0);
+      if (!(s.max_mb > 0)) ko.fail("max_mb", "a working-set limit in MB above 0");
+      s.python = ko.string("python", "");
+      ko.finish();
+      if (!fs::is_directory(s.level))
+        throw InputError(path, ptr + "/level", "a KernelBench level folder (relative to the campaign file; " +
+                                                   s.level.string() + " is not a folder)");
+      c.kernelbench.push_back(std::move(s));
+    }
   }
 
   const nlohmann::json& confs = o.at("configurations");
@@ -198,6 +296,18 @@ Campaign load_campaign(const std::string& path) {
   if (c.llm_usd > 0 && !(base_doc.is_object() && base_doc.contains("llm")))
     throw InputError(path, "/budget/llm_usd", "a base config with an llm section (" + c.base_config.string() +
                                                   " has none)");
+  // The suites' tasks join the campaign's (the importer runs with the base
+  // config's torch interpreter unless the suite names one).
+  for (std::size_t i = 0; i < c.kernelbench.size(); ++i) {
+    KernelBenchSuite& s = c.kernelbench[i];
+    if (s.python.empty()) {
+      const nlohmann::json::json_pointer at("/backend/torch/python");
+      const nlohmann::json py = base_doc.is_object() && base_doc.contains(at) ? base_doc.at(at) : nlohmann::json();
+      s.python = py.is_string() ? py.get<std::string>() : "python3";
+    }
+    import_suite(s, path, "/kernelbench/" + std::to_string(i));
+    for (const auto& t : s.tasks) c.tasks.push_back(t);
+  }
 
   // The cells, and each configuration checked as `kevo run` checks a
   // config (the seed does not change what is valid).

@@ -38,11 +38,25 @@ struct CampaignCell {
   std::string run_dir;             // relative to the campaign directory: cells/<id>
 };
 
+// A KernelBench level imported for the campaign (`kevo tasks
+// import-kernelbench`), once: its folder of tasks is reused while the
+// stamp there (kevo-import.json) matches the level and the options.
+struct KernelBenchSuite {
+  std::filesystem::path level;     // absolute: the problems' folder
+  std::filesystem::path out;       // absolute: where the tasks are written
+  std::string only;                // "1,23": these problem numbers only
+  double max_mb = 256.0;
+  std::string python;              // the importer's interpreter
+  std::vector<std::string> tasks;  // imported, non-degenerate (filled by load_campaign)
+  std::vector<std::string> left_out;   // degenerate or refused, with the reason
+};
+
 struct Campaign {
   std::string file;                // the campaign file as given
   std::string name;
   std::filesystem::path base_config;   // absolute
   std::vector<std::filesystem::path> tasks;   // absolute; empty: the base config's
+  std::vector<KernelBenchSuite> kernelbench;  // their tasks are in `tasks` too
   std::vector<CampaignConfiguration> configurations;
   std::vector<std::uint64_t> seeds;
   std::int64_t evaluations_per_task = 0;   // 0: the base config's
@@ -68,7 +82,8 @@ struct Campaign {
 };
 
 // Reads and checks a campaign file: the file itself strictly (unknown keys,
-// empty lists, zero budgets, missing suites), then every cell's config with
+// empty lists, zero budgets, missing suites; KernelBench suites imported
+// where their folder holds no import yet), then every cell's config with
 // its overrides through the same parser `kevo run` uses (an override that
 // names no config key fails here). Throws InputError naming the campaign
 // file, the key and what was expected.

@@ -106,6 +106,9 @@ engine::Plugins make_plugins(const std::vector<std::string>& backend_types, bool
     auto cfg = operators::llm::parse_service_config(*section, base);
     cfg.start_local_server = start_servers;
     nlohmann::json eff = cfg.effective;
+    // A check (`kevo campaign plan`, `sbatch` on a login node) reaches no
+    // model: the endpoint may answer only where the cells run.
+    if (!start_servers) cfg.probe = false;
     *llm = std::make_shared<operators::llm::Service>(std::move(cfg));
     if (*prompt_files)
       (*llm)->set_backend_files("command", (*prompt_files)->system, (*prompt_files)->knowledge, (*prompt_files)->pointer);
