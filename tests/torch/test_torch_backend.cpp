@@ -163,5 +163,29 @@ TEST(TorchBaselines, EagerIsTimedAndCompileIsTimedOrSaysWhyNot) {
   }
 }
 
+// A reference that raises when its module loads is the task's fault: the
+// prepare names the manifest's /reference and shows the traceback, never
+// asking for "an evaluator that answers kevo's protocol" (the torch judge
+// is kevo's own).
+TEST(TorchPrepare, AReferenceThatFailsToLoadIsRefusedNamingIt) {
+  if (!have_torch()) GTEST_SKIP() << KEVO_TORCH_PYTHON << " has no torch";
+  test::TempDir d;
+  const std::string broken = std::string(kReference) + "\nraise RuntimeError('kevo-test: this reference cannot load')\n";
+  auto task = std::make_shared<const Task>(load_task(task_with(d, "", nullptr, broken)));
+  nlohmann::json j = options({{"cache_dir", (d.path() / "cache").string()}});
+  StrictObject obj(j, "run.json", "/backend/torch");
+  auto backend = torchb::make_torch_backend(torchb::parse_torch_options(obj));
+  try {
+    backend->prepare(*task);
+    FAIL() << "prepared a task whose reference raises at load";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("task.json"), std::string::npos) << what;
+    EXPECT_NE(what.find("/reference"), std::string::npos) << what;
+    EXPECT_NE(what.find("this reference cannot load"), std::string::npos) << what;
+    EXPECT_EQ(what.find("answers kevo's protocol"), std::string::npos) << what;
+  }
+}
+
 }  // namespace
 }  // namespace kevo

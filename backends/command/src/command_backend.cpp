@@ -1143,8 +1143,18 @@ void CommandBackend::do_prepare(const Task& task) {
     const bool ok = c.what == "self_check" || c.what == "seed" ? v.is_correct() : !v.is_correct();
     if (ok) continue;
     prepared_.erase(manifest);
-    if (v.status == Status::internal_error || v.message.rfind("protocol breach", 0) == 0 ||
-        v.status == Status::timeout || v.status == Status::output_limit)
+    const bool judge_failed = v.status == Status::internal_error || v.message.rfind("protocol breach", 0) == 0 ||
+                              v.status == Status::timeout || v.status == Status::output_limit;
+    if (judge_failed && opt_.bundled)
+      // kevo's own judge (the torch backend): there is no evaluator of the
+      // user's to blame. The judge's message says whether the reference
+      // failed to load or run, or where the judge itself stopped
+      // (docs/torch.md#gpu-status).
+      throw InputError(manifest, "/reference",
+                       "a reference the " + opt_.backend_name + " backend's judge can load and run on this machine; its " +
+                           c.what + " request ended " + verdict_text(v) +
+                           (v.output_tail.empty() ? "" : "\nits stderr: " + tail(v.output_tail, 600)));
+    if (judge_failed)
       throw InputError(opt_.config_file, run_key,
                        "an evaluator that answers kevo's protocol (docs/command-backend.md); on task '" + task.name +
                            "' its " + c.what + " request ended " + verdict_text(v) +
