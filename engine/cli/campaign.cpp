@@ -1,4 +1,5 @@
 #include "campaign.hpp"
+#include "commands.hpp"
 
 #include "kevo/app/plugins.hpp"
 #include "kevo/core/process.hpp"
@@ -107,9 +108,6 @@ nlohmann::json Campaign::to_json() const {
 
 namespace {
 
-pid_t start_process(const std::vector<std::string>& argv, int out_fd, bool with_stderr, bool own_group);
-int wait_process(pid_t pid);
-
 // The importer's stamp: what a reuse must match.
 nlohmann::json import_key(const KernelBenchSuite& s) {
   return {{"level", s.level.string()}, {"only", s.only}, {"max_mb", s.max_mb}};
@@ -136,14 +134,12 @@ void import_suite(KernelBenchSuite& s, const std::string& file, const std::strin
     const fs::path partial = s.out.string() + ".importing";
     fs::remove_all(partial);
     fs::create_directories(partial.parent_path());
-    std::vector<std::string> argv = {s.python,  (fs::path(kevo_executable()).parent_path() / "kevo_torch_tasks.py").string(),
-                                     "import",  s.level.string(), "--out", partial.string(), "--max-mb",
-                                     fmt::format("{}", s.max_mb)};
-    if (!s.only.empty()) argv.insert(argv.end(), {"--only", s.only});
     std::fprintf(stderr, "kevo: importing the KernelBench problems of %s into %s\n", s.level.string().c_str(),
                  s.out.string().c_str());
     // Its report goes to stderr: `campaign plan --json` keeps stdout.
-    const int rc = wait_process(start_process(argv, 2, false, false));
+    const int rc = cmd_import_kernelbench(
+        {.level_dir = s.level.string(), .out = partial.string(), .python = s.python, .max_mb = s.max_mb, .only = s.only,
+         .stdout_fd = 2});
     if (rc != 0 && rc != 1) {
       fs::remove_all(partial);
       throw InputError(file, ptr + "/level",
@@ -941,12 +937,13 @@ int cmd_campaign_report(const CampaignReportArgs& args) {
   return run_python_tool(args.python, "kevo_campaign_report.py", rest);
 }
 
-int run_python_tool(const std::string& python, const std::string& script_name, const std::vector<std::string>& args) {
+int run_python_tool(const std::string& python, const std::string& script_name, const std::vector<std::string>& args,
+                    int out_fd) {
   const fs::path script = fs::path(kevo_executable()).parent_path() / script_name;
   if (!fs::exists(script)) throw Failure("the tool's script is missing: " + script.string());
   std::vector<std::string> argv = {python, script.string()};
   argv.insert(argv.end(), args.begin(), args.end());
-  return wait_process(start_process(argv, -1, false, false));
+  return wait_process(start_process(argv, out_fd, false, false));
 }
 
 }  // namespace kevo::app

@@ -136,6 +136,8 @@ int cmd_campaign_report(const CampaignReportArgs& args);
 // Runs `python SCRIPT ARGS...` for a tool written in Python that is
 // installed next to the kevo executable (kevo_campaign_report.py,
 // kevo_plot.py, kevo_export.py) and returns its exit code.
-int run_python_tool(const std::string& python, const std::string& script, const std::vector<std::string>& args);
+// `out_fd` >= 0: the tool's stdout goes there.
+int run_python_tool(const std::string& python, const std::string& script, const std::vector<std::string>& args,
+                    int out_fd = -1);
 
 }  // namespace kevo::app

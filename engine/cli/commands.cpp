@@ -159,7 +159,7 @@ int cmd_import_kernelbench(const ImportKernelBenchArgs& args) {
   if (!args.only.empty()) rest.insert(rest.end(), {"--only", args.only});
   // The importer runs the problems (on torch's meta device, then small and
   // real): in a process of its own, never in kevo's.
-  return run_python_tool(args.python, "kevo_torch_tasks.py", rest);
+  return run_python_tool(args.python, "kevo_torch_tasks.py", rest, args.stdout_fd);
 }
 
 }  // namespace kevo::app

@@ -53,6 +53,7 @@ struct ImportKernelBenchArgs {
   std::string python = "python3";
   double max_mb = 256;
   std::string only;
+  int stdout_fd = -1;   // where the importer's report goes (-1: kevo's stdout)
 };
 int cmd_import_kernelbench(const ImportKernelBenchArgs& args);
 
