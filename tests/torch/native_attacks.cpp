@@ -11,6 +11,7 @@
 #include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static torch::Tensor got_through(torch::Tensor x, const char* what) {
@@ -91,4 +92,21 @@ torch::Tensor segfault(torch::Tensor x) {
 torch::Tensor hang(torch::Tensor x) {
   for (volatile unsigned long i = 0;; i = i + 1) {
   }
+}
+
+// Called while its module loads: claims on every pipe it holds (the judge's
+// side pipe among them) that the host is still in its set-up, then hangs,
+// so that its hang would pass for the judge's own stall (internal_error,
+// not the candidate's fault) instead of its timeout.
+torch::Tensor forge_stage(torch::Tensor x) {
+  const char line[] = "stage policy\nFile \"kevo_torch_eval.py\", line 1 in isolate_self\n";
+  for (int fd = 0; fd < 256; ++fd) {
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) {
+      [[maybe_unused]] const ssize_t n = ::write(fd, line, sizeof line - 1);
+    }
+  }
+  for (volatile unsigned long i = 0;; i = i + 1) {
+  }
+  return x;
 }

@@ -791,9 +791,13 @@ class Host:
                 self.side += chunk.decode("utf-8", "replace")
         except OSError:
             pass
+        loaded = False
         for line in self.side.splitlines():
-            if line.startswith("stage "):
+            # Once "stage load" is written the program's code runs: a step
+            # after it is the candidate's forgery, never the host's.
+            if line.startswith("stage ") and not loaded:
                 self.stage = line[6:].strip()
+                loaded = self.stage == "load"
             elif line.startswith("sandbox violation") and not self.violation:
                 self.violation = line.strip()
 
