@@ -55,9 +55,9 @@ A behaviour B is an object with "kind":
                  a forward that raises (a traceback); repair answers with a
                  correct rewrite; good_diff edits the seed's return line
                  into the pure-PyTorch form, quoted without its indentation
-                 (kevo re-indents it); the auto rotation then is improve,
-                 native, syntax_error, wrong, improve, forbidden, raises,
-                 improve, no_code
+                 (kevo re-indents it); the auto rotation then, counted
+                 per task, is improve, native, syntax_error, wrong,
+                 improve, forbidden, raises, improve, no_code
   text           {"text": "..."}: this reply verbatim
   status         {"status": 429, "retry_after": 2, "body": "..."}: an HTTP error
   stall          {"seconds": 5}: wait, then reply like auto
@@ -746,7 +746,7 @@ def code_reply(variant, prompt, n, conversation=""):
     raise ValueError("unknown variant " + variant)
 
 
-def auto_variant(prompt):
+def auto_variant(prompt, conversation=""):
     with LOCK:
         if "was judged and failed" in prompt:
             STATE["code"] += 1
@@ -761,7 +761,13 @@ def auto_variant(prompt):
             return DIFF_ROTATION[(STATE["diff"] - 1) % len(DIFF_ROTATION)], STATE["diff"]
         STATE["code"] += 1
         if is_torch(prompt):
-            rotation = TORCH_CODE_ROTATION
+            # One rotation per task: which task's request comes first
+            # depends on the judging of both, so a shared counter could
+            # hand softmax's only 'wrong' (the stress-trial case) to the
+            # other task.
+            key = "torch:" + (torch_task(conversation or prompt) or "")
+            STATE[key] = STATE.get(key, 0) + 1
+            return TORCH_CODE_ROTATION[(STATE[key] - 1) % len(TORCH_CODE_ROTATION)], STATE["code"]
         elif is_opencl(prompt):
             rotation = OPENCL_CODE_ROTATION
         else:
@@ -963,7 +969,7 @@ class Handler(BaseHTTPRequestHandler):
                 "```cpp\n", "```cpp\n// " + BAD_MARK + " nul:\x00 esc:\x1b[2J end\n", 1)
             raw = BAD_BYTES
         else:
-            variant, k = auto_variant(prompt) if kind == "auto" else (kind, n)
+            variant, k = auto_variant(prompt, conversation) if kind == "auto" else (kind, n)
             text = code_reply(variant, prompt, k, conversation)
         self.reply(fmt, model, text, len(raw_request), raw)
 
