@@ -262,6 +262,7 @@ void Island::handle_outcome(OperatorOutcome outcome) {
     --tasks_[slot.c.task].op_pending;
   }
   slot.c.llm = std::move(outcome.llm);
+  slot.c.llm_facts = std::move(outcome.llm_facts);
   if (!outcome.proposal) {
     slot.c.verdict.status = Status::invalid;
     slot.c.verdict.message = "operator failed: " + outcome.failure;
@@ -355,7 +356,7 @@ void Island::commit(Candidate c) {
     }
     insert_member(t, c);
   }
-  llm_.add_candidate(c.op, c.llm);
+  llm_.add_candidate(c.op, c.llm, c.llm_facts);
   for (auto& o : operators_) o.op->observe(c);
   sink_.record_moved(std::move(c));
 }

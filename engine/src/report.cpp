@@ -19,14 +19,10 @@ namespace kevo::engine {
 namespace {
 
 // What a tally reads of one request record: the members named in
-// kTallied, each read as below whatever the record's other members are.
-struct RequestFacts {
-  std::string model = "?";   // a string "model", else "?"
-  std::int64_t retries = 0, input_tokens = 0, output_tokens = 0, http_status = 0;   // numbers, else 0
-  double usd = 0.0;          // a number "cost_usd"
-  bool cached = false, rejected = false, ok = false;   // true only when the member is true
-  std::string failure;       // a string "failure" ("" when none)
-};
+// kTallied, each read as below whatever the record's other members are
+// (a string "model", else "?"; numbers, else 0; booleans true only when
+// the member is true; a string "failure", else "").
+using RequestFacts = LlmRequestFacts;
 
 constexpr std::string_view kTallied[] = {"model",  "retries",  "input_tokens", "output_tokens", "cost_usd",
                                          "cached", "rejected", "ok",           "failure",       "http_status"};
@@ -115,6 +111,12 @@ void LlmSummary::add_record(const std::string& op, std::string_view record) {
   std::vector<json_text::Member> members;
   if (!json_text::canonical_object(record, members)) return add(op, nlohmann::json::parse(record, nullptr, false));
   add_facts(*this, op, facts_of(members));
+}
+
+void LlmSummary::add_candidate(const std::string& op, const std::string& llm_text,
+                               const std::vector<LlmRequestFacts>& facts) {
+  if (facts.empty()) return add_candidate(op, llm_text);
+  for (const auto& f : facts) add_facts(*this, op, f);
 }
 
 void LlmSummary::add_candidate(const std::string& op, const std::string& llm_text) {

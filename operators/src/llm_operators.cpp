@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -36,12 +37,30 @@ std::string read_text(const fs::path& p, const std::string& what) {
 
 std::string status_name(Status s) { return std::string(to_string(s)); }
 
+// `x` with `digits` decimals, as fmt's {:.Nf} writes it (std::to_chars:
+// three of these per candidate in every prompt cost a tenth of the prompt's
+// making through fmt).
+void append_fixed(std::string& s, double x, int digits) {
+  char buf[400];   // the widest double in fixed notation, with decimals
+  const auto r = std::to_chars(buf, buf + sizeof buf, x, std::chars_format::fixed, digits);
+  s.append(buf, r.ec == std::errc() ? r.ptr : buf);
+}
+
 std::string verdict_text(const Candidate& c) {
   const auto& v = c.verdict;
   std::string s = "status " + status_name(v.status);
-  if (v.is_correct())
-    s += fmt::format(", speedup {:.3f}x over the reference (median {:.1f} us, reference {:.1f} us, IQR {:.1f} us)",
-                     v.speedup, v.cand_median_ns / 1e3, v.ref_median_ns / 1e3, v.cand_iqr_ns / 1e3);
+  if (v.is_correct()) {
+    s.reserve(s.size() + 128 + c.params_json.size());
+    s += ", speedup ";
+    append_fixed(s, v.speedup, 3);
+    s += "x over the reference (median ";
+    append_fixed(s, v.cand_median_ns / 1e3, 1);
+    s += " us, reference ";
+    append_fixed(s, v.ref_median_ns / 1e3, 1);
+    s += " us, IQR ";
+    append_fixed(s, v.cand_iqr_ns / 1e3, 1);
+    s += " us)";
+  }
   if (!c.params_json.empty()) s += "; parameters " + c.params_json;
   return s;
 }
@@ -596,18 +615,44 @@ std::string Service::device(const std::string& backend) const {
 
 // ---- prompts ---------------------------------------------------------------
 
+struct Service::TaskTexts {
+  std::string name;                 // with the manifest: which task these are (an address can be reused)
+  std::filesystem::path manifest;
+  std::string signature, visible_shapes, libraries, sizes, search_space;
+  std::vector<std::pair<const GpuFacts*, RooflineCounts>> roofline;   // per GPU the prompts name (nullptr: none)
+
+  const RooflineCounts& roofline_for(const Task& task, const GpuFacts* gpu) {
+    for (const auto& [g, counts] : roofline)
+      if (g == gpu) return counts;
+    return roofline.emplace_back(gpu, roofline_counts(task, gpu)).second;
+  }
+};
+
+Service::TaskTexts& Service::task_texts(const Task& task) {
+  auto& texts = task_texts_[&task];
+  if (texts && texts->name == task.name && texts->manifest == task.manifest_path) return *texts;
+  texts = std::make_shared<TaskTexts>();
+  texts->name = task.name;
+  texts->manifest = task.manifest_path;
+  texts->signature = task.c_signature();
+  // Only the visible shapes: hidden ones are the held-out correctness check.
+  for (const auto& v : task.visible) texts->visible_shapes += "- " + v.label + "\n";
+  texts->libraries = libraries_text(task);
+  texts->sizes = sizes_text(task);
+  texts->search_space = task.space.empty() ? "(no parameters)" : space_text(task.space);
+  return *texts;
+}
+
 std::map<std::string, std::string> prompt_slots(const OperatorRequest& req, Service& service, std::size_t inspirations) {
   const Task& task = *req.task;
   const Candidate& p = *req.parents.front();
+  auto& texts = service.task_texts(task);
   std::map<std::string, std::string> s;
   s["task_name"] = task.name;
   s["task_description"] = task.description;
-  s["signature"] = task.c_signature();
+  s["signature"] = texts.signature;
   s["backend"] = task.backend;
-  // Only the visible shapes: hidden ones are the held-out correctness check.
-  std::string shapes;
-  for (const auto& v : task.visible) shapes += "- " + v.label + "\n";
-  s["visible_shapes"] = shapes;
+  s["visible_shapes"] = texts.visible_shapes;
   s["parent_source"] = p.source;
   s["parent_verdict"] = verdict_text(p);
   if (req.parents.size() > 1) {
@@ -639,13 +684,14 @@ std::map<std::string, std::string> prompt_slots(const OperatorRequest& req, Serv
   }
   s["inspirations"] = insp.empty() ? "(none)" : insp;
   s["hardware"] = service.hardware(task.backend, p.verdict.device);
-  s["roofline"] = roofline_text(task, prompt_gpu(task.backend, p.verdict.device, service.device(task.backend)),
-                                p.verdict.is_correct() ? p.verdict.cand_median_ns : 0.0);
-  s["libraries"] = libraries_text(task);
-  s["sizes"] = sizes_text(task);
+  s["roofline"] = roofline_text(
+      texts.roofline_for(task, prompt_gpu(task.backend, p.verdict.device, service.device(task.backend))),
+      p.verdict.is_correct() ? p.verdict.cand_median_ns : 0.0);
+  s["libraries"] = texts.libraries;
+  s["sizes"] = texts.sizes;
   s["reference_source"] = task.reference_source;
   s["knowledge"] = service.knowledge_text(task, req.feedback, p.verdict.status);
-  s["search_space"] = task.space.empty() ? "(no parameters)" : space_text(task.space);
+  s["search_space"] = texts.search_space;
   s["recommendations"] = "(none)";
   return s;
 }
@@ -683,11 +729,28 @@ struct LlmOperator::Job {
   // "rejected" and after it, which the last record gets when it is done.
   struct Turn {
     std::string head, tail;
+    LlmRequestFacts facts;   // what a tally reads of the record (set "rejected" at the end)
   };
   std::vector<Turn> turns;
 };
 
 namespace {
+
+// What write_turn's record of `r` holds for a tally: its members of those
+// names (a failed request's failure is "other" when it has no kind).
+LlmRequestFacts request_facts(const ChatResult& r) {
+  LlmRequestFacts f;
+  f.model = r.model;
+  f.retries = r.retries;
+  f.input_tokens = r.input_tokens;
+  f.output_tokens = r.output_tokens;
+  f.http_status = r.http_status;
+  f.usd = r.cost_usd;
+  f.cached = r.cached;
+  f.ok = r.ok;
+  if (!r.ok) f.failure = r.failure.empty() ? std::string("other") : r.failure;
+  return f;
+}
 
 // One request's lineage record as a DOM's compact dump writes it: members in
 // key order, the prompt as the conversation that was sent.
@@ -894,6 +957,7 @@ std::optional<OperatorOutcome> LlmOperator::finish(Job& job, const ChatResult& r
                                                                            : "generate";
   auto& turn = job.turns.emplace_back();
   write_turn(turn.head, turn.tail, job.turns.size() - 1, purpose, job.conv, r, job.repair_of, job.repair_turn);
+  turn.facts = request_facts(r);
   auto done = [&](OperatorOutcome o) {
     // A reply that came but could not be used (no code, a diff that does
     // not apply...): counted as rejected in the report.
@@ -909,6 +973,9 @@ std::optional<OperatorOutcome> LlmOperator::finish(Job& job, const ChatResult& r
       o.llm += job.turns[k].tail;
     }
     o.llm += ']';
+    o.llm_facts.reserve(job.turns.size());
+    for (const auto& t : job.turns) o.llm_facts.push_back(t.facts);
+    if (rejected) o.llm_facts.back().rejected = true;
     return o;
   };
   if (!r.ok) return done(OperatorOutcome::failed(job.id, "llm: " + r.error));

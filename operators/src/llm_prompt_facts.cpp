@@ -106,8 +106,8 @@ std::string hardware_text(const std::string& backend, const std::string& device,
   return where + (device.empty() ? "assumed (no GPU named in the verdict; kevo's default): " : "") + gpu_text(*g);
 }
 
-std::string roofline_text(const Task& task, const GpuFacts* gpu, double parent_median_ns) {
-  if (task.flops.empty() && task.bytes.empty()) return "(the task gives no FLOP or byte counts)";
+RooflineCounts roofline_counts(const Task& task, const GpuFacts* gpu) {
+  if (task.flops.empty() && task.bytes.empty()) return {"(the task gives no FLOP or byte counts)", 0.0};
   bool bf16 = false;   // bf16 inputs may run on tensor cores: their peak, as the CUDA judge uses
   for (const auto& a : task.args) bf16 = bf16 || (a.is_buffer() && a.dtype == DType::bf16);
   const double tflops = gpu ? (bf16 ? gpu->bf16_tflops : gpu->fp32_tflops) : 0.0;
@@ -135,10 +135,17 @@ std::string roofline_text(const Task& task, const GpuFacts* gpu, double parent_m
     }
     s += "\n";
   }
-  if (floor_sum > 0 && parent_median_ns > 0)
-    s += fmt::format("The current kernel's median time, {} over these shapes, is {:.2f}x the floor.\n",
-                     time_text(parent_median_ns), parent_median_ns / floor_sum);
-  return s;
+  return {std::move(s), floor_sum};
+}
+
+std::string roofline_text(const RooflineCounts& counts, double parent_median_ns) {
+  if (counts.floor_ns <= 0 || parent_median_ns <= 0) return counts.text;
+  return counts.text + fmt::format("The current kernel's median time, {} over these shapes, is {:.2f}x the floor.\n",
+                                   time_text(parent_median_ns), parent_median_ns / counts.floor_ns);
+}
+
+std::string roofline_text(const Task& task, const GpuFacts* gpu, double parent_median_ns) {
+  return roofline_text(roofline_counts(task, gpu), parent_median_ns);
 }
 
 namespace {

@@ -872,6 +872,55 @@ TEST(LlmOperators, RecordsOfRejectedAndFailedRequests) {
   EXPECT_TRUE(json::parse(odd.llm).at(0)["ok"]);
 }
 
+// The island tallies an LLM candidate's requests from the facts its
+// operator hands over (Candidate::llm_facts) instead of parsing the records
+// again: each fact must be what a reader of the record's text finds.
+TEST(LlmOperators, TheFactsHandedOverAreTheRecordsMembers) {
+  test::FakeServer s(json{{"sequence",
+                           {{{"kind", "auto"}},
+                            {{"kind", "text"}, {"text", "No code, only \"advice\".\n"}},
+                            {{"kind", "status"}, {"status", 404}},
+                            {{"kind", "refusal"}}}}});
+  ASSERT_TRUE(s.up());
+  auto svc = std::make_shared<Service>(service_config(s.url()));
+  const auto& t = reduce_sum();
+  Candidate parent;
+  parent.id = 1;
+  parent.source = t.seed_source;
+  parent.verdict.status = Status::correct;
+  parent.verdict.speedup = 1.5;
+  Rng rng(4);
+  OperatorRequest req;
+  req.task = &t;
+  req.parents = {&parent};
+  req.rng = &rng;
+  LlmOperator rewrite("llm_rewrite", svc, {Kind::rewrite});
+  std::set<std::string> seen;
+  for (std::uint64_t id = 2; id <= 5; ++id) {
+    req.id = id;
+    const auto o = await_outcome(rewrite, req);
+    const auto records = json::parse(o.llm);
+    ASSERT_EQ(o.llm_facts.size(), records.size()) << o.llm;
+    for (std::size_t k = 0; k < records.size(); ++k) {
+      const auto& r = records[k];
+      const auto& f = o.llm_facts[k];
+      SCOPED_TRACE(r.dump());
+      EXPECT_EQ(f.model, r.at("model").get<std::string>());
+      EXPECT_EQ(f.ok, r.at("ok").get<bool>());
+      EXPECT_EQ(f.cached, r.at("cached").get<bool>());
+      EXPECT_EQ(f.rejected, r.value("rejected", false));
+      EXPECT_EQ(f.failure, r.value("failure", std::string()));
+      EXPECT_EQ(f.http_status, r.at("http_status").get<std::int64_t>());
+      EXPECT_EQ(f.retries, r.at("retries").get<std::int64_t>());
+      EXPECT_EQ(f.input_tokens, r.at("input_tokens").get<std::int64_t>());
+      EXPECT_EQ(f.output_tokens, r.at("output_tokens").get<std::int64_t>());
+      EXPECT_DOUBLE_EQ(f.usd, r.at("cost_usd").get<double>());
+      seen.insert(f.ok ? (f.rejected ? "rejected" : "used") : f.failure);
+    }
+  }
+  EXPECT_EQ(seen, (std::set<std::string>{"used", "rejected", "not_found", "refusal"}));
+}
+
 TEST(LlmOperators, ParamHintValidatesAndFallsBackToTheBaseline) {
   test::FakeServer s(json{{"sequence", {{{"kind", "param_hint"}}, {{"kind", "bad_param_hint"}}}}});
   ASSERT_TRUE(s.up());

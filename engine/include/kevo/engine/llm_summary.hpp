@@ -5,12 +5,15 @@
 // the same way (docs/llm.md#what-a-run-reports).
 #pragma once
 
+#include "kevo/core/candidate.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kevo::engine {
 
@@ -38,6 +41,9 @@ struct LlmSummary {
   void add_record(const std::string& op, std::string_view record);
   // The candidate's `llm` text (a JSON array of records, Candidate::llm).
   void add_candidate(const std::string& op, const std::string& llm_text);
+  // The same from the facts its operator handed over with the text
+  // (Candidate::llm_facts); the text is read when there are none.
+  void add_candidate(const std::string& op, const std::string& llm_text, const std::vector<LlmRequestFacts>& facts);
 };
 
 nlohmann::json to_json(const LlmSummary& s);

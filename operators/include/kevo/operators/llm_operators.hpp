@@ -166,6 +166,12 @@ class Service {
   // of the generation prompts.
   bool analyst_enabled() const { return analyst_enabled_; }
   void set_analyst_enabled() { analyst_enabled_ = true; }
+  // The prompt texts that depend on the task alone (its signature, visible
+  // shapes, libraries, sizes, search space; the roofline's counts per GPU),
+  // made once per task object: a task does not change while a run prompts
+  // for it. prompt_slots copies them.
+  struct TaskTexts;
+  TaskTexts& task_texts(const Task& task);
 
  private:
   std::unique_ptr<LocalServer> local_server_;   // first member: stopped last
@@ -188,6 +194,7 @@ class Service {
   std::map<std::string, std::string> devices_;   // backend -> where its candidates run (set_device)
   bool probed_ = false;
   bool analyst_enabled_ = false;
+  std::unordered_map<const Task*, std::shared_ptr<TaskTexts>> task_texts_;
 };
 
 enum class Kind { rewrite, diff, crossover, analyst, param_hint, fix };

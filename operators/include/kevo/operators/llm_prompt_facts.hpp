@@ -70,6 +70,15 @@ std::string gpu_text(const GpuFacts& gpu);
 // positive `parent_median_ns` (the parent's median summed over the visible
 // shapes, as its verdict has it), how far above the floor the parent is.
 std::string roofline_text(const Task& task, const GpuFacts* gpu, double parent_median_ns);
+// The same in two parts: what depends on the task and the GPU alone (the
+// counts and floors per shape, and the floors' sum), made once per task;
+// then the text with the parent's line.
+struct RooflineCounts {
+  std::string text;
+  double floor_ns = 0.0;   // the floors summed over the visible shapes (0: no GPU, or no counts)
+};
+RooflineCounts roofline_counts(const Task& task, const GpuFacts* gpu);
+std::string roofline_text(const RooflineCounts& counts, double parent_median_ns);
 
 // The `libraries` slot: what a candidate of `task` may call beyond the C++
 // standard library and its backend's runtime. A torch task: the kernel

@@ -7,10 +7,24 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace kevo {
 
 inline constexpr std::int64_t kNoParent = -1;
+
+// What a report tallies of one LLM request record: its members of these
+// names (cost_usd as usd), read as a record's reader would read them. An
+// LLM operator hands them over beside the records it wrote, so that the
+// island's tally does not parse its own text again; a candidate read back
+// from a lineage file has none, and its records are read instead.
+struct LlmRequestFacts {
+  std::string model = "?";
+  std::int64_t retries = 0, input_tokens = 0, output_tokens = 0, http_status = 0;
+  double usd = 0.0;
+  bool cached = false, rejected = false, ok = false;
+  std::string failure;   // "" when none
+};
 
 struct Candidate {
   std::uint64_t id = 0;                 // unique within a run, never reused (also across resume)
@@ -27,6 +41,7 @@ struct Candidate {
   std::int64_t duplicate_of = kNoParent;
   std::string op_note;                  // operator's remark or failure reason
   std::string llm;                      // LLM request records (OperatorOutcome::llm), "" when none
+  std::vector<LlmRequestFacts> llm_facts;   // OperatorOutcome::llm_facts (in memory only, never written)
   std::string profile_request;          // Proposal::profile: why an operator asked for a profile ("" none)
   Verdict verdict;
 

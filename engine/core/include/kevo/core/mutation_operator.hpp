@@ -48,9 +48,14 @@ struct OperatorOutcome {
   // LLM operators: a JSON array, one record per request (prompt, reply,
   // model, tokens, latency, retries, cost); "" otherwise. Goes to the lineage.
   std::string llm;
+  // The same records' tallied members (LlmRequestFacts), one per record,
+  // in order; empty when `llm` is, or when the operator does not give them.
+  std::vector<LlmRequestFacts> llm_facts;
 
-  static OperatorOutcome ok(std::uint64_t id, Proposal p) { return {id, std::move(p), {}, {}}; }
-  static OperatorOutcome failed(std::uint64_t id, std::string why) { return {id, std::nullopt, std::move(why), {}}; }
+  static OperatorOutcome ok(std::uint64_t id, Proposal p) { return {id, std::move(p), {}, {}, {}}; }
+  static OperatorOutcome failed(std::uint64_t id, std::string why) {
+    return {id, std::nullopt, std::move(why), {}, {}};
+  }
 };
 
 class MutationOperator {
