@@ -736,8 +736,12 @@ struct LlmOperator::Job {
 
 namespace {
 
-// What write_turn's record of `r` holds for a tally: its members of those
-// names (a failed request's failure is "other" when it has no kind).
+// A failed request's kind as its record says it: "other" when it has none.
+std::string_view failure_kind(const ChatResult& r) {
+  return r.failure.empty() ? std::string_view("other") : std::string_view(r.failure);
+}
+
+// What write_turn's record of `r` holds for a tally: its members of those names.
 LlmRequestFacts request_facts(const ChatResult& r) {
   LlmRequestFacts f;
   f.model = r.model;
@@ -748,7 +752,7 @@ LlmRequestFacts request_facts(const ChatResult& r) {
   f.usd = r.cost_usd;
   f.cached = r.cached;
   f.ok = r.ok;
-  if (!r.ok) f.failure = r.failure.empty() ? std::string("other") : r.failure;
+  if (!r.ok) f.failure = failure_kind(r);
   return f;
 }
 
@@ -769,7 +773,7 @@ void write_turn(std::string& head, std::string& tail, std::size_t turn, const st
   jt::append_string(head, r.error);
   if (!r.ok) {
     head += ",\"failure\":";
-    jt::append_string(head, r.failure.empty() ? std::string_view("other") : std::string_view(r.failure));
+    jt::append_string(head, failure_kind(r));
   }
   head += ",\"http_status\":";
   jt::append_number(head, r.http_status);

@@ -144,10 +144,6 @@ std::string roofline_text(const RooflineCounts& counts, double parent_median_ns)
                                    time_text(parent_median_ns), parent_median_ns / counts.floor_ns);
 }
 
-std::string roofline_text(const Task& task, const GpuFacts* gpu, double parent_median_ns) {
-  return roofline_text(roofline_counts(task, gpu), parent_median_ns);
-}
-
 namespace {
 
 std::string torch_libraries_text(const TorchTaskInfo& info) {

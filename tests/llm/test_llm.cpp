@@ -36,6 +36,24 @@ const Task& reduce_sum() {
 
 std::string fence(const std::string& code) { return "```cpp\n" + code + "```\n"; }
 
+// A request for a child of reduce_sum's seed, judged correct at 1.5x.
+struct SeedRequest {
+  Candidate parent;
+  Rng rng{4};
+  OperatorRequest req;
+  SeedRequest(const SeedRequest&) = delete;
+  SeedRequest() {
+    const auto& t = reduce_sum();
+    parent.id = 1;
+    parent.source = t.seed_source;
+    parent.verdict.status = Status::correct;
+    parent.verdict.speedup = 1.5;
+    req.task = &t;
+    req.parents = {&parent};
+    req.rng = &rng;
+  }
+};
+
 // ---- reply parsing ---------------------------------------------------------
 
 TEST(LlmReply, TakesTheOneBlockThatDefinesTheKernel) {
@@ -843,17 +861,8 @@ TEST(LlmOperators, RecordsOfRejectedAndFailedRequests) {
                             {{"kind", "bad_bytes"}}}}});
   ASSERT_TRUE(s.up());
   auto svc = std::make_shared<Service>(service_config(s.url()));
-  const auto& t = reduce_sum();
-  Candidate parent;
-  parent.id = 1;
-  parent.source = t.seed_source;
-  parent.verdict.status = Status::correct;
-  parent.verdict.speedup = 1.5;
-  Rng rng(4);
-  OperatorRequest req;
-  req.task = &t;
-  req.parents = {&parent};
-  req.rng = &rng;
+  SeedRequest seed;
+  OperatorRequest& req = seed.req;
   LlmOperator rewrite("llm_rewrite", svc, {Kind::rewrite});
   req.id = 2;
   const auto rejected = json::parse(await_outcome(rewrite, req).llm).at(0);
@@ -883,17 +892,8 @@ TEST(LlmOperators, TheFactsHandedOverAreTheRecordsMembers) {
                             {{"kind", "refusal"}}}}});
   ASSERT_TRUE(s.up());
   auto svc = std::make_shared<Service>(service_config(s.url()));
-  const auto& t = reduce_sum();
-  Candidate parent;
-  parent.id = 1;
-  parent.source = t.seed_source;
-  parent.verdict.status = Status::correct;
-  parent.verdict.speedup = 1.5;
-  Rng rng(4);
-  OperatorRequest req;
-  req.task = &t;
-  req.parents = {&parent};
-  req.rng = &rng;
+  SeedRequest seed;
+  OperatorRequest& req = seed.req;
   LlmOperator rewrite("llm_rewrite", svc, {Kind::rewrite});
   std::set<std::string> seen;
   for (std::uint64_t id = 2; id <= 5; ++id) {

@@ -69,10 +69,9 @@ std::string gpu_text(const GpuFacts& gpu);
 // peaks (bf16 inputs: the tensor-core peak, as the CUDA judge uses); with a
 // positive `parent_median_ns` (the parent's median summed over the visible
 // shapes, as its verdict has it), how far above the floor the parent is.
-std::string roofline_text(const Task& task, const GpuFacts* gpu, double parent_median_ns);
-// The same in two parts: what depends on the task and the GPU alone (the
-// counts and floors per shape, and the floors' sum), made once per task;
-// then the text with the parent's line.
+// In two parts: what depends on the task and the GPU alone (the counts and
+// floors per shape, and the floors' sum), made once per task
+// (Service::task_texts); then the text with the parent's line.
 struct RooflineCounts {
   std::string text;
   double floor_ns = 0.0;   // the floors summed over the visible shapes (0: no GPU, or no counts)
