@@ -419,6 +419,30 @@ class OpenCLEvaluator(WithServer):
         self.assertEqual(v["status"], "runtime_error", v)
         self.assertIn("out-of-bounds", v["message"])
 
+    def test_guard_word_changes_under_the_oob_sum(self):
+        # oob_write stores a[n] + b[n], the sum of two guard words, into out's guard: with a guard word
+        # that reads as a quiet NaN or an infinity (1 in 512 of uniform words) the sum is the guard
+        # word itself and the write went unseen. Every drawn guard word must change under that sum.
+        code = r"""
+import importlib.util, sys
+import numpy as np
+spec = importlib.util.spec_from_file_location("ev", sys.argv[1])
+ev = importlib.util.module_from_spec(spec); spec.loader.exec_module(ev)
+words = np.array([ev.make_guard_word(e) for e in range(20000)], dtype=np.uint32)
+f32 = words.view(np.float32)
+f64 = (words.astype(np.uint64) << np.uint64(32) | words.astype(np.uint64)).view(np.float64)
+with np.errstate(all="ignore"):
+    same32 = int(((f32 + f32).view(np.uint32) == words).sum())
+    same64 = int(((f64 + f64).view(np.uint64) == words.astype(np.uint64) << np.uint64(32) | words).sum())
+print(len(set(words.tolist())), same32, same64, int(np.isfinite(f32).all()), int(np.isfinite(f64).all()))
+"""
+        p = subprocess.run([PYTHON, "-c", code, EVAL], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=120, env=EVAL_ENV)
+        self.assertEqual(p.returncode, 0, p.stderr.decode(errors="replace")[-3000:])
+        distinct, same32, same64, fin32, fin64 = map(int, p.stdout.split())
+        self.assertGreater(distinct, 19900)
+        self.assertEqual((same32, same64, fin32, fin64), (0, 0, 1, 1))
+
     def test_runtime_error_work_group_size(self):
         v = self.judge_broken("huge_local")
         self.assertEqual(v["status"], "runtime_error", v)

@@ -800,6 +800,21 @@ def make_poison(entropy):
             "int32": np.uint32(int(r.integers(0, 1 << 32))), "int64": np.uint64(int(r.integers(0, 1 << 63)) * 2 + 1)}
 
 
+def make_guard_word(entropy):
+    """A random 32-bit word for the guard zones, drawn again until it reads as an ordinary number in
+    every floating view a buffer can have: a float32 and a float64 (whose high word it also is) that
+    are normal, not NaN, infinity, zero or subnormal. A NaN guard would hide the commonest
+    out-of-bounds write, out[n] = a[n] + b[n], which reads the guards of a and b and adds them: NaN
+    plus NaN is the same quiet NaN, so the guard of out would read as untouched (1 word in 512)."""
+    r = np.random.Generator(np.random.PCG64(entropy))
+    while True:
+        w = int(r.integers(1, 1 << 32))
+        e32 = (w >> 23) & 0xFF
+        e64 = (w >> 20) & 0x7FF
+        if 0 < e32 < 0xFF and 0 < e64 < 0x7FF:
+            return w
+
+
 # --------------------------------------------------------------------------
 # Comparison.
 
@@ -1107,7 +1122,7 @@ class Judge:
         self.tol = dict({"atol": 1e-5, "rtol": 1e-5, "rel_l2": 1e-5}, **(self.task.get("tolerance") or {}))
         entropy = int.from_bytes(os.urandom(16), "little")
         self.poison = make_poison(entropy)
-        self.guard_word = int(np.random.Generator(np.random.PCG64(entropy + 1)).integers(1, 1 << 32))
+        self.guard_word = make_guard_word(entropy + 1)
         self.max_abs = 0.0
         self.max_rel = 0.0
         self.shapes = self.task["shapes"]
