@@ -5,6 +5,7 @@
 #include "kevo/sandbox/seccomp.hpp"
 #include "kevo/sandbox/spawner.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/ptrace.h>
@@ -131,6 +132,19 @@ int main(int argc, char** argv) {
   } else if (what == "rdwr-existing") {
     int fd = open(arg.c_str(), O_RDWR);
     std::printf("rdwr-open %s\n", fd >= 0 ? "ok" : std::strerror(errno));
+  } else if (what == "list-dir") {
+    // What opendir does (O_RDONLY | O_DIRECTORY): Python's os.listdir and
+    // torch's lazy imports list package directories this way.
+    DIR* d = opendir(arg.c_str());
+    int n = 0;
+    if (d) {
+      while (readdir(d)) ++n;
+      closedir(d);
+    }
+    std::printf("list-dir %s\n", d && n >= 2 ? "ok" : std::strerror(errno));
+  } else if (what == "tmpfile") {
+    int fd = open(arg.c_str(), O_TMPFILE | O_RDWR, 0600);
+    std::printf("opened %d\n", fd);
   } else if (what == "create-rdwr") {
     int fd = open(arg.c_str(), O_RDWR | O_CREAT, 0600);
     std::printf("opened %d\n", fd);

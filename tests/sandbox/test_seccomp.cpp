@@ -62,7 +62,29 @@ TEST(Seccomp, ExecIsAViolation) { expect_violation(probe({"exec"}), "execve"); }
 TEST(Seccomp, WritingAFileIsAViolation) {
   fs::path target = sb::default_scratch_base() / "kevo-seccomp-test-must-not-exist";
   fs::remove(target);
-  expect_violation(probe({"write-file", target.string()}), "open");
+  const auto f = probe({"write-file", target.string()});
+  expect_violation(f, "open");
+  EXPECT_FALSE(fs::exists(target));
+  // The handler's second line names the file (what a user needs to tell a
+  // library's cache from the candidate's own attempt).
+  EXPECT_NE(f.output.find("\nsandbox violation path: " + target.string() + "\n"), std::string::npos) << f.output;
+}
+
+TEST(Seccomp, AViolationPathIsPrintableAndCut) {
+  // Bytes outside printable ASCII become '?', and a long path is cut at 160
+  // bytes: the line is written from a signal handler into a report a prompt
+  // may quote.
+  const std::string name = std::string(200, 'a') + "\x01\x7f";
+  const fs::path target = sb::default_scratch_base() / ("kevo-seccomp-\x01\x7f-" + name);
+  const auto f = probe({"write-file", target.string()});
+  expect_violation(f, "open");
+  const std::string head = "\nsandbox violation path: ";
+  const auto at = f.output.find(head);
+  ASSERT_NE(at, std::string::npos) << f.output;
+  const std::string line = f.output.substr(at + head.size(), f.output.find('\n', at + 1) - at - head.size());
+  std::string want = (sb::default_scratch_base() / "kevo-seccomp-?" "?-").string() + name;
+  want = want.substr(0, 160) + "...";
+  EXPECT_EQ(line, want);
   EXPECT_FALSE(fs::exists(target));
 }
 

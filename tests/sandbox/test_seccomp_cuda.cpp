@@ -65,6 +65,23 @@ TEST_F(CudaPolicy, OpensAnExistingFileReadWrite) {
   expect_violation(probe({"rdwr-existing", existing_.string()}, false), "open");
 }
 
+TEST_F(CudaPolicy, ListsADirectory) {
+  // glibc's O_TMPFILE carries the O_DIRECTORY bit: a policy that denied
+  // every bit of it trapped opendir, and a torch candidate on the GPU died
+  // where torch listed one of its package directories.
+  auto f = probe({"list-dir", dir_.path().string()});
+  EXPECT_EQ(f.exit_code, 0) << f.output;
+  EXPECT_EQ(f.output, "list-dir ok\n");
+  f = probe({"list-dir", dir_.path().string()}, false);
+  EXPECT_EQ(f.exit_code, 0) << f.output;
+  EXPECT_EQ(f.output, "list-dir ok\n");
+}
+
+TEST_F(CudaPolicy, CannotMakeAnUnnamedFile) {
+  expect_violation(probe({"tmpfile", dir_.path().string()}), "open");
+  expect_violation(probe({"tmpfile", dir_.path().string()}, false), "open");
+}
+
 TEST_F(CudaPolicy, CannotCreateAFile) {
   const fs::path target = dir_.path() / "must-not-exist";
   expect_violation(probe({"create-rdwr", target.string()}), "open");

@@ -95,7 +95,7 @@ def main():
     native = {
         "kill_parent": ({"runtime_error"}, "sandbox violation"),
         "kill_all": ({"runtime_error"}, "sandbox violation"),
-        "write_file": ({"runtime_error"}, "sandbox violation"),
+        "write_file": ({"runtime_error"}, "on '/tmp/kevo-torch-pwned'"),
         "open_socket": ({"runtime_error"}, "sandbox violation"),
         "fork_child": ({"runtime_error"}, "sandbox violation"),
         "ptrace_parent": ({"runtime_error"}, "sandbox violation"),

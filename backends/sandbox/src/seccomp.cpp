@@ -8,6 +8,7 @@
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/ucontext.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -204,12 +205,14 @@ constexpr std::uint32_t kWriteFlags = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_
 // CUDA policy: the driver opens device and /proc files read-write after its
 // context exists, and seccomp cannot see paths; so only the flags that
 // create a file or destroy its contents on open are violations. (O_TMPFILE
-// makes an unnamed file: creation too.)
-#ifdef __O_TMPFILE
-constexpr std::uint32_t kTmpfileFlag = __O_TMPFILE;
+// makes an unnamed file: creation too. glibc's O_TMPFILE includes the
+// O_DIRECTORY bit, which opendir sets: only the bit of its own is denied.)
+#ifdef O_TMPFILE
+constexpr std::uint32_t kTmpfileFlag = O_TMPFILE & ~static_cast<std::uint32_t>(O_DIRECTORY);
 #else
 constexpr std::uint32_t kTmpfileFlag = 0;
 #endif
+static_assert(kTmpfileFlag == 0 || (kTmpfileFlag & O_DIRECTORY) == 0, "the policy must let opendir through");
 constexpr std::uint32_t kCreateFlags = O_CREAT | O_TRUNC | O_APPEND | kTmpfileFlag;
 
 constexpr std::uint32_t arg_lo(int i) {
@@ -317,7 +320,21 @@ void write_all(int fd, const char* p, std::size_t n) {
   }
 }
 
-void on_sigsys(int, siginfo_t* si, void*) {
+// The path argument of a trapped open/openat, from the registers of the
+// trapped call (null for other calls and other architectures).
+const char* trapped_open_path(long nr, void* ctx) {
+  if (!ctx) return nullptr;
+  const auto* uc = static_cast<const ucontext_t*>(ctx);
+#if defined(__x86_64__)
+  if (nr == __NR_openat) return reinterpret_cast<const char*>(uc->uc_mcontext.gregs[REG_RSI]);
+  if (nr == __NR_open) return reinterpret_cast<const char*>(uc->uc_mcontext.gregs[REG_RDI]);
+#elif defined(__aarch64__)
+  if (nr == __NR_openat) return reinterpret_cast<const char*>(uc->uc_mcontext.regs[1]);
+#endif
+  return nullptr;
+}
+
+void on_sigsys(int, siginfo_t* si, void* ctx) {
   // Async-signal-safe: formats into a static buffer and write()s it once.
   const long nr = si ? si->si_syscall : -1;
   if (g_slot) g_slot->store(nr, std::memory_order_release);
@@ -336,6 +353,26 @@ void on_sigsys(int, siginfo_t* si, void*) {
     std::memcpy(out, g_suffix, g_suffix_len);
     out += g_suffix_len;
     write_all(g_report_fd, g_report, static_cast<std::size_t>(out - g_report));
+    // For a file opened for writing or creating, a second line with the
+    // path (printable ASCII, at most 160 bytes), written after the first so
+    // that a path pointer that faults loses only this line.
+    if (const char* path = trapped_open_path(nr, ctx)) {
+      static const char kHead[] = "sandbox violation path: ";
+      char line[sizeof kHead + 172];
+      std::size_t n = sizeof kHead - 1;
+      std::memcpy(line, kHead, n);
+      std::size_t i = 0;
+      for (; i < 160 && path[i] != '\0'; ++i) {
+        const char c = path[i];
+        line[n++] = (c >= 0x20 && c < 0x7f) ? c : '?';
+      }
+      if (i == 160 && path[i] != '\0') {
+        std::memcpy(line + n, "...", 3);
+        n += 3;
+      }
+      line[n++] = '\n';
+      write_all(g_report_fd, line, n);
+    }
   }
   ::_exit(kViolationExitCode);
 }

@@ -93,6 +93,24 @@ def python_include():
     return sysconfig.get_paths()["include"]
 
 
+def torch_paths(fn, cuda):
+    """cpp_extension.include_paths / library_paths for CPU or CUDA builds. Newer
+    torch takes device_type="cuda" where older took cuda=True (a True handed to
+    the newer one reads as the CPU: no CUDA headers, and a cpp_sources that
+    includes ATen/cuda fails to find cuda_runtime_api.h)."""
+    import inspect
+    from torch.utils import cpp_extension as ce
+    if "device_type" in inspect.signature(fn).parameters:
+        paths = list(fn(device_type="cuda" if cuda else "cpu"))
+    else:
+        paths = list(fn(cuda))
+    if cuda and ce.CUDA_HOME:
+        want = os.path.join(ce.CUDA_HOME, "include" if fn is ce.include_paths else "lib64")
+        if os.path.isdir(want) and want not in paths and want != "/usr/include":
+            paths.append(want)
+    return paths
+
+
 def common_flags(name, cuda):
     import torch
     from torch.utils import cpp_extension as ce
@@ -102,7 +120,7 @@ def common_flags(name, cuda):
         v = getattr(torch._C, "_PYBIND11_" + key, None)
         if v is not None:
             flags.append('-DPYBIND11_%s="%s"' % (key, v))
-    flags += ["-I" + p for p in ce.include_paths(cuda)] + ["-I" + python_include()]
+    flags += ["-I" + p for p in torch_paths(ce.include_paths, cuda)] + ["-I" + python_include()]
     return flags
 
 
@@ -219,7 +237,7 @@ def build_extension(call, out_dir, device, arch, tools, cache):
         objs.append(os.path.join(edir, "cuda.o"))
     for p, obj, k, what in jobs:
         finish_compile(p, obj, k, cache, what)
-    libs = ["-L" + p for p in ce.library_paths(cuda)] + ["-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_python"]
+    libs = ["-L" + p for p in torch_paths(ce.library_paths, cuda)] + ["-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_python"]
     if cuda:
         libs += ["-lc10_cuda", "-ltorch_cuda", "-L" + os.path.join(ce.CUDA_HOME, "lib64"), "-lcudart"]
     so = os.path.join(edir, call["name"] + ".so")

@@ -51,6 +51,7 @@ import time
 import traceback
 import types
 
+PROCESS_T0 = time.monotonic()   # before torch's import: the engine's clock for a first request runs from here
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -727,6 +728,7 @@ class Host:
         self.side = ""
         self.stage = ""
         self.violation = ""
+        self.violation_path = ""   # the file a forbidden open named
 
     def cont(self):
         if self.stopped:
@@ -763,7 +765,9 @@ class Host:
                 buf = ctypes.create_string_buffer(256)
                 PYHOST.kevo_pyhost_syscall_name(int(nr), buf, len(buf))
                 name = buf.value.decode()
-            why = "sandbox violation: forbidden system call %s%s during %s" % (nr, " (%s)" % name if name else "", during)
+            why = "sandbox violation: forbidden system call %s%s%s during %s" % (
+                nr, " (%s)" % name if name else "", " on '%s'" % self.violation_path if self.violation_path else "",
+                during)
         elif status is None:
             why = "the %s's process stopped answering during %s" % (self.role, during)
         elif os.WIFSIGNALED(status):
@@ -798,6 +802,8 @@ class Host:
             if line.startswith("stage ") and not loaded:
                 self.stage = line[6:].strip()
                 loaded = self.stage == "load"
+            elif line.startswith("sandbox violation path: ") and self.violation and not self.violation_path:
+                self.violation_path = line[len("sandbox violation path: "):].strip()[:200]
             elif line.startswith("sandbox violation") and not self.violation:
                 self.violation = line.strip()
 
@@ -1014,7 +1020,7 @@ class Verdict(Exception):
 
 
 class Judge:
-    def __init__(self, req, opts, out):
+    def __init__(self, req, opts, out, waiting_since=None):
         self.req = req
         self.opts = opts
         self.out = out
@@ -1026,7 +1032,10 @@ class Judge:
         self.trials = max(1, int(req.get("trials", 3)))
         self.cuda = opts["device"] == "cuda"
         self.info = kc.torch_section(self.task["dir"])
-        self.started = time.monotonic()
+        # The engine's wall clock runs from when it wrote the request, which
+        # may have waited in the pipe while this process imported torch: the
+        # judge's deadline counts from when it began to wait for a request.
+        self.started = time.monotonic() if waiting_since is None else min(waiting_since, time.monotonic())
         self.deadline = self.started + max(5.0, float(req.get("wall_seconds", 60)) - 3.0)
         self.hosts = []
         self.max_abs = 0.0
@@ -1749,6 +1758,7 @@ def serve(args):
     opts = {"device": args.device, "isolate": bool(args.pyhost) and not (args.no_namespaces and args.no_seccomp),
             "namespaces": not args.no_namespaces, "seccomp": not args.no_seccomp, "parent_ns": parent_ns, "binds": []}
     stdin = sys.stdin.buffer
+    waiting_since = PROCESS_T0
     while True:
         line = stdin.readline()
         if not line:
@@ -1769,7 +1779,7 @@ def serve(args):
                 devnull = os.open(os.devnull, os.O_RDONLY)
                 os.dup2(devnull, 0)
                 os.close(devnull)
-                Judge(req, opts, None).run()
+                Judge(req, opts, None, waiting_since).run()
                 os.write(done_w, b"R")
             except BaseException:
                 traceback.print_exc()
@@ -1783,6 +1793,7 @@ def serve(args):
             why = ("signal %d" % os.WTERMSIG(status)) if os.WIFSIGNALED(status) else ("exit %d" % os.WEXITSTATUS(status))
             write_all(1, (json.dumps({"nonce": nonce, "event": "fatal",
                                       "message": "the torch judge process ended without a result (%s)" % why}) + "\n").encode())
+        waiting_since = time.monotonic()
 
 
 def probe(args):
