@@ -138,7 +138,7 @@ const std::map<std::string, Honest> kCorrectnessAttacks = {
 };
 
 // Candidates of redteam/ with a test of their own.
-const std::set<std::string> kOwnTests = {"hidden_blas", "read_manifest", "thread_storm"};
+const std::set<std::string> kOwnTests = {"echo_hidden_shape", "hidden_blas", "read_manifest", "thread_storm"};
 
 kevo::Verdict judge_one(kevo::cpu::CpuBackend& backend, const std::shared_ptr<kevo::Task>& task, const fs::path& file,
                         std::uint64_t seed = 3) {
@@ -302,6 +302,28 @@ TEST(RedTeam, HiddenShapesDoNotReachTheFeedback) {
   const kevo::Verdict v = judge_one(backend, task, kAttacks / "read_manifest.cpp");
   for (const std::string* text : {&v.message, &v.feedback, &v.output_tail})
     EXPECT_EQ(text->find("\"M\": 7, \"N\": 33"), std::string::npos) << "the hidden shapes leaked: " << *text;
+}
+
+// A candidate sees its own arguments: at a hidden shape it can print them
+// or throw them in an exception's text, and the verdict's message and
+// output would carry them into the feedback (the next prompt). The
+// verdict keeps them (the lineage is the user's); the feedback of a
+// failure at a hidden shape shows neither text the candidate wrote nor the
+// sizes.
+TEST(RedTeam, AHiddenShapeEchoedByTheCandidateDoesNotReachTheFeedback) {
+  auto task = small_task();
+  kevo::cpu::CpuBackend backend(small_options(20));
+  backend.prepare(*task);
+  const kevo::Verdict v = judge_one(backend, task, kAttacks / "echo_hidden_shape.cpp");
+  print("echo_hidden_shape", v);
+  EXPECT_EQ(v.status, Status::runtime_error) << v.message;
+  // The attack reached a hidden shape and wrote its sizes (the judge's own
+  // record keeps them).
+  EXPECT_NE(v.message.find("rows 7 cols 33"), std::string::npos) << v.message;
+  EXPECT_NE(v.output_tail.find("rows 7 cols 33"), std::string::npos) << v.output_tail;
+  for (const char* leak : {"rows 7", "cols 33", "M=7", "N=33"})
+    EXPECT_EQ(v.feedback.find(leak), std::string::npos) << "'" << leak << "' in the feedback:\n" << v.feedback;
+  EXPECT_NE(v.feedback.find("a hidden test shape"), std::string::npos) << v.feedback;
 }
 
 // HOLE 4: limits.processes (RLIMIT_NPROC, set by the runner) does not bind

@@ -13,6 +13,9 @@ usage:
 
 MARKERS (in candidate.source; judge mode)
   KEVO_TEST_CRASH          runtime_error "candidate crashed (scripted)"
+  KEVO_TEST_CRASH_HIDDEN   runtime_error at the first hidden shape (failed_shape),
+                           the shape's sizes in message and feedback, as a
+                           candidate's traceback would carry them
   KEVO_TEST_WRONG_HIDDEN   wrong_answer, mismatch.shape = the first hidden shape
                            (the first shape when there is none); the message and
                            feedback do not name it
@@ -30,7 +33,7 @@ MARKERS (in candidate.source; judge mode)
   KEVO_TEST_HONEST         no misbehaviour of the "judge"/"timed" kinds below
                            for this candidate (for a seed whose text kevo
                            would not send verbatim)
-  The first of CRASH, WRONG_HIDDEN, WRONG, CORRECT found wins (a failure
+  The first of CRASH_HIDDEN, CRASH, WRONG_HIDDEN, WRONG, CORRECT found wins (a failure
   marker beats CORRECT).
   Builds: a candidate.build / reference.build that is not null must be a
   folder holding built.txt written by --compile for the same source text
@@ -95,6 +98,7 @@ BEHAVIOURS  (--behaviour, comma-separated; default honest)
                                      "pending"; type: max_abs_error "zero"
   unknown_key                judge   the verdict carries "secret_sauce"
   unknown_shape              judge   wrong_answer whose mismatch.shape is in no shape of the request
+  unknown_failed_shape       judge   runtime_error whose failed_shape is in no shape of the request
   leak_hidden                judge   wrong_answer at the first hidden shape, its label in message and feedback
   two_results                judge   the result twice
   nan_time[=string]          timed   a cand_median_ns of NaN: the bare token NaN
@@ -137,12 +141,12 @@ REQUEST_SCHEMA = os.path.join(os.path.dirname(os.path.dirname(HERE)), "docs", "s
 
 JUDGE_ONLY = {"garbage", "no_nonce", "wrong_nonce", "exit_without_verdict", "exit_nonzero_after_result",
               "hang", "flood_stdout", "flood_stderr", "bad_verdict", "unknown_key", "unknown_shape",
-              "leak_hidden", "two_results"}
+              "unknown_failed_shape", "leak_hidden", "two_results"}
 TIMED = {"nan_time", "negative_time", "wrong_speedup", "missing_shape_timings", "under_roofline"}
 OTHER = {"honest", "probe_correct", "null_correct", "all_correct", "fatal", "die_after", "sleep_start",
          "run_ignores_inputs"}
 KNOWN = JUDGE_ONLY | TIMED | OTHER
-VERDICT_MARKERS = ("KEVO_TEST_CRASH", "KEVO_TEST_WRONG_HIDDEN", "KEVO_TEST_WRONG", "KEVO_TEST_CORRECT")
+VERDICT_MARKERS = ("KEVO_TEST_CRASH_HIDDEN", "KEVO_TEST_CRASH", "KEVO_TEST_WRONG_HIDDEN", "KEVO_TEST_WRONG", "KEVO_TEST_CORRECT")
 FLOOD_BYTES = 10 * 1024 * 1024
 REF_NS = 2000.0
 DEFAULT_NS = 1000.0
@@ -441,7 +445,12 @@ class Answerer:
         bad = self.check_build(cand, "candidate")
         if bad:
             return self.finish(req, *bad, misbehave=misbehave)
-        if marker == "KEVO_TEST_CRASH":
+        if marker == "KEVO_TEST_CRASH_HIDDEN":
+            hidden = self.shapes(req, "hidden") or self.shapes(req)
+            sizes = " ".join("%s %s" % kv for kv in sorted(hidden[0].get("dims", {}).items()))
+            verdict, timings = self.runtime_error("forward raised: ValueError: called with %s" % sizes)
+            verdict["failed_shape"] = hidden[0]["label"]
+        elif marker == "KEVO_TEST_CRASH":
             verdict, timings = self.runtime_error("candidate crashed (scripted): SIGSEGV")
         elif marker == "KEVO_TEST_WRONG_HIDDEN":
             hidden = self.shapes(req, "hidden") or self.shapes(req)
@@ -548,6 +557,9 @@ class Answerer:
         nonce = req["nonce"]
         if misbehave and "unknown_shape" in b:
             verdict, timings = self.wrong(req, "no such shape %d" % os.getpid())
+        if misbehave and "unknown_failed_shape" in b:
+            verdict, timings = self.runtime_error("candidate crashed (scripted)")
+            verdict["failed_shape"] = "no such shape %d" % os.getpid()
         if misbehave and "leak_hidden" in b:
             hidden = self.shapes(req, "hidden") or self.shapes(req)
             verdict, timings = self.wrong(req, hidden[0]["label"], name_shape=True)

@@ -185,6 +185,22 @@ TEST_F(Fixture, HiddenShapeNamedByTheEvaluatorStaysOutOfFeedback) {
   EXPECT_NE(v.feedback.find("a hidden test shape"), std::string::npos) << v.feedback;
 }
 
+TEST_F(Fixture, AFailureAtAHiddenShapeGivesNoneOfItsTextToTheFeedback) {
+  // What a candidate's traceback carries at a hidden shape (its sizes) stays
+  // in the verdict's message for the lineage; the feedback (the next
+  // prompt) says only the status and that the shape was hidden.
+  auto b = prepared("honest");
+  const Verdict v = judge(*b, "KEVO_TEST_CRASH_HIDDEN\n");
+  ASSERT_EQ(v.status, Status::runtime_error) << v.message;
+  EXPECT_NE(v.message.find("called with N "), std::string::npos) << v.message;
+  EXPECT_EQ(v.feedback.find("called with"), std::string::npos) << v.feedback;
+  EXPECT_EQ(v.feedback.find("ValueError"), std::string::npos) << v.feedback;
+  EXPECT_NE(v.feedback.find("Failed (runtime_error) on a hidden test shape"), std::string::npos) << v.feedback;
+  // The same crash at a visible shape keeps its words.
+  const Verdict w = judge(*b, "KEVO_TEST_CRASH\n");
+  EXPECT_NE(w.feedback.find("candidate crashed (scripted)"), std::string::npos) << w.feedback;
+}
+
 TEST_F(Fixture, RequestsCarryTheResolvedTaskFreshNoncesAndNoSecrets) {
   ::setenv("KEVO_TEST_SECRET_API_KEY", "sk-should-never-leave", 1);
   auto b = prepared("honest");
@@ -286,6 +302,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Bad{"bad_verdict=pending", Status::runtime_error, "is not one an evaluator gives"},
                       Bad{"unknown_key", Status::runtime_error, "secret_sauce"},
                       Bad{"unknown_shape", Status::runtime_error, "is not a shape of the request"},
+                      Bad{"unknown_failed_shape", Status::runtime_error, "failed_shape \"no such shape"},
                       Bad{"nan_time", Status::runtime_error, "protocol breach"},
                       Bad{"nan_time=string", Status::runtime_error, "cand_median_ns"},
                       Bad{"negative_time", Status::runtime_error, "cand_median_ns"},

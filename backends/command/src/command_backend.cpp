@@ -938,8 +938,10 @@ void CommandBackend::finish(Job& j) {
     return bare.empty() ? s : replace_all(std::move(s), bare, "a hidden test shape");
   };
   j.v.message = redact(j.v.message);
-  std::string fb = verdict_feedback(j.v, *j.task, "");
-  if (!j.v.feedback.empty() && j.v.feedback != fb) fb += "\n" + j.v.feedback;   // the evaluator's own words
+  std::string fb = verdict_feedback(j.v, *j.task, hidden);
+  // The evaluator's own words, unless the failure was at a hidden shape
+  // (they may quote what the candidate wrote there).
+  if (hidden.empty() && !j.v.feedback.empty() && j.v.feedback != fb) fb += "\n" + j.v.feedback;
   j.v.feedback = clean_text(redact(fb));
   if (!j.internal) {
     ready_.push_back(EvalResult{j.request_id, std::move(j.v)});

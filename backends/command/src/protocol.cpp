@@ -241,7 +241,7 @@ void AnswerReader::result(const nlohmann::json& j) {
   if (!j.contains("verdict") || !j["verdict"].is_object()) throw Breach("the result has no verdict object");
   const nlohmann::json& vj = j["verdict"];
   static const std::set<std::string> keys = {"status",  "stage",         "message",  "feedback", "compile_log", "max_abs_error",
-                                             "rel_l2_error", "mismatch", "speedup", "profile",  "device"};
+                                             "rel_l2_error", "mismatch", "speedup", "profile",  "device", "failed_shape"};
   for (const auto& [k, v] : vj.items())
     if (!keys.count(k)) throw Breach("the verdict has a key an evaluator may not set: \"" + cut(k, 60) + "\"");
   Verdict v;
@@ -277,6 +277,16 @@ void AnswerReader::result(const nlohmann::json& j) {
     const auto d = number_of(vj[k], wrong);
     if (!d || *d < 0) throw Breach(std::string("the verdict's ") + k + " is not a finite number >= 0");
     (std::string(k) == "max_abs_error" ? v.max_abs_error : v.rel_l2_error) = *d;
+  }
+  if (vj.contains("failed_shape")) {
+    // The shape the candidate failed on, for failures that name no
+    // mismatch: at a hidden one the feedback says only that.
+    const auto& fs = vj["failed_shape"];
+    if (!fs.is_string()) throw Breach("the verdict's failed_shape is not a string");
+    const std::string label = fs.get<std::string>();
+    if (!rules_.all.count(label)) throw Breach("failed_shape \"" + cut(label, 80) + "\" is not a shape of the request");
+    if (v.status == Status::correct) throw Breach("a correct verdict names a failed_shape");
+    if (rules_.hidden.count(label)) hidden_label_ = label;
   }
   if (vj.contains("mismatch")) {
     const auto& m = vj["mismatch"];

@@ -287,6 +287,7 @@ class HostState:
         self.inputs = []
         self.outputs = None
         self.pinned = None
+        self.recorder = None   # the op recorder (made before the policy on the GPU)
         self.in_mem = None
         self.out_mem = None
 
@@ -353,6 +354,15 @@ def host_main(role, program, sock_fd, in_fd, out_fd, viol_fd, opts):
             buf = ctypes.create_string_buffer(1024)
             if PYHOST.kevo_pyhost_mount_proc(buf, len(buf)) != 0:
                 raise RuntimeError("isolation: " + json.loads(buf.value.decode()).get("error", "?"))
+        if sandboxed:
+            # torch._dynamo, imported by the op recorder's first use, asks
+            # getpass for the user to name its cache directory; in the
+            # private root there is no passwd file, and glibc's lookup tries
+            # the name service's socket first (a violation under the policy)
+            # and then raises KeyError. The host names its user and points
+            # inductor's cache at a directory that does not exist.
+            os.environ["USER"] = os.environ["LOGNAME"] = "kevo-candidate"
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = "/nonexistent/kevo-candidate-inductor-cache"
         if cuda:
             # The device first, while the machine's files are still there.
             mark("cuda-init")
@@ -379,6 +389,21 @@ def host_main(role, program, sock_fd, in_fd, out_fd, viol_fd, opts):
             import torch.utils.cpp_extension as ce
             shim = shim_load_inline(program["build"], program.get("extensions", []))
             ce.load_inline = shim
+        if cuda and program["kind"] == "candidate":
+            # The op recorder's first use on the GPU imports hundreds of
+            # torch's modules (dynamo, inductor, sympy), and something among
+            # them makes system calls the policy forbids (a socket on the
+            # H200): the recorder is made and used once here, before the
+            # policy, on the kinds of work a candidate's forward does.
+            mark("recorder")
+            st.recorder = Recorder()
+            with torch.no_grad(), st.recorder.mode:
+                t = torch.ones(8, 8, device=st.device)
+                (torch.exp(t - t.max(dim=1, keepdim=True).values) / t.sum(dim=1, keepdim=True)).relu_()
+                with torch.cuda.stream(torch.cuda.Stream()):
+                    (t @ t).add_(1)
+            sync()
+            st.recorder.ops.clear()
         if sandboxed and opts.get("seccomp"):
             mark("policy")
             lock = lockdown(opts, isolation, viol_fd)
@@ -518,7 +543,7 @@ def lockdown(opts, isolation, viol_fd):
 
 
 def serve_host(st, fd):
-    recorder = None
+    recorder = st.recorder
     while True:
         try:
             kind, msg = recv_kind(fd)
@@ -1036,6 +1061,7 @@ class Judge:
         # may have waited in the pipe while this process imported torch: the
         # judge's deadline counts from when it began to wait for a request.
         self.started = time.monotonic() if waiting_since is None else min(waiting_since, time.monotonic())
+        self.at_shape = None   # the shape whose correctness trials are running
         self.deadline = self.started + max(5.0, float(req.get("wall_seconds", 60)) - 3.0)
         self.hosts = []
         self.max_abs = 0.0
@@ -1175,6 +1201,14 @@ class Judge:
                 h.kill()
         if self.device_name:
             v["device"] = self.device_name
+        if v["status"] not in ("correct", "internal_error") and self.at_shape is not None \
+                and self.at_shape["kind"] == "hidden":
+            # The failure was at a hidden shape: kevo then gives the prompt
+            # nothing the candidate wrote or computed there (its traceback
+            # and values could spell out the sizes); the message stays for
+            # the lineage.
+            v["failed_shape"] = self.at_shape["label"]
+            v["feedback"] = ""
         if v["status"] == "correct" or v["status"] == "wrong_answer":
             v.setdefault("max_abs_error", finite_or_text(self.max_abs))
             v.setdefault("rel_l2_error", finite_or_text(self.max_rel))
@@ -1393,6 +1427,7 @@ class Judge:
         ops_checked = False
         self.call_timeout = min(self.left(), 60.0)
         for s in self.shapes(("visible", "hidden", "drawn")):
+            self.at_shape = s
             model_seed = derive_seed(self.seed, "model", s["label"])
             self.init_both(ref, cand, s, model_seed)
             trials = [("trial %d" % (t + 1), None) for t in range(self.trials)] + \
@@ -1422,6 +1457,7 @@ class Judge:
                     self.check_outputs(want, got2, s, "repeat-consistency")
                     if not seed_exempt:
                         self.check_ops(ref, cand, inputs_msg, s)
+        self.at_shape = None
 
     def check_ops(self, ref, cand, inputs_msg, s):
         forbid = set()

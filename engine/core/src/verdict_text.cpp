@@ -51,9 +51,18 @@ std::string short_number(double v, int precision) {
 }
 
 std::string verdict_feedback(const Verdict& v, const Task& task, const std::string& hidden_label) {
-  auto redact = [&](std::string s) {
-    return hidden_label.empty() ? s : replace_all(std::move(s), "shape " + hidden_label, "a hidden test shape");
-  };
+  if (!hidden_label.empty() && v.status != Status::correct && v.status != Status::compile_error) {
+    // A candidate sees its own arguments: whatever it controls in the
+    // verdict of a hidden shape (its output, an exception's text, an exit
+    // code or signal, an allocation's size, the values and the index of a
+    // mismatch) could spell the sizes out, and the feedback is the next
+    // prompt. The lineage keeps the whole verdict.
+    std::string o = v.status == Status::wrong_answer ? "Wrong answer" : "Failed (" + std::string(to_string(v.status)) + ")";
+    o += " on a hidden test shape. What the candidate printed, threw or computed there is not shown (it could carry "
+         "the hidden sizes). Make the kernel correct for every size the signature allows: remainders of the block "
+         "and vector widths, sizes smaller than one block, sizes of 1, and sizes that are not powers of two.";
+    return o;
+  }
   std::ostringstream o;
   switch (v.status) {
     case Status::correct:
@@ -68,12 +77,12 @@ std::string verdict_feedback(const Verdict& v, const Task& task, const std::stri
       o << "Compilation failed: " << v.message << "\n" << first_lines(v.compile_log, 40, 4000);
       break;
     case Status::wrong_answer:
-      o << "Wrong answer: " << redact(v.message) << ". Max abs error " << short_number(v.max_abs_error)
+      o << "Wrong answer: " << v.message << ". Max abs error " << short_number(v.max_abs_error)
         << ", relative L2 error " << short_number(v.rel_l2_error) << " (tolerance atol " << task.tolerance.atol
         << ", rtol " << task.tolerance.rtol << ", rel_l2 " << task.tolerance.rel_l2 << ").";
       break;
     default: {
-      o << "Failed (" << to_string(v.status) << "): " << redact(v.message) << ".";
+      o << "Failed (" << to_string(v.status) << "): " << v.message << ".";
       if (v.status == Status::compile_error || v.stage == Stage::compile) o << "\n" << first_lines(v.compile_log, 40, 4000);
       if (!v.output_tail.empty()) {
         const std::string t = v.output_tail.size() > 1000 ? v.output_tail.substr(v.output_tail.size() - 1000) : v.output_tail;

@@ -27,8 +27,11 @@ std::string short_number(double v, int precision = 3);
 // The feedback of a finished verdict of `task`: times and speedup of a
 // correct one (and its profile), the compiler's first lines, the mismatch
 // with the tolerances, the last output of a failure. `hidden_label`, when
-// not empty, is the hidden shape the verdict names: it is replaced by "a
-// hidden test shape".
+// not empty, is the hidden shape where the candidate failed: the feedback
+// then says only the status and that it was a hidden shape, with nothing
+// the candidate wrote, threw or computed there (its output, an exception's
+// text, an exit code, the mismatch's index and values could each carry
+// the hidden sizes into the next prompt).
 std::string verdict_feedback(const Verdict& v, const Task& task, const std::string& hidden_label);
 
 }  // namespace kevo
