@@ -47,8 +47,14 @@ shutil.rmtree(a.work, ignore_errors=True)
 os.makedirs(a.work)
 run = os.path.join(a.work, "run")
 tasks = json.dumps(a.tasks.split(","))
+# LLM operators only: with the config's parameter mutations beside them, a
+# loaded machine finished the evaluation budget on parameter children while
+# the first reply was still being generated, and no LLM row had an answer.
+llm_ops = [{"type": "llm_rewrite", "weight": 0.5, "inspirations": 1}, {"type": "llm_diff", "weight": 0.25},
+           {"type": "llm_fix", "weight": 0.25, "max_turns": 2}]
 cmd = [a.kevo, "run", os.path.join(a.src, "configs", "llm-local.json"), "--out", run,
        "--set", "tasks=" + tasks, "--set", "budget.evaluations_per_task=%d" % a.evaluations,
+       "--set", "operators=" + json.dumps(llm_ops),
        "--set", "budget.wall_seconds=%g" % a.wall, "--set", "progress.mode=lines"]
 t0 = time.time()
 p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
