@@ -87,7 +87,7 @@ def main():
         "partial_write.py": (softmax, {"wrong_answer"}, "differs from the reference", None),
         "wrong_dtype.py": (softmax, {"wrong_answer"}, "dtype float64", None),
         "forges_result.py": (softmax, {"wrong_answer"}, "differs from the reference", None),
-        "changes_numerics.py": (softmax, {"forbidden"}, "float32_matmul_precision", None),
+        "changes_numerics.py": (softmax, {"forbidden"}, "torch.set_float32_matmul_precision", None),
         "patches_timer.py": (softmax, {"forbidden"}, "imports time", None),
         "reaches_os.py": (softmax, {"forbidden"}, "reaches os", None),
         "dunder_escape.py": (softmax, {"forbidden"}, "the interpreter's internals", None),
@@ -99,6 +99,13 @@ def main():
     # object cache) whose functions each try one thing a Python candidate
     # cannot; the candidate's forward calls one of them.
     native = {
+        "change_numerics": ({"forbidden"}, "float32_matmul_precision"),
+        # The judge's host code changed from inside (the red team's escapes):
+        # the judge reads the store's layout itself, and subtracts from a
+        # candidate's calls no more null round trip than the reference's.
+        "forge_store": ({"wrong_answer"}, "not the reference's"),
+        "null_inflate": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
+        "load_work": ({"correct"}, "loading charged", lambda v: v["speedup"] < 5.0),
         "kill_parent": ({"runtime_error"}, "sandbox violation"),
         "kill_all": ({"runtime_error"}, "sandbox violation"),
         "write_file": ({"runtime_error"}, "on '/tmp/kevo-torch-pwned'"),
@@ -131,7 +138,8 @@ def main():
     failures = []
     results = []
     todo = [(n, os.path.join(adv, n)) + cases[n] for n in cases] + \
-        [("native_%s.py" % n, os.path.join(work, "native_%s.py" % n), softmax) + native[n] + (None,) for n in native]
+        [("native_%s.py" % n, os.path.join(work, "native_%s.py" % n), softmax) + native[n] +
+         ((None,) if len(native[n]) == 2 else ()) for n in native]
     todo = [t for t in todo if not only or t[0] in only or t[0].replace(".py", "") in only]
     by_task = {}
     for t in todo:
@@ -158,6 +166,17 @@ def main():
             if not ok:
                 failures.append("%s: got %s (%s), expected %s%s" % (name, v["status"], v["message"][:300],
                                                                   sorted(allowed), " with '%s'" % text if text else ""))
+    # The inputs come from seeds keyed by a secret of each judgement: the
+    # same candidate judged twice with the same --seed sees other values
+    # (a candidate that knew the seed rebuilt every timed input and
+    # precomputed the outputs: 36.6x). partial_write's first wrong element
+    # quotes the expected value.
+    if not only or "partial_write" in only or "partial_write.py" in only:
+        pw = os.path.join(adv, "partial_write.py")
+        first, second = judge(softmax, [pw])[pw], judge(softmax, [pw])[pw]
+        if first["status"] != "wrong_answer" or first["message"] == second["message"]:
+            failures.append("partial_write.py judged twice with one seed: the same inputs (%s | %s)"
+                            % (first["message"][:160], second["message"][:160]))
     # After every attack, the honest candidate still judged correct.
     v = judge(softmax, [os.path.join(adv, "honest.py")])[os.path.join(adv, "honest.py")]
     if v["status"] != "correct":

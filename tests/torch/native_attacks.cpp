@@ -2,6 +2,8 @@
 // puts this file into a load_inline call): each function tries one thing a
 // kernel must not do from inside the candidate's host process, then, if it
 // got through, returns wrong values so that the attack can only lose.
+#include <pybind11/eval.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -16,6 +18,15 @@
 
 static torch::Tensor got_through(torch::Tensor x, const char* what) {
   throw std::runtime_error(std::string("the attack got through: ") + what);
+}
+
+// Changes a numerics setting from C++, where no static check sees it, and
+// computes an honest softmax: the judge's check of the settings after every
+// call catches it (forbidden).
+torch::Tensor change_numerics(torch::Tensor x) {
+  at::globalContext().setFloat32MatmulPrecision("medium");
+  auto e = (x - std::get<0>(x.max(1, true))).exp();
+  return e / e.sum(1, true);
 }
 
 torch::Tensor kill_parent(torch::Tensor x) {
@@ -109,4 +120,75 @@ torch::Tensor forge_stage(torch::Tensor x) {
   for (volatile unsigned long i = 0;; i = i + 1) {
   }
   return x;
+}
+
+// Native code owns the candidate's process: from here the judge's own host
+// code can be changed (what a Python candidate that escaped the static
+// checks could do too; the red team did it through `m = torch`).
+
+static torch::Tensor softmax_rows(torch::Tensor x) {
+  auto e = (x - std::get<0>(x.max(1, true))).exp();
+  return e / e.sum(1, true);
+}
+
+// Replaces the host's store with one that reports no outputs and no inputs,
+// and returns its input unchanged: a judge that took the host's layout
+// compared nothing (correct, 74x). The judge checks the reported outputs
+// against the reference's and lays them out itself.
+torch::Tensor forge_store(torch::Tensor x) {
+  pybind11::exec(
+      "import sys\n"
+      "for m in list(sys.modules.values()):\n"
+      "    if hasattr(m, 'host_store') and hasattr(m, 'serve_host'):\n"
+      "        m.host_store = lambda st, msg: {'outputs': [], 'offsets': [], 'form': 'sequence',\n"
+      "                                        'inputs': [], 'input_offsets': []}\n");
+  return x;
+}
+
+// Delays only its replies to the judge's null calls, so that the null round
+// trip the judge subtracts from every timed call grows past the calls
+// themselves (a judge that trusted it measured 1 ns: 5.4 million x).
+torch::Tensor null_inflate(torch::Tensor x) {
+  static bool done = false;
+  if (!done) {
+    done = true;
+    pybind11::exec(
+        "import os, time\n"
+        "_rd, _wr, _last = os.read, os.write, [b'']\n"
+        "def _read(fd, n):\n"
+        "    b = _rd(fd, n)\n"
+        "    _last[0] = b\n"
+        "    return b\n"
+        "def _write(fd, data):\n"
+        "    if data == b'd' and _last[0] == b'n':\n"
+        "        time.sleep(0.03)\n"
+        "    return _wr(fd, data)\n"
+        "os.read, os.write = _read, _write\n");
+  }
+  return softmax_rows(x);
+}
+
+// Moves its work into the load step, which the judge does not time as a
+// call: the host's load is wrapped to compute the softmax of the inputs it
+// has just loaded and to make the next forward return it. The judge times
+// both sides' loads (the same copy and poison) and charges a candidate's
+// clear excess to its calls.
+torch::Tensor load_work(torch::Tensor x) {
+  static bool done = false;
+  if (!done) {
+    done = true;
+    pybind11::exec(
+        "import sys, torch\n"
+        "for m in list(sys.modules.values()):\n"
+        "    if hasattr(m, 'host_load') and hasattr(m, 'serve_host'):\n"
+        "        def _load(st, msg, _orig=m.host_load):\n"
+        "            r = _orig(st, msg)\n"
+        "            x = st.inputs[0]\n"
+        "            e = torch.exp(x - x.max(dim=1, keepdim=True).values)\n"
+        "            y = e / e.sum(dim=1, keepdim=True)\n"
+        "            st.model.forward = lambda *a, _y=y: _y.clone()\n"
+        "            return r\n"
+        "        m.host_load = _load\n");
+  }
+  return softmax_rows(x);
 }

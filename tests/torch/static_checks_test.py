@@ -66,6 +66,29 @@ class StaticChecks(unittest.TestCase):
         self.forbidden("def f():\n    global CACHE\n", "global")
         self.forbidden("torch.relu = lambda x: x\n", "assigns to torch.relu")
 
+    def test_no_way_around_the_chains(self):
+        # The red team's escapes (tests/torch/adversarial: forge_store,
+        # null_inflate, load_hook, seed_predict): a module as a value, a
+        # store outside self, a name bound to a chain, attribute names as
+        # strings, private parts, the OS reached from any base.
+        self.forbidden("t = torch\n", "uses the module torch as a value")
+        self.forbidden("x = (torch,)[0]._C\n", "reaches _C")
+        self.forbidden("x = (torch,)[0].nn\n", "uses the module torch as a value")
+        self.forbidden("def f(m=torch):\n    return m\n", "uses the module torch as a value")
+        self.forbidden("T = torch.Tensor\nT.to = lambda *a: a\n", "assigns to torch.Tensor.to")
+        self.forbidden("import operator\nx = operator.attrgetter('sys')\n", "attrgetter")
+        self.forbidden("from operator import methodcaller\n", "")
+        self.forbidden("c = torch.cuda\nx = c.memory\n", "torch.cuda.memory")
+        self.forbidden("x = torch.hub.hashlib\n", "reaches hub")
+        self.forbidden("x = [0][0].hashlib\n", "reaches hashlib")
+        self.forbidden("x = torch._tensor\n", "private parts")
+        self.forbidden("x = [1][0].sys\n", "reaches sys")
+        self.forbidden("class A:\n    pass\nA.f = 1\n", "assigns to A.f")
+        # What honest candidates write still passes.
+        check("dt = torch.float32\nrelu = torch.relu\n"
+              "class K(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+              "        self.w = nn.Parameter(torch.ones(3))\n        self._cache = None\n        self.w.requires_grad = False\n")
+
     def test_a_candidate_without_model_new_or_not_python(self):
         with self.assertRaises(kc.BuildError) as e:
             kc.check_source(HEAD + "class Model(nn.Module):\n    pass\n")

@@ -25,7 +25,7 @@ ALLOWED_IMPORTS = frozenset({
 FORBIDDEN_NAMES = frozenset({
     "__import__", "eval", "exec", "compile", "open", "globals", "locals", "vars", "getattr", "setattr",
     "delattr", "breakpoint", "input", "memoryview", "__builtins__", "__loader__", "__spec__", "help",
-    "exit", "quit",
+    "exit", "quit", "attrgetter", "methodcaller",
 })
 
 # Modules a candidate may not reach through another module's attributes
@@ -35,6 +35,7 @@ FORBIDDEN_MODULE_ATTRS = frozenset({
     "multiprocessing", "socket", "signal", "io", "pathlib", "shutil", "tempfile", "pickle", "marshal", "time",
     "mmap", "resource", "pty", "fcntl", "posix", "platform", "sysconfig", "site", "runpy", "code", "codeop",
     "traceback", "weakref", "atexit", "faulthandler", "tracemalloc", "warnings", "logging", "glob", "shlex",
+    "hashlib", "hmac", "secrets", "hub",
 })
 
 # Double-underscore attributes a candidate may touch (super().__init__()).
@@ -193,9 +194,23 @@ def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
             for a in node.names:
                 if a.name == "*":
                     forbid(node, "uses 'from %s import *' (name what you use)" % node.module)
+                if a.name in FORBIDDEN_NAMES:
+                    forbid(node, "imports %s (a kernel has no use for it)" % a.name)
                 full = tuple((node.module or "").split(".")) + (a.name,)
                 check_chain(node, full)
                 aliases.names[a.asname or a.name] = full
+    # A name bound to a chain (T = torch.Tensor, cuda = torch.cuda) stands
+    # for that chain in the checks, like an import alias.
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and getattr(node, "value", None) is not None:
+            chain = _attr_chain(node.value)
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if chain and chain[0] in aliases.names:
+                for t in targets:
+                    if isinstance(t, ast.Name):
+                        aliases.names.setdefault(t.id, aliases.resolve(chain))
+                    else:
+                        forbid(node, "binds %s to something other than a plain name" % ".".join(aliases.resolve(chain)))
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
             if node.id in FORBIDDEN_NAMES:
@@ -208,10 +223,25 @@ def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
             chain = _attr_chain(node)
             if chain:
                 check_chain(node, chain)
-            if isinstance(node.ctx, (ast.Store, ast.Del)) and chain:
                 resolved = aliases.resolve(chain)
-                if resolved[0] in ("torch", "triton", "math"):
-                    forbid(node, "assigns to %s (a candidate may not change a library)" % ".".join(resolved))
+                if chain[0] in aliases.names and any(p.startswith("_") for p in resolved[1:]):
+                    forbid(node, "uses %s (a library's private parts)" % ".".join(resolved))
+            if node.attr in ("attrgetter", "methodcaller", "getattr", "setattr", "delattr"):
+                forbid(node, "uses %s (attributes named by strings escape these checks)" % node.attr)
+            # Whatever the base (an alias, a subscript, a call's result), the
+            # operating system and the interpreter are never a kernel's.
+            if node.attr in FORBIDDEN_MODULE_ATTRS or node.attr == "_C":
+                forbid(node, "reaches %s (a kernel has no use for the operating system or the interpreter)"
+                       % node.attr)
+            if isinstance(node.ctx, (ast.Store, ast.Del)):
+                # Only the candidate's own module's attributes: a store on
+                # anything else (a library, a class, the judge's code
+                # reached through one) changes code the judge runs.
+                if not chain or chain[0] != "self":
+                    what = ".".join(aliases.resolve(chain)) if chain else "an attribute of an expression"
+                    forbid(node, "assigns to %s (a candidate may change only its own module's attributes, "
+                                 "self.*)" % what)
+
         elif isinstance(node, ast.ClassDef) and node.name == "ModelNew" and node in tree.body:
             has_model_new = True
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
@@ -220,6 +250,18 @@ def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
             fn = _attr_chain(node.func)
             if fn and aliases.resolve(fn)[-1:] == ("autotune",):
                 forbid(node, "autotunes (kevo's parameter mutation tunes; a candidate may not time itself)")
+    # A module imported by `import` is used only as the base of an attribute
+    # chain: as a value (m = torch, (torch,)[0], f(torch)) it would carry
+    # the library past the chain checks below.
+    modules = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules.update(a.asname or a.name.split(".")[0] for a in node.names)
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Name) and child.id in modules and isinstance(child.ctx, ast.Load) and \
+                    not (isinstance(node, ast.Attribute) and node.value is child):
+                forbid(child, "uses the module %s as a value (only its attributes: %s.name)" % (child.id, child.id))
     if not has_model_new:
         raise BuildError("%s: defines no class ModelNew at module level (the candidate's form: "
                          "class ModelNew(nn.Module) with Model's interface)" % filename)

@@ -153,7 +153,15 @@ def dtype_name(dt):
     return str(dt).replace("torch.", "")
 
 
+DTYPE_NAMES = ("float32", "float64", "float16", "bfloat16", "int8", "uint8", "int16", "int32", "int64", "bool",
+               "complex64", "complex128")
+
+
 def dtype_of(name):
+    """A dtype by its name, from a fixed list (never an attribute named by
+    a host's reply)."""
+    if name not in DTYPE_NAMES:
+        raise ValueError("not a dtype kevo's torch judge handles: %r" % (name,))
     return getattr(torch, name)
 
 
@@ -1062,6 +1070,13 @@ class Judge:
         # judge's deadline counts from when it began to wait for a request.
         self.started = time.monotonic() if waiting_since is None else min(waiting_since, time.monotonic())
         self.at_shape = None   # the shape whose correctness trials are running
+        # The inputs of the correctness trials and the timed calls are drawn
+        # from seeds keyed by a secret of this judgement that never reaches a
+        # host: the request's seed is known to whoever knows the run (and a
+        # model's parameters are seeded from it, as the reference's are), so
+        # inputs derived from it alone could be rebuilt by the candidate.
+        self.secret = os.urandom(16).hex()
+        self.load_notes = []   # work charged from the candidate's loads, per shape
         self.deadline = self.started + max(5.0, float(req.get("wall_seconds", 60)) - 3.0)
         self.hosts = []
         self.max_abs = 0.0
@@ -1278,6 +1293,9 @@ class Judge:
             unstable = [t["shape"] for t in timings if t.get("unstable")]
             v = {"status": "correct", "stage": "done", "message": msg, "speedup": sp,
                  "feedback": self.timing_feedback(timings)}
+            if self.load_notes:
+                v["message"] += "; its loads took longer than the reference's (the same copy): " + \
+                    ", ".join(self.load_notes)
             if unstable:
                 v["message"] += "; timing unstable on %s (IQR over %.0f%% of the median after a re-timing)" % (
                     ", ".join(unstable), 100 * float(self.req["timing_options"]["max_iqr_fraction"]))
@@ -1349,6 +1367,30 @@ class Judge:
             raise Verdict("internal_error", "the reference's outputs: " + str(st.get("error") or st.get("bad")))
         return st, self.read_outputs(ref, st)
 
+    def trusted_layout(self, st, expect, inputs_msg=None):
+        """A candidate's store reply as the judge reads it: the outputs must
+        be the reference's in number, shapes and dtypes, the copied-back
+        inputs the ones it was given, and the offsets are the judge's own
+        layout (a host whose code was changed could report anything)."""
+        want = [{"shape": [int(d) for d in e["shape"]], "dtype": e["dtype"]} for e in expect]
+        got = st.get("outputs")
+        if not isinstance(got, list) or [{"shape": m.get("shape"), "dtype": m.get("dtype")} if isinstance(m, dict)
+                                         else None for m in got] != want:
+            raise Verdict("wrong_answer", "the candidate's process reported outputs that are not the reference's "
+                          "(their number, shapes or dtypes)")
+        offs, end = layout(want)
+        out = {"outputs": want, "offsets": offs, "form": st.get("form")}
+        if inputs_msg is not None:
+            iwant = [{"shape": [int(d) for d in m["shape"]], "dtype": m["dtype"]} for m in inputs_msg
+                     if m["kind"] == "tensor"]
+            igot = st.get("inputs")
+            if not isinstance(igot, list) or [{"shape": m.get("shape"), "dtype": m.get("dtype")}
+                                              if isinstance(m, dict) else None for m in igot] != iwant:
+                raise Verdict("wrong_answer", "the candidate's process did not copy back the inputs it was given")
+            out["inputs"] = iwant
+            out["input_offsets"] = layout(iwant, end)[0]
+        return out
+
     def read_outputs(self, h, st):
         outs = []
         for m, off in zip(st["outputs"], st["offsets"]):
@@ -1379,7 +1421,7 @@ class Judge:
                           st["error"])
         if "bad" in st:
             raise Verdict("wrong_answer", "%s (at %s %s)" % (st["bad"], self.shown(s), trial_name))
-        return st
+        return self.trusted_layout(st, expect, inputs_msg if check_inputs else None)
 
     def size_outputs(self, h, expect, inputs_msg):
         """Grows a host's output file for what it will store: a sandboxed
@@ -1433,7 +1475,7 @@ class Judge:
             trials = [("trial %d" % (t + 1), None) for t in range(self.trials)] + \
                 [("stress " + x["name"], x) for x in self.info["stress"]]
             for trial, (trial_name, stress) in enumerate(trials):
-                inputs = self.draw_inputs(derive_seed(self.seed, s["label"], trial_name), stress)
+                inputs = self.draw_inputs(derive_seed(self.secret, self.seed, s["label"], trial_name), stress)
                 inputs_msg = self.write_inputs(inputs)
                 rst, want = self.run_ref(ref, inputs_msg, trial_name, s)
                 expect = rst["outputs"]
@@ -1571,6 +1613,9 @@ class Judge:
                 result = self.time_shape(ref, cand, s, topt, 2)
                 result["unstable"] = result["iqr_frac"] > float(topt["max_iqr_fraction"])
             result.pop("iqr_frac")
+            charged = result.pop("load_charged_ns", 0.0)
+            if charged:
+                self.load_notes.append("%.1f us of loading charged at %s" % (charged / 1e3, s["label"]))
             out.append(result)
         return out
 
@@ -1586,7 +1631,7 @@ class Judge:
         self.init_both(ref, cand, s, model_seed)
         warm = max(1, int(topt["warmup"]))
         # Warm-up (untimed), which also sizes the loop.
-        inputs_msg = self.write_inputs(self.draw_inputs(derive_seed(self.seed, s["label"], "warm", attempt)))
+        inputs_msg = self.write_inputs(self.draw_inputs(derive_seed(self.secret, self.seed, s["label"], "warm", attempt)))
         rst, _ = self.run_ref(ref, inputs_msg, "warm-up", s)
         expect = rst["outputs"]
         t0 = time.monotonic()
@@ -1601,19 +1646,28 @@ class Judge:
         budget = float(topt["budget_seconds"]) * attempt
         n = int(min(max(int(topt["min_repeats"]), budget / per_pair), int(topt["max_repeats"]) * attempt))
         n = max(n, 2)
-        rng = random.Random(derive_seed(self.seed, "check", s["label"], attempt))
+        rng = random.Random(derive_seed(self.secret, self.seed, "check", s["label"], attempt))
         checked = {n - 1, rng.randrange(0, n - 1)}
         cand_ns, ref_ns = [], []
+        cand_load, ref_load = [], []
+        poison_bytes = sum(tensor_bytes(m["shape"], m["dtype"]) for m in expect)
         for k in range(n):
-            inputs = self.draw_inputs(derive_seed(self.seed, s["label"], "time", attempt, k))
+            inputs = self.draw_inputs(derive_seed(self.secret, self.seed, s["label"], "time", attempt, k))
             inputs_msg = self.write_inputs(inputs)
-            ref.cont()
-            ref.request({"op": "load", "inputs": inputs_msg}, self.left())
-            ref.stop()
+            # Both loads do the same work (the copy and the poison), and the
+            # judge times them: the load is the one untimed step that sees
+            # the inputs, and work a candidate does there is charged below.
             # Every timed call is poisoned alike, checked or not: the poison
             # must not tell a candidate which of its outputs will be compared.
-            cand.request({"op": "load", "inputs": inputs_msg, "poison": True,
-                          "poison_bytes": sum(tensor_bytes(m["shape"], m["dtype"]) for m in expect)}, self.left())
+            load = {"op": "load", "inputs": inputs_msg, "poison": True, "poison_bytes": poison_bytes}
+            ref.cont()
+            t0 = time.perf_counter_ns()
+            ref.request(load, self.left())
+            ref_load.append(time.perf_counter_ns() - t0)
+            ref.stop()
+            t0 = time.perf_counter_ns()
+            cand.request(load, self.left())
+            cand_load.append(time.perf_counter_ns() - t0)
             cand.stop()
             order = (ref, cand) if rng.random() < 0.5 else (cand, ref)
             for h in order:
@@ -1628,7 +1682,12 @@ class Judge:
                     raise Verdict("memory_limit" if err.get("oom") else "runtime_error",
                                   "forward raised during timing at %s: %s" % (self.shown(s), last_line(err["error"])),
                                   err["error"], stage="timing")
-                (ref_ns if h is ref else cand_ns).append(max(1.0, ns - h.null_ns))
+                # The null round trip subtracted from a candidate's call is
+                # never more than the reference's: the candidate's own null
+                # replies are its process's to delay (a host whose null
+                # calls were slowed had its timed calls shrunk to nothing).
+                null = ref.null_ns if h is ref else min(cand.null_ns, ref.null_ns)
+                (ref_ns if h is ref else cand_ns).append(max(1.0, ns - null))
             if k in checked:
                 rst2 = ref.request({"op": "store"}, self.left())
                 want = self.read_outputs(ref, rst2)
@@ -1640,7 +1699,8 @@ class Judge:
                     raise Verdict("wrong_answer", "%s (a timed call at %s)" % (cst.get("bad") or cst.get("error"),
                                                                               self.shown(s)), stage="timing")
                 try:
-                    self.check_outputs(want, self.read_outputs(cand, cst), s, "timed call %d" % (k + 1))
+                    self.check_outputs(want, self.read_outputs(cand, self.trusted_layout(cst, expect)), s,
+                                       "timed call %d" % (k + 1))
                 except Verdict as e:
                     e.v["stage"] = "timing"
                     e.v["message"] = "the output of a timed call is wrong: " + e.v["message"]
@@ -1648,8 +1708,17 @@ class Judge:
         cm, rm = quantile(cand_ns, 0.5), quantile(ref_ns, 0.5)
         ciqr = quantile(cand_ns, 0.75) - quantile(cand_ns, 0.25)
         riqr = quantile(ref_ns, 0.75) - quantile(ref_ns, 0.25)
-        return {"shape": s["label"], "cand_median_ns": cm, "cand_iqr_ns": ciqr, "ref_median_ns": rm, "ref_iqr_ns": riqr,
-                "repeats": n, "iqr_frac": max(ciqr / cm, riqr / rm)}
+        # A candidate whose loads take clearly longer than the reference's
+        # (the same copy and poison) did work there: the excess is charged
+        # to its calls. Within the margin (a quarter of the reference's
+        # load, and 20 us) it is noise, and not charged.
+        cl, rl = quantile(cand_load, 0.5), quantile(ref_load, 0.5)
+        charged = cl - rl if cl - rl > 0.25 * rl + 20e3 else 0.0
+        out = {"shape": s["label"], "cand_median_ns": cm + charged, "cand_iqr_ns": ciqr, "ref_median_ns": rm,
+               "ref_iqr_ns": riqr, "repeats": n, "iqr_frac": max(ciqr / (cm + charged), riqr / rm)}
+        if charged:
+            out["load_charged_ns"] = charged
+        return out
 
     def timing_feedback(self, timings):
         lines = []

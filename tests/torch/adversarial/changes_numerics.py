@@ -1,5 +1,8 @@
-# Changes a numerics setting through an alias that the static check cannot
-# follow: the judge's check after every call catches it at run time.
+# Changes a numerics setting through an alias of the torch module: the
+# static check follows a name bound to a module like an import alias (and
+# refuses a module used as a value). From C++, where no static check sees
+# it, native_change_numerics is caught by the judge's check of the settings
+# after every call.
 import torch
 import torch.nn as nn
 
