@@ -106,6 +106,9 @@ def main():
         "forge_store": ({"wrong_answer"}, "not the reference's"),
         "null_inflate": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
         "load_work": ({"correct"}, "loading charged", lambda v: v["speedup"] < 5.0),
+        # Replies before its kernels are done (GPU): each step's wait for an
+        # idle GPU is added to it.
+        "early_reply": ({"correct"}, "", lambda v: v["speedup"] < 3.0),
         "kill_parent": ({"runtime_error"}, "sandbox violation"),
         "kill_all": ({"runtime_error"}, "sandbox violation"),
         "write_file": ({"runtime_error"}, "on '/tmp/kevo-torch-pwned'"),

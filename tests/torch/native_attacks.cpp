@@ -168,6 +168,27 @@ torch::Tensor null_inflate(torch::Tensor x) {
   return softmax_rows(x);
 }
 
+// Replies to each call before its GPU work is done: the host's synchronize
+// is replaced with nothing, so the forward's kernels are still queued when
+// the judge stops its clock, and they run during whatever the judge does
+// next (its flush, the reference's timed call). A judge that trusted the
+// reply measured the launches only, and the reference slowed. The judge
+// probes the GPU after every step of a host until it is idle and adds the
+// wait to that step. (On the CPU the host's synchronize is already nothing,
+// and the judge stops the process after each step.)
+torch::Tensor early_reply(torch::Tensor x) {
+  static bool done = false;
+  if (!done) {
+    done = true;
+    pybind11::exec(
+        "import gc\n"
+        "for o in gc.get_objects():\n"
+        "    if type(o).__name__ == 'HostState':\n"
+        "        o.sync = lambda: None\n");
+  }
+  return softmax_rows(x);
+}
+
 // Moves its work into the load step, which the judge does not time as a
 // call: the host's load is wrapped to compute the softmax of the inputs it
 // has just loaded and to make the next forward return it. The judge times

@@ -2,7 +2,7 @@
 # Runs on the GPU machine: builds what the torch backend needs and runs its
 # GPU checks and benchmarks, each phase with its own time limit; logs go to
 # $OUT (docs/torch.md, docs/benchmarks.md#torch-backend).
-#   tests/torch/run_h200.sh PHASE...   build gpu adversarial
+#   tests/torch/run_h200.sh PHASE...   build gpu adversarial drain
 set -u
 OUT=${OUT:-/tmp/kevo-torch-out}
 mkdir -p "$OUT"
@@ -44,6 +44,10 @@ adversarial)
   step "torch adversarial suite on the GPU"
   timeout ${ADV_TIMEOUT:-500} $PY tests/torch/adversarial_test.py $B/kevo $PY "$PWD" /tmp/kevo-torch-adv cuda 2>&1 |
     tee "$OUT/adversarial.log" | cut -c1-300 | tail -50
+  ;;
+drain)
+  step "the GPU drain's assumption and the context switch (tests/bench/torch_drain_probe.py)"
+  timeout ${DRAIN_TIMEOUT:-120} $PY tests/bench/torch_drain_probe.py 2>&1 | tee "$OUT/drain.log"
   ;;
 *)
   echo "unknown phase $phase"; exit 2;;

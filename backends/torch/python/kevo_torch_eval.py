@@ -64,6 +64,10 @@ FEEDBACK_CAP = 3000
 NULL_CALLS = 15
 SETUP_SECONDS = 90.0   # a host's set-up: device, sandbox, the program's module
 FLUSH_BYTES = 256 << 20
+# A probe of the GPU (a tiny kernel and a synchronize, on the judge's own
+# context) that took no longer than 1.5 times its idle median plus this
+# found no other context's work in its way (see Judge.drain).
+PROBE_SLACK_NS = 5000
 
 torch = None          # imported by the zygote
 PYHOST = None         # ctypes.PyDLL of libkevo_pyhost, or None
@@ -367,10 +371,14 @@ def host_main(role, program, sock_fd, in_fd, out_fd, viol_fd, opts):
             # getpass for the user to name its cache directory; in the
             # private root there is no passwd file, and glibc's lookup tries
             # the name service's socket first (a violation under the policy)
-            # and then raises KeyError. The host names its user and points
-            # inductor's cache at a directory that does not exist.
+            # and then raises KeyError. The host names its user. Importing
+            # dynamo also makes inductor's cache directory (os.makedirs,
+            # exist_ok): it is pointed at "/", which exists in every root and
+            # is read-only in the private one, so the import goes through and
+            # nothing can be cached there (a directory that does not exist
+            # failed the import with EROFS on the H200).
             os.environ["USER"] = os.environ["LOGNAME"] = "kevo-candidate"
-            os.environ["TORCHINDUCTOR_CACHE_DIR"] = "/nonexistent/kevo-candidate-inductor-cache"
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = "/"
         if cuda:
             # The device first, while the machine's files are still there.
             mark("cuda-init")
@@ -1079,6 +1087,7 @@ class Judge:
         self.load_notes = []   # work charged from the candidate's loads, per shape
         self.deadline = self.started + max(5.0, float(req.get("wall_seconds", 60)) - 3.0)
         self.hosts = []
+        self.idle_probe_ns = 0.0   # measured when timing starts (calibrate_probe)
         self.max_abs = 0.0
         self.max_rel = 0.0
         self.ref_ops = None
@@ -1193,6 +1202,46 @@ class Judge:
             self.flush_buf.zero_()
             torch.cuda.synchronize()
 
+    def probe(self):
+        t0 = now_ns()
+        self.probe_buf.add_(1.0)
+        torch.cuda.synchronize()
+        return now_ns() - t0
+
+    def calibrate_probe(self):
+        """The time of one probe on a GPU that only the judge uses (both
+        hosts stopped, their work done)."""
+        if not self.cuda:
+            return 0.0
+        for h in self.hosts:
+            h.stop()
+        return quantile([self.probe() for _ in range(NULL_CALLS)], 0.5)
+
+    def drain(self, timeout):
+        """What a host's reply left on the GPU, in ns. A host's reply says
+        its work is done, but a host is the candidate's process: one that
+        replies with its kernels still queued would have them run during
+        the judge's flush or the other side's timed call (its own call
+        measured as launches only, the reference's slowed). Contexts of two
+        processes share the GPU by time slices, and a probe from the judge's
+        context waits while another context's work runs: the judge probes
+        until a probe is as fast as on an idle GPU and returns the time
+        beyond one idle probe. That time also holds what any host's step
+        costs the next probe (the GPU switching back to the judge's
+        context): the reference's drains, an honest host's, measure it, and
+        a candidate's step is charged its drain beyond the median of the
+        reference's (time_shape)."""
+        if not self.cuda:
+            return 0.0
+        deadline = time.monotonic() + timeout
+        total = 0
+        while True:
+            dt = self.probe()
+            total += dt
+            if dt <= 1.5 * self.idle_probe_ns + PROBE_SLACK_NS or time.monotonic() > deadline:
+                break
+        return total - self.idle_probe_ns
+
     # -- the run
     def run(self):
         try:
@@ -1271,6 +1320,7 @@ class Judge:
         if self.cuda:
             torch.cuda.set_device(0)
             self.flush_buf = torch.empty(FLUSH_BYTES // 4, dtype=torch.float32, device=self.device)
+            self.probe_buf = torch.zeros(256, dtype=torch.float32, device=self.device)
             props = torch.cuda.get_device_properties(0)
             self.device_name = "%s (%d SMs)" % (props.name, props.multi_processor_count)
         pin_flags(self.cuda)
@@ -1607,6 +1657,7 @@ class Judge:
         out = []
         for h in (ref, cand):
             h.null_ns = self.calibrate(h)
+        self.idle_probe_ns = self.calibrate_probe()
         for s in self.shapes(("visible",)):
             result = self.time_shape(ref, cand, s, topt, 1)
             if result["iqr_frac"] > float(topt["max_iqr_fraction"]):
@@ -1643,6 +1694,7 @@ class Judge:
                 raise Verdict("memory_limit" if err.get("oom") else "runtime_error", "forward raised during the "
                               "warm-up at %s: %s" % (self.shown(s), last_line(err["error"])), err["error"], stage="timing")
         per_pair = max(1e-4, (time.monotonic() - t0) / warm)
+        self.drain(self.call_timeout)   # nothing of the warm-up runs into the first timed step
         budget = float(topt["budget_seconds"]) * attempt
         n = int(min(max(int(topt["min_repeats"]), budget / per_pair), int(topt["max_repeats"]) * attempt))
         n = max(n, 2)
@@ -1650,6 +1702,7 @@ class Judge:
         checked = {n - 1, rng.randrange(0, n - 1)}
         cand_ns, ref_ns = [], []
         cand_load, ref_load = [], []
+        drains = {"ref_call": [], "cand_call": []}
         poison_bytes = sum(tensor_bytes(m["shape"], m["dtype"]) for m in expect)
         for k in range(n):
             inputs = self.draw_inputs(derive_seed(self.secret, self.seed, s["label"], "time", attempt, k))
@@ -1660,20 +1713,29 @@ class Judge:
             # Every timed call is poisoned alike, checked or not: the poison
             # must not tell a candidate which of its outputs will be compared.
             load = {"op": "load", "inputs": inputs_msg, "poison": True, "poison_bytes": poison_bytes}
-            ref.cont()
-            t0 = time.perf_counter_ns()
-            ref.request(load, self.left())
-            ref_load.append(time.perf_counter_ns() - t0)
-            ref.stop()
-            t0 = time.perf_counter_ns()
-            cand.request(load, self.left())
-            cand_load.append(time.perf_counter_ns() - t0)
-            cand.stop()
+            # Each side in turn (random order): the L2 flush (the judge's
+            # context), its load (timed), its call (timed), then the judge
+            # waits for what the host left on the GPU when it replied (drain),
+            # so that no work of one side runs in the other's measurement;
+            # the candidate is charged its drains beyond the reference's
+            # (below). The load sits right before the call so that the call
+            # does not pay the GPU's switch from the judge's context to the
+            # host's (the flush and the drain run in the judge's): on the
+            # H200 such a switch cost the C++ judge's prime 155 us, and both
+            # sides' calls paid it, which pulled every speedup towards 1.
+            # The inputs the load copied are warm in L2 for both sides alike;
+            # weights and everything else are flushed.
             order = (ref, cand) if rng.random() < 0.5 else (cand, ref)
             for h in order:
                 self.flush()
+                h.cont()
+                t0 = time.perf_counter_ns()
+                h.request(load, self.left())
+                (ref_load if h is ref else cand_load).append(time.perf_counter_ns() - t0)
                 ok, ns, err = h.call(self.call_timeout if h is cand else self.left(),
                                      "a timed call at %s" % self.shown(s))
+                drains["cand_call" if h is cand else "ref_call"].append(
+                    self.drain(self.call_timeout if h is cand else self.left()))
                 h.stop()
                 if not ok:
                     if h is ref:
@@ -1695,6 +1757,7 @@ class Judge:
                 cst = cand.request({"op": "store", "expect": expect, "inputs": False}, self.left())
                 ref.stop()
                 cand.stop()
+                self.drain(self.call_timeout)   # untimed: the store's work does not reach the next step
                 if "bad" in cst or "error" in cst:
                     raise Verdict("wrong_answer", "%s (a timed call at %s)" % (cst.get("bad") or cst.get("error"),
                                                                               self.shown(s)), stage="timing")
@@ -1705,6 +1768,13 @@ class Judge:
                     e.v["stage"] = "timing"
                     e.v["message"] = "the output of a timed call is wrong: " + e.v["message"]
                     raise
+        if self.cuda:
+            # Each candidate call is charged its drain beyond the median of
+            # the reference's: what an honest host's reply costs the next
+            # probe.
+            # (What a load leaves queued runs in the call or in its drain.)
+            base = quantile(drains["ref_call"], 0.5)
+            cand_ns = [max(1.0, c + d - base) for c, d in zip(cand_ns, drains["cand_call"])]
         cm, rm = quantile(cand_ns, 0.5), quantile(ref_ns, 0.5)
         ciqr = quantile(cand_ns, 0.75) - quantile(cand_ns, 0.25)
         riqr = quantile(ref_ns, 0.75) - quantile(ref_ns, 0.25)
