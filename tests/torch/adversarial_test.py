@@ -94,6 +94,9 @@ def main():
         "autotunes.py": (softmax, {"forbidden"}, "autotune", None),
         "modifies_parameters.py": (sbr, {"wrong_answer"}, "modified its parameters", None),
         "dynamic_load_inline.py": (softmax, {"compile_error"}, "must be constants", None),
+        # builtins under another name (enum imports it as bltns): the second
+        # red team's pure-Python escape, correct at 68x before.
+        "builtins_by_another_name.py": (softmax, {"forbidden"}, "reaches the module builtins", None),
     }
     # Native attacks: one load_inline extension (built once, then from the
     # object cache) whose functions each try one thing a Python candidate
@@ -109,6 +112,10 @@ def main():
         # Replies before its kernels are done (GPU): each step's wait for an
         # idle GPU is added to it.
         "early_reply": ({"correct"}, "", lambda v: v["speedup"] < 3.0),
+        "reply_not_an_object": ({"runtime_error"}, "not an object"),
+        # Computes only when asked for its outputs (untimed before): both
+        # sides' output copies are timed, the excess charged.
+        "lazy_store": ({"correct"}, "copying charged", lambda v: v["speedup"] < 5.0),
         "kill_parent": ({"runtime_error"}, "sandbox violation"),
         "kill_all": ({"runtime_error"}, "sandbox violation"),
         "write_file": ({"runtime_error"}, "on '/tmp/kevo-torch-pwned'"),

@@ -84,10 +84,20 @@ class StaticChecks(unittest.TestCase):
         self.forbidden("x = torch._tensor\n", "private parts")
         self.forbidden("x = [1][0].sys\n", "reaches sys")
         self.forbidden("class A:\n    pass\nA.f = 1\n", "assigns to A.f")
+        # The second red team (2026-12-03): builtins under another name
+        # (enum's bltns), a private name imported from a pure module, exec
+        # as an attribute of anything.
+        self.forbidden("from enum import bltns\n", "reaches the module builtins through enum.bltns")
+        self.forbidden("import enum\nx = enum.bltns\n", "reaches the module builtins")
+        self.forbidden("from collections import _sys\n", "private parts")
+        self.forbidden("x = [0][0].exec('1')\n", "uses the attribute exec")
+        self.forbidden("x = [0][0].vars(1)\n", "uses the attribute vars")
         # What honest candidates write still passes.
         check("dt = torch.float32\nrelu = torch.relu\n"
               "class K(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
               "        self.w = nn.Parameter(torch.ones(3))\n        self._cache = None\n        self.w.requires_grad = False\n")
+        check("from collections import OrderedDict\nfrom functools import partial\nimport enum\n"
+              "import collections.abc\nx = collections.abc.Sequence\nE = enum.Enum\n")
 
     def test_a_candidate_without_model_new_or_not_python(self):
         with self.assertRaises(kc.BuildError) as e:

@@ -9,8 +9,10 @@ it before it loads the candidate).
 """
 import ast
 import hashlib
+import importlib
 import json
 import os
+import types
 
 # What a candidate may import (top-level module names). Everything else is a
 # `forbidden` verdict naming the import: a kernel needs torch (and triton)
@@ -19,6 +21,10 @@ ALLOWED_IMPORTS = frozenset({
     "torch", "triton", "math", "typing", "functools", "itertools", "operator", "numbers", "collections",
     "dataclasses", "enum", "__future__",
 })
+
+# The allowed modules that are pure Python of the standard library: the
+# static checks import them to see which of their attributes are modules.
+PURE_IMPORTS = ALLOWED_IMPORTS - {"torch", "triton", "__future__"}
 
 # Names a candidate may not use at all: they reach the interpreter, files or
 # code outside the syntax tree the checks see.
@@ -115,6 +121,12 @@ def sha256_text(*parts):
 
 # ---- static checks ---------------------------------------------------------------
 
+def _pure_module(name):
+    """One of PURE_IMPORTS, imported in the checking process (standard
+    library modules: nothing of the candidate runs)."""
+    return importlib.import_module(name)
+
+
 def _attr_chain(node):
     """torch.cuda.synchronize -> ("torch", "cuda", "synchronize"); None when
     the chain does not start at a plain name."""
@@ -171,6 +183,19 @@ def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
         chain = aliases.resolve(chain)
         if not chain:
             return
+        # A pure module's attributes are looked up here: one that is a module
+        # outside the allowed ones is the interpreter reached by another
+        # name (enum's `bltns` is builtins: `from enum import bltns` then
+        # `bltns.exec(...)` ran code no check saw; red team, 2026-12-03).
+        if chain[0] in PURE_IMPORTS:
+            value = _pure_module(chain[0])
+            for i, part in enumerate(chain[1:], 1):
+                value = getattr(value, part, None)
+                if value is None:
+                    break
+                if isinstance(value, types.ModuleType) and value.__name__.split(".")[0] not in ALLOWED_IMPORTS:
+                    forbid(node, "reaches the module %s through %s (a kernel has no use for the operating "
+                                 "system or the interpreter)" % (value.__name__, ".".join(chain[:i + 1])))
         for part in (chain[1:] if chain[0] in ALLOWED_IMPORTS else ()):
             if part in FORBIDDEN_MODULE_ATTRS:
                 forbid(node, "reaches %s through %s (a kernel has no use for the operating system or the "
@@ -196,6 +221,8 @@ def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
                     forbid(node, "uses 'from %s import *' (name what you use)" % node.module)
                 if a.name in FORBIDDEN_NAMES:
                     forbid(node, "imports %s (a kernel has no use for it)" % a.name)
+                if a.name.startswith("_"):
+                    forbid(node, "imports %s from %s (a library's private parts)" % (a.name, node.module))
                 full = tuple((node.module or "").split(".")) + (a.name,)
                 check_chain(node, full)
                 aliases.names[a.asname or a.name] = full
@@ -228,6 +255,10 @@ def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
                     forbid(node, "uses %s (a library's private parts)" % ".".join(resolved))
             if node.attr in ("attrgetter", "methodcaller", "getattr", "setattr", "delattr"):
                 forbid(node, "uses %s (attributes named by strings escape these checks)" % node.attr)
+            # exec, eval, open... are as forbidden as attributes of anything
+            # (builtins reached under another name) as they are as names.
+            if node.attr in FORBIDDEN_NAMES:
+                forbid(node, "uses the attribute %s (a kernel has no use for it)" % node.attr)
             # Whatever the base (an alias, a subscript, a call's result), the
             # operating system and the interpreter are never a kernel's.
             if node.attr in FORBIDDEN_MODULE_ATTRS or node.attr == "_C":

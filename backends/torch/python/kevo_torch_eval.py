@@ -862,6 +862,12 @@ class Host:
         if kind != b"j":
             self.kill()
             raise HostGone("protocol breach by the %s's process (%r)" % (self.role, kind))
+        if not isinstance(reply, dict):
+            # Every reply is an object: anything else is the host's code
+            # changed from inside (a list crashed the judge into
+            # internal_error, kevo's fault; attack native_reply_not_an_object).
+            self.kill()
+            raise HostGone("protocol breach by the %s's process (a reply that is not an object)" % self.role)
         return reply
 
     def call(self, timeout, during):
@@ -1085,6 +1091,7 @@ class Judge:
         # inputs derived from it alone could be rebuilt by the candidate.
         self.secret = os.urandom(16).hex()
         self.load_notes = []   # work charged from the candidate's loads, per shape
+        self.store_notes = []  # work charged from the candidate's output copies, per shape
         self.deadline = self.started + max(5.0, float(req.get("wall_seconds", 60)) - 3.0)
         self.hosts = []
         self.idle_probe_ns = 0.0   # measured when timing starts (calibrate_probe)
@@ -1346,6 +1353,9 @@ class Judge:
             if self.load_notes:
                 v["message"] += "; its loads took longer than the reference's (the same copy): " + \
                     ", ".join(self.load_notes)
+            if self.store_notes:
+                v["message"] += "; its output copies took longer than the reference's (the same bytes): " + \
+                    ", ".join(self.store_notes)
             if unstable:
                 v["message"] += "; timing unstable on %s (IQR over %.0f%% of the median after a re-timing)" % (
                     ", ".join(unstable), 100 * float(self.req["timing_options"]["max_iqr_fraction"]))
@@ -1667,6 +1677,9 @@ class Judge:
             charged = result.pop("load_charged_ns", 0.0)
             if charged:
                 self.load_notes.append("%.1f us of loading charged at %s" % (charged / 1e3, s["label"]))
+            charged = result.pop("store_charged_ns", 0.0)
+            if charged:
+                self.store_notes.append("%.1f us of copying charged at %s" % (charged / 1e3, s["label"]))
             out.append(result)
         return out
 
@@ -1703,6 +1716,7 @@ class Judge:
         cand_ns, ref_ns = [], []
         cand_load, ref_load = [], []
         drains = {"ref_call": [], "cand_call": []}
+        cand_store, ref_store = [], []
         poison_bytes = sum(tensor_bytes(m["shape"], m["dtype"]) for m in expect)
         for k in range(n):
             inputs = self.draw_inputs(derive_seed(self.secret, self.seed, s["label"], "time", attempt, k))
@@ -1751,13 +1765,22 @@ class Judge:
                 null = ref.null_ns if h is ref else min(cand.null_ns, ref.null_ns)
                 (ref_ns if h is ref else cand_ns).append(max(1.0, ns - null))
             if k in checked:
-                rst2 = ref.request({"op": "store"}, self.left())
-                want = self.read_outputs(ref, rst2)
+                # Both stores copy the same output bytes, and the judge times
+                # them: a host that computes only when asked for its outputs
+                # (its calls returning empty memory) does its work here, and
+                # the excess is charged to its calls (attack
+                # native_lazy_store: correct at 70x before).
+                self.size_outputs(ref, expect, None)
                 self.size_outputs(cand, expect, None)
-                cst = cand.request({"op": "store", "expect": expect, "inputs": False}, self.left())
+                t0 = time.perf_counter_ns()
+                rst2 = ref.request({"op": "store"}, self.left())
+                ref_store.append(time.perf_counter_ns() - t0 + self.drain(self.left()))
                 ref.stop()
+                want = self.read_outputs(ref, rst2)
+                t0 = time.perf_counter_ns()
+                cst = cand.request({"op": "store", "expect": expect, "inputs": False}, self.left())
+                cand_store.append(time.perf_counter_ns() - t0 + self.drain(self.call_timeout))
                 cand.stop()
-                self.drain(self.call_timeout)   # untimed: the store's work does not reach the next step
                 if "bad" in cst or "error" in cst:
                     raise Verdict("wrong_answer", "%s (a timed call at %s)" % (cst.get("bad") or cst.get("error"),
                                                                               self.shown(s)), stage="timing")
@@ -1788,6 +1811,18 @@ class Judge:
                "ref_iqr_ns": riqr, "repeats": n, "iqr_frac": max(ciqr / (cm + charged), riqr / rm)}
         if charged:
             out["load_charged_ns"] = charged
+        # The same rule for the output copies of the checked calls, paired
+        # (the two copies of one call): their smallest excess (a lazy
+        # host's whole forward, in every copy; one slow copy of an honest
+        # host is noise) is charged to every call, since such a host's
+        # unchecked calls did nothing at all.
+        rs = quantile(ref_store, 0.5)
+        excess = min(c - r for c, r in zip(cand_store, ref_store))
+        store_charged = excess if excess > 0.25 * rs + 20e3 else 0.0
+        if store_charged:
+            out["cand_median_ns"] += store_charged
+            out["iqr_frac"] = max(ciqr / out["cand_median_ns"], riqr / rm)
+            out["store_charged_ns"] = store_charged
         return out
 
     def timing_feedback(self, timings):
