@@ -121,12 +121,6 @@ def sha256_text(*parts):
 
 # ---- static checks ---------------------------------------------------------------
 
-def _pure_module(name):
-    """One of PURE_IMPORTS, imported in the checking process (standard
-    library modules: nothing of the candidate runs)."""
-    return importlib.import_module(name)
-
-
 def _attr_chain(node):
     """torch.cuda.synchronize -> ("torch", "cuda", "synchronize"); None when
     the chain does not start at a plain name."""
@@ -188,7 +182,7 @@ def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
         # name (enum's `bltns` is builtins: `from enum import bltns` then
         # `bltns.exec(...)` ran code no check saw; red team, 2026-12-03).
         if chain[0] in PURE_IMPORTS:
-            value = _pure_module(chain[0])
+            value = importlib.import_module(chain[0])   # the standard library's: nothing of the candidate runs
             for i, part in enumerate(chain[1:], 1):
                 value = getattr(value, part, None)
                 if value is None:

@@ -204,6 +204,13 @@ class Shared:
         return t.view(dtype_of(dtype_name_)).view([int(s) for s in shape])
 
 
+def clear_excess(excess_ns, ref_ns):
+    """A candidate's step that took longer than the reference's same step
+    (a load, an output copy) by more than a quarter of it and 20 us did work
+    there: the excess, charged to its calls; within that margin, noise (0)."""
+    return excess_ns if excess_ns > 0.25 * ref_ns + 20e3 else 0.0
+
+
 def layout(metas, start=0):
     """Offsets for tensors described by {"shape", "dtype"}."""
     off = start
@@ -1806,7 +1813,7 @@ class Judge:
         # to its calls. Within the margin (a quarter of the reference's
         # load, and 20 us) it is noise, and not charged.
         cl, rl = quantile(cand_load, 0.5), quantile(ref_load, 0.5)
-        charged = cl - rl if cl - rl > 0.25 * rl + 20e3 else 0.0
+        charged = clear_excess(cl - rl, rl)
         out = {"shape": s["label"], "cand_median_ns": cm + charged, "cand_iqr_ns": ciqr, "ref_median_ns": rm,
                "ref_iqr_ns": riqr, "repeats": n, "iqr_frac": max(ciqr / (cm + charged), riqr / rm)}
         if charged:
@@ -1818,7 +1825,7 @@ class Judge:
         # unchecked calls did nothing at all.
         rs = quantile(ref_store, 0.5)
         excess = min(c - r for c, r in zip(cand_store, ref_store))
-        store_charged = excess if excess > 0.25 * rs + 20e3 else 0.0
+        store_charged = clear_excess(excess, rs)
         if store_charged:
             out["cand_median_ns"] += store_charged
             out["iqr_frac"] = max(ciqr / out["cand_median_ns"], riqr / rm)
