@@ -2,7 +2,7 @@
 # Runs on the GPU machine: builds what the torch backend needs and runs its
 # GPU checks and benchmarks, each phase with its own time limit; logs go to
 # $OUT (docs/torch.md, docs/benchmarks.md#torch-backend).
-#   tests/torch/run_h200.sh PHASE...   build gpu adversarial drain
+#   tests/torch/run_h200.sh PHASE...   build gpu adversarial drain noise
 set -u
 OUT=${OUT:-/tmp/kevo-torch-out}
 mkdir -p "$OUT"
@@ -48,6 +48,10 @@ adversarial)
 drain)
   step "the GPU drain's assumption and the context switch (tests/bench/torch_drain_probe.py)"
   timeout ${DRAIN_TIMEOUT:-120} $PY tests/bench/torch_drain_probe.py 2>&1 | tee "$OUT/drain.log"
+  ;;
+noise)
+  step "where the timed calls' noise comes from (tests/bench/torch_timing_noise.py)"
+  timeout ${NOISE_TIMEOUT:-120} $PY tests/bench/torch_timing_noise.py ${NOISE_PAIRS:-300} 2>&1 | tee "$OUT/noise.log"
   ;;
 *)
   echo "unknown phase $phase"; exit 2;;
