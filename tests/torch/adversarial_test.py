@@ -116,6 +116,9 @@ def main():
         # Computes only when asked for its outputs (untimed before): both
         # sides' output copies are timed, the excess charged.
         "lazy_store": ({"correct"}, "copying charged", lambda v: v["speedup"] < 5.0),
+        # Writes into the input file the reference loads from too: every
+        # host gets it read-only.
+        "write_inputs": ({"runtime_error"}, "read-only here"),
         "kill_parent": ({"runtime_error"}, "sandbox violation"),
         "kill_all": ({"runtime_error"}, "sandbox violation"),
         "write_file": ({"runtime_error"}, "on '/tmp/kevo-torch-pwned'"),

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <sys/ptrace.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -250,4 +251,57 @@ torch::Tensor load_work(torch::Tensor x) {
         "        m.host_load = _load\n");
   }
   return softmax_rows(x);
+}
+
+// What a file of /proc holds (read(2): no stream library in an attack).
+static std::string read_proc(const char* path) {
+  std::string out;
+  const int fd = ::open(path, O_RDONLY);
+  if (fd < 0) return out;
+  char buf[65536];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+// Writes into the judge's input file, which the reference's host loads its
+// inputs from too: a host that could would change what the reference
+// computes on (during the correctness trials the hosts are not stopped).
+// It looks for its mapping of the file (/proc/self/maps) and tries to make
+// it writable, then for its descriptor (/proc/self/fd) and tries to map it
+// for writing. The judge gives every host a read-only descriptor of it.
+torch::Tensor write_inputs(torch::Tensor x) {
+  bool mapping = false, descriptor = false;
+  const std::string maps = read_proc("/proc/self/maps");
+  std::size_t pos = 0;
+  while (pos < maps.size()) {
+    std::size_t end = maps.find('\n', pos);
+    if (end == std::string::npos) end = maps.size();
+    const std::string line = maps.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.find("kevo-inputs") == std::string::npos) continue;
+    mapping = true;
+    const unsigned long lo = std::strtoul(line.c_str(), nullptr, 16);
+    const unsigned long hi = std::strtoul(line.c_str() + line.find('-') + 1, nullptr, 16);
+    if (::mprotect(reinterpret_cast<void*>(lo), hi - lo, PROT_READ | PROT_WRITE) == 0) {
+      volatile char* p = reinterpret_cast<char*>(lo);
+      p[0] = p[0];
+      return got_through(x, "made its mapping of the shared inputs writable");
+    }
+  }
+  for (int fd = 0; fd < 1024; ++fd) {
+    char link[256] = {0};
+    const std::string path = "/proc/self/fd/" + std::to_string(fd);
+    if (::readlink(path.c_str(), link, sizeof link - 1) <= 0 || std::strstr(link, "kevo-inputs") == nullptr) continue;
+    descriptor = true;
+    void* m = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m != MAP_FAILED) {
+      static_cast<volatile char*>(m)[0] = static_cast<volatile char*>(m)[0];
+      return got_through(x, "mapped the shared inputs for writing");
+    }
+  }
+  if (!mapping || !descriptor)
+    throw std::runtime_error(std::string("did not find the shared inputs (mapping ") + (mapping ? "found" : "not found") +
+                             ", descriptor " + (descriptor ? "found" : "not found") + ")");
+  throw std::runtime_error("the shared inputs are read-only here: neither its mapping nor its descriptor can write");
 }
