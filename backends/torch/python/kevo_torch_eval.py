@@ -244,6 +244,21 @@ def clear_excess(excess_ns, ref_ns):
     return excess_ns if excess_ns > 0.25 * ref_ns + 20e3 else 0.0
 
 
+def paired_excess(diffs, ref_ns):
+    """The median of paired differences (the candidate's step less the
+    reference's in the same pair) when it is clear of both the margin of
+    clear_excess and the pairs' own noise (three standard errors of a
+    median, from the differences' MAD); else 0. On a loaded machine the
+    margin alone charged an honest candidate 2.8 ms of loads that took
+    5-55 ms."""
+    if not diffs:
+        return 0.0
+    med = quantile(diffs, 0.5)
+    mad = quantile([abs(d - med) for d in diffs], 0.5)
+    stderr = 1.2533 * 1.4826 * mad / math.sqrt(len(diffs))
+    return clear_excess(med, ref_ns) if med > 3.0 * stderr else 0.0
+
+
 def layout(metas, start=0):
     """Offsets for tensors described by {"shape", "dtype"}."""
     off = start
@@ -1907,13 +1922,12 @@ class Judge:
         # A candidate whose loads take clearly longer than the reference's
         # (the same copy and poison) did work there: the excess is charged
         # to its calls. Within the margin (a quarter of the reference's
-        # load, and 20 us) it is noise, and not charged. The excess is the
-        # median of the pairs' differences (the two loads of a pair are
-        # moments apart and share the machine's state: on a loaded machine
-        # the difference of the two medians charged an honest candidate
-        # 2.4 ms of loads taking 5-23 ms).
-        rl = quantile(ref_load, 0.5)
-        charged = clear_excess(quantile([c - r for c, r in zip(cand_load, ref_load)], 0.5), rl)
+        # load, and 20 us) or within the pairs' noise it is not charged. The
+        # excess is the median of the pairs' differences (the two loads of
+        # a pair are moments apart and share the machine's state: on a
+        # loaded machine the difference of the two medians charged an
+        # honest candidate 2.4 ms of loads taking 5-23 ms).
+        charged = paired_excess([c - r for c, r in zip(cand_load, ref_load)], quantile(ref_load, 0.5))
         out = {"shape": s["label"], "cand_median_ns": cm + charged, "cand_iqr_ns": ciqr, "ref_median_ns": rm,
                "ref_iqr_ns": riqr, "repeats": n, "iqr_frac": max(ciqr / (cm + charged), riqr / rm)}
         if charged:
