@@ -1778,6 +1778,28 @@ class Judge:
             out.append(result)
         return out
 
+    def turn(self, h, is_cand, load, s, during, call_name):
+        """One side's turn in the timing loop: the L2 flush, its load, its
+        call, the drain, then the host stopped. Returns the load's, the
+        call's and the drain's ns; a call that raised is the candidate's
+        verdict, or kevo's fault when it is the reference's."""
+        timeout = self.call_timeout if is_cand else self.left()
+        self.flush()
+        h.cont()
+        t0 = time.perf_counter_ns()
+        h.request(load, self.left())
+        load_ns = time.perf_counter_ns() - t0
+        ok, ns, err = h.call(timeout, "%s at %s" % (call_name, self.shown(s)))
+        drain_ns = self.drain(timeout)
+        h.stop()
+        if not ok and not is_cand:
+            raise Verdict("internal_error", "the reference raised during %s: %s" % (during, last_line(err["error"])),
+                          stage="timing")
+        if not ok:
+            raise Verdict("memory_limit" if err.get("oom") else "runtime_error", "forward raised during %s at %s: %s"
+                          % (during, self.shown(s), last_line(err["error"])), err["error"], stage="timing")
+        return load_ns, ns, drain_ns
+
     def calibrate(self, h):
         samples = []
         for _ in range(NULL_CALLS):
@@ -1804,19 +1826,7 @@ class Judge:
             inputs_msg = self.write_inputs(self.draw_inputs(
                 derive_seed(self.secret, self.seed, s["label"], "warm", attempt, w)))
             for h in (ref, cand):
-                self.flush()
-                h.request({"op": "load", "inputs": inputs_msg}, self.left())
-                ok, _, err = h.call(self.call_timeout if h is cand else self.left(),
-                                    "a warm-up call at %s" % self.shown(s))
-                self.drain(self.call_timeout if h is cand else self.left())
-                h.stop()
-                if not ok and h is ref:
-                    raise Verdict("internal_error", "the reference raised during its warm-up: " +
-                                  last_line(err["error"]), stage="timing")
-                if not ok:
-                    raise Verdict("memory_limit" if err.get("oom") else "runtime_error", "forward raised during the "
-                                  "warm-up at %s: %s" % (self.shown(s), last_line(err["error"])), err["error"],
-                                  stage="timing")
+                self.turn(h, h is cand, {"op": "load", "inputs": inputs_msg}, s, "the warm-up", "a warm-up call")
         per_pair = max(1e-4, (time.monotonic() - t0) / warm)
         self.drain(self.call_timeout)   # nothing of the warm-up runs into the first timed step
         budget = float(topt["budget_seconds"]) * attempt
@@ -1852,23 +1862,9 @@ class Judge:
             # weights and everything else are flushed.
             order = (ref, cand) if rng.random() < 0.5 else (cand, ref)
             for h in order:
-                self.flush()
-                h.cont()
-                t0 = time.perf_counter_ns()
-                h.request(load, self.left())
-                (ref_load if h is ref else cand_load).append(time.perf_counter_ns() - t0)
-                ok, ns, err = h.call(self.call_timeout if h is cand else self.left(),
-                                     "a timed call at %s" % self.shown(s))
-                drains["cand_call" if h is cand else "ref_call"].append(
-                    self.drain(self.call_timeout if h is cand else self.left()))
-                h.stop()
-                if not ok:
-                    if h is ref:
-                        raise Verdict("internal_error", "the reference raised during timing: " + last_line(err["error"]),
-                                      stage="timing")
-                    raise Verdict("memory_limit" if err.get("oom") else "runtime_error",
-                                  "forward raised during timing at %s: %s" % (self.shown(s), last_line(err["error"])),
-                                  err["error"], stage="timing")
+                load_ns, ns, drain_ns = self.turn(h, h is cand, load, s, "timing", "a timed call")
+                (ref_load if h is ref else cand_load).append(load_ns)
+                drains["cand_call" if h is cand else "ref_call"].append(drain_ns)
                 # The null round trip subtracted from a candidate's call is
                 # never more than the reference's: the candidate's own null
                 # replies are its process's to delay (a host whose null
