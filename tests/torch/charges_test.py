@@ -3,7 +3,9 @@
 step (backends/torch/python/kevo_torch_eval.py: paired_excess, used for the
 loads): the median of the pairs' differences, charged only when it is clear
 of the margin (a quarter of the reference's step and 20 us) and of the
-pairs' own noise.
+pairs' own noise; and store_excess, for the output copies of the checked
+calls: their smallest excess, charged when it clears the margin and the
+spread of the reference's loads.
 
   charges_test.py SOURCE_DIR
 """
@@ -44,6 +46,39 @@ class PairedExcess(unittest.TestCase):
 
     def test_no_pairs_charge_nothing(self):
         self.assertEqual(ev.paired_excess([], 10 * MS), 0.0)
+
+
+# The reference's loads (ns): about 1 ms with a small spread, and a loaded
+# machine's 5-55 ms.
+QUIET_LOADS = [1 * MS + d / 10 for d in QUIET]
+LOADED_LOADS = [30 * MS + d for d in LOADED] + [5 * MS, 55 * MS]
+
+
+class StoreExcess(unittest.TestCase):
+    def test_a_lazy_hosts_copies_on_a_quiet_machine_are_charged_their_smallest_excess(self):
+        ref = [0.5 * MS, 0.6 * MS, 0.55 * MS]
+        cand = [r + 3 * MS + k * 0.1 * MS for k, r in enumerate(ref)]
+        self.assertAlmostEqual(ev.store_excess(cand, ref, QUIET_LOADS), 3 * MS, delta=1)
+
+    def test_an_honest_copy_slowed_by_a_loaded_machine_is_not_charged(self):
+        # Over the margin in every checked pair (the old rule charged it),
+        # within the spread that the reference's own loads show.
+        ref = [6 * MS, 9 * MS]
+        cand = [12 * MS, 16 * MS]
+        self.assertGreater(min(c - r for c, r in zip(cand, ref)), 0.25 * 7.5 * MS + 20e3)
+        self.assertEqual(ev.store_excess(cand, ref, LOADED_LOADS), 0.0)
+        self.assertGreater(ev.store_excess(cand, ref, QUIET_LOADS), 0.0)
+
+    def test_one_fast_pair_clears_a_lazy_host(self):
+        ref = [0.5 * MS, 0.5 * MS]
+        self.assertEqual(ev.store_excess([3.5 * MS, 0.55 * MS], ref, QUIET_LOADS), 0.0)
+
+    def test_the_noise_is_the_references_own(self):
+        # The spread comes from the reference's loads only: the same loads
+        # give the same noise whatever the candidate's were.
+        self.assertAlmostEqual(ev.step_noise(QUIET_LOADS), ev.step_noise(list(reversed(QUIET_LOADS))))
+        self.assertEqual(ev.step_noise([1 * MS]), 0.0)
+        self.assertEqual(ev.store_excess([], [], QUIET_LOADS), 0.0)
 
 
 if __name__ == "__main__":

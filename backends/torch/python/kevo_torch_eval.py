@@ -259,6 +259,31 @@ def paired_excess(diffs, ref_ns):
     return clear_excess(med, ref_ns) if med > 3.0 * stderr else 0.0
 
 
+def step_noise(ref_steps):
+    """The spread of a paired difference of one step (ns), from the
+    reference's own durations of it: 1.4826 x their MAD (a standard
+    deviation), x sqrt(2) for the difference of two such steps. Only the
+    reference's: a candidate cannot widen it with steps of its own."""
+    if len(ref_steps) < 2:
+        return 0.0
+    med = quantile(ref_steps, 0.5)
+    return math.sqrt(2.0) * 1.4826 * quantile([abs(r - med) for r in ref_steps], 0.5)
+
+
+def store_excess(cand_store, ref_store, ref_load):
+    """The output copies' charge: the smallest excess of the checked pairs
+    (a lazy host does its whole forward in every copy; one slow copy of an
+    honest host is noise), when it clears the margin of clear_excess and
+    three spreads of a paired step as the reference's loads give it (the
+    loads copy the same kind of bytes, and there are n of them against 2-4
+    copies). On the 2-core machine under a full test suite the margin alone
+    charged the honest softmax its copies in one run of three."""
+    if not cand_store or not ref_store:
+        return 0.0
+    excess = min(c - r for c, r in zip(cand_store, ref_store))
+    return clear_excess(excess, quantile(ref_store, 0.5)) if excess > 3.0 * step_noise(ref_load) else 0.0
+
+
 def layout(metas, start=0):
     """Offsets for tensors described by {"shape", "dtype"}."""
     off = start
@@ -1928,14 +1953,11 @@ class Judge:
                "ref_iqr_ns": riqr, "repeats": n, "iqr_frac": max(ciqr / (cm + charged), riqr / rm)}
         if charged:
             out["load_charged_ns"] = charged
-        # The same rule for the output copies of the checked calls, paired
-        # (the two copies of one call): their smallest excess (a lazy
-        # host's whole forward, in every copy; one slow copy of an honest
-        # host is noise) is charged to every call, since such a host's
-        # unchecked calls did nothing at all.
-        rs = quantile(ref_store, 0.5)
-        excess = min(c - r for c, r in zip(cand_store, ref_store))
-        store_charged = clear_excess(excess, rs)
+        # A like rule for the output copies of the checked calls, paired
+        # (the two copies of one call; store_excess): what it charges is
+        # charged to every call, since a lazy host's unchecked calls did
+        # nothing at all.
+        store_charged = store_excess(cand_store, ref_store, ref_load)
         if store_charged:
             out["cand_median_ns"] += store_charged
             out["iqr_frac"] = max(ciqr / out["cand_median_ns"], riqr / rm)
@@ -2080,14 +2102,44 @@ def fork_would_be_bad():
     return bad
 
 
+class RequestLines:
+    """The engine's request lines from a descriptor, each with the moment
+    the judge's clock for it starts: when it arrived, if this process was
+    waiting for it; else when this process began to wait (it was written
+    while this process was busy, importing torch or ending the previous
+    judgement, and the engine's own clock for it runs since it was written).
+    Counting from when the previous judgement ended charged a candidate the
+    time the engine then spent elsewhere (building it, under load: a
+    candidate's host judged out of time before it was ready)."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.buf = b""
+
+    def next(self, waiting_since):
+        """(line, started); line is b"" at the end of the input."""
+        started = waiting_since
+        while b"\n" not in self.buf:
+            if not self.buf and not select.select([self.fd], [], [], 0)[0]:
+                select.select([self.fd], [], [])   # nothing of it written yet: wait for it
+                started = time.monotonic()
+            chunk = os.read(self.fd, 1 << 16)
+            if not chunk:
+                line, self.buf = self.buf, b""
+                return line, started
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line + b"\n", started
+
+
 def serve(args):
     parent_ns = setup_zygote(args)
     opts = {"device": args.device, "isolate": bool(args.pyhost) and not (args.no_namespaces and args.no_seccomp),
             "namespaces": not args.no_namespaces, "seccomp": not args.no_seccomp, "parent_ns": parent_ns, "binds": []}
-    stdin = sys.stdin.buffer
+    requests = RequestLines(0)
     waiting_since = PROCESS_T0
     while True:
-        line = stdin.readline()
+        line, waiting_since = requests.next(waiting_since)
         if not line:
             return 0
         if not line.strip():
