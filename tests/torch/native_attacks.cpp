@@ -127,6 +127,14 @@ torch::Tensor forge_stage(torch::Tensor x) {
 // code can be changed (what a Python candidate that escaped the static
 // checks could do too; the red team did it through `m = torch`).
 
+// Runs `body` (Python, indented 8 spaces) for the judge's host module,
+// found among the loaded modules as `m`, after `imports`.
+static void in_host_module(const char* imports, const char* body) {
+  pybind11::exec(std::string("import sys") + imports + "\n"
+                 "for m in list(sys.modules.values()):\n"
+                 "    if hasattr(m, 'host_store') and hasattr(m, 'serve_host'):\n" + body);
+}
+
 static torch::Tensor softmax_rows(torch::Tensor x) {
   auto e = (x - std::get<0>(x.max(1, true))).exp();
   return e / e.sum(1, true);
@@ -137,12 +145,9 @@ static torch::Tensor softmax_rows(torch::Tensor x) {
 // compared nothing (correct, 74x). The judge checks the reported outputs
 // against the reference's and lays them out itself.
 torch::Tensor forge_store(torch::Tensor x) {
-  pybind11::exec(
-      "import sys\n"
-      "for m in list(sys.modules.values()):\n"
-      "    if hasattr(m, 'host_store') and hasattr(m, 'serve_host'):\n"
-      "        m.host_store = lambda st, msg: {'outputs': [], 'offsets': [], 'form': 'sequence',\n"
-      "                                        'inputs': [], 'input_offsets': []}\n");
+  in_host_module("",
+                 "        m.host_store = lambda st, msg: {'outputs': [], 'offsets': [], 'form': 'sequence',\n"
+                 "                                        'inputs': [], 'input_offsets': []}\n");
   return x;
 }
 
@@ -178,17 +183,14 @@ torch::Tensor lazy_store(torch::Tensor x) {
   static bool done = false;
   if (!done) {
     done = true;
-    pybind11::exec(
-        "import sys, torch\n"
-        "for m in list(sys.modules.values()):\n"
-        "    if hasattr(m, 'host_store') and hasattr(m, 'serve_host'):\n"
-        "        def _store(st, msg, _orig=m.host_store):\n"
-        "            if st.outputs is not None and st.inputs:\n"
-        "                x = st.inputs[0]\n"
-        "                e = torch.exp(x - x.max(dim=1, keepdim=True).values)\n"
-        "                st.outputs = e / e.sum(dim=1, keepdim=True)\n"
-        "            return _orig(st, msg)\n"
-        "        m.host_store = _store\n");
+    in_host_module(", torch",
+                   "        def _store(st, msg, _orig=m.host_store):\n"
+                   "            if st.outputs is not None and st.inputs:\n"
+                   "                x = st.inputs[0]\n"
+                   "                e = torch.exp(x - x.max(dim=1, keepdim=True).values)\n"
+                   "                st.outputs = e / e.sum(dim=1, keepdim=True)\n"
+                   "            return _orig(st, msg)\n"
+                   "        m.host_store = _store\n");
   }
   return torch::empty_like(x);
 }
@@ -199,11 +201,7 @@ torch::Tensor lazy_store(torch::Tensor x) {
 // candidate whose honest verdict would be its own failure. A reply of the
 // wrong shape is a protocol breach now.
 torch::Tensor reply_not_an_object(torch::Tensor x) {
-  pybind11::exec(
-      "import sys\n"
-      "for m in list(sys.modules.values()):\n"
-      "    if hasattr(m, 'host_store') and hasattr(m, 'serve_host'):\n"
-      "        m.host_store = lambda st, msg: ['no']\n");
+  in_host_module("", "        m.host_store = lambda st, msg: ['no']\n");
   return softmax_rows(x);
 }
 
@@ -237,18 +235,15 @@ torch::Tensor load_work(torch::Tensor x) {
   static bool done = false;
   if (!done) {
     done = true;
-    pybind11::exec(
-        "import sys, torch\n"
-        "for m in list(sys.modules.values()):\n"
-        "    if hasattr(m, 'host_load') and hasattr(m, 'serve_host'):\n"
-        "        def _load(st, msg, _orig=m.host_load):\n"
-        "            r = _orig(st, msg)\n"
-        "            x = st.inputs[0]\n"
-        "            e = torch.exp(x - x.max(dim=1, keepdim=True).values)\n"
-        "            y = e / e.sum(dim=1, keepdim=True)\n"
-        "            st.model.forward = lambda *a, _y=y: _y.clone()\n"
-        "            return r\n"
-        "        m.host_load = _load\n");
+    in_host_module(", torch",
+                   "        def _load(st, msg, _orig=m.host_load):\n"
+                   "            r = _orig(st, msg)\n"
+                   "            x = st.inputs[0]\n"
+                   "            e = torch.exp(x - x.max(dim=1, keepdim=True).values)\n"
+                   "            y = e / e.sum(dim=1, keepdim=True)\n"
+                   "            st.model.forward = lambda *a, _y=y: _y.clone()\n"
+                   "            return r\n"
+                   "        m.host_load = _load\n");
   }
   return softmax_rows(x);
 }
