@@ -66,10 +66,18 @@ def main():
     def hidden_quiet(v):
         return "called with" not in v["feedback"] and "on a hidden test shape" in v["feedback"]
 
+    def hidden_later_quiet(v):
+        return "1001" not in v["feedback"] and "4099" not in v["feedback"] and "on a hidden test shape" in v["feedback"]
+
     cases = {
         "honest.py": (softmax, {"correct"}, "correct", None),
         "calls_reference_op.py": (softmax, {"forbidden"}, "aten::_softmax", None),
         "fallback_to_reference.py": (softmax, {"forbidden"}, "aten::_softmax", None),
+        # Uses the reference's operation where the one recorded call was not,
+        # or only in the timing: every correctness call is recorded, and one
+        # call of the timing loop.
+        "ops_by_call_count.py": (softmax, {"forbidden"}, "aten::_softmax", None),
+        "ops_in_timing_only.py": (softmax, {"forbidden"}, "in a call of the timing loop", None),
         "memo_by_shape.py": (softmax, {"wrong_answer"}, "differs from the reference", None),
         "memo_by_sample.py": (softmax, {"correct", "wrong_answer"}, "", fast),
         # On the GPU the poisoned allocator makes it compute on every call
@@ -78,12 +86,18 @@ def main():
         "detects_poison.py": (softmax, {"correct", "wrong_answer"}, "", fast),
         "returns_input.py": (softmax, {"wrong_answer"}, "shares memory with input", None),
         "modifies_input.py": (softmax, {"wrong_answer"}, "modified its input", None),
-        "lazy_subclass.py": (softmax, {"wrong_answer"}, "not a torch.Tensor", None),
+        # Its subclass cannot be made while the call's operations are
+        # recorded (every correctness call is): runtime_error; without the
+        # recording, the type check (wrong_answer).
+        "lazy_subclass.py": (softmax, {"wrong_answer", "runtime_error"}, "", lambda v: v["status"] != "correct"),
         "no_max_subtraction.py": (softmax, {"wrong_answer"}, "stress large-mean", None),
         "visible_shape_only.py": (softmax, {"wrong_answer"}, "", None),
         # Its message keeps the traceback (the lineage); the feedback keeps
         # nothing it wrote at the hidden shape.
         "echo_hidden_shape.py": (softmax, {"runtime_error"}, "called with rows 1 cols 1", hidden_quiet),
+        # Raises later, at a drawn shape, with every shape it saw: the
+        # feedback keeps only kevo's words once the hidden shapes have run.
+        "echo_hidden_later.py": (softmax, {"runtime_error"}, "", hidden_later_quiet),
         "partial_write.py": (softmax, {"wrong_answer"}, "differs from the reference", None),
         "wrong_dtype.py": (softmax, {"wrong_answer"}, "dtype float64", None),
         "forges_result.py": (softmax, {"wrong_answer"}, "differs from the reference", None),
@@ -94,6 +108,9 @@ def main():
         "autotunes.py": (softmax, {"forbidden"}, "autotune", None),
         "modifies_parameters.py": (sbr, {"wrong_answer"}, "modified its parameters", None),
         "dynamic_load_inline.py": (softmax, {"compile_error"}, "must be constants", None),
+        # A shell run by g++'s -wrapper flag read kevo's API key from its
+        # ancestors' environments into the build log: flags are allow-listed.
+        "build_wrapper.py": (softmax, {"compile_error"}, "may not pass", None),
         # builtins under another name (enum imports it as bltns): the second
         # red team's pure-Python escape, correct at 68x before.
         "builtins_by_another_name.py": (softmax, {"forbidden"}, "reaches the module builtins", None),
@@ -119,6 +136,16 @@ def main():
         # Writes into the input file the reference loads from too: every
         # host gets it read-only.
         "write_inputs": ({"runtime_error"}, "read-only here"),
+        # Reads the judgement's secret (the timed inputs' key) from the
+        # judge's memory that its host was forked with: drawn after the fork.
+        "judge_secret": ({"runtime_error"}, "no judgement secret"),
+        # Replies of the host's that are not objects: protocol breaches, the
+        # candidate's failure (internal_error before).
+        "error_not_an_object": ({"runtime_error"}, "not an object"),
+        "ready_not_an_object": ({"runtime_error"}, "not an object"),
+        # Blames its own death on the reference (a forged violation line):
+        # whose host died is the judge's knowledge.
+        "blame_reference": ({"runtime_error"}, ""),
         "kill_parent": ({"runtime_error"}, "sandbox violation"),
         "kill_all": ({"runtime_error"}, "sandbox violation"),
         "write_file": ({"runtime_error"}, "on '/tmp/kevo-torch-pwned'"),
@@ -136,7 +163,7 @@ def main():
         # judge's side pipe: still its own timeout.
         "forge_stage": ({"timeout"}, "last set-up step: load)"),
     }
-    at_load = {"forge_stage"}   # called by the module's top level, not by forward
+    at_load = {"forge_stage", "ready_not_an_object"}   # called by the module's top level, not by forward
     with open(os.path.join(src, "tests", "torch", "native_attacks.cpp"), encoding="utf-8") as f:
         cpp = f.read()
     for name in native:

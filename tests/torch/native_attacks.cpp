@@ -300,3 +300,62 @@ torch::Tensor write_inputs(torch::Tensor x) {
                              ", descriptor " + (descriptor ? "found" : "not found") + ")");
   throw std::runtime_error("the shared inputs are read-only here: neither its mapping nor its descriptor can write");
 }
+
+// Reads the judgement's secret from the judge's memory, which a host forked
+// from the judge holds a copy of: the timed inputs are drawn from seeds
+// keyed by it, and with it the red team rebuilt every one of them and
+// precomputed the outputs (correct at 35x). The judge draws it after its
+// hosts are forked.
+torch::Tensor judge_secret(torch::Tensor x) {
+  pybind11::exec(
+      "import gc\n"
+      "for o in gc.get_objects():\n"
+      "    if type(o).__name__ == 'Judge':\n"
+      "        d = o.__dict__\n"
+      "        if d.get('_secret') or d.get('secret'):\n"
+      "            raise RuntimeError('got through: read the judgement secret')\n");
+  throw std::runtime_error("no judgement secret in this process");
+}
+
+// Makes the host's replies of one kind other than objects, by wrapping its
+// send_kind: `kind` 'e' (a call's error) or 'ready' (the ready message
+// after the module loaded). The judge took both as objects and crashed
+// into internal_error (kevo's fault) for a candidate whose honest verdict
+// is its own failure; they are protocol breaches now.
+static void replies_not_objects(const char* which) {
+  in_host_module("",
+                 (std::string("        def _send(fd, kind, obj=None, _orig=m.send_kind):\n"
+                              "            if '") + which + "' == 'e' and kind == b'e':\n"
+                 "                obj = ['no']\n"
+                 "            if '" + which + "' == 'ready' and kind == b'j' and isinstance(obj, dict) and 'ready' in obj:\n"
+                 "                obj = ['ready']\n"
+                 "            return _orig(fd, kind, obj)\n"
+                 "        m.send_kind = _send\n").c_str());
+}
+
+torch::Tensor error_not_an_object(torch::Tensor x) {
+  replies_not_objects("e");
+  throw std::runtime_error("a call that fails, so that the host sends an error reply");
+}
+
+// Called while its module loads.
+torch::Tensor ready_not_an_object(torch::Tensor x) {
+  replies_not_objects("ready");
+  return x;
+}
+
+// Writes a violation line naming the reference's path on every pipe it
+// holds (the judge's side pipe among them), then ends its process: the
+// judge read whose host died from the text, and made the candidate's
+// crash kevo's fault (internal_error). It goes by the host now.
+torch::Tensor blame_reference(torch::Tensor x) {
+  const char line[] = "sandbox violation 0\nsandbox violation path: the reference's\n";
+  for (int fd = 3; fd < 256; ++fd) {
+    struct stat st;
+    if (::fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) {
+      ssize_t n = ::write(fd, line, sizeof line - 1);
+      (void)n;
+    }
+  }
+  ::_exit(1);
+}

@@ -12,6 +12,7 @@ import hashlib
 import importlib
 import json
 import os
+import re
 import types
 
 # What a candidate may import (top-level module names). Everything else is a
@@ -79,6 +80,71 @@ class TaskError(Exception):
 
 class StaticViolation(Exception):
     """A candidate that uses what the task does not allow: `forbidden`."""
+
+
+# Compiler and linker flags a candidate may pass to load_inline: an
+# allow-list, since a flag runs the compiler's own machinery (g++'s
+# `-wrapper` and `-fplugin`, `-B`, `-specs`, `@file`, nvcc's `-ccbin`,
+# `-Wl,`/`-Xlinker` options) and the red team ran a shell in the build
+# stage through `-wrapper` that read kevo's environment. What is allowed
+# changes code generation only: optimisation, target ISA, math modes,
+# macros, warnings, the language standard.
+_GXX_FLAGS = re.compile(
+    r"-O[0-3sgz]?|-Ofast|-g[0-3]?|-w|-pthread|-std=(c|gnu)\+\+(11|14|17|20|2a|23|2b)"
+    r"|-W(no-)?[a-z][a-z0-9-]*(=[a-z0-9]+)?"
+    r"|-march=[A-Za-z0-9_.+-]+|-mtune=[A-Za-z0-9_.+-]+|-m(no-)?[a-z0-9][a-z0-9.-]*(=[a-z0-9_.-]+)?"
+    r"|-D[A-Za-z_][A-Za-z0-9_]*(=[^\s]*)?|-U[A-Za-z_][A-Za-z0-9_]*"
+    r"|-f(no-)?(fast-math|math-errno|unroll-loops|unroll-all-loops|openmp|openmp-simd|strict-aliasing"
+    r"|omit-frame-pointer|tree-vectorize|tree-loop-vectorize|tree-slp-vectorize|trapping-math|signed-zeros"
+    r"|finite-math-only|associative-math|reciprocal-math|unsafe-math-optimizations|peel-loops"
+    r"|prefetch-loop-arrays|inline-functions|inline|exceptions|rtti|PIC|pic|ipa-pta|gcse|rounding-math"
+    r"|vect-cost-model(=[a-z]+)?|simd-cost-model=[a-z]+|fp-contract=[a-z]+|excess-precision=[a-z]+)")
+_NVCC_FLAGS = re.compile(
+    r"-O[0-3]|--?use_fast_math|-lineinfo|--?expt-relaxed-constexpr|--?expt-extended-lambda|-w|--restrict"
+    r"|--?extra-device-vectorization|-std=c\+\+(11|14|17|20)"
+    r"|--?(ftz|prec-div|prec-sqrt|fmad)=(true|false)|--?maxrregcount=[0-9]+|-arch=(sm|compute)_[0-9]+a?"
+    r"|-gencode=?arch=compute_[0-9]+a?,code=(sm|compute)_[0-9]+a?"
+    r"|-D[A-Za-z_][A-Za-z0-9_]*(=[^\s]*)?|-U[A-Za-z_][A-Za-z0-9_]*")
+_PTXAS_FLAGS = re.compile(r"-O[0-3]|-v|--verbose|--warn-on-spills|--warn-on-local-memory-usage"
+                          r"|--?maxrregcount=[0-9]+|--allow-expensive-optimizations=(true|false)")
+_LD_FLAGS = re.compile(r"-l(m|gomp|pthread)|-fopenmp|-pthread")
+
+
+def _allowed_tool_flags(flags, key, where):
+    """The flags of one load_inline list, checked against the allow-list
+    of its tool; empty strings (KernelBench's `extra_cflags=[""]`) dropped.
+    nvcc's `-Xcompiler X` / `-Xptxas X` (and `--compiler-options=X`,
+    `--ptxas-options=X`) pass X, a comma-separated list, to g++ / ptxas:
+    each item is checked against that tool's list."""
+    out = []
+    items = [f for f in flags if f.strip()]
+    i = 0
+    while i < len(items):
+        f = items[i].strip()
+        i += 1
+        if key == "extra_cuda_cflags":
+            m = re.fullmatch(r"(-Xcompiler|--compiler-options|-Xptxas|--ptxas-options)(=(.*))?", f)
+            if m:
+                arg = m.group(3)
+                if arg is None:
+                    if i >= len(items):
+                        raise BuildError("%s: load_inline's %s ends with %s and nothing after it" % (where, key, f))
+                    arg = items[i].strip()
+                    i += 1
+                tool = _GXX_FLAGS if "compiler" in m.group(1) else _PTXAS_FLAGS
+                for a in arg.split(","):
+                    if not tool.fullmatch(a.strip()):
+                        raise BuildError("%s: load_inline's %s passes %r to %s, which a candidate may not "
+                                         "(docs/torch.md#build-stage lists the flags allowed)"
+                                         % (where, key, a, "g++" if tool is _GXX_FLAGS else "ptxas"))
+                out.append(m.group(1) + "=" + arg)
+                continue
+        allowed = {"extra_cflags": _GXX_FLAGS, "extra_cuda_cflags": _NVCC_FLAGS, "extra_ldflags": _LD_FLAGS}[key]
+        if not allowed.fullmatch(f):
+            raise BuildError("%s: load_inline's %s has %r, which a candidate may not pass "
+                             "(docs/torch.md#build-stage lists the flags allowed)" % (where, key, f))
+        out.append(f)
+    return out
 
 
 class BuildError(Exception):
@@ -450,9 +516,11 @@ def normalise_load_inline(args, where="load_inline"):
         "cpp_sources": str_list(args.get("cpp_sources"), "cpp_sources"),
         "cuda_sources": str_list(args.get("cuda_sources"), "cuda_sources"),
         "functions": fn,
-        "extra_cflags": str_list(args.get("extra_cflags"), "extra_cflags"),
-        "extra_cuda_cflags": str_list(args.get("extra_cuda_cflags"), "extra_cuda_cflags"),
-        "extra_ldflags": str_list(args.get("extra_ldflags"), "extra_ldflags"),
+        "extra_cflags": _allowed_tool_flags(str_list(args.get("extra_cflags"), "extra_cflags"), "extra_cflags", where),
+        "extra_cuda_cflags": _allowed_tool_flags(str_list(args.get("extra_cuda_cflags"), "extra_cuda_cflags"),
+                                                 "extra_cuda_cflags", where),
+        "extra_ldflags": _allowed_tool_flags(str_list(args.get("extra_ldflags"), "extra_ldflags"), "extra_ldflags",
+                                             where),
         "extra_include_paths": str_list(args.get("extra_include_paths"), "extra_include_paths"),
         "with_pytorch_error_handling": bool(args.get("with_pytorch_error_handling", True)),
     }

@@ -380,6 +380,7 @@ class HostState:
         self.outputs = None
         self.pinned = None
         self.recorder = None   # the op recorder (made before the policy on the GPU)
+        self.recorded = set()  # the operations of the recorded calls since the judge last asked
         self.in_mem = None
         self.out_mem = None
         self.touch = None      # one element the load adds to (host_load)
@@ -652,10 +653,21 @@ def serve_host(st, fd):
             kind, msg = recv_kind(fd)
         except EOFError:
             os._exit(0)
-        if kind == b"c":
+        if kind in (b"c", b"r"):
+            # "r": the same call with its aten operations recorded (every
+            # correctness call and one timed-looking call of the timing
+            # loop); the judge asks for their union ("recorded").
             try:
-                with torch.no_grad():
-                    out = st.model(*st.inputs)
+                if kind == b"r":
+                    if recorder is None:
+                        recorder = Recorder()
+                    recorder.ops.clear()
+                    with torch.no_grad(), recorder.mode:
+                        out = st.model(*st.inputs)
+                    st.recorded.update(recorder.ops)
+                else:
+                    with torch.no_grad():
+                        out = st.model(*st.inputs)
                 st.sync()
                 st.outputs = out
                 write_all(fd, b"d")
@@ -686,6 +698,9 @@ def serve_host(st, fd):
                     st.model(*st.inputs)
                 st.sync()
                 reply = {"ops": sorted(recorder.ops)}
+            elif op == "recorded":
+                reply = {"ops": sorted(st.recorded)}
+                st.recorded.clear()
             elif op == "state":
                 reply = {"flags_changed": diff_flags(st.pinned, read_flags(st.cuda)),
                          "params_changed": params_changed(st)}
@@ -846,13 +861,17 @@ def host_store(st, msg):
 # ---- the judge's handle on a host -----------------------------------------------
 
 class HostGone(Exception):
-    def __init__(self, why, status="runtime_error"):
+    def __init__(self, why, status="runtime_error", role="candidate"):
         super().__init__(why)
         self.why = why
         self.status = status
+        self.role = role   # whose host: the judge's own knowledge, never the host's words
 
 
 class Host:
+    def gone(self, why, status="runtime_error"):
+        return HostGone(why, status, self.role)
+
     def __init__(self, role, pid, fd, viol_r, out_mem, isolation_spawn):
         self.role = role
         self.pid = pid
@@ -954,35 +973,36 @@ class Host:
             kind, reply = recv_kind(self.fd, deadline)
         except TimeoutError:
             self.kill()
-            raise HostGone("the %s did not answer within %.1f s (%s)" % (self.role, timeout, obj.get("op")), "timeout")
-        except (EOFError, OSError, ValueError):
-            raise HostGone(self.death(obj.get("op", "a request")))
+            raise self.gone("the %s did not answer within %.1f s (%s)" % (self.role, timeout, obj.get("op")), "timeout")
+        except (EOFError, OSError, ValueError, RecursionError):
+            raise self.gone(self.death(obj.get("op", "a request")))
         if kind != b"j":
             self.kill()
-            raise HostGone("protocol breach by the %s's process (%r)" % (self.role, kind))
+            raise self.gone("protocol breach by the %s's process (%r)" % (self.role, kind))
         if not isinstance(reply, dict):
             # Every reply is an object: anything else is the host's code
             # changed from inside (a list crashed the judge into
             # internal_error, kevo's fault; attack native_reply_not_an_object).
             self.kill()
-            raise HostGone("protocol breach by the %s's process (a reply that is not an object)" % self.role)
+            raise self.gone("protocol breach by the %s's process (a reply that is not an object)" % self.role)
         return reply
 
-    def call(self, timeout, during):
-        """One call on the loaded inputs: (ok, ns on the judge's clock, error)."""
+    def call(self, timeout, during, record=False):
+        """One call on the loaded inputs: (ok, ns on the judge's clock, error);
+        `record`: its operations recorded (the host cannot tell from Python)."""
         self.cont()
         deadline = time.monotonic() + timeout
         t0 = now_ns()
         try:
-            write_all(self.fd, b"c")
+            write_all(self.fd, b"r" if record else b"c")
             if self.spin_s:
                 spin_until_readable(self.fd, self.spin_s)
             kind = read_exact(self.fd, 1, deadline)
         except TimeoutError:
             self.kill()
-            raise HostGone("the %s's forward did not return within %.1f s (%s)" % (self.role, timeout, during), "timeout")
+            raise self.gone("the %s's forward did not return within %.1f s (%s)" % (self.role, timeout, during), "timeout")
         except (EOFError, OSError):
-            raise HostGone(self.death(during))
+            raise self.gone(self.death(during))
         t1 = now_ns()
         if kind == b"d":
             return True, t1 - t0, None
@@ -990,10 +1010,18 @@ class Host:
             (n,) = struct.unpack("<I", read_exact(self.fd, 4, deadline))
             if n > MAX_MSG:
                 self.kill()
-                raise HostGone("protocol breach by the %s's process" % self.role)
-            return False, t1 - t0, json.loads(read_exact(self.fd, n, deadline).decode("utf-8", "replace"))
+                raise self.gone("protocol breach by the %s's process" % self.role)
+            try:
+                err = json.loads(read_exact(self.fd, n, deadline).decode("utf-8", "replace"))
+            except (ValueError, RecursionError):
+                err = None
+            if not isinstance(err, dict) or not isinstance(err.get("error", ""), str):
+                self.kill()
+                raise self.gone("protocol breach by the %s's process (an error reply that is not an object "
+                                "with a text)" % self.role)
+            return False, t1 - t0, err
         self.kill()
-        raise HostGone("protocol breach by the %s's process (%r)" % (self.role, kind))
+        raise self.gone("protocol breach by the %s's process (%r)" % (self.role, kind))
 
     def null_call(self, timeout):
         self.cont()
@@ -1005,10 +1033,10 @@ class Host:
                 spin_until_readable(self.fd, self.spin_s)
             kind = read_exact(self.fd, 1, deadline)
         except (TimeoutError, EOFError, OSError):
-            raise HostGone(self.death("a null call"))
+            raise self.gone(self.death("a null call"))
         if kind != b"d":
             self.kill()
-            raise HostGone("protocol breach by the %s's process" % self.role)
+            raise self.gone("protocol breach by the %s's process" % self.role)
         return now_ns() - t0
 
     def kill(self):
@@ -1190,12 +1218,18 @@ class Judge:
         # judge's deadline counts from when it began to wait for a request.
         self.started = time.monotonic() if waiting_since is None else min(waiting_since, time.monotonic())
         self.at_shape = None   # the shape whose correctness trials are running
+        self.hidden_ran = None   # the last hidden shape whose trials have begun
+        self.forbid_ops = None   # the reference's own operations (check_ops)
+        self.check_ops_enabled = False
         # The inputs of the correctness trials and the timed calls are drawn
         # from seeds keyed by a secret of this judgement that never reaches a
         # host: the request's seed is known to whoever knows the run (and a
         # model's parameters are seeded from it, as the reference's are), so
         # inputs derived from it alone could be rebuilt by the candidate.
-        self.secret = os.urandom(16).hex()
+        # Drawn when first used, after the hosts are forked (a host forked
+        # from this process holds a copy of its memory: the red team read
+        # the secret there and rebuilt every timed input, 35x).
+        self._secret = None
         self.load_notes = []   # work charged from the candidate's loads, per shape
         self.store_notes = []  # work charged from the candidate's output copies, per shape
         self.deadline = self.started + max(5.0, float(req.get("wall_seconds", 60)) - 3.0)
@@ -1376,7 +1410,10 @@ class Judge:
         except HostGone as e:
             # A host that died or hung outside a guarded call: the
             # candidate's fault, or the judge's when it was the reference.
-            if "reference" in e.why:
+            # (Whose host it was, not what the message says: a candidate's
+            # own violation line naming "the reference's" path made its
+            # death kevo's fault.)
+            if e.role == "reference":
                 v = {"status": "internal_error", "stage": "correctness", "message": e.why, "feedback": e.why}
             else:
                 v = {"status": e.status, "stage": "correctness", "message": e.why, "feedback": e.why}
@@ -1398,6 +1435,16 @@ class Judge:
             # the lineage.
             v["failed_shape"] = self.at_shape["label"]
             v["feedback"] = ""
+        elif v["status"] in ("runtime_error", "memory_limit") and self.hidden_ran:
+            # Later (at a drawn shape, in the timing) the same: what the
+            # candidate wrote could hold the hidden sizes it saw (the red
+            # team recorded them and raised them at a drawn shape). The
+            # verdict names the last hidden shape that ran, so that kevo's
+            # feedback withholds the candidate's text as for a failure
+            # there; the message (the lineage) says where it failed.
+            v["failed_shape"] = self.hidden_ran
+            v["feedback"] = ""
+            v["message"] += " (after the hidden shapes ran: the feedback withholds what the candidate wrote)"
         if v["status"] == "correct" or v["status"] == "wrong_answer":
             v.setdefault("max_abs_error", finite_or_text(self.max_abs))
             v.setdefault("rel_l2_error", finite_or_text(self.max_rel))
@@ -1460,6 +1507,7 @@ class Judge:
         if self.mode == "baseline":
             return self.baseline(ref, cand), None
         seed_exempt = self.mode == "self_check" or program["kind"] == "reference" or self.is_seed(program)
+        self.check_ops_enabled = not seed_exempt
         self.correctness(ref, cand, seed_exempt)
         timings = None
         if self.req.get("timing"):
@@ -1496,8 +1544,18 @@ class Judge:
             h.kill()
             raise Verdict(status, "the %s's process did not get ready within %.0f s (its last set-up step: %s%s)"
                           % (h.role, limit, h.stage or "none", "; stalled in " + where if where else ""))
-        except (EOFError, OSError, ValueError):
+        except (EOFError, OSError, ValueError, RecursionError):
             raise Verdict("runtime_error", h.death("loading the program"))
+        if not isinstance(msg, dict) or not isinstance(msg.get("error", ""), str) or \
+                not isinstance(msg.get("isolation") or {}, dict) or \
+                not isinstance((msg.get("isolation") or {}).get("notes", []), list) or \
+                not isinstance(msg.get("flags_changed") or [], list):
+            # The candidate's module can rewrite the host's code as it loads
+            # (a list here crashed the judge into internal_error).
+            h.kill()
+            status = "runtime_error" if h.role == "candidate" else "internal_error"
+            raise Verdict(status, "protocol breach by the %s's process (a ready message that is not an object)"
+                          % h.role)
         if "error" in msg:
             status = "runtime_error" if h.role == "candidate" else "internal_error"
             raise Verdict(status, last_line(msg["error"]), msg["error"])
@@ -1513,6 +1571,14 @@ class Judge:
                           % ", ".join(msg["flags_changed"]))
 
     # -- correctness
+    @property
+    def secret(self):
+        if self._secret is None:
+            if not self.hosts:
+                raise RuntimeError("the judgement's secret was asked for before its hosts were forked")
+            self._secret = os.urandom(16).hex()
+        return self._secret
+
     def shapes(self, kinds):
         return [s for s in self.task["shapes"] if s["kind"] in kinds]
 
@@ -1589,7 +1655,8 @@ class Judge:
         if "error" in r:
             raise Verdict("memory_limit" if r.get("oom") else "runtime_error",
                           "the candidate's process could not load its inputs: " + last_line(r["error"]), r["error"])
-        ok, _, err = cand.call(self.call_timeout, "a correctness call at %s %s" % (self.shown(s), trial_name))
+        ok, _, err = cand.call(self.call_timeout, "a correctness call at %s %s" % (self.shown(s), trial_name),
+                               record=self.check_ops_enabled)
         if not ok:
             raise Verdict("memory_limit" if err.get("oom") else "runtime_error",
                           "forward raised at %s %s: %s" % (self.shown(s), trial_name, last_line(err["error"])),
@@ -1650,6 +1717,8 @@ class Judge:
         self.call_timeout = min(self.left(), 60.0)
         for s in self.shapes(("visible", "hidden", "drawn")):
             self.at_shape = s
+            if s["kind"] == "hidden":
+                self.hidden_ran = s["label"]
             model_seed = derive_seed(self.seed, "model", s["label"])
             self.init_both(ref, cand, s, model_seed)
             trials = [("trial %d" % (t + 1), None) for t in range(self.trials)] + \
@@ -1672,36 +1741,42 @@ class Judge:
                 self.check_state(cand, s, trial_name)
                 if trial == 0 and s["kind"] == "visible" and not ops_checked:
                     ops_checked = True
-                    # Repeat consistency on the same inputs, then the
-                    # operations it calls.
+                    # Repeat consistency on the same inputs.
                     cst2 = self.run_cand(cand, inputs_msg, expect, poison_bytes, s, "repeat-consistency", False)
                     got2 = self.read_outputs(cand, cst2)
                     self.check_outputs(want, got2, s, "repeat-consistency")
-                    if not seed_exempt:
-                        self.check_ops(ref, cand, inputs_msg, s)
+        # The operations of every correctness call (one recorded call, the
+        # third of the first model, let a candidate that counted its calls
+        # use the reference's own operation in all the others).
+        if not seed_exempt:
+            self.check_ops(ref, cand, inputs_msg, s)
         self.at_shape = None
 
-    def check_ops(self, ref, cand, inputs_msg, s):
-        forbid = set()
-        if self.info["forbid_reference_ops"]:
-            ref.request({"op": "load", "inputs": inputs_msg}, self.left())
-            r = ref.request({"op": "ops"}, self.left())
-            if "error" in r:
-                raise Verdict("internal_error", "recording the reference's operations failed: " + last_line(r["error"]))
-            forbid = {op for op in r["ops"] if op not in NEUTRAL_OPS} - set(self.info["allow"])
+    def check_ops(self, ref, cand, inputs_msg, s, during=""):
+        """The reference's own operations (recorded once, on the inputs last
+        written) against those of the candidate's recorded calls since the
+        last check."""
+        if self.forbid_ops is None:
+            self.forbid_ops = set()
+            if self.info["forbid_reference_ops"]:
+                ref.request({"op": "load", "inputs": inputs_msg}, self.left())
+                r = ref.request({"op": "ops"}, self.left())
+                if "error" in r:
+                    raise Verdict("internal_error", "recording the reference's operations failed: " +
+                                  last_line(r["error"]))
+                self.forbid_ops = {op for op in r["ops"] if op not in NEUTRAL_OPS} - set(self.info["allow"])
+        forbid = self.forbid_ops
+        c = cand.request({"op": "recorded"}, self.left())
         if not forbid:
             return
-        cand.request({"op": "load", "inputs": inputs_msg}, self.left())
-        c = cand.request({"op": "ops"}, self.left())
-        if "error" in c:
-            raise Verdict("runtime_error", "forward raised while its operations were recorded: " + last_line(c["error"]),
-                          c["error"])
-        used = sorted(set(c["ops"]) & forbid)
+        if "error" in c or not isinstance(c.get("ops"), list):
+            raise Verdict("runtime_error", "the candidate's process did not report its recorded operations")
+        used = sorted(set(str(o) for o in c["ops"]) & forbid)
         if used:
             allowed = sorted(self.info["allow"])
             raise Verdict("forbidden", "the candidate calls %s, the reference's own operation%s that this task asks "
-                          "to replace%s" % (", ".join(used), "s" if len(used) > 1 else "",
-                                           " (it allows: %s)" % ", ".join(allowed) if allowed else ""))
+                          "to replace%s%s" % (", ".join(used), "s" if len(used) > 1 else "",
+                                             " (it allows: %s)" % ", ".join(allowed) if allowed else "", during))
 
     # -- null candidates (conformance)
     def judge_null(self, ref):
@@ -1803,7 +1878,7 @@ class Judge:
             out.append(result)
         return out
 
-    def turn(self, h, is_cand, load, s, during, call_name):
+    def turn(self, h, is_cand, load, s, during, call_name, record=False):
         """One side's turn in the timing loop: the L2 flush, its load, its
         call, the drain, then the host stopped. Returns the load's, the
         call's and the drain's ns; a call that raised is the candidate's
@@ -1814,7 +1889,7 @@ class Judge:
         t0 = time.perf_counter_ns()
         h.request(load, self.left())
         load_ns = time.perf_counter_ns() - t0
-        ok, ns, err = h.call(timeout, "%s at %s" % (call_name, self.shown(s)))
+        ok, ns, err = h.call(timeout, "%s at %s" % (call_name, self.shown(s)), record=record)
         drain_ns = self.drain(timeout)
         h.stop()
         if not ok and not is_cand:
@@ -1859,12 +1934,23 @@ class Judge:
         n = max(n, 2)
         rng = random.Random(derive_seed(self.secret, self.seed, "check", s["label"], attempt))
         checked = {n - 1, rng.randrange(0, n - 1)}
+        # One more candidate call, at a random place in the loop and made as
+        # the timed ones are (its own fresh inputs), has its operations
+        # recorded: a candidate that tells its correctness calls from the
+        # timed ones (by counting models or calls) may use the reference's
+        # own operation only where nothing records. Its time is not used.
+        recorded_at = rng.randrange(0, n) if self.check_ops_enabled and cand is not None else -1
         cand_ns, ref_ns = [], []
         cand_load, ref_load = [], []
         drains = {"ref_call": [], "cand_call": []}
         cand_store, ref_store = [], []
         poison_bytes = sum(tensor_bytes(m["shape"], m["dtype"]) for m in expect)
         for k in range(n):
+            if k == recorded_at:
+                rec_msg = self.write_inputs(self.draw_inputs(
+                    derive_seed(self.secret, self.seed, s["label"], "record", attempt)))
+                self.turn(cand, True, {"op": "load", "inputs": rec_msg, "poison": True, "poison_bytes": poison_bytes},
+                          s, "timing", "a timed call", record=True)
             inputs = self.draw_inputs(derive_seed(self.secret, self.seed, s["label"], "time", attempt, k))
             inputs_msg = self.write_inputs(inputs)
             # Both loads do the same work (the copy and the poison), and the
@@ -1962,6 +2048,8 @@ class Judge:
             out["cand_median_ns"] += store_charged
             out["iqr_frac"] = max(ciqr / out["cand_median_ns"], riqr / rm)
             out["store_charged_ns"] = store_charged
+        if recorded_at >= 0:
+            self.check_ops(ref, cand, inputs_msg, s, " (in a call of the timing loop)")
         return out
 
     def timing_feedback(self, timings):
