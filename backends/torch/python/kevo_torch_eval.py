@@ -908,10 +908,11 @@ class Host:
         status = None
         for _ in range(200):
             try:
-                pid, status = os.waitpid(self.pid, os.WNOHANG)
+                pid, st = os.waitpid(self.pid, os.WNOHANG)
             except ChildProcessError:
                 break
             if pid:
+                status = st   # (a process still running reads status 0: "exited with 0" before)
                 break
             time.sleep(0.005)
         self.read_side_channel()
