@@ -253,10 +253,15 @@ def paired_excess(diffs, ref_ns):
     5-55 ms."""
     if not diffs:
         return 0.0
-    med = quantile(diffs, 0.5)
-    mad = quantile([abs(d - med) for d in diffs], 0.5)
-    stderr = 1.2533 * 1.4826 * mad / math.sqrt(len(diffs))
+    med, spread = mad(diffs)
+    stderr = 1.2533 * 1.4826 * spread / math.sqrt(len(diffs))
     return clear_excess(med, ref_ns) if med > 3.0 * stderr else 0.0
+
+
+def mad(xs):
+    """(median, median absolute deviation) of xs."""
+    med = quantile(xs, 0.5)
+    return med, quantile([abs(x - med) for x in xs], 0.5)
 
 
 def step_noise(ref_steps):
@@ -266,8 +271,7 @@ def step_noise(ref_steps):
     reference's: a candidate cannot widen it with steps of its own."""
     if len(ref_steps) < 2:
         return 0.0
-    med = quantile(ref_steps, 0.5)
-    return math.sqrt(2.0) * 1.4826 * quantile([abs(r - med) for r in ref_steps], 0.5)
+    return math.sqrt(2.0) * 1.4826 * mad(ref_steps)[1]
 
 
 def store_excess(cand_store, ref_store, ref_load):
@@ -1219,7 +1223,7 @@ class Judge:
         # judge's deadline counts from when it began to wait for a request.
         self.started = time.monotonic() if waiting_since is None else min(waiting_since, time.monotonic())
         self.at_shape = None   # the shape whose correctness trials are running
-        self.hidden_ran = None   # the last hidden shape whose trials have begun
+        self.last_hidden = None   # the last hidden shape whose trials have begun
         self.forbid_ops = None   # the reference's own operations (check_ops)
         self.check_ops_enabled = False
         # The inputs of the correctness trials and the timed calls are drawn
@@ -1436,14 +1440,14 @@ class Judge:
             # the lineage.
             v["failed_shape"] = self.at_shape["label"]
             v["feedback"] = ""
-        elif v["status"] in ("runtime_error", "memory_limit") and self.hidden_ran:
+        elif v["status"] in ("runtime_error", "memory_limit") and self.last_hidden:
             # Later (at a drawn shape, in the timing) the same: what the
             # candidate wrote could hold the hidden sizes it saw (the red
             # team recorded them and raised them at a drawn shape). The
             # verdict names the last hidden shape that ran, so that kevo's
             # feedback withholds the candidate's text as for a failure
             # there; the message (the lineage) says where it failed.
-            v["failed_shape"] = self.hidden_ran
+            v["failed_shape"] = self.last_hidden
             v["feedback"] = ""
             v["message"] += " (after the hidden shapes ran: the feedback withholds what the candidate wrote)"
         if v["status"] == "correct" or v["status"] == "wrong_answer":
@@ -1508,8 +1512,9 @@ class Judge:
         if self.mode == "baseline":
             return self.baseline(ref, cand), None
         seed_exempt = self.mode == "self_check" or program["kind"] == "reference" or self.is_seed(program)
-        self.check_ops_enabled = not seed_exempt
-        self.correctness(ref, cand, seed_exempt)
+        # (No task operation to forbid: nothing to record.)
+        self.check_ops_enabled = not seed_exempt and bool(self.info["forbid_reference_ops"])
+        self.correctness(ref, cand)
         timings = None
         if self.req.get("timing"):
             self.stage("timing")
@@ -1713,13 +1718,13 @@ class Judge:
             raise Verdict("wrong_answer", "the candidate modified its parameters or buffers in forward: %s (at %s %s)"
                           % (", ".join(st["params_changed"][:5]), self.shown(s), trial_name))
 
-    def correctness(self, ref, cand, seed_exempt):
+    def correctness(self, ref, cand):
         ops_checked = False
         self.call_timeout = min(self.left(), 60.0)
         for s in self.shapes(("visible", "hidden", "drawn")):
             self.at_shape = s
             if s["kind"] == "hidden":
-                self.hidden_ran = s["label"]
+                self.last_hidden = s["label"]
             model_seed = derive_seed(self.seed, "model", s["label"])
             self.init_both(ref, cand, s, model_seed)
             trials = [("trial %d" % (t + 1), None) for t in range(self.trials)] + \
@@ -1749,7 +1754,7 @@ class Judge:
         # The operations of every correctness call (one recorded call, the
         # third of the first model, let a candidate that counted its calls
         # use the reference's own operation in all the others).
-        if not seed_exempt:
+        if self.check_ops_enabled:
             self.check_ops(ref, cand, inputs_msg, s)
         self.at_shape = None
 
@@ -1758,14 +1763,11 @@ class Judge:
         written) against those of the candidate's recorded calls since the
         last check."""
         if self.forbid_ops is None:
-            self.forbid_ops = set()
-            if self.info["forbid_reference_ops"]:
-                ref.request({"op": "load", "inputs": inputs_msg}, self.left())
-                r = ref.request({"op": "ops"}, self.left())
-                if "error" in r:
-                    raise Verdict("internal_error", "recording the reference's operations failed: " +
-                                  last_line(r["error"]))
-                self.forbid_ops = {op for op in r["ops"] if op not in NEUTRAL_OPS} - set(self.info["allow"])
+            ref.request({"op": "load", "inputs": inputs_msg}, self.left())
+            r = ref.request({"op": "ops"}, self.left())
+            if "error" in r:
+                raise Verdict("internal_error", "recording the reference's operations failed: " + last_line(r["error"]))
+            self.forbid_ops = {op for op in r["ops"] if op not in NEUTRAL_OPS} - set(self.info["allow"])
         forbid = self.forbid_ops
         c = cand.request({"op": "recorded"}, self.left())
         if not forbid:
