@@ -520,6 +520,30 @@ TEST(CpuBackend, WithoutNamespacesTheEngineStaysOutOfReachAndTheReportSaysWhatIs
   EXPECT_TRUE(g.at("isolation").at("caps_dropped").get<bool>());
 }
 
+TEST(CpuBackend, TheCompilerReadsNoFileOfTheUsers) {
+  // A source that includes a file of the user's (a key, the task's hidden
+  // shapes): before, the compiler printed its first line in the compile
+  // log, which reaches the feedback, the next prompt and the lineage. Its
+  // reads are confined to the system's trees and what its command names.
+  std::string why;
+  const int probe = kevo::sandbox::make_ruleset({"/tmp"}, {"/usr"}, why);
+  if (probe < 0) GTEST_SKIP() << "no Landlock on this kernel: " << why;
+  ::close(probe);
+  const kevo::sandbox::ScratchDir dir = kevo::sandbox::ScratchDir::create(fs::temp_directory_path(), "kevo-secret");
+  const fs::path secret = dir.path() / "api-key.txt";
+  std::ofstream(secret) << "sk-kevo-include-5e1f0c\n";
+  auto task = std::make_shared<kevo::Task>(kevo::load_task(kTask));
+  kevo::cpu::CpuBackend b(options(nlohmann::json::object()));
+  b.prepare(*task);
+  const std::string source = "#include \"" + secret.string() + "\"\n" + read(kCandidates / "correct.cpp");
+  const kevo::Verdict v = b.evaluate(task, source, 3);
+  EXPECT_EQ(v.status, Status::compile_error) << v.message;
+  for (const std::string* text : {&v.message, &v.compile_log, &v.feedback, &v.output_tail})
+    EXPECT_EQ(text->find("sk-kevo-include"), std::string::npos) << *text;
+  EXPECT_NE(v.compile_log.find("api-key.txt"), std::string::npos) << v.compile_log;
+  EXPECT_TRUE(b.guarantees().at("compiler_reads_confined").get<bool>());
+}
+
 TEST(CpuBackend, TheCompilerWritesItsBuildAndNothingElse) {
   // A compiler that also tries to write beside the build (as a hostile
   // source cannot make gcc do, but a toolchain plugin or wrapper could):

@@ -139,6 +139,10 @@ def main():
         # Reads the judgement's secret (the timed inputs' key) from the
         # judge's memory that its host was forked with: drawn after the fork.
         "judge_secret": ({"runtime_error"}, "no judgement secret"),
+        # Looks for the hidden shapes in its process (the judge's request,
+        # which the host was forked with): the host is forked before its
+        # judge reads the request.
+        "read_request": ({"runtime_error"}, "no hidden shape in this process"),
         # Replies of the host's that are not objects: protocol breaches, the
         # candidate's failure (internal_error before).
         "error_not_an_object": ({"runtime_error"}, "not an object"),
@@ -146,6 +150,16 @@ def main():
         # Blames its own death on the reference (a forged violation line):
         # whose host died is the judge's knowledge.
         "blame_reference": ({"runtime_error"}, ""),
+        # Work fused into the host's load or store step (the same bytes
+        # read and written as the step's own copy, so no charge saw it:
+        # 64-257x before). On the CPU there are no such steps; on the GPU
+        # the load's hole is open (docs/torch.md#gpu-status).
+        "load_fused": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
+        "store_fused": ({"correct", "wrong_answer"}, "", fast),
+        # Replies at once and works on in a thread of its own: the clock
+        # runs until every thread of the host has stopped.
+        "thread_after_reply": ({"correct", "wrong_answer", "runtime_error"}, "", lambda v: fast(v) and
+                               (v["status"] != "correct" or v["speedup"] < 3.0)),
         "kill_parent": ({"runtime_error"}, "sandbox violation"),
         "kill_all": ({"runtime_error"}, "sandbox violation"),
         "write_file": ({"runtime_error"}, "on '/tmp/kevo-torch-pwned'"),
@@ -163,6 +177,17 @@ def main():
         # judge's side pipe: still its own timeout.
         "forge_stage": ({"timeout"}, "last set-up step: load)"),
     }
+    if device == "cpu":
+        # On the CPU a host binds its inputs (views of the judge's file) and
+        # the judge reads its outputs from its memory: the attacks on the
+        # load and store steps find none, and the description of the
+        # outputs is what a forged host reply can touch.
+        native.update({
+            "forge_store": ({"wrong_answer"}, "shares memory with input"),
+            "load_work": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
+            "lazy_store": ({"wrong_answer"}, "differs from the reference"),
+            "describe_elsewhere": ({"runtime_error"}, "memory that the candidate's process does not have"),
+        })
     at_load = {"forge_stage", "ready_not_an_object"}   # called by the module's top level, not by forward
     with open(os.path.join(src, "tests", "torch", "native_attacks.cpp"), encoding="utf-8") as f:
         cpp = f.read()
@@ -175,9 +200,25 @@ def main():
                    "ext.%s(torch.zeros(1))\n" % name if name in at_load else "", name))
         with open(os.path.join(work, "native_%s.py" % name), "w", encoding="utf-8") as f:
             f.write(body)
+    # A file of the user's that holds the fake key, and a candidate whose
+    # C++ source includes it: the compiler printed its first line in the
+    # compile log (the feedback, the next prompt, the lineage) before the
+    # build's reads were confined.
+    notes = os.path.join(work, "notes")
+    os.makedirs(notes)
+    with open(os.path.join(notes, "api-key.txt"), "w", encoding="utf-8") as f:
+        f.write(SECRET + "\n")
+    with open(os.path.join(work, "include_secret.py"), "w", encoding="utf-8") as f:
+        f.write('import torch\nimport torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n\n'
+                'CPP = %s\next = load_inline(name="kevo_include_secret", cpp_sources=[CPP], functions=["f"])\n\n\n'
+                'class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n\n'
+                '    def forward(self, x):\n        return ext.f(x)\n'
+                % json.dumps('#include "%s"\ntorch::Tensor f(torch::Tensor x) { return x; }\n'
+                             % os.path.join(notes, "api-key.txt")))
     failures = []
     results = []
     todo = [(n, os.path.join(adv, n)) + cases[n] for n in cases] + \
+        [("include_secret.py", os.path.join(work, "include_secret.py"), softmax, {"compile_error"}, "", None)] + \
         [("native_%s.py" % n, os.path.join(work, "native_%s.py" % n), softmax) + native[n] +
          ((None,) if len(native[n]) == 2 else ()) for n in native]
     todo = [t for t in todo if not only or t[0] in only or t[0].replace(".py", "") in only]

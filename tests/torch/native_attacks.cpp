@@ -4,6 +4,8 @@
 // got through, returns wrong values so that the attack can only lose.
 #include <pybind11/eval.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -15,6 +17,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 static torch::Tensor got_through(torch::Tensor x, const char* what) {
@@ -135,6 +138,13 @@ static void in_host_module(const char* imports, const char* body) {
                  "    if hasattr(m, 'host_store') and hasattr(m, 'serve_host'):\n" + body);
 }
 
+// in_host_module the first time only (a forward is called many times).
+static void once_in_host_module(bool& done, const char* imports, const char* body) {
+  if (done) return;
+  done = true;
+  in_host_module(imports, body);
+}
+
 static torch::Tensor softmax_rows(torch::Tensor x) {
   auto e = (x - std::get<0>(x.max(1, true))).exp();
   return e / e.sum(1, true);
@@ -181,17 +191,14 @@ torch::Tensor null_inflate(torch::Tensor x) {
 // judge timed both sides' output copies and charged the excess.
 torch::Tensor lazy_store(torch::Tensor x) {
   static bool done = false;
-  if (!done) {
-    done = true;
-    in_host_module(", torch",
-                   "        def _store(st, msg, _orig=m.host_store):\n"
-                   "            if st.outputs is not None and st.inputs:\n"
-                   "                x = st.inputs[0]\n"
-                   "                e = torch.exp(x - x.max(dim=1, keepdim=True).values)\n"
-                   "                st.outputs = e / e.sum(dim=1, keepdim=True)\n"
-                   "            return _orig(st, msg)\n"
-                   "        m.host_store = _store\n");
-  }
+  once_in_host_module(done, ", torch",
+                            "        def _store(st, msg, _orig=m.host_store):\n"
+                            "            if st.outputs is not None and st.inputs:\n"
+                            "                x = st.inputs[0]\n"
+                            "                e = torch.exp(x - x.max(dim=1, keepdim=True).values)\n"
+                            "                st.outputs = e / e.sum(dim=1, keepdim=True)\n"
+                            "            return _orig(st, msg)\n"
+                            "        m.host_store = _store\n");
   return torch::empty_like(x);
 }
 
@@ -201,7 +208,8 @@ torch::Tensor lazy_store(torch::Tensor x) {
 // candidate whose honest verdict would be its own failure. A reply of the
 // wrong shape is a protocol breach now.
 torch::Tensor reply_not_an_object(torch::Tensor x) {
-  in_host_module("", "        m.host_store = lambda st, msg: ['no']\n");
+  in_host_module("", "        m.host_store = lambda st, msg: ['no']\n"
+                     "        m.describe_outputs = lambda st, out: ['no']\n");
   return softmax_rows(x);
 }
 
@@ -233,18 +241,15 @@ torch::Tensor early_reply(torch::Tensor x) {
 // clear excess to its calls.
 torch::Tensor load_work(torch::Tensor x) {
   static bool done = false;
-  if (!done) {
-    done = true;
-    in_host_module(", torch",
-                   "        def _load(st, msg, _orig=m.host_load):\n"
-                   "            r = _orig(st, msg)\n"
-                   "            x = st.inputs[0]\n"
-                   "            e = torch.exp(x - x.max(dim=1, keepdim=True).values)\n"
-                   "            y = e / e.sum(dim=1, keepdim=True)\n"
-                   "            st.model.forward = lambda *a, _y=y: _y.clone()\n"
-                   "            return r\n"
-                   "        m.host_load = _load\n");
-  }
+  once_in_host_module(done, ", torch",
+                            "        def _load(st, msg, _orig=m.host_load):\n"
+                            "            r = _orig(st, msg)\n"
+                            "            x = st.inputs[0]\n"
+                            "            e = torch.exp(x - x.max(dim=1, keepdim=True).values)\n"
+                            "            y = e / e.sum(dim=1, keepdim=True)\n"
+                            "            st.model.forward = lambda *a, _y=y: _y.clone()\n"
+                            "            return r\n"
+                            "        m.host_load = _load\n");
   return softmax_rows(x);
 }
 
@@ -278,10 +283,20 @@ torch::Tensor write_inputs(torch::Tensor x) {
     mapping = true;
     const unsigned long lo = std::strtoul(line.c_str(), nullptr, 16);
     const unsigned long hi = std::strtoul(line.c_str() + line.find('-') + 1, nullptr, 16);
+    // Its write must reach the file: a private mapping takes it as a copy
+    // of its own, which the reference never sees.
     if (::mprotect(reinterpret_cast<void*>(lo), hi - lo, PROT_READ | PROT_WRITE) == 0) {
       volatile char* p = reinterpret_cast<char*>(lo);
-      p[0] = p[0];
-      return got_through(x, "made its mapping of the shared inputs writable");
+      const char before = p[0];
+      p[0] = static_cast<char>(before ^ 0x5a);
+      char now = before;
+      for (int fd = 0; fd < 1024; ++fd) {
+        char link[256] = {0};
+        const std::string path = "/proc/self/fd/" + std::to_string(fd);
+        if (::readlink(path.c_str(), link, sizeof link - 1) > 0 && std::strstr(link, "kevo-inputs") != nullptr &&
+            ::pread(fd, &now, 1, 0) == 1 && now != before)
+          return got_through(x, "changed the shared inputs through its mapping");
+      }
     }
   }
   for (int fd = 0; fd < 1024; ++fd) {
@@ -299,6 +314,125 @@ torch::Tensor write_inputs(torch::Tensor x) {
     throw std::runtime_error(std::string("did not find the shared inputs (mapping ") + (mapping ? "found" : "not found") +
                              ", descriptor " + (descriptor ? "found" : "not found") + ")");
   throw std::runtime_error("the shared inputs are read-only here: neither its mapping nor its descriptor can write");
+}
+
+// Fuses its work into the host's load, the one step before a call that
+// sees the inputs: the load's copy from the judge's file is replaced by
+// the softmax itself, which reads the file once and writes one tensor as
+// the copy does, and the next forward returns it. The load's time barely
+// moves, so no charge on loads could see it (the red team: correct at
+// 64-257x). On the CPU there is no load step now: a host's inputs are
+// views of the judge's file, written while the host is stopped, and its
+// forward is all that runs.
+torch::Tensor load_fused(torch::Tensor x) {
+  static bool done = false;
+  once_in_host_module(done, ", torch",
+                            "        def _load(st, msg, _orig=m.host_load):\n"
+                            "            t = [i for i in msg['inputs'] if i['kind'] == 'tensor'][0]\n"
+                            "            v = st.in_mem.view(t['offset'], t['shape'], t['dtype'])\n"
+                            "            if st.cuda:\n"
+                            "                v = v.to(st.device)\n"
+                            "            y = torch.softmax(v, 1)\n"
+                            "            st.inputs, st.outputs = [v], None\n"
+                            "            st.model.forward = lambda *a, _y=y: _y\n"
+                            "            st.sync()\n"
+                            "            return {'ok': True}\n"
+                            "        m.host_load = _load\n");
+  return softmax_rows(x);
+}
+
+// Fuses its work into the host's store: its calls return empty memory, and
+// the store writes the softmax of the loaded inputs straight into the
+// output file instead of copying, the same bytes read and written as an
+// honest store's copy, so that the charge on output copies sees nothing.
+// On the CPU there is no store now: the judge reads a host's outputs from
+// its memory, after the call, with the host stopped.
+torch::Tensor store_fused(torch::Tensor x) {
+  static bool done = false;
+  once_in_host_module(done, ", torch",
+                            "        def _store(st, msg, _orig=m.host_store, _m=m):\n"
+                            "            if st.outputs is None or not st.inputs:\n"
+                            "                return _orig(st, msg)\n"
+                            "            x = st.inputs[0]\n"
+                            "            if msg.get('inputs') or st.cuda:\n"
+                            "                st.outputs = torch.softmax(x, 1)\n"
+                            "                return _orig(st, msg)\n"
+                            "            meta = {'shape': list(x.shape), 'dtype': _m.dtype_name(x.dtype)}\n"
+                            "            offs, end = _m.layout([meta])\n"
+                            "            st.out_mem.ensure(end)\n"
+                            "            torch.ops.aten._softmax.out(x, 1, False, out=st.out_mem.view(offs[0], meta['shape'], meta['dtype']))\n"
+                            "            return {'outputs': [meta], 'offsets': offs, 'form': 'single'}\n"
+                            "        m.host_store = _store\n");
+  return torch::empty_like(x);
+}
+
+// Replies at once and leaves its work to a thread of its own, which
+// writes the output the reply pointed at: a judge that stopped its clock
+// at the reply timed nothing. The judge's clock runs until every thread of
+// the host has stopped, and it reads the outputs only then.
+torch::Tensor thread_after_reply(torch::Tensor x) {
+  auto y = torch::empty_like(x);
+  auto xs = x.clone();
+  std::thread([xs, y]() mutable { y.copy_(softmax_rows(xs)); }).detach();
+  return y;
+}
+
+// Describes its outputs at memory it does not have (the judge reads a host's
+// outputs where its reply says they are): the judge's read fails, and that
+// is the candidate's failure, not kevo's.
+torch::Tensor describe_elsewhere(torch::Tensor x) {
+  in_host_module("",
+                 "        def _describe(st, out, _orig=m.describe_outputs):\n"
+                 "            d = _orig(st, out)\n"
+                 "            for o in d.get('outputs', []):\n"
+                 "                o['address'] = 4096\n"
+                 "            return d\n"
+                 "        m.describe_outputs = _describe\n");
+  return softmax_rows(x);
+}
+
+// Looks for the judgement's hidden shapes in its own process at its first
+// call (a visible shape: the judge has not asked for a hidden one yet):
+// among the Python objects (the judge's request, which a host forked from
+// the judge held a copy of) and in its memory (the request's line). With
+// them a candidate could special-case the hidden sizes, or raise them at a
+// visible shape, where the feedback keeps what it wrote. The host is forked
+// before its judge reads the request now.
+torch::Tensor read_request(torch::Tensor x) {
+  pybind11::exec(
+      "import gc\n"
+      "for o in gc.get_objects():\n"
+      "    if isinstance(o, dict) and o.get('kind') == 'hid' + 'den' and 'dims' in o:\n"
+      "        raise RuntimeError('got through: a hidden shape in this process: %s' % o.get('label'))\n");
+  const std::string pattern = std::string("\"kind\":\"hid") + "den\"";
+  const std::string maps = read_proc("/proc/self/maps");
+  std::size_t pos = 0;
+  while (pos < maps.size()) {
+    std::size_t end = maps.find('\n', pos);
+    if (end == std::string::npos) end = maps.size();
+    const std::string line = maps.substr(pos, end - pos);
+    pos = end + 1;
+    char perms[8] = {0};
+    unsigned long lo = 0, hi = 0;
+    char path[512] = {0};
+    if (std::sscanf(line.c_str(), "%lx-%lx %7s %*s %*s %*s %511s", &lo, &hi, perms, path) < 3) continue;
+    if (perms[0] != 'r' || path[0] == '/' || std::strcmp(path, "[vvar]") == 0 || std::strcmp(path, "[vsyscall]") == 0 ||
+        std::strcmp(path, "[vvar_vclock]") == 0)
+      continue;
+    const char* base = reinterpret_cast<const char*>(lo);
+    for (const char* at = base; at < base + (hi - lo);) {
+      const void* hit = ::memmem(at, static_cast<std::size_t>(base + (hi - lo) - at), pattern.data(), pattern.size());
+      if (hit == nullptr) break;
+      const char* h = static_cast<const char*>(hit);
+      at = h + 1;
+      if (h == pattern.data()) continue;   // the pattern itself
+      std::string around;
+      for (const char* c = std::max(base, h - 120); c < std::min(base + (hi - lo), h + 200); ++c)
+        around += (*c >= 32 && *c < 127) ? *c : '.';
+      return got_through(x, ("the request's hidden shapes in its memory: " + around).c_str());
+    }
+  }
+  throw std::runtime_error("no hidden shape in this process");
 }
 
 // Reads the judgement's secret from the judge's memory, which a host forked

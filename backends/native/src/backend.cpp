@@ -368,6 +368,38 @@ std::vector<std::string> NativeBackend::Impl::link_args(const Job& j) const {
   return out;
 }
 
+namespace {
+
+// What a compile may read (Landlock, with its writes confined): the
+// system's trees, the compiler's own folder (and its prefix, for a bin/
+// folder), and every path its command names (-I, -L, -isystem, -include,
+// files). Not the user's files, the task's folder or /proc: a source that
+// names another file (#include "/home/.../key") cannot open it, so it
+// never reaches the compile log, the feedback or the lineage.
+std::vector<std::string> compile_read_dirs(const std::vector<std::string>& argv) {
+  std::vector<std::string> dirs = {"/usr",           "/lib",           "/lib32",           "/lib64",
+                                   "/libx32",        "/bin",           "/sbin",            "/etc/ld.so.cache",
+                                   "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives"};
+  std::error_code ec;
+  if (!argv.empty()) {
+    const fs::path dir = fs::weakly_canonical(argv[0], ec).parent_path();
+    dirs.push_back(dir.string());
+    if (dir.filename() == "bin") dirs.push_back(dir.parent_path().string());
+  }
+  for (std::size_t i = 1; i < argv.size(); ++i) {
+    std::string a = argv[i];
+    for (const char* opt : {"-I", "-L", "-isystem", "-include", "-idirafter", "-iquote"})
+      if (a.rfind(opt, 0) == 0) {
+        a = a.size() > std::strlen(opt) ? a.substr(std::strlen(opt)) : (i + 1 < argv.size() ? argv[i + 1] : "");
+        break;
+      }
+    if (!a.empty() && a[0] == '/') dirs.push_back(a);
+  }
+  return dirs;
+}
+
+}  // namespace
+
 void NativeBackend::Impl::start_compile(Job& j) {
   j.v.stage = Stage::compile;
   sb::Spec s;
@@ -386,8 +418,10 @@ void NativeBackend::Impl::start_compile(Job& j) {
   s.limits.file_mb = opt.limits.file_mb;
   s.limits.output_bytes = 256 * 1024;
   s.limits.processes = 64;
-  // The compiler may write its build (the scratch dir) and nothing else.
+  // The compiler may write its build (the scratch dir) and nothing else,
+  // and read only the system's trees and what its command names.
   s.confine_writes = true;
+  s.read_dirs = compile_read_dirs(s.argv);
   const std::uint64_t pid = runner.start(std::move(s));
   by_proc[pid] = j.key;
   compile_waiters[j.so_key];   // others with this key wait for this compile
@@ -1033,8 +1067,12 @@ nlohmann::json NativeBackend::do_guarantees() const {
   const sb::IsolationReport r = sb::IsolationReport::from_json(iso);
   std::vector<std::string> missing = r.missing();
   if (!impl_->compiler_unconfined.empty())
-    missing.push_back("compilers confined to their build directory: " + impl_->compiler_unconfined);
-  return {{"isolation", iso}, {"missing", missing}, {"compiler_writes_confined", impl_->compiler_unconfined.empty()}};
+    missing.push_back("compilers confined to their build directory and the system's trees: " +
+                      impl_->compiler_unconfined);
+  return {{"isolation", iso},
+          {"missing", missing},
+          {"compiler_writes_confined", impl_->compiler_unconfined.empty()},
+          {"compiler_reads_confined", impl_->compiler_unconfined.empty()}};
 }
 
 std::unique_ptr<Backend> make_native_backend(NativeOptions options) {

@@ -543,7 +543,8 @@ namespace {
 // The Landlock ABI, spelled here: the build's headers may be older than the
 // kernel it runs on.
 constexpr long kLandlockCreateRuleset = 444, kLandlockAddRule = 445, kLandlockRestrictSelf = 446;
-constexpr std::uint64_t kWriteFile = 1ULL << 1, kRemoveDir = 1ULL << 4, kRemoveFile = 1ULL << 5,
+constexpr std::uint64_t kExecute = 1ULL << 0, kWriteFile = 1ULL << 1, kReadFile = 1ULL << 2, kReadDir = 1ULL << 3,
+                        kRemoveDir = 1ULL << 4, kRemoveFile = 1ULL << 5,
                         kMakeChar = 1ULL << 6, kMakeDir = 1ULL << 7, kMakeReg = 1ULL << 8, kMakeSock = 1ULL << 9,
                         kMakeFifo = 1ULL << 10, kMakeBlock = 1ULL << 11, kMakeSym = 1ULL << 12, kRefer = 1ULL << 13,
                         kTruncate = 1ULL << 14;
@@ -555,12 +556,18 @@ struct PathBeneath {
 }  // namespace
 
 int make_write_ruleset(const std::vector<std::string>& dirs, std::string& why) {
+  return make_ruleset(dirs, {}, why);
+}
+
+int make_ruleset(const std::vector<std::string>& write_dirs, const std::vector<std::string>& read_dirs,
+                 std::string& why) {
   const long abi = ::syscall(kLandlockCreateRuleset, nullptr, 0, 1u /* LANDLOCK_CREATE_RULESET_VERSION */);
   if (abi < 1) {
     why = std::string("Landlock is not available: ") + errno_text(errno);
     return -1;
   }
-  std::uint64_t handled = kWriteFile | kRemoveDir | kRemoveFile | kMakeChar | kMakeDir | kMakeReg | kMakeSock |
+  const std::uint64_t reads = read_dirs.empty() ? 0 : kExecute | kReadFile | kReadDir;
+  std::uint64_t handled = reads | kWriteFile | kRemoveDir | kRemoveFile | kMakeChar | kMakeDir | kMakeReg | kMakeSock |
                           kMakeFifo | kMakeBlock | kMakeSym;
   if (abi >= 2) handled |= kRefer;
   if (abi >= 3) handled |= kTruncate;
@@ -571,16 +578,27 @@ int make_write_ruleset(const std::vector<std::string>& dirs, std::string& why) {
     return -1;
   }
   ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-  for (const std::string& d : dirs) {
+  const auto add = [&](const std::string& d, std::uint64_t access) {
     UniqueFd dir(::open(d.c_str(), O_PATH | O_CLOEXEC));
-    if (!dir.valid()) continue;   // a path that does not exist allows nothing
-    PathBeneath rule{handled, dir.get()};
-    if (::syscall(kLandlockAddRule, fd, 1 /* LANDLOCK_RULE_PATH_BENEATH */, &rule, 0u) != 0) {
-      why = "landlock_add_rule(" + d + "): " + errno_text(errno);
+    if (!dir.valid()) return true;   // a path that does not exist allows nothing
+    struct stat st {};
+    // A rule on a file (not a folder) may hold only the rights of files.
+    if (::fstat(dir.get(), &st) == 0 && !S_ISDIR(st.st_mode)) access &= kExecute | kWriteFile | kReadFile | kTruncate;
+    PathBeneath rule{access, dir.get()};
+    if (::syscall(kLandlockAddRule, fd, 1 /* LANDLOCK_RULE_PATH_BENEATH */, &rule, 0u) == 0) return true;
+    why = "landlock_add_rule(" + d + "): " + errno_text(errno);
+    return false;
+  };
+  for (const std::string& d : write_dirs)
+    if (!add(d, handled)) {
       ::close(fd);
       return -1;
     }
-  }
+  for (const std::string& d : read_dirs)
+    if (!add(d, reads)) {
+      ::close(fd);
+      return -1;
+    }
   return fd;
 }
 

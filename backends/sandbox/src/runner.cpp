@@ -268,11 +268,12 @@ std::uint64_t Runner::start(Spec spec) {
   }
   Pipe errp = make_pipe();
 
-  // Compilers write their build and nothing else (where Landlock exists).
+  // Compilers write their build and nothing else, and read only what
+  // read_dirs names (where Landlock exists).
   UniqueFd ruleset;
   std::string confine_error;
   if (spec.confine_writes && p->scratch.valid()) {
-    ruleset = UniqueFd(make_write_ruleset({p->scratch.path().string(), "/dev"}, confine_error));
+    ruleset = UniqueFd(make_ruleset({p->scratch.path().string(), "/dev"}, spec.read_dirs, confine_error));
   }
   ChildPlan plan;
   plan.landlock = ruleset.get();

@@ -255,6 +255,82 @@ def build_extension(call, out_dir, device, arch, tools, cache):
             "functions": [f for f, _ in call["functions"]], "raw_cuda": cuda and not needs_torch(call["cuda_sources"])}
 
 
+# Landlock (Linux 5.13+), by its system calls (the same numbers on every
+# architecture): access rights of ABI 1, and REFER (2) and TRUNCATE (3).
+LL_EXECUTE, LL_WRITE_FILE, LL_READ_FILE, LL_READ_DIR = 1, 2, 4, 8
+LL_ABI1 = (1 << 13) - 1
+LL_REFER, LL_TRUNCATE = 1 << 13, 1 << 14
+LL_FILE_RIGHTS = LL_EXECUTE | LL_WRITE_FILE | LL_READ_FILE | LL_TRUNCATE
+SYS_CREATE_RULESET, SYS_ADD_RULE, SYS_RESTRICT_SELF = 444, 445, 446
+
+
+def read_dirs(device):
+    """What the build and its compilers may read: the system's trees, the
+    interpreter's, torch's and CUDA's, and the compilers' own prefixes.
+    Not the user's files, the task's folder (its hidden shapes), kevo's run
+    folder or /proc (the environments of kevo's ancestors)."""
+    import sysconfig
+    import torch
+    from torch.utils import cpp_extension as ce
+    dirs = ["/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc/ld.so.cache", "/etc/ld.so.conf",
+            "/etc/ld.so.conf.d", "/etc/alternatives", sys.prefix, sys.base_prefix, sys.exec_prefix,
+            os.path.dirname(os.path.dirname(os.path.abspath(torch.__file__)))]
+    dirs += [p for p in sys.path if p] + list(sysconfig.get_paths().values())
+    tools = [os.environ.get("CXX", "g++")]
+    if device == "cuda" and ce.CUDA_HOME:
+        dirs.append(ce.CUDA_HOME)
+        tools.append(os.path.join(ce.CUDA_HOME, "bin", "nvcc"))
+    for t in tools:
+        path = shutil.which(t)
+        if path:
+            dirs.append(os.path.dirname(os.path.dirname(os.path.realpath(path))))
+    return sorted({os.path.realpath(d) for d in dirs if os.path.exists(d)})
+
+
+def confine(reads, writes):
+    """Puts this process and the compilers it starts under a Landlock
+    ruleset: reading only beneath `reads` and `writes`, writing only beneath
+    `writes`. Returns None, or why it could not (the build goes on
+    unconfined and says so)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    abi = libc.syscall(ctypes.c_long(SYS_CREATE_RULESET), None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    if abi < 1:
+        return "Landlock is not available (%s)" % os.strerror(ctypes.get_errno())
+    handled = LL_ABI1 | (LL_REFER if abi >= 2 else 0) | (LL_TRUNCATE if abi >= 3 else 0)
+    attr = ctypes.c_uint64(handled)
+    fd = libc.syscall(ctypes.c_long(SYS_CREATE_RULESET), ctypes.byref(attr), ctypes.c_size_t(8), ctypes.c_uint32(0))
+    if fd < 0:
+        return "landlock_create_ruleset: %s" % os.strerror(ctypes.get_errno())
+
+    class PathBeneath(ctypes.Structure):
+        _pack_ = 1
+        _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+    try:
+        for dirs, access in ((reads, LL_EXECUTE | LL_READ_FILE | LL_READ_DIR), (writes, handled)):
+            for d in dirs:
+                try:
+                    dfd = os.open(d, os.O_PATH | os.O_CLOEXEC)
+                except OSError:
+                    continue
+                try:
+                    rule = PathBeneath(access if os.path.isdir(d) else access & LL_FILE_RIGHTS, dfd)
+                    if libc.syscall(ctypes.c_long(SYS_ADD_RULE), ctypes.c_int(fd), ctypes.c_int(1),
+                                    ctypes.byref(rule), ctypes.c_uint32(0)) != 0:
+                        return "landlock_add_rule(%s): %s" % (d, os.strerror(ctypes.get_errno()))
+                finally:
+                    os.close(dfd)
+        if libc.prctl(38, 1, 0, 0, 0) != 0:   # PR_SET_NO_NEW_PRIVS
+            return "PR_SET_NO_NEW_PRIVS: %s" % os.strerror(ctypes.get_errno())
+        if libc.syscall(ctypes.c_long(SYS_RESTRICT_SELF), ctypes.c_int(fd), ctypes.c_uint32(0)) != 0:
+            return "landlock_restrict_self: %s" % os.strerror(ctypes.get_errno())
+    finally:
+        os.close(fd)
+    return None
+
+
 def uses_triton(tree):
     import ast
     for node in ast.walk(tree):
@@ -309,6 +385,16 @@ def main():
             seen = set()
             tools = toolchain(a.device, a.arch) if calls else None
             cache = ObjectCache(a.objects, tools) if calls else None
+            if calls:
+                # The compilers read what the sources name (#include, .incbin,
+                # -I): a file of the user's, the task's own folder with its
+                # hidden shapes, or another process's environment in /proc
+                # would show in the compile log or in the library.
+                out = os.path.realpath(a.out)
+                os.environ["TMPDIR"] = out
+                why = confine(read_dirs(a.device), [out, "/dev/null", "/dev/zero", "/dev/urandom"] + ([os.path.realpath(a.objects)] if a.objects else []))
+                if why:
+                    result["confinement"] = "reads not confined: " + why
             for c in calls:
                 k = kc.load_inline_key(c)
                 if k in seen:
@@ -321,8 +407,9 @@ def main():
     result["seconds"] = round(time.monotonic() - t0, 3)
     with open(os.path.join(a.out, "kevo_build.json"), "w", encoding="utf-8") as f:
         json.dump(result, f, indent=1, sort_keys=True)
-    print("kevo torch build: %s, %d extension(s)%s in %.2f s" % (
-        result["role"], len(result["extensions"]), ", forbidden" if result["forbidden"] else "", result["seconds"]))
+    print("kevo torch build: %s, %d extension(s)%s in %.2f s%s" % (
+        result["role"], len(result["extensions"]), ", forbidden" if result["forbidden"] else "", result["seconds"],
+        " (%s)" % result["confinement"] if result.get("confinement") else ""))
     return 0
 
 

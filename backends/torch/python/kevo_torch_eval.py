@@ -26,15 +26,21 @@ Processes (all kevo's code but the candidate's host):
   nothing of the judge's: no reference, no expected outputs, no clock that
   counts, no result channel the engine reads. Its stdout is its stderr.
 
-The hosts see their inputs through a shared-memory file the judge writes
-(each host copies them onto its device before a call), and hand their
-outputs back through a file of their own (the candidate's never holds the
-reference's outputs). Calls are timed by the judge's clock around a round
-trip on the host's socket, less the host's calibrated null round trip; the
-other host is stopped (SIGSTOP) meanwhile.
+The hosts see their inputs through a shared-memory file the judge writes.
+On the CPU a host's forward gets views of it, written while the host is
+stopped, and the judge reads the outputs from the stopped host's memory,
+where its reply says they are: no step of the host's own but the timed call
+sees a call's inputs or outputs. On the GPU each host copies the inputs
+onto its device before a call (its load) and its outputs into a file of
+its own after it (its store; the candidate's never holds the reference's
+outputs). Calls are timed by the judge's clock around a round trip on the
+host's socket (on the CPU from the host's SIGCONT until it has stopped
+again), less the host's calibrated null round trip; the other host is
+stopped (SIGSTOP) meanwhile.
 """
 import argparse
 import ctypes
+import errno
 import hashlib
 import json
 import math
@@ -50,7 +56,6 @@ import sys
 import time
 import traceback
 import types
-import warnings
 
 PROCESS_T0 = time.monotonic()   # before torch's import: the engine's clock for a first request runs from here
 sys.dont_write_bytecode = True
@@ -199,10 +204,13 @@ def tensor_bytes(shape, dtype_name_):
 class Shared:
     """A memfd both sides map; grown (ftruncate) by the judge, remapped by
     whoever needs more than it has mapped. A host maps the input file
-    through a read-only descriptor (`writable` False): the reference's host
-    loads from the same file, and a candidate's host that could write there
-    could change what the reference computes on (attack
-    native_write_inputs)."""
+    through a read-only descriptor (`writable` False), privately: the
+    reference's host reads the same file, and a candidate's host that could
+    write there could change what the reference computes on (attack
+    native_write_inputs). A private mapping shows the judge's later writes
+    (Linux shares a private mapping's pages with the file until the process
+    writes one) and takes a host's own writes into its inputs as copies of
+    its own, which the judge sees when it reads the inputs back."""
 
     def __init__(self, name, fd=None, writable=True):
         self.fd = fd if fd is not None else os.memfd_create(name, 0)
@@ -218,22 +226,18 @@ class Shared:
                                    % (os.fstat(self.fd).st_size, size))
             os.ftruncate(self.fd, size)
         if self.map is None or self.size < size:
-            if self.map is not None:
-                self.map.close()
+            # The old map is not closed: tensors over it may still be alive
+            # (a host's bound inputs); it goes with the last of them.
             self.size = os.fstat(self.fd).st_size
-            prot = mmap.PROT_READ | (mmap.PROT_WRITE if self.writable else 0)
-            self.map = mmap.mmap(self.fd, self.size, mmap.MAP_SHARED, prot)
+            flags = mmap.MAP_SHARED if self.writable else mmap.MAP_PRIVATE
+            self.map = mmap.mmap(self.fd, self.size, flags, mmap.PROT_READ | mmap.PROT_WRITE)
 
     def view(self, offset, shape, dtype_name_):
         nbytes = tensor_bytes(shape, dtype_name_)
         self.ensure(offset + nbytes)
         if nbytes == 0:
             return torch.empty(shape, dtype=dtype_of(dtype_name_))
-        with warnings.catch_warnings():
-            # A read-only map makes a tensor torch warns about; it is only
-            # copied from (host_load).
-            warnings.simplefilter("ignore")
-            t = torch.frombuffer(self.map, dtype=torch.uint8, count=nbytes, offset=offset)
+        t = torch.frombuffer(self.map, dtype=torch.uint8, count=nbytes, offset=offset)
         return t.view(dtype_of(dtype_name_)).view([int(s) for s in shape])
 
 
@@ -388,6 +392,11 @@ class HostState:
         self.in_mem = None
         self.out_mem = None
         self.touch = None      # one element the load adds to (host_load)
+        # On the CPU the host is "direct": its inputs are views of the
+        # judge's file (host_bind) and the judge reads its outputs from its
+        # memory (describe_outputs); there is no load or store step.
+        self.direct = not cuda
+        self.input_spans = []
 
 
 def shim_load_inline(build_dir, extensions):
@@ -425,8 +434,33 @@ def shim_load_inline(build_dir, extensions):
     return load_inline
 
 
-def host_main(role, program, sock_fd, in_fd, out_fd, viol_fd, opts):
-    """A host's life: set up, load, then serve the judge's messages."""
+def receive_program(sock_fd):
+    """The program a host is to load, from the judge (send_program): a
+    length with the descriptors of its libraries, then the JSON."""
+    sock = socket.socket(fileno=os.dup(sock_fd))
+    head, fds = b"", []
+    try:
+        while len(head) < 4:
+            data, got, _, _ = socket.recv_fds(sock, 4 - len(head), 64)
+            if not data:
+                raise EOFError()
+            head += data
+            fds += got
+    finally:
+        sock.close()   # the duplicate only
+    (n,) = struct.unpack("<I", head)
+    program = json.loads(read_exact(sock_fd, n, None).decode())
+    for e, fd in zip(program.get("extensions", []), fds):
+        e["fd"] = fd
+    return program
+
+
+def host_main(role, sock_fd, in_fd, out_fd, viol_fd, opts):
+    """A host's life: set up, wait for its program, load it, then serve the
+    judge's messages. A host is forked before its judge reads the request
+    (the candidate's: Judge.run_request), so that nothing of the request
+    (its hidden and drawn shapes) is in its memory; its program comes over
+    its socket."""
     os.dup2(2, 1)   # what the program prints never reaches the protocol's stdout
     isolation = {}
     cuda = opts["device"] == "cuda"
@@ -471,21 +505,34 @@ def host_main(role, program, sock_fd, in_fd, out_fd, viol_fd, opts):
             torch.cuda.set_device(0)
             torch.empty(1, device="cuda")
             torch.cuda.synchronize()
-        if program["kind"] == "candidate":
+        if role == "candidate":
             import importlib
             importlib.import_module("torch.utils.cpp_extension")   # after the device: see setup_zygote
         if sandboxed:
             mark("private-root")
-            isolation = isolate_self(opts, program, viol_fd)
+            isolation = isolate_self(opts, viol_fd)
         mark("flags")
         pin_flags(cuda)
         if not cuda:
             keep_heap()
         sync = torch._C._cuda_synchronize if cuda else (lambda: None)
         st = HostState(role, cuda, sync)
+        if st.direct:
+            # The judge reads this process's outputs from /proc/<pid>/mem,
+            # which the kernel allows a process of the same user only while
+            # this one is dumpable (forked from a zygote that is not). It
+            # holds nothing of the judge's; the policy forbids it ptrace and
+            # /proc of others, and its PID namespace hides them.
+            ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)   # PR_SET_DUMPABLE
         mark("arenas")
         st.in_mem = Shared("in", in_fd, writable=False)
         st.out_mem = Shared("out", out_fd)
+        # Until the judge has read its request (seconds, or as long as the
+        # engine takes to make the next candidate), no stall report.
+        mark("program")
+        faulthandler.cancel_dump_traceback_later()
+        program = receive_program(sock_fd)
+        faulthandler.dump_traceback_later(SETUP_SECONDS / 3, exit=False, file=viol_fd)
         if program["kind"] == "candidate":
             mark("extensions")
             import torch.utils.cpp_extension as ce
@@ -604,7 +651,7 @@ def diff_flags(before, after):
     return sorted(k for k in before if after.get(k) != before[k])
 
 
-def isolate_self(opts, program, stage_fd):
+def isolate_self(opts, stage_fd):
     """In a cloned host: a root of its own with the interpreter's trees and
     the program's folder, /proc of its PID namespace."""
     binds = set()
@@ -674,7 +721,13 @@ def serve_host(st, fd):
                         out = st.model(*st.inputs)
                 st.sync()
                 st.outputs = out
-                write_all(fd, b"d")
+                if st.direct:
+                    # Where the outputs are, with the reply: the judge reads
+                    # them from this process's memory once it has stopped it.
+                    body = json.dumps(describe_outputs(st, out)).encode()
+                    write_all(fd, b"o" + struct.pack("<I", len(body)) + body)
+                else:
+                    write_all(fd, b"d")
             except BaseException as e:
                 st.outputs = None
                 send_kind(fd, b"e", {"error": candidate_traceback(), "oom": is_oom(e)})
@@ -692,6 +745,8 @@ def serve_host(st, fd):
                 reply = host_init(st, msg)
             elif op == "load":
                 reply = host_load(st, msg)
+            elif op == "bind":
+                reply = host_bind(st, msg)
             elif op == "store":
                 reply = host_store(st, msg)
             elif op == "ops":
@@ -786,6 +841,64 @@ def host_load(st, msg):
     return {"ok": True}
 
 
+def host_bind(st, msg):
+    """CPU: the inputs as views of the judge's input file, not copies: the
+    judge writes each call's inputs there while this process is stopped, so
+    that nothing of it runs while they are there but the timed call (no
+    load step to do work in: attacks native_load_fused, native_load_work).
+    Replies with the views' addresses, for the judge's read-back."""
+    st.outputs = None
+    st.inputs = []   # the old views go before a remap
+    inputs = []
+    for m in msg["inputs"]:
+        if m["kind"] == "value":
+            inputs.append(m["value"])
+        else:
+            inputs.append(st.in_mem.view(m["offset"], m["shape"], m["dtype"]))
+    st.inputs = inputs
+    st.input_spans = [storage_span(t) for t in inputs if isinstance(t, torch.Tensor) and t.numel() > 0]
+    if msg.get("poison"):
+        poison_allocator(st, msg.get("poison_bytes", 0))
+    return {"ok": True, "addresses": [t.data_ptr() for t in inputs if isinstance(t, torch.Tensor)]}
+
+
+def storage_span(t):
+    s = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+    return s.data_ptr(), s.data_ptr() + s.nbytes()
+
+
+def output_defect(st, i, o, spans):
+    """What makes output i unacceptable before its values are looked at, or
+    None: not exactly a torch.Tensor, on another device, or sharing memory
+    with an input."""
+    if type(o) is not torch.Tensor:
+        return "output %d is a %s, not a torch.Tensor%s" % (
+            i, type(o).__name__, " (a subclass of it)" if isinstance(o, torch.Tensor) else "")
+    if o.device.type != st.device.type:
+        return "output %d is on %s, expected %s" % (i, o.device, st.device)
+    if o.numel() > 0:
+        a, b = storage_span(o)
+        for j, (c, d) in enumerate(spans):
+            if a < d and c < b:
+                return "output %d shares memory with input %d (outputs must be new tensors)" % (i, j)
+    return None
+
+
+def describe_outputs(st, out):
+    """The outputs of a direct host's call as the judge reads them: for each,
+    dtype, shape, strides, storage offset, the storage's address and size."""
+    outs, form = flat_outputs(out)
+    descs = []
+    for i, o in enumerate(outs):
+        bad = output_defect(st, i, o, st.input_spans)
+        if bad:
+            return {"bad": bad}
+        a, b = storage_span(o) if o.numel() > 0 else (0, 0)
+        descs.append({"dtype": dtype_name(o.dtype), "shape": list(o.shape), "stride": list(o.stride()),
+                      "offset": o.storage_offset(), "address": a, "nbytes": b - a})
+    return {"form": form, "outputs": descs}
+
+
 def poison_allocator(st, nbytes):
     """Freed blocks that hold NaN (0xFF bytes): outputs a candidate
     allocates with empty() and leaves unwritten read as NaN, not as zeros or
@@ -812,13 +925,12 @@ def host_store(st, msg):
         return {"error": "no outputs (the last call failed)"}
     outs, form = flat_outputs(st.outputs)
     expect = msg.get("expect")
+    spans = [storage_span(t) for t in st.inputs if isinstance(t, torch.Tensor) and t.numel() > 0]
     metas = []
     for i, o in enumerate(outs):
-        if type(o) is not torch.Tensor:
-            return {"bad": "output %d is a %s, not a torch.Tensor%s" % (
-                i, type(o).__name__, " (a subclass of it)" if isinstance(o, torch.Tensor) else "")}
-        if o.device.type != st.device.type:
-            return {"bad": "output %d is on %s, expected %s" % (i, o.device, st.device)}
+        bad = output_defect(st, i, o, spans)
+        if bad:
+            return {"bad": bad}
         metas.append({"shape": list(o.shape), "dtype": dtype_name(o.dtype)})
     if expect is not None:
         if len(expect) != len(outs):
@@ -828,19 +940,6 @@ def host_store(st, msg):
                 return {"bad": "output %d has dtype %s, the reference's has %s" % (i, m["dtype"], e["dtype"])}
             if m["shape"] != e["shape"]:
                 return {"bad": "output %d has shape %s, the reference's has %s" % (i, m["shape"], e["shape"])}
-    spans = []
-    for t in st.inputs:
-        if isinstance(t, torch.Tensor) and t.numel() > 0:
-            s = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
-            spans.append((s.data_ptr(), s.data_ptr() + s.nbytes()))
-    for i, o in enumerate(outs):
-        if o.numel() == 0:
-            continue
-        s = o.untyped_storage() if hasattr(o, "untyped_storage") else o.storage()
-        a, b = s.data_ptr(), s.data_ptr() + s.nbytes()
-        for j, (c, d) in enumerate(spans):
-            if a < d and c < b:
-                return {"bad": "output %d shares memory with input %d (outputs must be new tensors)" % (i, j)}
     offs, end = layout(metas)
     st.out_mem.ensure(end)
     for o, m, off in zip(outs, metas, offs):
@@ -884,6 +983,7 @@ class Host:
         self.out_mem = out_mem
         self.isolation = isolation_spawn
         self.stopped = False
+        self.waited = False        # the stop seen by waitpid: every thread of the host is stopped
         self.null_ns = 0.0
         self.dead = None
         self.side = ""
@@ -891,31 +991,80 @@ class Host:
         self.violation = ""
         self.violation_path = ""   # the file a forbidden open named
         self.spin_s = 0.0          # JUDGE_SPIN_S on the GPU (Judge)
+        self.desc = None           # a direct host's last call's outputs, as it described them (bytes)
+        self.bound = None          # the inputs message a direct host is bound to (Judge.bind)
+        self.reaped = None         # the wait status, when a stop's wait found the process ended
+        self.mem_fd = None
+        self.bound_addresses = None   # where a direct host's bind said its input views are
 
     def cont(self):
-        if self.stopped:
+        if self.stopped and self.reaped is None:
             os.kill(self.pid, signal.SIGCONT)
             self.stopped = False
+            self.waited = False
 
-    def stop(self):
-        if not self.stopped and self.dead is None:
+    def stop(self, wait=False):
+        """SIGSTOP; `wait`: until every thread of the process has stopped
+        (a direct host's memory is read, and its inputs written, only then)."""
+        if self.dead is not None or self.reaped is not None:
+            return
+        if not self.stopped:
             try:
                 os.kill(self.pid, signal.SIGSTOP)
-                self.stopped = True
             except ProcessLookupError:
-                pass
+                return
+            self.stopped = True
+            self.waited = False
+        while wait and not self.waited:
+            try:
+                pid, status = os.waitpid(self.pid, os.WUNTRACED)
+            except ChildProcessError:
+                return
+            if pid and os.WIFSTOPPED(status):
+                self.waited = True
+            elif pid:
+                self.reaped = status
+                return
+
+    def read_mem(self, address, n):
+        """n bytes of the (stopped) host's memory at address, or None where
+        the host has no such memory (EIO, EFAULT)."""
+        if self.mem_fd is None:
+            try:
+                self.mem_fd = os.open("/proc/%d/mem" % self.pid, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError as e:
+                raise HostGone("the judge cannot read its host's memory (/proc/%d/mem: %s); kevo's torch judge "
+                               "on the CPU needs to (docs/torch.md#the-judge)" % (self.pid, e.strerror),
+                               "internal_error", "judge")
+        out = bytearray(n)
+        view = memoryview(out)
+        got = 0
+        while got < n:
+            try:
+                k = os.preadv(self.mem_fd, [view[got:]], address + got)
+            except OSError as e:
+                if e.errno in (errno.EIO, errno.EFAULT):
+                    return None
+                if e.errno == errno.ESRCH:
+                    raise self.gone(self.death("the judge's read of its outputs"))
+                raise HostGone("the judge cannot read its host's memory (/proc/%d/mem: %s)" % (self.pid, e.strerror),
+                               "internal_error", "judge")
+            if k <= 0:
+                return None
+            got += k
+        return out
 
     def death(self, during):
         """Why the host is gone (it ended during `during`)."""
         if self.dead is not None:
             return self.dead
-        status = None
-        for _ in range(200):
+        status = self.reaped
+        for _ in range(200 if status is None else 0):
             try:
                 pid, st = os.waitpid(self.pid, os.WNOHANG)
             except ChildProcessError:
                 break
-            if pid:
+            if pid and not os.WIFSTOPPED(st):
                 status = st   # (a process still running reads status 0: "exited with 0" before)
                 break
             time.sleep(0.005)
@@ -992,32 +1141,49 @@ class Host:
             raise self.gone("protocol breach by the %s's process (a reply that is not an object)" % self.role)
         return reply
 
-    def call(self, timeout, during, record=False):
-        """One call on the loaded inputs: (ok, ns on the judge's clock, error);
-        `record`: its operations recorded (the host cannot tell from Python)."""
-        self.cont()
+    def call(self, timeout, during, record=False, stop=False):
+        """One call on the loaded (or bound) inputs: (ok, ns on the judge's
+        clock, error); `record`: its operations recorded (the host cannot
+        tell from Python); `stop`: the host is stopped after its reply, and
+        the clock runs until every thread of it has (a direct host that
+        replied before its threads were done gains nothing: they are timed).
+        A direct host's description of its outputs is kept in `desc`."""
         deadline = time.monotonic() + timeout
         t0 = now_ns()
+        self.cont()
+        if not stop:
+            t0 = now_ns()
+        self.desc = None
         try:
             write_all(self.fd, b"r" if record else b"c")
             if self.spin_s:
                 spin_until_readable(self.fd, self.spin_s)
             kind = read_exact(self.fd, 1, deadline)
+            body = None
+            if kind in (b"e", b"o"):
+                (n,) = struct.unpack("<I", read_exact(self.fd, 4, deadline))
+                if n > MAX_MSG:
+                    self.kill()
+                    raise self.gone("protocol breach by the %s's process" % self.role)
+                body = read_exact(self.fd, n, deadline)
         except TimeoutError:
             self.kill()
             raise self.gone("the %s's forward did not return within %.1f s (%s)" % (self.role, timeout, during), "timeout")
         except (EOFError, OSError):
             raise self.gone(self.death(during))
+        if stop:
+            self.stop(wait=True)
+            if self.reaped is not None:
+                raise self.gone(self.death(during))
         t1 = now_ns()
         if kind == b"d":
             return True, t1 - t0, None
+        if kind == b"o":
+            self.desc = body
+            return True, t1 - t0, None
         if kind == b"e":
-            (n,) = struct.unpack("<I", read_exact(self.fd, 4, deadline))
-            if n > MAX_MSG:
-                self.kill()
-                raise self.gone("protocol breach by the %s's process" % self.role)
             try:
-                err = json.loads(read_exact(self.fd, n, deadline).decode("utf-8", "replace"))
+                err = json.loads(body.decode("utf-8", "replace"))
             except (ValueError, RecursionError):
                 err = None
             if not isinstance(err, dict) or not isinstance(err.get("error", ""), str):
@@ -1028,10 +1194,13 @@ class Host:
         self.kill()
         raise self.gone("protocol breach by the %s's process (%r)" % (self.role, kind))
 
-    def null_call(self, timeout):
-        self.cont()
+    def null_call(self, timeout, stop=False):
+        """A call's round trip with no work, as `call` times it."""
         deadline = time.monotonic() + timeout
         t0 = now_ns()
+        self.cont()
+        if not stop:
+            t0 = now_ns()
         try:
             write_all(self.fd, b"n")
             if self.spin_s:
@@ -1042,7 +1211,37 @@ class Host:
         if kind != b"d":
             self.kill()
             raise self.gone("protocol breach by the %s's process" % self.role)
+        if stop:
+            self.stop(wait=True)
+            if self.reaped is not None:
+                raise self.gone(self.death("a null call"))
         return now_ns() - t0
+
+    def send_program(self, program):
+        """What the host loads: its source text (read here: a sandboxed host
+        runs as another user in a root of its own, where the build folder
+        may be unreadable) and descriptors of its prebuilt libraries."""
+        program = dict(program)
+        with open(program["path"], "r", encoding="utf-8", errors="replace") as f:
+            program["source"] = f.read()
+        fds, exts = [], []
+        try:
+            for e in program.get("extensions", []):
+                fds.append(os.open(os.path.join(program["build"], e["path"]), os.O_RDONLY))
+                exts.append(dict(e))
+            program["extensions"] = exts
+            body = json.dumps(program).encode()
+            sock = socket.socket(fileno=os.dup(self.fd))
+            try:
+                socket.send_fds(sock, [struct.pack("<I", len(body))], fds)
+            finally:
+                sock.close()
+            write_all(self.fd, body)
+        except OSError as e:
+            raise self.gone("the %s's process could not be given its program: %s" % (self.role, e.strerror or e))
+        finally:
+            for fd in fds:
+                os.close(fd)
 
     def kill(self):
         try:
@@ -1053,25 +1252,13 @@ class Host:
             self.dead = "killed by the judge"
 
 
-def spawn_host(role, program, opts, in_mem, out_mem):
+def spawn_host(role, opts, in_mem, out_mem):
     """Forks a host (through libkevo_pyhost's clone into namespaces for a
-    sandboxed one). Returns a Host; the child never returns."""
+    sandboxed one) that sets itself up and waits for its program
+    (Host.send_program). Returns a Host; the child never returns."""
     parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     viol_r, viol_w = os.pipe()
     sandboxed = role == "candidate" and opts.get("isolate")
-    # What the host loads, read by the judge now: a sandboxed host runs as
-    # another user in a root of its own, where the cache may be unreadable.
-    program = dict(program)
-    with open(program["path"], "r", encoding="utf-8", errors="replace") as f:
-        program["source"] = f.read()
-    lib_fds = []
-    exts = []
-    for e in program.get("extensions", []):
-        e = dict(e)
-        e["fd"] = os.open(os.path.join(program["build"], e["path"]), os.O_RDONLY)
-        lib_fds.append(e["fd"])
-        exts.append(e)
-    program["extensions"] = exts
     # The host gets the input file through a descriptor of its own that
     # can only read: no mapping of it, or of that descriptor, can write.
     in_ro = os.open("/proc/self/fd/%d" % in_mem.fd, os.O_RDONLY | os.O_CLOEXEC)
@@ -1093,7 +1280,7 @@ def spawn_host(role, program, opts, in_mem, out_mem):
         try:
             parent_sock.close()
             os.close(viol_r)
-            keep = {0, 1, 2, child_sock.fileno(), in_ro, out_mem.fd, viol_w} | set(lib_fds)
+            keep = {0, 1, 2, child_sock.fileno(), in_ro, out_mem.fd, viol_w}
             for fd in list_fds():
                 if fd not in keep:
                     try:
@@ -1103,14 +1290,12 @@ def spawn_host(role, program, opts, in_mem, out_mem):
             devnull = os.open(os.devnull, os.O_RDONLY)
             os.dup2(devnull, 0)
             os.close(devnull)
-            host_main(role, program, child_sock.fileno(), in_ro, out_mem.fd, viol_w, opts)
+            host_main(role, child_sock.fileno(), in_ro, out_mem.fd, viol_w, opts)
         finally:
             os._exit(3)
     child_sock.close()
     os.close(viol_w)
     os.close(in_ro)
-    for f in lib_fds:
-        os.close(f)
     fd = os.dup(parent_sock.fileno())
     parent_sock.close()
     return Host(role, pid, fd, viol_r, out_mem, report)
@@ -1206,8 +1391,11 @@ class Verdict(Exception):
 
 
 class Judge:
-    def __init__(self, req, opts, out, waiting_since=None):
+    def __init__(self, req, opts, out, waiting_since=None, spare=None):
         self.req = req
+        # (Host, its output file, the input file): the candidate's host,
+        # forked before the request was read (run_request).
+        self.spare = spare
         self.opts = opts
         self.out = out
         self.nonce = req["nonce"]
@@ -1217,6 +1405,11 @@ class Judge:
         self.seed = int(req["seed"])
         self.trials = max(1, int(req.get("trials", 3)))
         self.cuda = opts["device"] == "cuda"
+        # CPU: hosts read their inputs in place and the judge reads their
+        # outputs from their memory (host_bind, read_direct); GPU: a host
+        # loads its inputs and stores its outputs (host_load, host_store).
+        self.direct = not self.cuda
+        self.last_inputs = None   # the inputs message of what the input file holds now
         self.info = kc.torch_section(self.task["dir"])
         # The engine's wall clock runs from when it wrote the request, which
         # may have waited in the pipe while this process imported torch: the
@@ -1332,7 +1525,9 @@ class Judge:
                 out.append(v)
         return out
 
-    def write_inputs(self, inputs):
+    def input_message(self, inputs):
+        """Where the inputs go in the input file (grown to hold them), and
+        the values that are not tensors: what a host's load or bind gets."""
         metas = [{"shape": list(t.shape), "dtype": dtype_name(t.dtype)} for t in inputs if isinstance(t, torch.Tensor)]
         offs, end = layout(metas)
         self.in_mem.ensure(end)
@@ -1340,14 +1535,157 @@ class Judge:
         k = 0
         for t in inputs:
             if isinstance(t, torch.Tensor):
-                self.in_mem.view(offs[k], metas[k]["shape"], metas[k]["dtype"]).copy_(t)
                 msg.append({"kind": "tensor", "offset": offs[k], "shape": metas[k]["shape"], "dtype": metas[k]["dtype"]})
                 k += 1
             else:
                 msg.append({"kind": "value", "value": v_json(t)})
+        return msg
+
+    def fill_inputs(self, inputs, msg):
+        tensors = [m for m in msg if m["kind"] == "tensor"]
+        for t, m in zip([t for t in inputs if isinstance(t, torch.Tensor)], tensors):
+            self.in_mem.view(m["offset"], m["shape"], m["dtype"]).copy_(t)
         if self.cuda:
             torch.cuda.synchronize()
+        self.last_inputs = msg
+
+    def write_inputs(self, inputs):
+        msg = self.input_message(inputs)
+        self.fill_inputs(inputs, msg)
         return msg
+
+    def put(self, h, inputs_msg, poison_bytes=0, force=True):
+        """Gives a host the inputs the file holds for it: on the GPU its load
+        (a copy onto the device), on the CPU its bind (views of the file;
+        unless it is bound to the same places already and `force` is off)."""
+        op = {"op": "bind" if self.direct else "load", "inputs": inputs_msg}
+        if poison_bytes:
+            op.update(poison=True, poison_bytes=poison_bytes)
+        if self.direct and not force and not poison_bytes and h.bound == inputs_msg:
+            return {"ok": True}
+        h.bound = None
+        r = h.request(op, self.left())
+        if self.direct and "error" not in r:
+            h.bound = inputs_msg
+            h.bound_addresses = r.get("addresses")
+        return r
+
+    def present(self, hosts, inputs, poison_bytes=0):
+        """The inputs of a call of the timing loop, where the hosts take them.
+        GPU: written to the file; returns the load message of each side's
+        (timed) load. CPU: each host bound to their places while its views
+        still hold the last call's inputs, stopped (every thread of it),
+        then the inputs written: nothing of a host runs while they are
+        there but its timed call. Returns None."""
+        if not self.direct:
+            msg = self.write_inputs(inputs)
+            op = {"op": "load", "inputs": msg}
+            if poison_bytes:
+                op.update(poison=True, poison_bytes=poison_bytes)
+            return op
+        msg = self.input_message(inputs)
+        for h in hosts:
+            r = self.put(h, msg, force=False)
+            if "error" in r:
+                raise Verdict("internal_error" if h.role == "reference" else "runtime_error",
+                              "the %s's process could not take its inputs: %s" % (h.role, last_line(r["error"])),
+                              r["error"], stage="timing")
+            h.stop(wait=True)
+        self.fill_inputs(inputs, msg)
+        return None
+
+    def read_direct(self, h, expect, where):
+        """The outputs of a direct host's last call, read from its memory
+        once it has stopped: (metas, tensors). The host described them with
+        its reply (describe_outputs), which the candidate's code can forge:
+        the description must be the reference's outputs (`expect`: their
+        number, dtypes and shapes), within what it says is their storage,
+        and at memory the process has; the values are whatever that memory
+        holds after the call, and the comparison decides."""
+        h.stop(wait=True)
+        if h.reaped is not None:
+            raise h.gone(h.death(where))
+        ref = h.role == "reference"
+
+        def bad(msg, breach=False):
+            if ref:
+                return Verdict("internal_error", "the reference's outputs (%s): %s" % (where, msg))
+            return Verdict("runtime_error" if breach else "wrong_answer", "%s (%s)" % (msg, where))
+
+        try:
+            d = json.loads(h.desc.decode("utf-8", "replace")) if h.desc is not None else None
+        except (ValueError, RecursionError):
+            d = None
+        if not isinstance(d, dict):
+            raise bad("protocol breach by the %s's process (a description of its outputs that is not an object)"
+                      % h.role, True)
+        if "bad" in d:
+            raise bad(str(d["bad"])[:500])
+        outs = d.get("outputs")
+        if not isinstance(outs, list):
+            raise bad("protocol breach by the %s's process (no list of outputs)" % h.role, True)
+        if expect is not None and len(outs) != len(expect):
+            raise bad("forward returned %d output(s), the reference returns %d" % (len(outs), len(expect)))
+        metas, tensors = [], []
+        for i, m in enumerate(outs):
+            if not isinstance(m, dict):
+                raise bad("protocol breach by the %s's process (output %d described by no object)" % (h.role, i), True)
+            dt, shape, stride = m.get("dtype"), m.get("shape"), m.get("stride")
+            off, addr, nb = m.get("offset"), m.get("address"), m.get("nbytes")
+            ints = [shape, stride] if isinstance(shape, list) and isinstance(stride, list) else None
+            if (dt not in DTYPE_NAMES or ints is None or len(shape) != len(stride) or
+                    not all(type(x) is int and x >= 0 for x in shape + stride + [off, addr, nb])):
+                raise bad("protocol breach by the %s's process (output %d's description)" % (h.role, i), True)
+            if expect is not None:
+                e = expect[i]
+                if dt != e["dtype"]:
+                    raise bad("output %d has dtype %s, the reference's has %s" % (i, dt, e["dtype"]))
+                if shape != [int(x) for x in e["shape"]]:
+                    raise bad("output %d has shape %s, the reference's has %s" % (i, shape, e["shape"]))
+            dtype = dtype_of(dt)
+            esize = torch.empty((), dtype=dtype).element_size()
+            numel = 1
+            for n in shape:
+                numel *= n
+            if numel == 0:
+                t = torch.empty(shape, dtype=dtype)
+            else:
+                last = off + sum((n - 1) * st for n, st in zip(shape, stride))
+                span = (last + 1 - off) * esize
+                if (last + 1) * esize > nb:
+                    raise bad("protocol breach by the %s's process (output %d reaches past its storage)" % (h.role, i),
+                              True)
+                if span > 64 * numel * esize + (16 << 20):
+                    raise bad("output %d is a view spread over %d bytes for %d elements (return a contiguous tensor)"
+                              % (i, span, numel))
+                raw = h.read_mem(addr + off * esize, span)
+                if raw is None:
+                    raise bad("output %d is described at memory that the %s's process does not have" % (i, h.role),
+                              True)
+                flat = torch.frombuffer(raw, dtype=torch.uint8).view(dtype)
+                t = torch.as_strided(flat, shape, stride, 0).clone()
+            metas.append({"shape": shape, "dtype": dt})
+            tensors.append(t)
+        return metas, tensors
+
+    def read_inputs_direct(self, h, inputs_msg, where):
+        """A direct host's inputs as its process holds them now (its writes
+        into them are copies of its own: Shared), at the addresses its bind
+        reported."""
+        addrs = h.bound_addresses
+        tens = [m for m in inputs_msg if m["kind"] == "tensor"]
+        if not isinstance(addrs, list) or len(addrs) != len(tens) or not all(type(a) is int and a >= 0 for a in addrs):
+            raise Verdict("runtime_error", "protocol breach by the %s's process (where its inputs are)" % h.role)
+        out = []
+        for a, m in zip(addrs, tens):
+            n = tensor_bytes(m["shape"], m["dtype"])
+            raw = h.read_mem(a, n) if n else bytearray()
+            if raw is None:
+                raise Verdict("runtime_error", "protocol breach by the %s's process (its inputs are not where it "
+                              "said, %s)" % (h.role, where))
+            out.append(torch.frombuffer(raw, dtype=torch.uint8).view(dtype_of(m["dtype"])).view(m["shape"])
+                       if n else torch.empty(m["shape"], dtype=dtype_of(m["dtype"])))
+        return out
 
     def flush(self):
         if self.cuda:
@@ -1478,21 +1816,31 @@ class Judge:
             program = {"kind": "reference", "path": self.info["reference"], "class": "Model", "build": None,
                        "display": "torch.compile(Model)" if compiled else "Model",
                        "role": "compiled" if compiled else "eager"}
-        # Hosts first: forked before this process touches the GPU.
-        self.in_mem = Shared("kevo-inputs")
+        # Hosts first: forked before this process touches the GPU. The
+        # candidate's was forked before the request was read (run_request):
+        # it holds nothing of it, its hidden and drawn shapes above all.
+        spare, spare_out, self.in_mem = self.spare or (None, None, Shared("kevo-inputs"))
         ref_out = Shared("kevo-ref-out")
         ref_prog = {"kind": "reference", "path": self.info["reference"], "display": "the reference", "class": "Model",
                     "build": None}
         cand = None
-        if program is not None:
-            cand_out = Shared("kevo-cand-out")
-            role = program.get("role", "candidate")
-            cand = spawn_host(role, program, dict(self.opts, isolate=self.opts.get("isolate") and role == "candidate"),
-                              self.in_mem, cand_out)
+        role = (program or {}).get("role", "candidate")
+        if program is not None and role == "candidate" and spare is not None:
+            cand, spare = spare, None
+        elif program is not None:
+            # torch.compile's baseline (trusted code, not sandboxed), or no
+            # spare: forked now.
+            cand = spawn_host(role, dict(self.opts, isolate=self.opts.get("isolate") and role == "candidate"),
+                              self.in_mem, Shared("kevo-cand-out"))
+        if spare is not None:
+            spare.kill()
+        if cand is not None:
             self.hosts.append(cand)
             self.isolation = cand.isolation
-        ref = spawn_host("reference", ref_prog, dict(self.opts, isolate=False), self.in_mem, ref_out)
+            cand.send_program(program)
+        ref = spawn_host("reference", dict(self.opts, isolate=False), self.in_mem, ref_out)
         self.hosts.append(ref)
+        ref.send_program(ref_prog)
         self.device = torch.device("cuda", 0) if self.cuda else torch.device("cpu")
         if self.cuda:
             for h in self.hosts:
@@ -1595,6 +1943,9 @@ class Judge:
         self.set_sizes(s["dims"])
         init = self.init_inputs()
         msg = {"op": "init", "sizes": s["dims"], "init_inputs": init, "seed": seed}
+        for h in (ref, cand):
+            if h is not None:
+                h.bound = None   # a host's init drops its inputs
         r = ref.request(msg, self.left())
         if "error" in r:
             raise Verdict("internal_error", "the reference's Model(*get_init_inputs()) failed at %s: %s" % (
@@ -1607,13 +1958,16 @@ class Judge:
                               c["error"])
 
     def run_ref(self, ref, inputs_msg, trial_name, s):
-        r = ref.request({"op": "load", "inputs": inputs_msg}, self.left())
+        r = self.put(ref, inputs_msg)
         if "error" in r:
             raise Verdict("internal_error", "the reference could not load its inputs: " + last_line(r["error"]), r["error"])
         ok, _, err = ref.call(self.left(), "the reference's call")
         if not ok:
             raise Verdict("internal_error", "the reference raised at %s %s: %s" % (s["label"], trial_name,
                                                                                  last_line(err["error"])), err["error"])
+        if self.direct:
+            metas, outs = self.read_direct(ref, None, "%s %s" % (s["label"], trial_name))
+            return {"outputs": metas}, outs
         st = ref.request({"op": "store"}, self.left())
         if "error" in st or "bad" in st:
             raise Verdict("internal_error", "the reference's outputs: " + str(st.get("error") or st.get("bad")))
@@ -1656,8 +2010,9 @@ class Judge:
         return outs
 
     def run_cand(self, cand, inputs_msg, expect, poison_bytes, s, trial_name, check_inputs):
-        r = cand.request({"op": "load", "inputs": inputs_msg, "poison": True, "poison_bytes": poison_bytes},
-                         self.left())
+        """A correctness call: (outputs, the inputs as the host holds them
+        after it when `check_inputs`, else None)."""
+        r = self.put(cand, inputs_msg, max(1, poison_bytes))
         if "error" in r:
             raise Verdict("memory_limit" if r.get("oom") else "runtime_error",
                           "the candidate's process could not load its inputs: " + last_line(r["error"]), r["error"])
@@ -1667,6 +2022,10 @@ class Judge:
             raise Verdict("memory_limit" if err.get("oom") else "runtime_error",
                           "forward raised at %s %s: %s" % (self.shown(s), trial_name, last_line(err["error"])),
                           err["error"])
+        if self.direct:
+            where = "at %s %s" % (self.shown(s), trial_name)
+            got = self.read_direct(cand, expect, where)[1]
+            return got, self.read_inputs_direct(cand, inputs_msg, where) if check_inputs else None
         self.size_outputs(cand, expect, inputs_msg if check_inputs else None)
         st = cand.request({"op": "store", "expect": expect, "inputs": check_inputs}, self.left())
         if "error" in st:
@@ -1674,7 +2033,8 @@ class Judge:
                           st["error"])
         if "bad" in st:
             raise Verdict("wrong_answer", "%s (at %s %s)" % (st["bad"], self.shown(s), trial_name))
-        return self.trusted_layout(st, expect, inputs_msg if check_inputs else None)
+        st = self.trusted_layout(st, expect, inputs_msg if check_inputs else None)
+        return self.read_outputs(cand, st), self.read_inputs_back(cand, st) if check_inputs else None
 
     def size_outputs(self, h, expect, inputs_msg):
         """Grows a host's output file for what it will store: a sandboxed
@@ -1735,10 +2095,8 @@ class Judge:
                 rst, want = self.run_ref(ref, inputs_msg, trial_name, s)
                 expect = rst["outputs"]
                 poison_bytes = sum(tensor_bytes(m["shape"], m["dtype"]) for m in expect)
-                cst = self.run_cand(cand, inputs_msg, expect, poison_bytes, s, trial_name, True)
-                got = self.read_outputs(cand, cst)
+                got, back = self.run_cand(cand, inputs_msg, expect, poison_bytes, s, trial_name, True)
                 self.check_outputs(want, got, s, trial_name)
-                back = self.read_inputs_back(cand, cst)
                 originals = [t for t in inputs if isinstance(t, torch.Tensor)]
                 for i, (a, b) in enumerate(zip(originals, back)):
                     if a.shape != b.shape or not same_bits(a, b):
@@ -1748,8 +2106,7 @@ class Judge:
                 if trial == 0 and s["kind"] == "visible" and not ops_checked:
                     ops_checked = True
                     # Repeat consistency on the same inputs.
-                    cst2 = self.run_cand(cand, inputs_msg, expect, poison_bytes, s, "repeat-consistency", False)
-                    got2 = self.read_outputs(cand, cst2)
+                    got2, _ = self.run_cand(cand, inputs_msg, expect, poison_bytes, s, "repeat-consistency", False)
                     self.check_outputs(want, got2, s, "repeat-consistency")
         # The operations of every correctness call (one recorded call, the
         # third of the first model, let a candidate that counted its calls
@@ -1763,7 +2120,7 @@ class Judge:
         written) against those of the candidate's recorded calls since the
         last check."""
         if self.forbid_ops is None:
-            ref.request({"op": "load", "inputs": inputs_msg}, self.left())
+            self.put(ref, inputs_msg)
             r = ref.request({"op": "ops"}, self.left())
             if "error" in r:
                 raise Verdict("internal_error", "recording the reference's operations failed: " + last_line(r["error"]))
@@ -1816,7 +2173,7 @@ class Judge:
             self.init_both(ref, cand, s, derive_seed(self.seed, "model", s["label"]))
             inputs_msg = self.write_inputs(self.draw_inputs(derive_seed(self.seed, s["label"], "baseline")))
             rst, want = self.run_ref(ref, inputs_msg, "trial 1", s)
-            cand.request({"op": "load", "inputs": inputs_msg}, self.left())
+            self.put(cand, inputs_msg)
             t0 = time.monotonic()
             ok, _, err = cand.call(self.call_timeout, "torch.compile's first call")
             if compile_s is None:
@@ -1824,13 +2181,17 @@ class Judge:
             if not ok:
                 what = "torch.compile(Model)" if self.opts.get("compile", True) else "Model"
                 return {"error": what + " raised: " + last_line(err["error"])}
-            self.size_outputs(cand, rst["outputs"], None)
-            st = cand.request({"op": "store", "expect": rst["outputs"], "inputs": False}, self.left())
-            if "bad" in st or "error" in st:
-                check = "wrong: " + str(st.get("bad") or st.get("error"))
-                continue
             try:
-                self.check_outputs(want, self.read_outputs(cand, st), s, "trial 1")
+                if self.direct:
+                    got = self.read_direct(cand, rst["outputs"], "torch.compile's first call")[1]
+                else:
+                    self.size_outputs(cand, rst["outputs"], None)
+                    st = cand.request({"op": "store", "expect": rst["outputs"], "inputs": False}, self.left())
+                    if "bad" in st or "error" in st:
+                        check = "wrong: " + str(st.get("bad") or st.get("error"))
+                        continue
+                    got = self.read_outputs(cand, st)
+                self.check_outputs(want, got, s, "trial 1")
             except Verdict as e:
                 check = "wrong: " + e.v["message"]
         timings = self.timing(ref, cand)
@@ -1887,14 +2248,21 @@ class Judge:
         call's and the drain's ns; a call that raised is the candidate's
         verdict, or kevo's fault when it is the reference's."""
         timeout = self.call_timeout if is_cand else self.left()
-        self.flush()
-        h.cont()
-        t0 = time.perf_counter_ns()
-        h.request(load, self.left())
-        load_ns = time.perf_counter_ns() - t0
-        ok, ns, err = h.call(timeout, "%s at %s" % (call_name, self.shown(s)), record=record)
-        drain_ns = self.drain(timeout)
-        h.stop()
+        if self.direct:
+            # No load (present() bound the host and wrote its inputs while
+            # it was stopped); the clock runs from SIGCONT to its reply and
+            # until every thread of it has stopped again.
+            load_ns = drain_ns = 0
+            ok, ns, err = h.call(timeout, "%s at %s" % (call_name, self.shown(s)), record=record, stop=True)
+        else:
+            self.flush()
+            h.cont()
+            t0 = time.perf_counter_ns()
+            h.request(load, self.left())
+            load_ns = time.perf_counter_ns() - t0
+            ok, ns, err = h.call(timeout, "%s at %s" % (call_name, self.shown(s)), record=record)
+            drain_ns = self.drain(timeout)
+            h.stop()
         if not ok and not is_cand:
             raise Verdict("internal_error", "the reference raised during %s: %s" % (during, last_line(err["error"])),
                           stage="timing")
@@ -1906,7 +2274,7 @@ class Judge:
     def calibrate(self, h):
         samples = []
         for _ in range(NULL_CALLS):
-            samples.append(h.null_call(self.left()))
+            samples.append(h.null_call(self.left(), stop=self.direct))
         h.stop()
         return quantile(samples, 0.5)
 
@@ -1926,10 +2294,10 @@ class Judge:
         # budget: most of a candidate's 10 s of judging).
         t0 = time.monotonic()
         for w in range(warm):
-            inputs_msg = self.write_inputs(self.draw_inputs(
+            load = self.present((ref, cand), self.draw_inputs(
                 derive_seed(self.secret, self.seed, s["label"], "warm", attempt, w)))
             for h in (ref, cand):
-                self.turn(h, h is cand, {"op": "load", "inputs": inputs_msg}, s, "the warm-up", "a warm-up call")
+                self.turn(h, h is cand, load, s, "the warm-up", "a warm-up call")
         per_pair = max(1e-4, (time.monotonic() - t0) / warm)
         self.drain(self.call_timeout)   # nothing of the warm-up runs into the first timed step
         budget = float(topt["budget_seconds"]) * attempt
@@ -1950,18 +2318,18 @@ class Judge:
         poison_bytes = sum(tensor_bytes(m["shape"], m["dtype"]) for m in expect)
         for k in range(n):
             if k == recorded_at:
-                rec_msg = self.write_inputs(self.draw_inputs(
-                    derive_seed(self.secret, self.seed, s["label"], "record", attempt)))
-                self.turn(cand, True, {"op": "load", "inputs": rec_msg, "poison": True, "poison_bytes": poison_bytes},
-                          s, "timing", "a timed call", record=True)
+                rec_load = self.present((cand,), self.draw_inputs(
+                    derive_seed(self.secret, self.seed, s["label"], "record", attempt)), poison_bytes)
+                self.turn(cand, True, rec_load, s, "timing", "a timed call", record=True)
             inputs = self.draw_inputs(derive_seed(self.secret, self.seed, s["label"], "time", attempt, k))
-            inputs_msg = self.write_inputs(inputs)
-            # Both loads do the same work (the copy and the poison), and the
-            # judge times them: the load is the one untimed step that sees
-            # the inputs, and work a candidate does there is charged below.
-            # Every timed call is poisoned alike, checked or not: the poison
-            # must not tell a candidate which of its outputs will be compared.
-            load = {"op": "load", "inputs": inputs_msg, "poison": True, "poison_bytes": poison_bytes}
+            # GPU: both loads do the same work (the copy and the poison), and
+            # the judge times them: the load is the one untimed step that
+            # sees the inputs, and work a candidate does there is charged
+            # below. Every timed call is poisoned alike, checked or not: the
+            # poison must not tell a candidate which of its outputs will be
+            # compared. CPU: no load at all (present; a load's work fused
+            # into its copy went uncharged: native_load_fused, 64-257x).
+            load = self.present((ref, cand), inputs, poison_bytes)
             # Each side in turn (random order): the L2 flush (the judge's
             # context), its load (timed), its call (timed), then the judge
             # waits for what the host left on the GPU when it replied (drain),
@@ -1985,7 +2353,19 @@ class Judge:
                 # calls were slowed had its timed calls shrunk to nothing).
                 null = ref.null_ns if h is ref else min(cand.null_ns, ref.null_ns)
                 (ref_ns if h is ref else cand_ns).append(max(1.0, ns - null))
-            if k in checked:
+            if k in checked and self.direct:
+                # CPU: the outputs as they are in each stopped host's memory
+                # (no store step to do work in: native_store_fused).
+                want = self.read_direct(ref, None, "a timed call at %s" % s["label"])[1]
+                try:
+                    got = self.read_direct(cand, expect, "a timed call at %s" % self.shown(s))[1]
+                    self.check_outputs(want, got, s, "timed call %d" % (k + 1))
+                except Verdict as e:
+                    e.v["stage"] = "timing"
+                    if e.v["status"] == "wrong_answer":
+                        e.v["message"] = "the output of a timed call is wrong: " + e.v["message"]
+                    raise
+            elif k in checked:
                 # Both stores copy the same output bytes, and the judge times
                 # them: a host that computes only when asked for its outputs
                 # (its calls returning empty memory) does its work here, and
@@ -2052,7 +2432,7 @@ class Judge:
             out["iqr_frac"] = max(ciqr / out["cand_median_ns"], riqr / rm)
             out["store_charged_ns"] = store_charged
         if recorded_at >= 0:
-            self.check_ops(ref, cand, inputs_msg, s, " (in a call of the timing loop)")
+            self.check_ops(ref, cand, self.last_inputs, s, " (in a call of the timing loop)")
         return out
 
     def timing_feedback(self, timings):
@@ -2205,61 +2585,92 @@ class RequestLines:
 
     def __init__(self, fd):
         self.fd = fd
-        self.buf = b""
+        self.buf = bytearray()
 
     def next(self, waiting_since):
         """(line, started); line is b"" at the end of the input."""
         started = waiting_since
-        while b"\n" not in self.buf:
+        while not self.buf.endswith(b"\n"):
             if not self.buf and not select.select([self.fd], [], [], 0)[0]:
                 select.select([self.fd], [], [])   # nothing of it written yet: wait for it
                 started = time.monotonic()
-            chunk = os.read(self.fd, 1 << 16)
+            # A byte at a time: nothing past this line is read (the next
+            # request is the next judge's, forked before it reads).
+            chunk = os.read(self.fd, 1)
             if not chunk:
-                line, self.buf = self.buf, b""
-                return line, started
+                break
             self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
-        return line + b"\n", started
+        line, self.buf = bytes(self.buf), bytearray()
+        return line, started
+
+
+def run_request(opts, waiting_since, done_w):
+    """One judgement, in a judge forked before anything of its request was
+    read: it forks the candidate's host (blank: set up, waiting for its
+    program), then reads the request (one line, a byte at a time, so that
+    nothing of the next is read: the zygote never reads a request, and no
+    host is forked from a process that did), then judges. Tells the zygote
+    on done_w: b"E" at the end of the input, b"N" and the nonce once read,
+    b"R" once answered."""
+    in_mem = Shared("kevo-inputs")
+    out = Shared("kevo-cand-out")
+    spare = spawn_host("candidate", dict(opts, isolate=opts.get("isolate")), in_mem, out)
+    try:
+        line, started = RequestLines(0).next(waiting_since)
+    except BaseException:
+        spare.kill()
+        raise
+    if not line.strip():
+        spare.kill()
+        os.write(done_w, b"E" if not line else b"S")
+        return
+    try:
+        req = json.loads(line)
+        nonce = req["nonce"]
+        if not isinstance(nonce, str):
+            raise TypeError()
+    except (ValueError, KeyError, TypeError):
+        spare.kill()
+        write_all(1, (json.dumps({"event": "fatal", "nonce": "", "message": "unreadable request"}) + "\n").encode())
+        os.write(done_w, b"S")
+        return
+    os.write(done_w, b"N" + nonce.encode("utf-8", "replace").replace(b"\n", b" ") + b"\n")
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    Judge(req, opts, None, started, spare=(spare, out, in_mem)).run()
+    os.write(done_w, b"R")
 
 
 def serve(args):
     parent_ns = setup_zygote(args)
     opts = {"device": args.device, "isolate": bool(args.pyhost) and not (args.no_namespaces and args.no_seccomp),
             "namespaces": not args.no_namespaces, "seccomp": not args.no_seccomp, "parent_ns": parent_ns, "binds": []}
-    requests = RequestLines(0)
     waiting_since = PROCESS_T0
     while True:
-        line, waiting_since = requests.next(waiting_since)
-        if not line:
-            return 0
-        if not line.strip():
-            continue
-        try:
-            req = json.loads(line)
-            nonce = req["nonce"]
-        except (ValueError, KeyError, TypeError):
-            write_all(1, (json.dumps({"event": "fatal", "nonce": "", "message": "unreadable request"}) + "\n").encode())
-            continue
         done_r, done_w = os.pipe()
         pid = fork_clean()
         if pid == 0:
             try:
                 os.close(done_r)
-                devnull = os.open(os.devnull, os.O_RDONLY)
-                os.dup2(devnull, 0)
-                os.close(devnull)
-                Judge(req, opts, None, waiting_since).run()
-                os.write(done_w, b"R")
+                run_request(opts, waiting_since, done_w)
             except BaseException:
                 traceback.print_exc()
             finally:
                 os._exit(0)
         os.close(done_w)
         _, status = os.waitpid(pid, 0)
-        answered = os.read(done_r, 1) == b"R"
+        said = b""
+        while True:
+            chunk = os.read(done_r, 4096)
+            if not chunk:
+                break
+            said += chunk
         os.close(done_r)
-        if not answered:
+        if said.startswith(b"E"):
+            return 0
+        if said.startswith(b"N") and not said.endswith(b"R"):
+            nonce = said[1:].split(b"\n", 1)[0].decode("utf-8", "replace")
             why = ("signal %d" % os.WTERMSIG(status)) if os.WIFSIGNALED(status) else ("exit %d" % os.WEXITSTATUS(status))
             write_all(1, (json.dumps({"nonce": nonce, "event": "fatal",
                                       "message": "the torch judge process ended without a result (%s)" % why}) + "\n").encode())

@@ -91,6 +91,11 @@ void drop_capabilities(IsolationReport& report);
 // the reason in `why` when the kernel has no Landlock. Built in the parent:
 // a child only has to call restrict_to(fd).
 int make_write_ruleset(const std::vector<std::string>& dirs, std::string& why);
+// The same, reading confined too: the caller may also read (and execute)
+// only beneath `read_dirs` (files or folders), and beneath `write_dirs`.
+// An empty `read_dirs` leaves reading free (make_write_ruleset).
+int make_ruleset(const std::vector<std::string>& write_dirs, const std::vector<std::string>& read_dirs,
+                 std::string& why);
 // Puts the caller (the calling thread and its later children) under the
 // ruleset, with PR_SET_NO_NEW_PRIVS. Async-signal-safe; false on failure.
 bool restrict_to(int ruleset_fd);

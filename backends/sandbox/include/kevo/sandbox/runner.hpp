@@ -59,6 +59,10 @@ struct Spec {
   // Writes only beneath the scratch dir and /dev (Landlock, where the
   // kernel has it): for compilers, which must write but only their build.
   bool confine_writes = false;
+  // With confine_writes: reads only beneath these (files or folders), the
+  // scratch dir and /dev; empty leaves reading free. For compilers, which
+  // read what a source names (#include of a file of the user's).
+  std::vector<std::string> read_dirs;
 };
 
 enum class Outcome {
