@@ -143,6 +143,14 @@ def main():
         # which the host was forked with): the host is forked before its
         # judge reads the request.
         "read_request": ({"runtime_error"}, "no hidden shape in this process"),
+        # The fourth red team: replies of the wrong kind crashed the judge
+        # into internal_error; a candidate that saw which timed call the
+        # judge had read skipped the rest (11.37x).
+        "state_not_text": ({"runtime_error"}, "protocol breach"),
+        "flags_not_text": ({"runtime_error"}, "protocol breach"),
+        "odd_violation": ({"runtime_error"}, ""),
+        "skip_after_check": ({"correct", "wrong_answer", "runtime_error"}, "", lambda v: v["status"] != "correct" or
+                             v["speedup"] < 3.0),
         # Replies of the host's that are not objects: protocol breaches, the
         # candidate's failure (internal_error before).
         "error_not_an_object": ({"runtime_error"}, "not an object"),
@@ -188,7 +196,10 @@ def main():
             "lazy_store": ({"wrong_answer"}, "differs from the reference"),
             "describe_elsewhere": ({"runtime_error"}, "memory that the candidate's process does not have"),
         })
-    at_load = {"forge_stage", "ready_not_an_object"}   # called by the module's top level, not by forward
+    if device == "cpu":
+        native["huge_address"] = ({"runtime_error"}, "protocol breach")
+        native["huge_bind"] = ({"runtime_error"}, "protocol breach")
+    at_load = {"forge_stage", "ready_not_an_object", "flags_not_text"}   # called by the module's top level, not by forward
     with open(os.path.join(src, "tests", "torch", "native_attacks.cpp"), encoding="utf-8") as f:
         cpp = f.read()
     for name in native:

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -18,6 +19,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <thread>
+#include <vector>
 #include <unistd.h>
 
 static torch::Tensor got_through(torch::Tensor x, const char* what) {
@@ -433,6 +435,154 @@ torch::Tensor read_request(torch::Tensor x) {
     }
   }
   throw std::runtime_error("no hidden shape in this process");
+}
+
+// The fourth red team's replies of the wrong kind (2026-12-03): each
+// crashed the judge into internal_error (kevo's fault) for a candidate's own
+// protocol breach. An output described at an address past 2^64, and bind
+// addresses likewise (preadv's offset overflowed); a state reply or ready
+// message whose lists hold numbers (", ".join raised); a violation line whose
+// number is a digit int() refuses ("²").
+torch::Tensor huge_address(torch::Tensor x) {
+  static bool done = false;
+  once_in_host_module(done, "",
+                      "        def _describe(st, out, _orig=m.describe_outputs):\n"
+                      "            d = _orig(st, out)\n"
+                      "            for o in d.get('outputs', []):\n"
+                      "                o['address'] = 1 << 64\n"
+                      "            return d\n"
+                      "        m.describe_outputs = _describe\n");
+  return softmax_rows(x);
+}
+
+torch::Tensor huge_bind(torch::Tensor x) {
+  static bool done = false;
+  once_in_host_module(done, "",
+                      "        def _bind(st, msg, _orig=m.host_bind):\n"
+                      "            r = _orig(st, msg)\n"
+                      "            r['addresses'] = [1 << 64 for _ in r.get('addresses', [])]\n"
+                      "            return r\n"
+                      "        m.host_bind = _bind\n");
+  return softmax_rows(x);
+}
+
+torch::Tensor state_not_text(torch::Tensor x) {
+  in_host_module("", "        m.params_changed = lambda st: [1]\n");
+  return softmax_rows(x);
+}
+
+// Called while its module loads.
+torch::Tensor flags_not_text(torch::Tensor x) {
+  in_host_module("", "        m.diff_flags = lambda a, b: [1]\n");
+  return x;
+}
+
+torch::Tensor odd_violation(torch::Tensor x) {
+  const char line[] = "sandbox violation \xc2\xb2\n";
+  for (int fd = 3; fd < 256; ++fd) {
+    struct stat st;
+    if (::fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) {
+      ssize_t n = ::write(fd, line, sizeof line - 1);
+      (void)n;
+    }
+  }
+  ::_exit(1);
+}
+
+// The fourth red team's lottery (2026-12-03): the judge compared the
+// outputs of two timed calls, the last and one at random, read from the
+// host's memory over the whole span of their description. The candidate
+// lays its output out with an untouched page after each row: the judge's
+// read maps those pages, and mincore() at the next call says that the last
+// call was the checked one. Its warm-up calls sleep, so that the loop has
+// min_repeats calls (5 here); once the random check has been seen it does
+// nothing but on the last call (correct at 11.37x against the same
+// kernel's 0.47x). The judge now compares sampled elements of every timed
+// call and reads no view spread over more than a few times its bytes.
+namespace lottery {
+struct Region {
+  float* base = nullptr;
+  std::size_t bytes = 0;
+  std::int64_t rows = 0, cols = 0, rs = 0;
+};
+Region reg[2];
+int nulls = 0, attempt = 0, idx = -1, prev = -1, seen = 0;
+bool recorded = false;
+
+void event(const std::string& e) {
+  if (e == "n") nulls = 1;
+  if (e == "init" && nulls) ++attempt, idx = -1, prev = -1, seen = 0;
+  if (e == "r" || e == "c") recorded = e == "r";
+}
+
+Region& region(int i, std::int64_t rows, std::int64_t cols) {
+  Region& r = reg[i];
+  if (r.base == nullptr || r.rows != rows || r.cols != cols) {
+    if (r.base) ::munmap(r.base, r.bytes);
+    r.rows = rows, r.cols = cols, r.rs = (cols + 1023) / 1024 * 1024 + 1024;
+    r.bytes = static_cast<std::size_t>(rows * r.rs * 4);
+    void* p = ::mmap(nullptr, r.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::runtime_error("mmap");
+    ::madvise(p, r.bytes, MADV_NOHUGEPAGE);
+    r.base = static_cast<float*>(p);
+  }
+  return r;
+}
+
+// Whether the judge read region i since the last look (a gap page present).
+bool was_read(int i) {
+  Region& r = reg[i];
+  const long pg = ::sysconf(_SC_PAGESIZE);
+  if (!r.base || r.rows < 2) return false;
+  std::vector<unsigned char> v((r.bytes + pg - 1) / pg);
+  if (::mincore(r.base, r.bytes, v.data()) != 0) return false;
+  const std::int64_t gap = (r.cols + 1023) / 1024 * 1024 * 4 / pg, row_pages = r.rs * 4 / pg;
+  bool any = false;
+  for (std::int64_t row = 0; row + 1 < r.rows && !any; ++row) any = v[row * row_pages + gap] & 1;
+  if (any)
+    for (std::int64_t row = 0; row + 1 < r.rows; ++row)
+      ::madvise(reinterpret_cast<char*>(r.base) + (row * row_pages + gap) * pg, pg, MADV_DONTNEED);
+  return any;
+}
+
+torch::Tensor fill(Region& r, const torch::Tensor& x) {
+  auto y = torch::from_blob(r.base, {r.rows, r.cols}, {r.rs, 1}, torch::TensorOptions().dtype(torch::kFloat32));
+  y.copy_(softmax_rows(x));
+  return y;
+}
+}  // namespace lottery
+
+torch::Tensor skip_after_check(torch::Tensor x) {
+  using namespace lottery;
+  static bool hooked = false;
+  if (!hooked) {
+    hooked = true;
+    pybind11::dict g;
+    g["__builtins__"] = pybind11::module_::import("builtins");
+    g["event"] = pybind11::cpp_function(&event);
+    pybind11::exec("import os\n_rd = os.read\ndef _read(fd, n):\n    b = _rd(fd, n)\n"
+                   "    if n == 1 and b in (b'n', b'c', b'r'):\n        event(b.decode())\n"
+                   "    elif len(b) > 8 and b'\"op\": \"init\"' in b:\n        event('init')\n    return b\n"
+                   "os.read = _read\n", g);
+  }
+  const std::int64_t rows = x.size(0), cols = x.size(1);
+  if (prev >= 0 && was_read(prev) && idx - 2 <= 3) seen = 1;
+  prev = -1;
+  if (!nulls || recorded || attempt == 0) return softmax_rows(x);   // correctness: honest, contiguous
+  const int k = ++idx - 2;   // -2, -1: the warm-up calls
+  Region& r = region(idx & 1, rows, cols);
+  prev = idx & 1;
+  if (k < 0) {
+    was_read(0), was_read(1), seen = 0;
+    ::usleep(300000);
+    return fill(r, x);
+  }
+  if (attempt == 1) {   // honest, and unstable on purpose: timed again
+    if (k <= 1) ::usleep(200000);
+    return fill(r, x);
+  }
+  if (seen && k < 4) return torch::from_blob(r.base, {rows, cols}, {r.rs, 1}, torch::kFloat32);
+  return fill(r, x);
 }
 
 // Reads the judgement's secret from the judge's memory, which a host forked

@@ -68,6 +68,7 @@ ALIGN = 256
 MAX_MSG = 4 << 20
 FEEDBACK_CAP = 3000
 NULL_CALLS = 15
+SPOT_ELEMENTS = 64   # elements of each output compared after every timed call on the CPU (Judge.spot_check)
 SETUP_SECONDS = 90.0   # a host's set-up: device, sandbox, the program's module
 FLUSH_BYTES = 256 << 20
 CPU_FLUSH_BYTES = 64 << 20   # more than the last-level cache of the CPUs kevo runs on
@@ -1036,6 +1037,8 @@ class Host:
                 raise HostGone("the judge cannot read its host's memory (/proc/%d/mem: %s); kevo's torch judge "
                                "on the CPU needs to (docs/torch.md#the-judge)" % (self.pid, e.strerror),
                                "internal_error", "judge")
+        if not 0 <= address or address + n > (1 << 63) - 1:
+            return None   # no process has memory there (preadv's offset would overflow)
         out = bytearray(n)
         view = memoryview(out)
         got = 0
@@ -1073,7 +1076,9 @@ class Host:
             text = self.violation
             nr = text.rsplit(" ", 1)[-1]
             name = ""
-            if PYHOST is not None and nr.isdigit():
+            # ASCII digits only: "²".isdigit() is true and int("²") raises
+            # (the red team's odd_violation crashed the judge so).
+            if PYHOST is not None and re.fullmatch(r"[0-9]{1,5}", nr):
                 buf = ctypes.create_string_buffer(256)
                 PYHOST.kevo_pyhost_syscall_name(int(nr), buf, len(buf))
                 name = buf.value.decode()
@@ -1594,24 +1599,20 @@ class Judge:
         self.fill_inputs(inputs, msg)
         return None
 
-    def read_direct(self, h, expect, where):
-        """The outputs of a direct host's last call, read from its memory
-        once it has stopped: (metas, tensors). The host described them with
-        its reply (describe_outputs), which the candidate's code can forge:
-        the description must be the reference's outputs (`expect`: their
-        number, dtypes and shapes), within what it says is their storage,
-        and at memory the process has; the values are whatever that memory
-        holds after the call, and the comparison decides."""
+    def parse_desc(self, h, expect, where):
+        """A direct host's description of its last call's outputs (its reply,
+        describe_outputs), checked: [(dtype name, shape, strides, storage
+        offset, address, numel)] once the host has stopped. The candidate's
+        code can forge it: it must be the reference's outputs (`expect`:
+        their number, dtypes and shapes), within what it says is their
+        storage and dense enough that the judge reads no more than a few
+        times their bytes (a view spread over pages the candidate never
+        wrote let it see, from those pages, which call the judge had read:
+        the red team's skip_after_check)."""
         h.stop(wait=True)
         if h.reaped is not None:
             raise h.gone(h.death(where))
-        ref = h.role == "reference"
-
-        def bad(msg, breach=False):
-            if ref:
-                return Verdict("internal_error", "the reference's outputs (%s): %s" % (where, msg))
-            return Verdict("runtime_error" if breach else "wrong_answer", "%s (%s)" % (msg, where))
-
+        bad = self.desc_error(h, where)
         try:
             d = json.loads(h.desc.decode("utf-8", "replace")) if h.desc is not None else None
         except (ValueError, RecursionError):
@@ -1626,15 +1627,15 @@ class Judge:
             raise bad("protocol breach by the %s's process (no list of outputs)" % h.role, True)
         if expect is not None and len(outs) != len(expect):
             raise bad("forward returned %d output(s), the reference returns %d" % (len(outs), len(expect)))
-        metas, tensors = [], []
+        parsed = []
         for i, m in enumerate(outs):
             if not isinstance(m, dict):
                 raise bad("protocol breach by the %s's process (output %d described by no object)" % (h.role, i), True)
             dt, shape, stride = m.get("dtype"), m.get("shape"), m.get("stride")
             off, addr, nb = m.get("offset"), m.get("address"), m.get("nbytes")
-            ints = [shape, stride] if isinstance(shape, list) and isinstance(stride, list) else None
-            if (dt not in DTYPE_NAMES or ints is None or len(shape) != len(stride) or
-                    not all(type(x) is int and x >= 0 for x in shape + stride + [off, addr, nb])):
+            if (dt not in DTYPE_NAMES or not isinstance(shape, list) or not isinstance(stride, list) or
+                    len(shape) != len(stride) or
+                    not all(type(x) is int and 0 <= x < (1 << 62) for x in shape + stride + [off, addr, nb])):
                 raise bad("protocol breach by the %s's process (output %d's description)" % (h.role, i), True)
             if expect is not None:
                 e = expect[i]
@@ -1642,22 +1643,41 @@ class Judge:
                     raise bad("output %d has dtype %s, the reference's has %s" % (i, dt, e["dtype"]))
                 if shape != [int(x) for x in e["shape"]]:
                     raise bad("output %d has shape %s, the reference's has %s" % (i, shape, e["shape"]))
-            dtype = dtype_of(dt)
-            esize = torch.empty((), dtype=dtype).element_size()
+            esize = torch.empty((), dtype=dtype_of(dt)).element_size()
             numel = 1
             for n in shape:
                 numel *= n
-            if numel == 0:
-                t = torch.empty(shape, dtype=dtype)
-            else:
+            if numel:
                 last = off + sum((n - 1) * st for n, st in zip(shape, stride))
-                span = (last + 1 - off) * esize
                 if (last + 1) * esize > nb:
                     raise bad("protocol breach by the %s's process (output %d reaches past its storage)" % (h.role, i),
                               True)
-                if span > 64 * numel * esize + (16 << 20):
+                if (last + 1 - off) * esize > 4 * numel * esize + (1 << 20):
                     raise bad("output %d is a view spread over %d bytes for %d elements (return a contiguous tensor)"
-                              % (i, span, numel))
+                              % (i, (last + 1 - off) * esize, numel))
+            parsed.append((dt, shape, stride, off, addr, numel))
+        return parsed
+
+    def desc_error(self, h, where):
+        def bad(msg, breach=False):
+            if h.role == "reference":
+                return Verdict("internal_error", "the reference's outputs (%s): %s" % (where, msg))
+            return Verdict("runtime_error" if breach else "wrong_answer", "%s (%s)" % (msg, where))
+        return bad
+
+    def read_direct(self, h, expect, where):
+        """The outputs of a direct host's last call, read from its memory
+        once it has stopped: (metas, tensors); the values are whatever that
+        memory holds after the call, and the comparison decides."""
+        bad = self.desc_error(h, where)
+        metas, tensors = [], []
+        for i, (dt, shape, stride, off, addr, numel) in enumerate(self.parse_desc(h, expect, where)):
+            dtype = dtype_of(dt)
+            esize = torch.empty((), dtype=dtype).element_size()
+            if numel == 0:
+                t = torch.empty(shape, dtype=dtype)
+            else:
+                span = (sum((n - 1) * st for n, st in zip(shape, stride)) + 1) * esize
                 raw = h.read_mem(addr + off * esize, span)
                 if raw is None:
                     raise bad("output %d is described at memory that the %s's process does not have" % (i, h.role),
@@ -1667,6 +1687,48 @@ class Judge:
             metas.append({"shape": shape, "dtype": dt})
             tensors.append(t)
         return metas, tensors
+
+    def spot_check(self, ref, cand, expect, s, k, rng):
+        """Every timed call on the CPU, after its pair: SPOT_ELEMENTS
+        elements of each output, drawn now (after the call), read from both
+        stopped hosts and compared. A candidate that skips the work of some
+        timed calls (its output an earlier call's) is caught at the first
+        it skips: with two checked calls a candidate that saw which call the
+        judge had read skipped the rest (the red team: 11.37x against the
+        same kernel's 0.47x)."""
+        where = "timed call %d at %s" % (k + 1, self.shown(s))
+        mine = self.parse_desc(cand, expect, where)
+        theirs = self.parse_desc(ref, None, where)
+        for i, ((dt, shape, stride, off, addr, numel), (_, _, rstride, roff, raddr, _)) in enumerate(zip(mine, theirs)):
+            if numel == 0:
+                continue
+            dtype = dtype_of(dt)
+            esize = torch.empty((), dtype=dtype).element_size()
+            picks = sorted(rng.sample(range(numel), min(numel, SPOT_ELEMENTS)))
+            wants, gots, where_at = bytearray(), bytearray(), []
+            for flat in picks:
+                idx, rest = [], flat
+                for n in reversed(shape):
+                    idx.append(rest % n)
+                    rest //= n
+                idx.reverse()
+                where_at.append(idx)
+                got = cand.read_mem(addr + (off + sum(a * b for a, b in zip(idx, stride))) * esize, esize)
+                want = ref.read_mem(raddr + (roff + sum(a * b for a, b in zip(idx, rstride))) * esize, esize)
+                if want is None:
+                    raise Verdict("internal_error", "the reference's output %d could not be read (%s)" % (i, where))
+                if got is None:
+                    raise self.desc_error(cand, where)(
+                        "output %d is described at memory that the candidate's process does not have" % i, True)
+                wants += want
+                gots += got
+            w = torch.frombuffer(wants, dtype=torch.uint8).view(dtype)
+            g = torch.frombuffer(gots, dtype=torch.uint8).view(dtype)
+            ok, d = compare(w, g, self.tol)
+            if not ok and "flat" in d:   # (the relative L2 bound is the full comparisons')
+                raise Verdict("wrong_answer", "the output of a timed call is wrong: output %d at %s: expected %.9g, "
+                              "got %s (%s)" % (i, where_at[d["flat"]], d["expected"], fmt_num(d["got"]), where),
+                              stage="timing")
 
     def read_inputs_direct(self, h, inputs_msg, where):
         """A direct host's inputs as its process holds them now (its writes
@@ -1903,7 +1965,7 @@ class Judge:
         if not isinstance(msg, dict) or not isinstance(msg.get("error", ""), str) or \
                 not isinstance(msg.get("isolation") or {}, dict) or \
                 not isinstance((msg.get("isolation") or {}).get("notes", []), list) or \
-                not isinstance(msg.get("flags_changed") or [], list):
+                not texts(msg.get("flags_changed") or []):
             # The candidate's module can rewrite the host's code as it loads
             # (a list here crashed the judge into internal_error).
             h.kill()
@@ -2070,7 +2132,10 @@ class Judge:
     def check_state(self, cand, s, trial_name):
         st = cand.request({"op": "state"}, self.left())
         if "error" in st:
-            raise Verdict("runtime_error", "the candidate's state could not be read: " + last_line(st["error"]))
+            raise Verdict("runtime_error", "the candidate's state could not be read: " + last_line(str(st["error"])))
+        if not texts(st.get("flags_changed") or []) or not texts(st.get("params_changed") or []):
+            raise Verdict("runtime_error", "protocol breach by the candidate's process (a state reply that is not "
+                                           "lists of names)")
         if st.get("flags_changed"):
             raise Verdict("forbidden", "the candidate changed torch's numerics settings: %s (at %s %s)" % (
                 ", ".join(st["flags_changed"]), self.shown(s), trial_name))
@@ -2272,6 +2337,13 @@ class Judge:
         return load_ns, ns, drain_ns
 
     def calibrate(self, h):
+        # The other host stopped first: a candidate left running (its last
+        # step a request) spun threads while the reference's null calls
+        # were measured (the red team's null_spin; no gain measured, but the
+        # one stretch of the timing where it ran unwatched).
+        for other in self.hosts:
+            if other is not h:
+                other.stop(wait=self.direct)
         samples = []
         for _ in range(NULL_CALLS):
             samples.append(h.null_call(self.left(), stop=self.direct))
@@ -2305,6 +2377,7 @@ class Judge:
         n = max(n, 2)
         rng = random.Random(derive_seed(self.secret, self.seed, "check", s["label"], attempt))
         checked = {n - 1, rng.randrange(0, n - 1)}
+        spot_rng = random.Random(derive_seed(self.secret, self.seed, "spot", s["label"], attempt))
         # One more candidate call, at a random place in the loop and made as
         # the timed ones are (its own fresh inputs), has its operations
         # recorded: a candidate that tells its correctness calls from the
@@ -2353,6 +2426,8 @@ class Judge:
                 # calls were slowed had its timed calls shrunk to nothing).
                 null = ref.null_ns if h is ref else min(cand.null_ns, ref.null_ns)
                 (ref_ns if h is ref else cand_ns).append(max(1.0, ns - null))
+            if self.direct and k not in checked:
+                self.spot_check(ref, cand, expect, s, k, spot_rng)
             if k in checked and self.direct:
                 # CPU: the outputs as they are in each stopped host's memory
                 # (no store step to do work in: native_store_fused).
@@ -2472,6 +2547,11 @@ def copy_into(src, like):
     flat = src.reshape(-1).to(like.dtype) if src is not None else torch.zeros(1, dtype=like.dtype, device=like.device)
     reps = (n + flat.numel() - 1) // max(flat.numel(), 1)
     return flat.repeat(max(reps, 1))[:n].reshape(like.shape).to(like.device)
+
+
+def texts(xs):
+    """Whether xs is a list of strings (what a host reports as names)."""
+    return isinstance(xs, list) and all(isinstance(x, str) for x in xs)
 
 
 def geomean(xs):
