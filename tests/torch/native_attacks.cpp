@@ -128,6 +128,17 @@ torch::Tensor forge_stage(torch::Tensor x) {
   return x;
 }
 
+// Writes `line` on every pipe the process holds (the judge's side pipe
+// among them).
+static void on_every_pipe(const char* line, std::size_t n) {
+  for (int fd = 3; fd < 256; ++fd) {
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) {
+      [[maybe_unused]] const ssize_t w = ::write(fd, line, n);
+    }
+  }
+}
+
 // Native code owns the candidate's process: from here the judge's own host
 // code can be changed (what a Python candidate that escaped the static
 // checks could do too; the red team did it through `m = torch`).
@@ -479,13 +490,7 @@ torch::Tensor flags_not_text(torch::Tensor x) {
 
 torch::Tensor odd_violation(torch::Tensor x) {
   const char line[] = "sandbox violation \xc2\xb2\n";
-  for (int fd = 3; fd < 256; ++fd) {
-    struct stat st;
-    if (::fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) {
-      ssize_t n = ::write(fd, line, sizeof line - 1);
-      (void)n;
-    }
-  }
+  on_every_pipe(line, sizeof line - 1);
   ::_exit(1);
 }
 
@@ -634,12 +639,6 @@ torch::Tensor ready_not_an_object(torch::Tensor x) {
 // crash kevo's fault (internal_error). It goes by the host now.
 torch::Tensor blame_reference(torch::Tensor x) {
   const char line[] = "sandbox violation 0\nsandbox violation path: the reference's\n";
-  for (int fd = 3; fd < 256; ++fd) {
-    struct stat st;
-    if (::fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) {
-      ssize_t n = ::write(fd, line, sizeof line - 1);
-      (void)n;
-    }
-  }
+  on_every_pipe(line, sizeof line - 1);
   ::_exit(1);
 }
