@@ -2694,14 +2694,22 @@ def run_request(opts, waiting_since, done_w):
     b"R" once answered."""
     in_mem = Shared("kevo-inputs")
     out = Shared("kevo-cand-out")
-    spare = spawn_host("candidate", dict(opts, isolate=opts.get("isolate")), in_mem, out)
+    spare, failed = None, None
+    try:
+        spare = spawn_host("candidate", dict(opts, isolate=opts.get("isolate")), in_mem, out)
+    except Exception as e:
+        # Still read and answer the request (kevo's failure, named), so that
+        # a host that cannot start never leaves the engine waiting.
+        failed = "the candidate's host could not be started: %s" % e
     try:
         line, started = RequestLines(0).next(waiting_since)
     except BaseException:
-        spare.kill()
+        if spare:
+            spare.kill()
         raise
-    if not line.strip():
+    if spare and (not line.strip() or failed):
         spare.kill()
+    if not line.strip():
         os.write(done_w, b"E" if not line else b"S")
         return
     try:
@@ -2710,11 +2718,16 @@ def run_request(opts, waiting_since, done_w):
         if not isinstance(nonce, str):
             raise TypeError()
     except (ValueError, KeyError, TypeError):
-        spare.kill()
+        if spare:
+            spare.kill()
         write_all(1, (json.dumps({"event": "fatal", "nonce": "", "message": "unreadable request"}) + "\n").encode())
         os.write(done_w, b"S")
         return
     os.write(done_w, b"N" + nonce.encode("utf-8", "replace").replace(b"\n", b" ") + b"\n")
+    if failed:
+        write_all(1, (json.dumps({"nonce": nonce, "event": "fatal", "message": failed}) + "\n").encode())
+        os.write(done_w, b"R")
+        return
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
@@ -2749,6 +2762,10 @@ def serve(args):
         os.close(done_r)
         if said.startswith(b"E"):
             return 0
+        if not said:
+            # The judge ended before it read a request (killed, or its set-up
+            # raised): the next one forks after a pause, not in a tight loop.
+            time.sleep(0.2)
         if said.startswith(b"N") and not said.endswith(b"R"):
             nonce = said[1:].split(b"\n", 1)[0].decode("utf-8", "replace")
             why = ("signal %d" % os.WTERMSIG(status)) if os.WIFSIGNALED(status) else ("exit %d" % os.WEXITSTATUS(status))
