@@ -393,14 +393,21 @@ torch::Tensor thread_after_reply(torch::Tensor x) {
 // Describes its outputs at memory it does not have (the judge reads a host's
 // outputs where its reply says they are): the judge's read fails, and that
 // is the candidate's failure, not kevo's.
+// Wraps the host's description of its outputs so that every output is at
+// `address` (a Python expression).
+static void describe_at(bool& done, const std::string& address) {
+  once_in_host_module(done, "",
+                      ("        def _describe(st, out, _orig=m.describe_outputs):\n"
+                       "            d = _orig(st, out)\n"
+                       "            for o in d.get('outputs', []):\n"
+                       "                o['address'] = " + address + "\n"
+                       "            return d\n"
+                       "        m.describe_outputs = _describe\n").c_str());
+}
+
 torch::Tensor describe_elsewhere(torch::Tensor x) {
-  in_host_module("",
-                 "        def _describe(st, out, _orig=m.describe_outputs):\n"
-                 "            d = _orig(st, out)\n"
-                 "            for o in d.get('outputs', []):\n"
-                 "                o['address'] = 4096\n"
-                 "            return d\n"
-                 "        m.describe_outputs = _describe\n");
+  static bool done = false;
+  describe_at(done, "4096");
   return softmax_rows(x);
 }
 
@@ -456,13 +463,7 @@ torch::Tensor read_request(torch::Tensor x) {
 // number is a digit int() refuses ("²").
 torch::Tensor huge_address(torch::Tensor x) {
   static bool done = false;
-  once_in_host_module(done, "",
-                      "        def _describe(st, out, _orig=m.describe_outputs):\n"
-                      "            d = _orig(st, out)\n"
-                      "            for o in d.get('outputs', []):\n"
-                      "                o['address'] = 1 << 64\n"
-                      "            return d\n"
-                      "        m.describe_outputs = _describe\n");
+  describe_at(done, "1 << 64");
   return softmax_rows(x);
 }
 

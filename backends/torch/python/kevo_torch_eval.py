@@ -2707,7 +2707,7 @@ def run_request(opts, waiting_since, done_w):
         if spare:
             spare.kill()
         raise
-    if spare and (not line.strip() or failed):
+    if spare and not line.strip():
         spare.kill()
     if not line.strip():
         os.write(done_w, b"E" if not line else b"S")
