@@ -121,18 +121,27 @@ def main():
     native = {
         "change_numerics": ({"forbidden"}, "float32_matmul_precision"),
         # The judge's host code changed from inside (the red team's escapes):
-        # the judge reads the store's layout itself, and subtracts from a
+        # the judge checks the outputs a host reports against the
+        # reference's and lays them out itself, and subtracts from a
         # candidate's calls no more null round trip than the reference's.
-        "forge_store": ({"wrong_answer"}, "not the reference's"),
+        "forge_store": ({"wrong_answer"}, "output(s)"),
         "null_inflate": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
-        "load_work": ({"correct"}, "loading charged", lambda v: v["speedup"] < 5.0),
-        # Replies before its kernels are done (GPU): each step's wait for an
-        # idle GPU is added to it.
-        "early_reply": ({"correct"}, "", lambda v: v["speedup"] < 3.0),
+        # Queues its work before its inputs are written (GPU; 1.21x against
+        # the honest 0.51x through the load step of an earlier judge).
+        "bind_work": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
+        # Works in the prime before a timed call (GPU): its excess charged.
+        "prime_fused": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
+        # Writes its outputs into the judge's memory and skips its copy
+        # (GPU): its copy charged up to the reference's.
+        "arena_output": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
+        # Replies before its kernels are done (GPU): the judge reads the
+        # outputs in its memory after the drain (half-written: wrong), and
+        # each step's wait for an idle GPU is added to it.
+        "early_reply": ({"correct", "wrong_answer"}, "", lambda v: v["status"] != "correct" or v["speedup"] < 3.0),
         "reply_not_an_object": ({"runtime_error"}, "not an object"),
-        # Computes only when asked for its outputs (untimed before): both
-        # sides' output copies are timed, the excess charged.
-        "lazy_store": ({"correct"}, "copying charged", lambda v: v["speedup"] < 5.0),
+        # Computes only when its outputs are copied for the judge (untimed
+        # before: 70x): the copy is part of every call's time.
+        "lazy_store": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
         # Writes into the input file the reference loads from too: every
         # host gets it read-only.
         "write_inputs": ({"runtime_error"}, "read-only here"),
@@ -158,11 +167,10 @@ def main():
         # Blames its own death on the reference (a forged violation line):
         # whose host died is the judge's knowledge.
         "blame_reference": ({"runtime_error"}, ""),
-        # Work fused into the host's load or store step (the same bytes
-        # read and written as the step's own copy, so no charge saw it:
-        # 64-257x before). On the CPU there are no such steps; on the GPU
-        # the load's hole is open (docs/torch.md#gpu-status).
-        "load_fused": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
+        # Work fused into the host's output copy (the same bytes read and
+        # written as the copy, so no charge on an untimed copy saw it):
+        # on the GPU the copy is part of every call's time; on the CPU there
+        # is none (wrong_answer).
         "store_fused": ({"correct", "wrong_answer"}, "", fast),
         # Replies at once and works on in a thread of its own: the clock
         # runs until every thread of the host has stopped.
@@ -192,7 +200,6 @@ def main():
         # outputs is what a forged host reply can touch.
         native.update({
             "forge_store": ({"wrong_answer"}, "shares memory with input"),
-            "load_work": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
             "lazy_store": ({"wrong_answer"}, "differs from the reference"),
             "describe_elsewhere": ({"runtime_error"}, "memory that the candidate's process does not have"),
         })
@@ -226,13 +233,22 @@ def main():
                 '    def forward(self, x):\n        return ext.f(x)\n'
                 % json.dumps('#include "%s"\ntorch::Tensor f(torch::Tensor x) { return x; }\n'
                              % os.path.join(notes, "api-key.txt")))
+    # Attacks that do the honest work somewhere the judge might not time:
+    # judged correct, each must be no faster than the honest candidate of
+    # the same batch by more than the noise between two judgements (half
+    # again, and 0.05): on the H200, work in the load and the store steps of
+    # an earlier judge was 2.5x and 2.2x the honest softmax, under the
+    # loose 5x bound above.
+    no_gain = {"native_%s.py" % n for n in ("bind_work", "prime_fused", "arena_output", "store_fused",
+                                              "lazy_store", "null_inflate", "early_reply", "thread_after_reply")}
     failures = []
     results = []
     todo = [(n, os.path.join(adv, n)) + cases[n] for n in cases] + \
         [("include_secret.py", os.path.join(work, "include_secret.py"), softmax, {"compile_error"}, "", None)] + \
         [("native_%s.py" % n, os.path.join(work, "native_%s.py" % n), softmax) + native[n] +
          ((None,) if len(native[n]) == 2 else ()) for n in native]
-    todo = [t for t in todo if not only or t[0] in only or t[0].replace(".py", "") in only]
+    todo = [t for t in todo if not only or t[0] in only or t[0].replace(".py", "") in only or
+            (t[0] == "honest.py" and any(n in no_gain or n + ".py" in no_gain for n in only))]
     by_task = {}
     for t in todo:
         by_task.setdefault(t[2], []).append(t)
@@ -258,6 +274,13 @@ def main():
             if not ok:
                 failures.append("%s: got %s (%s), expected %s%s" % (name, v["status"], v["message"][:300],
                                                                   sorted(allowed), " with '%s'" % text if text else ""))
+        honest = verdicts.get(os.path.join(adv, "honest.py"))
+        for name, path, _, _, _, _ in items:
+            v = verdicts.get(path)
+            if honest and v and name in no_gain and v["status"] == "correct" and honest["status"] == "correct" and \
+                    v["speedup"] > 1.5 * honest["speedup"] + 0.05:
+                failures.append("%s: %.2fx, against the honest candidate's %.2fx in the same batch (work the "
+                                "judge did not time)" % (name, v["speedup"], honest["speedup"]))
     # The inputs come from seeds keyed by a secret of each judgement: the
     # same candidate judged twice with the same --seed sees other values
     # (a candidate that knew the seed rebuilt every timed input and

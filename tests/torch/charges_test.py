@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""The torch judge's rule for charging a candidate the excess of a paired
-step (backends/torch/python/kevo_torch_eval.py: paired_excess, used for the
-loads): the median of the pairs' differences, charged only when it is clear
-of the margin (a quarter of the reference's step and 20 us) and of the
-pairs' own noise; and store_excess, for the output copies of the checked
-calls: their smallest excess, charged when it clears the margin and the
-spread of the reference's loads.
+"""The torch judge's rules for charging a candidate on the GPU the excess of
+a step outside its timed call (backends/torch/python/kevo_torch_eval.py):
+prime_excess, for the primes before the timed calls (the paired
+differences' median, charged only when clear of three standard errors of
+a median and of the floor), and store_charges, for each call's output copy
+into the judge's memory (its excess over the median of the reference's
+copies, charged only when clear of three of their spreads and the floor).
 
   charges_test.py SOURCE_DIR
 """
@@ -18,67 +18,69 @@ sys.path.insert(0, os.path.join(SRC, "backends", "torch", "python"))
 sys.dont_write_bytecode = True
 import kevo_torch_eval as ev  # noqa: E402
 
-MS = 1e6
-# A fixed, symmetric spread (ns) to add to a difference.
-QUIET = [-0.3 * MS, -0.2 * MS, -0.1 * MS, 0.0, 0.1 * MS, 0.2 * MS, 0.3 * MS, -0.15 * MS, 0.15 * MS, 0.05 * MS]
-LOADED = [-20 * MS, -12 * MS, -6 * MS, -2 * MS, 0.0, 2 * MS, 6 * MS, 12 * MS, 20 * MS, 9 * MS]
+US = 1e3
+# A fixed, symmetric spread (ns) to add to a difference: a quiet GPU's
+# primes (a few us), and a noisy one's (tens of us).
+QUIET = [-3 * US, -2 * US, -1 * US, 0.0, 1 * US, 2 * US, 3 * US, -1.5 * US, 1.5 * US, 0.5 * US] * 10
+NOISY = [-60 * US, -40 * US, -20 * US, -5 * US, 0.0, 5 * US, 20 * US, 40 * US, 60 * US, 30 * US]
 
 
-class PairedExcess(unittest.TestCase):
-    def test_a_clear_excess_on_a_quiet_machine_is_charged_its_median(self):
-        diffs = [4 * MS + d for d in QUIET]
-        self.assertAlmostEqual(ev.paired_excess(diffs, 10 * MS), 4 * MS + 0.025 * MS, delta=0.01 * MS)
+class PrimeExcess(unittest.TestCase):
+    def test_work_in_the_prime_on_a_quiet_gpu_is_charged_its_median(self):
+        # A softmax of about 46 us done in the prime, 100 pairs.
+        diffs = [46 * US + d for d in QUIET]
+        self.assertAlmostEqual(ev.prime_excess(diffs), ev.quantile(diffs, 0.5))
+        self.assertGreater(ev.prime_excess(diffs), 45 * US)
 
     def test_differences_around_zero_are_not_charged(self):
-        self.assertEqual(ev.paired_excess(list(QUIET), 10 * MS), 0.0)
-        self.assertEqual(ev.paired_excess(list(LOADED), 10 * MS), 0.0)
+        self.assertEqual(ev.prime_excess(list(QUIET)), 0.0)
+        self.assertEqual(ev.prime_excess(list(NOISY)), 0.0)
 
     def test_an_excess_within_the_pairs_noise_is_not_charged(self):
-        # A median of 4.5 ms, over the margin (2.52 ms), but the pairs
-        # spread over +-20 ms (a loaded machine).
-        diffs = [4 * MS + d for d in LOADED]
-        self.assertGreater(ev.quantile(diffs, 0.5), 0.25 * 10 * MS + 20e3)
-        self.assertEqual(ev.paired_excess(diffs, 10 * MS), 0.0)
+        # A median of 15 us, over the floor, but 10 pairs spread over +-60 us.
+        diffs = [15 * US + d for d in NOISY]
+        self.assertGreater(ev.quantile(diffs, 0.5), ev.STEP_FLOOR_NS)
+        self.assertEqual(ev.prime_excess(diffs), 0.0)
 
-    def test_an_excess_within_the_margin_is_not_charged(self):
-        diffs = [2 * MS + d for d in QUIET]   # clear of the noise, under a quarter of 10 ms
-        self.assertEqual(ev.paired_excess(diffs, 10 * MS), 0.0)
+    def test_an_excess_under_the_floor_is_not_charged(self):
+        diffs = [ev.STEP_FLOOR_NS * 0.9] * 50   # no spread at all, under the floor
+        self.assertEqual(ev.prime_excess(diffs), 0.0)
+        self.assertGreater(ev.prime_excess([ev.STEP_FLOOR_NS * 1.5] * 50), 0.0)
 
     def test_no_pairs_charge_nothing(self):
-        self.assertEqual(ev.paired_excess([], 10 * MS), 0.0)
+        self.assertEqual(ev.prime_excess([]), 0.0)
 
 
-# The reference's loads (ns): about 1 ms with a small spread, and a loaded
-# machine's 5-55 ms.
-QUIET_LOADS = [1 * MS + d / 10 for d in QUIET]
-LOADED_LOADS = [30 * MS + d for d in LOADED] + [5 * MS, 55 * MS]
+# The reference's output copies (ns): about 10 us with a spread of about 1 us.
+REF_STORES = [10 * US + d / 3 for d in QUIET]
 
 
-class StoreExcess(unittest.TestCase):
-    def test_a_lazy_hosts_copies_on_a_quiet_machine_are_charged_their_smallest_excess(self):
-        ref = [0.5 * MS, 0.6 * MS, 0.55 * MS]
-        cand = [r + 3 * MS + k * 0.1 * MS for k, r in enumerate(ref)]
-        self.assertAlmostEqual(ev.store_excess(cand, ref, QUIET_LOADS), 3 * MS, delta=1)
+class StoreCharges(unittest.TestCase):
+    def test_a_call_whose_copy_did_the_work_is_charged_its_excess(self):
+        cand = [10 * US, 56 * US, 10.2 * US]
+        charges = ev.store_charges(cand, REF_STORES)
+        self.assertEqual(charges[0], 0.0)
+        self.assertAlmostEqual(charges[1], 56 * US - ev.quantile(REF_STORES, 0.5))
+        self.assertEqual(charges[2], 0.0)
 
-    def test_an_honest_copy_slowed_by_a_loaded_machine_is_not_charged(self):
-        # Over the margin in every checked pair (the old rule charged it),
-        # within the spread that the reference's own loads show.
-        ref = [6 * MS, 9 * MS]
-        cand = [12 * MS, 16 * MS]
-        self.assertGreater(min(c - r for c, r in zip(cand, ref)), 0.25 * 7.5 * MS + 20e3)
-        self.assertEqual(ev.store_excess(cand, ref, LOADED_LOADS), 0.0)
-        self.assertGreater(ev.store_excess(cand, ref, QUIET_LOADS), 0.0)
+    def test_honest_copies_within_the_references_spread_are_not_charged(self):
+        cand = [10 * US + d / 3 for d in reversed(QUIET)]
+        self.assertEqual(sum(ev.store_charges(cand, REF_STORES)), 0.0)
 
-    def test_one_fast_pair_clears_a_lazy_host(self):
-        ref = [0.5 * MS, 0.5 * MS]
-        self.assertEqual(ev.store_excess([3.5 * MS, 0.55 * MS], ref, QUIET_LOADS), 0.0)
+    def test_a_copy_skipped_earns_nothing(self):
+        # A host that returned a view of the judge's memory copies nothing:
+        # no charge, and no credit either.
+        self.assertEqual(ev.store_charges([0.0, 1.0], REF_STORES), [0.0, 0.0])
 
-    def test_the_noise_is_the_references_own(self):
-        # The spread comes from the reference's loads only: the same loads
-        # give the same noise whatever the candidate's were.
-        self.assertAlmostEqual(ev.step_noise(QUIET_LOADS), ev.step_noise(list(reversed(QUIET_LOADS))))
-        self.assertEqual(ev.step_noise([1 * MS]), 0.0)
-        self.assertEqual(ev.store_excess([], [], QUIET_LOADS), 0.0)
+    def test_the_bar_is_the_references_spread_or_the_floor(self):
+        wide = [10 * US + d for d in NOISY]   # spread of tens of us
+        self.assertEqual(ev.store_charges([60 * US], wide), [0.0])
+        flat = [10 * US] * 20                 # no spread: the floor
+        self.assertEqual(ev.store_charges([10 * US + ev.STEP_FLOOR_NS * 0.9], flat), [0.0])
+        self.assertGreater(ev.store_charges([10 * US + ev.STEP_FLOOR_NS * 1.5], flat)[0], 0.0)
+
+    def test_no_reference_copies_charge_nothing(self):
+        self.assertEqual(ev.store_charges([5 * US], []), [0.0])
 
 
 if __name__ == "__main__":

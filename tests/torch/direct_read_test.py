@@ -67,7 +67,7 @@ class DirectRead(unittest.TestCase):
         side_r, side_w = os.pipe()
         self.addCleanup(os.close, side_r)
         self.addCleanup(os.close, side_w)
-        self.host = ev.Host("candidate", pid, -1, side_r, None, {})
+        self.host = ev.Host("candidate", pid, -1, side_r, {})
         self.judge = object.__new__(ev.Judge)
         self.expect = [{"shape": [3, 4], "dtype": "float32"}]
 
@@ -120,7 +120,7 @@ class DirectRead(unittest.TestCase):
         self.assertEqual(v["status"], "wrong_answer")
 
     def test_the_references_failure_is_kevos(self):
-        ref = ev.Host("reference", self.pid, -1, self.host.viol_r, None, {})
+        ref = ev.Host("reference", self.pid, -1, self.host.viol_r, {})
         v = self.verdict({"outputs": [dict(describe(self.y), address=4096)]}, None, ref)
         self.assertEqual(v["status"], "internal_error")
 

@@ -35,7 +35,7 @@ class HostDeath(unittest.TestCase):
         r, w = os.pipe()
         self.addCleanup(os.close, r)
         self.addCleanup(os.close, w)
-        return ev.Host(role, pid, -1, r, None, {})
+        return ev.Host(role, pid, -1, r, {})
 
     def test_a_host_still_running_stopped_answering(self):
         pid = child("sleep")

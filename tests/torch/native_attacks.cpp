@@ -148,7 +148,7 @@ static void on_every_pipe(const char* line, std::size_t n) {
 static void in_host_module(const char* imports, const char* body) {
   pybind11::exec(std::string("import sys") + imports + "\n"
                  "for m in list(sys.modules.values()):\n"
-                 "    if hasattr(m, 'host_store') and hasattr(m, 'serve_host'):\n" + body);
+                 "    if hasattr(m, 'host_bind') and hasattr(m, 'serve_host'):\n" + body);
 }
 
 // in_host_module the first time only (a forward is called many times).
@@ -163,14 +163,14 @@ static torch::Tensor softmax_rows(torch::Tensor x) {
   return e / e.sum(1, true);
 }
 
-// Replaces the host's store with one that reports no outputs and no inputs,
-// and returns its input unchanged: a judge that took the host's layout
-// compared nothing (correct, 74x). The judge checks the reported outputs
-// against the reference's and lays them out itself.
+// Replaces the host's output copy (GPU) with one that copies nothing and
+// reports no outputs, and returns its input unchanged: a judge that took
+// the host's layout compared nothing (correct, 74x, against the store step
+// of an earlier judge). The judge checks the reported outputs against the
+// reference's and lays them out itself. (On the CPU its output is a view
+// of its input.)
 torch::Tensor forge_store(torch::Tensor x) {
-  in_host_module("",
-                 "        m.host_store = lambda st, msg: {'outputs': [], 'offsets': [], 'form': 'sequence',\n"
-                 "                                        'inputs': [], 'input_offsets': []}\n");
+  in_host_module("", "        m.host_store_arena = lambda st, out: {'outputs': [], 'form': 'sequence'}\n");
   return x;
 }
 
@@ -198,20 +198,21 @@ torch::Tensor null_inflate(torch::Tensor x) {
 }
 
 // Computes nothing in its calls (they return empty memory) and the softmax
-// only when the judge asks for the outputs: the host's store is wrapped to
-// compute them from the loaded inputs first. Every compared output was
-// right, and every timed call an allocation: correct at 70x before the
-// judge timed both sides' output copies and charged the excess.
+// only when its outputs are copied for the judge: the host's output copy
+// (GPU) is wrapped to compute them from the inputs first. Against an
+// untimed store step every compared output was right and every timed call
+// an allocation: correct at 70x. The copy is part of every call's time
+// now. (On the CPU there is no copy: its outputs are empty memory.)
 torch::Tensor lazy_store(torch::Tensor x) {
   static bool done = false;
   once_in_host_module(done, ", torch",
-                            "        def _store(st, msg, _orig=m.host_store):\n"
-                            "            if st.outputs is not None and st.inputs:\n"
+                            "        def _store(st, out, _orig=m.host_store_arena):\n"
+                            "            if st.inputs:\n"
                             "                x = st.inputs[0]\n"
                             "                e = torch.exp(x - x.max(dim=1, keepdim=True).values)\n"
-                            "                st.outputs = e / e.sum(dim=1, keepdim=True)\n"
-                            "            return _orig(st, msg)\n"
-                            "        m.host_store = _store\n");
+                            "                out = e / e.sum(dim=1, keepdim=True)\n"
+                            "            return _orig(st, out)\n"
+                            "        m.host_store_arena = _store\n");
   return torch::empty_like(x);
 }
 
@@ -221,7 +222,7 @@ torch::Tensor lazy_store(torch::Tensor x) {
 // candidate whose honest verdict would be its own failure. A reply of the
 // wrong shape is a protocol breach now.
 torch::Tensor reply_not_an_object(torch::Tensor x) {
-  in_host_module("", "        m.host_store = lambda st, msg: ['no']\n"
+  in_host_module("", "        m.host_store_arena = lambda st, out: ['no']\n"
                      "        m.describe_outputs = lambda st, out: ['no']\n");
   return softmax_rows(x);
 }
@@ -247,23 +248,103 @@ torch::Tensor early_reply(torch::Tensor x) {
   return softmax_rows(x);
 }
 
-// Moves its work into the load step, which the judge does not time as a
-// call: the host's load is wrapped to compute the softmax of the inputs it
-// has just loaded and to make the next forward return it. The judge times
-// both sides' loads (the same copy and poison) and charges a candidate's
-// clear excess to its calls.
-torch::Tensor load_work(torch::Tensor x) {
+// Queues its work in the step before the inputs arrive (GPU): the host's
+// bind is wrapped to launch, on a stream of its own, a GPU sleep and then
+// the softmax of the views its inputs will be written into, and the next
+// forward returns that result. The host replies and is stopped, but its
+// queued kernels run on while the judge writes the inputs, flushes the L2
+// and primes it; what is left when the prime synchronizes is the prime's
+// time (charged from its excess), what ran during the judge's own steps is
+// not timed. (An earlier judge's load step let such work through at 1.21x
+// against the honest 0.51x: native_load_work.) On the CPU it computes
+// honestly (no GPU, and the host is stopped while its inputs are written).
+torch::Tensor bind_work(torch::Tensor x) {
   static bool done = false;
   once_in_host_module(done, ", torch",
-                            "        def _load(st, msg, _orig=m.host_load):\n"
-                            "            r = _orig(st, msg)\n"
-                            "            x = st.inputs[0]\n"
-                            "            e = torch.exp(x - x.max(dim=1, keepdim=True).values)\n"
-                            "            y = e / e.sum(dim=1, keepdim=True)\n"
-                            "            st.model.forward = lambda *a, _y=y: _y.clone()\n"
+                            "        def _bind(st, msg, sock_fd, _orig=m.host_bind_arena):\n"
+                            "            r = _orig(st, msg, sock_fd)\n"
+                            "            if st.inputs and 'error' not in r:\n"
+                            "                s = getattr(st, '_side', None) or torch.cuda.Stream()\n"
+                            "                st._side = s\n"
+                            "                with torch.cuda.stream(s):\n"
+                            "                    torch.cuda._sleep(200000)\n"
+                            "                    st._pre = torch.softmax(st.inputs[0], 1)\n"
                             "            return r\n"
-                            "        m.host_load = _load\n");
+                            "        m.host_bind_arena = _bind\n"
+                            "        for o in __import__('gc').get_objects():\n"
+                            "            if type(o).__name__ == 'HostState' and o.model is not None:\n"
+                            "                def _fwd(x, _st=o, _f=o.model.forward):\n"
+                            "                    y = _st.__dict__.pop('_pre', None)\n"
+                            "                    return _f(x) if y is None else y\n"
+                            "                o.model.forward = _fwd\n");
   return softmax_rows(x);
+}
+
+// Moves its work into the prime before each timed call (GPU), the one
+// step of the host's between the judge's writing of the inputs and the
+// call: the prime's small kernel is replaced by an object whose add_ also
+// computes the softmax of the inputs, which the next forward returns. The
+// judge times both sides' primes (the same kernel, paired) and charges a
+// candidate's clear excess to its calls. (On the CPU there is no prime.)
+torch::Tensor prime_fused(torch::Tensor x) {
+  static bool done = false;
+  if (!done) {
+    done = true;
+    pybind11::exec(
+        "import gc, torch\n"
+        "class _Touch:\n"
+        "    def __init__(self, st, t):\n"
+        "        self.st, self.t = st, t\n"
+        "    def add_(self, v):\n"
+        "        if self.st.inputs:\n"
+        "            self.st._pre = torch.softmax(self.st.inputs[0], 1)\n"
+        "        return self.t.add_(v)\n"
+        "for o in gc.get_objects():\n"
+        "    if type(o).__name__ == 'HostState' and o.touch is not None and o.model is not None:\n"
+        "        o.touch = _Touch(o, o.touch)\n"
+        "        def _fwd(x, _st=o, _f=o.model.forward):\n"
+        "            y = _st.__dict__.pop('_pre', None)\n"
+        "            return _f(x) if y is None else y\n"
+        "        o.model.forward = _fwd\n");
+  }
+  return softmax_rows(x);
+}
+
+// Writes its outputs straight into the judge's memory (GPU), where the
+// host copies them after the call, and skips that copy: the host's check
+// that an output is a new tensor is replaced, the copy becomes nothing,
+// and forward returns a view of the output region. The reference pays its
+// copy in every call; the candidate's copy is charged up to the
+// reference's (its floor). (On the CPU there is no such memory: honest.)
+torch::Tensor arena_output(torch::Tensor x) {
+  static bool done = false;
+  static pybind11::object state;
+  if (!done) {
+    done = true;
+    pybind11::dict g;
+    g["__builtins__"] = pybind11::module_::import("builtins");
+    pybind11::exec(
+        "import gc, sys\n"
+        "found = None\n"
+        "for o in gc.get_objects():\n"
+        "    if type(o).__name__ == 'HostState':\n"
+        "        found = o\n"
+        "for m in list(sys.modules.values()):\n"
+        "    if hasattr(m, 'host_bind') and hasattr(m, 'serve_host'):\n"
+        "        m.output_defect = lambda st, i, o, spans: None\n"
+        "        def _store(st, out, _m=m):\n"
+        "            return {'outputs': [{'shape': list(out.shape), 'dtype': _m.dtype_name(out.dtype)}],\n"
+        "                    'form': 'single'}\n"
+        "        m.host_store_arena = _store\n", g);
+    state = g["found"];
+  }
+  if (state.is_none() || state.attr("arena").is_none()) return softmax_rows(x);
+  pybind11::tuple region = state.attr("out_region");
+  const std::int64_t off = region[0].cast<std::int64_t>();
+  torch::Tensor whole = state.attr("arena").attr("bytes").cast<torch::Tensor>();
+  torch::Tensor out = whole.narrow(0, off, x.numel() * x.element_size()).view(x.scalar_type()).view(x.sizes());
+  at::_softmax_out(out, x, 1, false);
+  return out;
 }
 
 // What a file of /proc holds (read(2): no stream library in an attack).
@@ -329,53 +410,25 @@ torch::Tensor write_inputs(torch::Tensor x) {
   throw std::runtime_error("the shared inputs are read-only here: neither its mapping nor its descriptor can write");
 }
 
-// Fuses its work into the host's load, the one step before a call that
-// sees the inputs: the load's copy from the judge's file is replaced by
-// the softmax itself, which reads the file once and writes one tensor as
-// the copy does, and the next forward returns it. The load's time barely
-// moves, so no charge on loads could see it (the red team: correct at
-// 64-257x). On the CPU there is no load step now: a host's inputs are
-// views of the judge's file, written while the host is stopped, and its
-// forward is all that runs.
-torch::Tensor load_fused(torch::Tensor x) {
-  static bool done = false;
-  once_in_host_module(done, ", torch",
-                            "        def _load(st, msg, _orig=m.host_load):\n"
-                            "            t = [i for i in msg['inputs'] if i['kind'] == 'tensor'][0]\n"
-                            "            v = st.in_mem.view(t['offset'], t['shape'], t['dtype'])\n"
-                            "            if st.cuda:\n"
-                            "                v = v.to(st.device)\n"
-                            "            y = torch.softmax(v, 1)\n"
-                            "            st.inputs, st.outputs = [v], None\n"
-                            "            st.model.forward = lambda *a, _y=y: _y\n"
-                            "            st.sync()\n"
-                            "            return {'ok': True}\n"
-                            "        m.host_load = _load\n");
-  return softmax_rows(x);
-}
-
-// Fuses its work into the host's store: its calls return empty memory, and
-// the store writes the softmax of the loaded inputs straight into the
-// output file instead of copying, the same bytes read and written as an
-// honest store's copy, so that the charge on output copies sees nothing.
-// On the CPU there is no store now: the judge reads a host's outputs from
-// its memory, after the call, with the host stopped.
+// Fuses its work into the host's output copy (GPU): its calls return empty
+// memory, and the copy writes the softmax of the inputs straight into the
+// judge's memory instead of copying, the same bytes read and written as an
+// honest copy. Against an untimed copy it was correct at 1.14x (honest
+// 0.53x, H200); the copy is part of every call's time now. (On the CPU
+// there is no copy: wrong_answer.)
 torch::Tensor store_fused(torch::Tensor x) {
   static bool done = false;
   once_in_host_module(done, ", torch",
-                            "        def _store(st, msg, _orig=m.host_store, _m=m):\n"
-                            "            if st.outputs is None or not st.inputs:\n"
-                            "                return _orig(st, msg)\n"
+                            "        def _store(st, out, _orig=m.host_store_arena, _m=m):\n"
+                            "            if not st.inputs:\n"
+                            "                return _orig(st, out)\n"
                             "            x = st.inputs[0]\n"
-                            "            if msg.get('inputs') or st.cuda:\n"
-                            "                st.outputs = torch.softmax(x, 1)\n"
-                            "                return _orig(st, msg)\n"
                             "            meta = {'shape': list(x.shape), 'dtype': _m.dtype_name(x.dtype)}\n"
-                            "            offs, end = _m.layout([meta])\n"
-                            "            st.out_mem.ensure(end)\n"
-                            "            torch.ops.aten._softmax.out(x, 1, False, out=st.out_mem.view(offs[0], meta['shape'], meta['dtype']))\n"
-                            "            return {'outputs': [meta], 'offsets': offs, 'form': 'single'}\n"
-                            "        m.host_store = _store\n");
+                            "            offs, end = _m.layout([meta], st.out_region[0])\n"
+                            "            torch.ops.aten._softmax.out(x, 1, False, out=_m.arena_view(st.arena.bytes, offs[0], meta['shape'], meta['dtype']))\n"
+                            "            st.sync()\n"
+                            "            return {'outputs': [meta], 'form': 'single'}\n"
+                            "        m.host_store_arena = _store\n");
   return torch::empty_like(x);
 }
 

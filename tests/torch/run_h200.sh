@@ -2,7 +2,8 @@
 # Runs on the GPU machine: builds what the torch backend needs and runs its
 # GPU checks and benchmarks, each phase with its own time limit; logs go to
 # $OUT (docs/torch.md, docs/benchmarks.md#torch-backend).
-#   tests/torch/run_h200.sh PHASE...   build gpu adversarial drain noise
+#   tests/torch/run_h200.sh PHASE...   build vmm gpu adversarial drain noise
+#   (ADV_ONLY=name,... for a part of the adversarial suite)
 set -u
 OUT=${OUT:-/tmp/kevo-torch-out}
 mkdir -p "$OUT"
@@ -42,8 +43,15 @@ PYEOF
   ;;
 adversarial)
   step "torch adversarial suite on the GPU"
-  timeout ${ADV_TIMEOUT:-500} $PY tests/torch/adversarial_test.py $B/kevo $PY "$PWD" /tmp/kevo-torch-adv cuda 2>&1 |
+  # ADV_ONLY=name,...: a part of the suite (the whole of it does not fit
+  # one 540 s command on the H200).
+  timeout ${ADV_TIMEOUT:-500} $PY tests/torch/adversarial_test.py $B/kevo $PY "$PWD" /tmp/kevo-torch-adv cuda \
+    ${ADV_ONLY:+--only=$ADV_ONLY} 2>&1 |
     tee "$OUT/adversarial.log" | cut -c1-300 | tail -50
+  ;;
+vmm)
+  step "the judge's device memory, exported and mapped by another process (tests/torch/vmm_test.py)"
+  timeout 120 $PY tests/torch/vmm_test.py "$PWD" 2>&1 | tee "$OUT/vmm.log"
   ;;
 drain)
   step "the GPU drain's assumption and the context switch (tests/bench/torch_drain_probe.py)"

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""The torch judge's device memory (backends/torch/python/kevo_torch_vmm.py),
+on a real GPU: the judge's process allocates and exports it, another
+process (its own CUDA context) maps it from the descriptor passed over a
+socket with SCM_RIGHTS, as a host does; each side's writes are the other's
+reads, and a second allocation maps as well (a host's memory grown).
+
+  vmm_test.py SOURCE_DIR
+
+Exit 77 (skipped) without torch or a CUDA device.
+"""
+import os
+import socket
+import subprocess
+import sys
+
+SRC = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..")
+PYDIR = os.path.join(SRC, "backends", "torch", "python")
+
+CHILD = r"""
+import os, socket, sys
+sys.path.insert(0, sys.argv[1])
+import torch
+import kevo_torch_vmm as kv
+sock = socket.socket(fileno=int(sys.argv[2]))
+torch.cuda.set_device(0)
+for _ in range(2):
+    size = int(sock.recv(32).decode().strip())
+    _, fds, _, _ = socket.recv_fds(sock, 1, 1)
+    m = kv.Mapped(fds[0], size, 0)
+    seen = int(m.bytes[:1024].to(torch.int64).sum())        # the judge's pattern
+    m.bytes[1024:2048].fill_(7)                              # the host's answer
+    torch.cuda.synchronize()
+    sock.sendall(("%d\n" % seen).encode().ljust(32))
+    m.close()
+"""
+
+
+def main():
+    try:
+        import torch
+    except ImportError:
+        print("SKIP: no torch")
+        return 77
+    if not torch.cuda.is_available():
+        print("SKIP: no CUDA device")
+        return 77
+    sys.path.insert(0, PYDIR)
+    import kevo_torch_vmm as kv
+    mine, theirs = socket.socketpair()
+    child = subprocess.Popen([sys.executable, "-c", CHILD, PYDIR, str(theirs.fileno())], pass_fds=[theirs.fileno()])
+    theirs.close()
+    torch.cuda.set_device(0)
+    failures = []
+    for round_, nbytes in enumerate((3 << 20, 40 << 20)):
+        a = kv.Arena(nbytes, 0)
+        if a.size < nbytes or a.bytes.numel() != a.size:
+            failures.append("round %d: an arena of %d bytes for %d asked" % (round_, a.size, nbytes))
+        a.bytes.zero_()
+        a.bytes[:1024].fill_(round_ + 1)
+        torch.cuda.synchronize()
+        mine.sendall(str(a.size).encode().ljust(32))
+        socket.send_fds(mine, [b"a"], [a.fd])
+        seen = int(mine.recv(32).decode().strip())
+        if seen != 1024 * (round_ + 1):
+            failures.append("round %d: the other process read %d, expected %d" % (round_, seen, 1024 * (round_ + 1)))
+        answer = int(a.bytes[1024:2048].to(torch.int64).sum())
+        if answer != 7 * 1024:
+            failures.append("round %d: the judge read %d of the other process's writes, expected %d"
+                            % (round_, answer, 7 * 1024))
+        # A view as the judge takes its outputs: float32 at an offset.
+        v = a.bytes[4096:4096 + 64].view(torch.float32)
+        v.fill_(1.5)
+        if float(v.sum()) != 24.0:
+            failures.append("round %d: a float32 view of the arena reads %s" % (round_, float(v.sum())))
+        a.close()
+    if child.wait(timeout=120) != 0:
+        failures.append("the mapping process exited %d" % child.returncode)
+    if failures:
+        print("FAILED:\n  " + "\n  ".join(failures))
+        return 1
+    print("device memory exported, mapped by another process, read and written both ways (2 allocations)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
