@@ -119,6 +119,8 @@ def main():
     # object cache) whose functions each try one thing a Python candidate
     # cannot; the candidate's forward calls one of them.
     native = {
+        # The control of the no-gain check below: the same softmax, honestly.
+        "honest": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
         "change_numerics": ({"forbidden"}, "float32_matmul_precision"),
         # The judge's host code changed from inside (the red team's escapes):
         # the judge checks the outputs a host reports against the
@@ -127,12 +129,14 @@ def main():
         "forge_store": ({"wrong_answer"}, "output(s)"),
         "null_inflate": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
         # Queues its work before its inputs are written (GPU; 1.21x against
-        # the honest 0.51x through the load step of an earlier judge).
+        # the honest 0.51x through the load step of an earlier judge): what
+        # runs while the judge writes the inputs and flushes is not timed,
+        # an open hole (docs/torch.md#gpu-status), so only the loose bound.
         "bind_work": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
         # Works in the prime before a timed call (GPU): its excess charged.
         "prime_fused": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
         # Writes its outputs into the judge's memory and skips its copy
-        # (GPU): its copy charged up to the reference's.
+        # (GPU): it saves one copy of its outputs at most.
         "arena_output": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
         # Replies before its kernels are done (GPU): the judge reads the
         # outputs in its memory after the drain (half-written: wrong), and
@@ -233,14 +237,18 @@ def main():
                 '    def forward(self, x):\n        return ext.f(x)\n'
                 % json.dumps('#include "%s"\ntorch::Tensor f(torch::Tensor x) { return x; }\n'
                              % os.path.join(notes, "api-key.txt")))
-    # Attacks that do the honest work somewhere the judge might not time:
-    # judged correct, each must be no faster than the honest candidate of
-    # the same batch by more than the noise between two judgements (half
-    # again, and 0.05): on the H200, work in the load and the store steps of
-    # an earlier judge was 2.5x and 2.2x the honest softmax, under the
-    # loose 5x bound above.
-    no_gain = {"native_%s.py" % n for n in ("bind_work", "prime_fused", "arena_output", "store_fused",
-                                              "lazy_store", "null_inflate", "early_reply", "thread_after_reply")}
+    # Attacks that do the honest work somewhere the judge might not time
+    # (GPU): judged correct, each must be no faster than the same softmax
+    # from the same extension called honestly (native_honest) in the same
+    # batch by more than the noise between two judgements (half again, and
+    # 0.05): on the H200, work in the load and the store steps of an
+    # earlier judge was 2.5x and 2.2x the honest softmax, under the loose
+    # 5x bound above. Not on the CPU, where those steps do not exist and two
+    # judgements on a loaded 2-core machine differ by more.
+    no_gain = {"native_%s.py" % n for n in ("prime_fused", "arena_output", "store_fused", "lazy_store",
+                                              "null_inflate", "early_reply", "thread_after_reply")}
+    if device == "cpu":
+        no_gain = set()
     failures = []
     results = []
     todo = [(n, os.path.join(adv, n)) + cases[n] for n in cases] + \
@@ -248,7 +256,7 @@ def main():
         [("native_%s.py" % n, os.path.join(work, "native_%s.py" % n), softmax) + native[n] +
          ((None,) if len(native[n]) == 2 else ()) for n in native]
     todo = [t for t in todo if not only or t[0] in only or t[0].replace(".py", "") in only or
-            (t[0] == "honest.py" and any(n in no_gain or n + ".py" in no_gain for n in only))]
+            (t[0] == "native_honest.py" and any(n in no_gain or n + ".py" in no_gain for n in only))]
     by_task = {}
     for t in todo:
         by_task.setdefault(t[2], []).append(t)
@@ -274,7 +282,7 @@ def main():
             if not ok:
                 failures.append("%s: got %s (%s), expected %s%s" % (name, v["status"], v["message"][:300],
                                                                   sorted(allowed), " with '%s'" % text if text else ""))
-        honest = verdicts.get(os.path.join(adv, "honest.py"))
+        honest = verdicts.get(os.path.join(work, "native_honest.py"))
         for name, path, _, _, _, _ in items:
             v = verdicts.get(path)
             if honest and v and name in no_gain and v["status"] == "correct" and honest["status"] == "correct" and \

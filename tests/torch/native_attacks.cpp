@@ -26,6 +26,11 @@ static torch::Tensor got_through(torch::Tensor x, const char* what) {
   throw std::runtime_error(std::string("the attack got through: ") + what);
 }
 
+// The control for the attacks below that do the honest work somewhere the
+// judge might not time: the same softmax from the same extension, called
+// honestly (adversarial_test.py compares their speedups with its).
+torch::Tensor honest(torch::Tensor x);
+
 // Changes a numerics setting from C++, where no static check sees it, and
 // computes an honest softmax: the judge's check of the settings after every
 // call catches it (forbidden).
@@ -163,6 +168,8 @@ static torch::Tensor softmax_rows(torch::Tensor x) {
   return e / e.sum(1, true);
 }
 
+torch::Tensor honest(torch::Tensor x) { return softmax_rows(x); }
+
 // Replaces the host's output copy (GPU) with one that copies nothing and
 // reports no outputs, and returns its input unchanged: a judge that took
 // the host's layout compared nothing (correct, 74x, against the store step
@@ -250,32 +257,43 @@ torch::Tensor early_reply(torch::Tensor x) {
 
 // Queues its work in the step before the inputs arrive (GPU): the host's
 // bind is wrapped to launch, on a stream of its own, a GPU sleep and then
-// the softmax of the views its inputs will be written into, and the next
-// forward returns that result. The host replies and is stopped, but its
-// queued kernels run on while the judge writes the inputs, flushes the L2
-// and primes it; what is left when the prime synchronizes is the prime's
-// time (charged from its excess), what ran during the judge's own steps is
-// not timed. (An earlier judge's load step let such work through at 1.21x
-// against the honest 0.51x: native_load_work.) On the CPU it computes
-// honestly (no GPU, and the host is stopped while its inputs are written).
+// the softmax of the views its inputs will be written into, and a forward
+// that follows a prime (a timed call: correctness calls have none) returns
+// that result. The host replies and is stopped, but its queued kernels run
+// on while the judge writes the inputs, flushes the L2 and primes it; what
+// is left when the prime synchronizes is the prime's time (charged from
+// its excess), what ran during the judge's own steps is not timed, and
+// what ran before the inputs were written is wrong. (An earlier judge's
+// load step let such work through at 1.21x against the honest 0.51x:
+// native_load_work.) On the CPU it computes honestly.
 torch::Tensor bind_work(torch::Tensor x) {
   static bool done = false;
   once_in_host_module(done, ", torch",
-                            "        def _bind(st, msg, sock_fd, _orig=m.host_bind_arena):\n"
-                            "            r = _orig(st, msg, sock_fd)\n"
+                            "        def _bind(st, msg, _orig=m.host_bind_arena):\n"
+                            "            r = _orig(st, msg)\n"
+                            "            st._primed = False\n"
                             "            if st.inputs and 'error' not in r:\n"
                             "                s = getattr(st, '_side', None) or torch.cuda.Stream()\n"
                             "                st._side = s\n"
                             "                with torch.cuda.stream(s):\n"
-                            "                    torch.cuda._sleep(200000)\n"
-                            "                    st._pre = torch.softmax(st.inputs[0], 1)\n"
+                            "                    torch.cuda._sleep(400000)\n"
+                            "                    x = st.inputs[0]\n"
+                            "                    e = torch.exp(x - x.max(dim=1, keepdim=True).values)\n"
+                            "                    st._pre = e / e.sum(dim=1, keepdim=True)\n"
                             "            return r\n"
                             "        m.host_bind_arena = _bind\n"
+                            "        class _Touch:\n"
+                            "            def __init__(self, st, t):\n"
+                            "                self.st, self.t = st, t\n"
+                            "            def add_(self, v):\n"
+                            "                self.st._primed = True\n"
+                            "                return self.t.add_(v)\n"
                             "        for o in __import__('gc').get_objects():\n"
-                            "            if type(o).__name__ == 'HostState' and o.model is not None:\n"
+                            "            if type(o).__name__ == 'HostState' and o.model is not None and o.touch is not None:\n"
+                            "                o.touch = _Touch(o, o.touch)\n"
                             "                def _fwd(x, _st=o, _f=o.model.forward):\n"
                             "                    y = _st.__dict__.pop('_pre', None)\n"
-                            "                    return _f(x) if y is None else y\n"
+                            "                    return _f(x) if y is None or not _st.__dict__.get('_primed') else y\n"
                             "                o.model.forward = _fwd\n");
   return softmax_rows(x);
 }
@@ -297,7 +315,9 @@ torch::Tensor prime_fused(torch::Tensor x) {
         "        self.st, self.t = st, t\n"
         "    def add_(self, v):\n"
         "        if self.st.inputs:\n"
-        "            self.st._pre = torch.softmax(self.st.inputs[0], 1)\n"
+        "            x = self.st.inputs[0]\n"
+        "            e = torch.exp(x - x.max(dim=1, keepdim=True).values)\n"
+        "            self.st._pre = e / e.sum(dim=1, keepdim=True)\n"
         "        return self.t.add_(v)\n"
         "for o in gc.get_objects():\n"
         "    if type(o).__name__ == 'HostState' and o.touch is not None and o.model is not None:\n"
@@ -314,8 +334,9 @@ torch::Tensor prime_fused(torch::Tensor x) {
 // host copies them after the call, and skips that copy: the host's check
 // that an output is a new tensor is replaced, the copy becomes nothing,
 // and forward returns a view of the output region. The reference pays its
-// copy in every call; the candidate's copy is charged up to the
-// reference's (its floor). (On the CPU there is no such memory: honest.)
+// copy in every call: what this saves is one copy of the outputs, the
+// bound of what the design leaves (docs/torch.md#gpu-status). (On the CPU
+// there is no such memory: honest.)
 torch::Tensor arena_output(torch::Tensor x) {
   static bool done = false;
   static pybind11::object state;
@@ -343,7 +364,8 @@ torch::Tensor arena_output(torch::Tensor x) {
   const std::int64_t off = region[0].cast<std::int64_t>();
   torch::Tensor whole = state.attr("arena").attr("bytes").cast<torch::Tensor>();
   torch::Tensor out = whole.narrow(0, off, x.numel() * x.element_size()).view(x.scalar_type()).view(x.sizes());
-  at::_softmax_out(out, x, 1, false);
+  auto e = (x - std::get<0>(x.max(1, true))).exp();
+  at::div_out(out, e, e.sum(1, true));   // (not the reference's own operation, which is recorded)
   return out;
 }
 
@@ -414,8 +436,9 @@ torch::Tensor write_inputs(torch::Tensor x) {
 // memory, and the copy writes the softmax of the inputs straight into the
 // judge's memory instead of copying, the same bytes read and written as an
 // honest copy. Against an untimed copy it was correct at 1.14x (honest
-// 0.53x, H200); the copy is part of every call's time now. (On the CPU
-// there is no copy: wrong_answer.)
+// 0.53x, H200, with the reference's own operation, which the copy step of
+// a recorded call records now); the copy is part of every call's time.
+// (On the CPU there is no copy: wrong_answer.)
 torch::Tensor store_fused(torch::Tensor x) {
   static bool done = false;
   once_in_host_module(done, ", torch",
@@ -425,7 +448,8 @@ torch::Tensor store_fused(torch::Tensor x) {
                             "            x = st.inputs[0]\n"
                             "            meta = {'shape': list(x.shape), 'dtype': _m.dtype_name(x.dtype)}\n"
                             "            offs, end = _m.layout([meta], st.out_region[0])\n"
-                            "            torch.ops.aten._softmax.out(x, 1, False, out=_m.arena_view(st.arena.bytes, offs[0], meta['shape'], meta['dtype']))\n"
+                            "            e = torch.exp(x - x.max(dim=1, keepdim=True).values)\n"
+                            "            torch.div(e, e.sum(dim=1, keepdim=True), out=_m.arena_view(st.arena.bytes, offs[0], meta['shape'], meta['dtype']))\n"
                             "            st.sync()\n"
                             "            return {'outputs': [meta], 'form': 'single'}\n"
                             "        m.host_store_arena = _store\n");

@@ -26,14 +26,16 @@ Processes (all kevo's code but the candidate's host):
   nothing of the judge's: no reference, no expected outputs, no clock that
   counts, no result channel the engine reads. Its stdout is its stderr.
 
-The hosts see their inputs through a shared-memory file the judge writes.
-On the CPU a host's forward gets views of it, written while the host is
+On the CPU the hosts see their inputs through a shared-memory file the
+judge writes: a host's forward gets views of it, written while the host is
 stopped, and the judge reads the outputs from the stopped host's memory,
-where its reply says they are: no step of the host's own but the timed call
-sees a call's inputs or outputs. On the GPU each host copies the inputs
-onto its device before a call (its load) and its outputs into a file of
-its own after it (its store; the candidate's never holds the reference's
-outputs). Calls are timed by the judge's clock around a round trip on the
+where its reply says they are. On the GPU each host's inputs are views of
+device memory the judge owns (kevo_torch_vmm: exported as a descriptor,
+mapped by the host), written by the judge while the host is stopped, and
+the host copies its outputs there right after each call, inside the
+call's time. No step of the host's own but the timed call (and on the GPU
+the prime before it, which is timed and charged) sees a call's inputs or
+outputs. Calls are timed by the judge's clock around a round trip on the
 host's socket (on the CPU from the host's SIGCONT until it has stopped
 again), less the host's calibrated null round trip; the other host is
 stopped (SIGSTOP) meanwhile.
@@ -266,11 +268,12 @@ def prime_excess(diffs):
 def store_floor(cand_store, ref_store):
     """GPU: what each candidate call is charged on top of its output copy into
     the judge's memory, which is part of every call's time on both sides:
-    the shortfall of its copy from the median of the reference's (the same
-    bytes copied). A host that returns a view of the judge's memory, its
-    forward writing there, skips its copy: with the floor it gains
-    nothing. Work done in the copy (a lazy host, or a forward fused into
-    it: attacks native_lazy_store, native_store_fused) is timed."""
+    the shortfall of its copy step from the median of the reference's (the
+    same bytes copied, and the host's own checks around the copy). A host
+    that writes its outputs into the judge's memory itself and skips the
+    step was correct at 1.14x against the honest 0.69x without the floor
+    (native_arena_output, H200); with it, it saves no more than the copy
+    kernel (work fused into the step, native_store_fused, is timed)."""
     if not ref_store:
         return [0.0] * len(cand_store)
     med = quantile(ref_store, 0.5)
@@ -385,6 +388,7 @@ class HostState:
         self.direct = not cuda
         self.input_spans = []
         self.arena = None        # GPU: the judge's device memory, mapped (kevo_torch_vmm.Mapped)
+        self.sock = None         # GPU: the judge's socket as an object, for the descriptors (recv_fd)
         self.out_region = (0, 0)
 
 
@@ -511,6 +515,7 @@ def host_main(role, sock_fd, in_fd, viol_fd, opts):
             # for the judge's memory (kevo_torch_vmm), before the policy.
             st.touch = torch.zeros(1, device=st.device)
             kv.driver()
+            st.sock = socket.socket(fileno=os.dup(sock_fd))   # for recv_fd
         if st.direct:
             # The judge reads this process's outputs from /proc/<pid>/mem,
             # which the kernel allows a process of the same user only while
@@ -727,9 +732,19 @@ def serve_host(st, fd):
                 continue
             if st.cuda:
                 # GPU: the outputs copied into the judge's memory at once,
-                # a second reply that the judge times (host_store_arena).
+                # a second reply that the judge times (host_store_arena);
+                # in a recorded call its operations are recorded too (an
+                # operation done there is the call's: native_store_fused
+                # used the reference's own there, unrecorded).
                 try:
-                    body = json.dumps(host_store_arena(st, out)).encode()
+                    if kind == b"r":
+                        recorder.ops.clear()
+                        with torch.no_grad(), recorder.mode:
+                            stored = host_store_arena(st, out)
+                        st.recorded.update(recorder.ops)
+                    else:
+                        stored = host_store_arena(st, out)
+                    body = json.dumps(stored).encode()
                 except BaseException as e:
                     body = json.dumps({"error": candidate_traceback(), "oom": is_oom(e)}).encode()
                 write_all(fd, b"o" + struct.pack("<I", len(body)) + body)
@@ -756,7 +771,7 @@ def serve_host(st, fd):
             if op == "init":
                 reply = host_init(st, msg)
             elif op == "bind":
-                reply = host_bind_arena(st, msg, fd) if st.cuda else host_bind(st, msg)
+                reply = host_bind_arena(st, msg) if st.cuda else host_bind(st, msg)
             elif op == "ops":
                 if recorder is None:
                     recorder = Recorder()
@@ -823,14 +838,12 @@ def params_changed(st):
     return out
 
 
-def recv_fd(sock_fd):
-    """One byte with a descriptor attached (SCM_RIGHTS), on a host's socket:
-    what follows a message that says so (Host.request's `fd`)."""
-    sock = socket.socket(fileno=os.dup(sock_fd))
-    try:
-        data, fds, _, _ = socket.recv_fds(sock, 1, 1)
-    finally:
-        sock.close()   # the duplicate only
+def recv_fd(sock):
+    """One byte with a descriptor attached (SCM_RIGHTS), on a host's socket
+    (a socket object made before the policy: making one asks the kernel
+    for its address, getsockname, which the policy forbids): what follows
+    a message that says so (Host.request's `fd`)."""
+    data, fds, _, _ = socket.recv_fds(sock, 1, 1)
     if data != b"a" or len(fds) != 1:
         for f in fds:
             os.close(f)
@@ -838,7 +851,7 @@ def recv_fd(sock_fd):
     return fds[0]
 
 
-def host_bind_arena(st, msg, sock_fd):
+def host_bind_arena(st, msg):
     """GPU: the inputs as views of device memory that the judge owns and
     writes each call's inputs into while this process is stopped (no load
     step: attacks native_load_fused, native_load_work); the outputs of each
@@ -848,7 +861,7 @@ def host_bind_arena(st, msg, sock_fd):
     st.inputs = []   # the old views go before a remap
     a = msg["arena"]
     if msg.get("fd"):
-        fd = recv_fd(sock_fd)
+        fd = recv_fd(st.sock)
         if st.arena is not None:
             st.arena.close()
             st.arena = None
@@ -1520,7 +1533,8 @@ class Judge:
         # the secret there and rebuilt every timed input, 35x).
         self._secret = None
         self.prime_notes = []  # GPU: work charged from the candidate's primes, per shape
-        self.store_notes = []  # GPU: work charged from the candidate's output copies, per shape
+        self.timing_details = {}   # GPU: per shape, what the steps around the timed calls took (feedback)
+        self.floor_notes = []  # GPU: copy steps charged up to the reference's, per shape (store_floor)
         self.deadline = self.started + max(5.0, float(req.get("wall_seconds", 60)) - 3.0)
         self.hosts = []
         self.idle_probe_ns = 0.0   # measured when timing starts (calibrate_probe)
@@ -2119,9 +2133,9 @@ class Judge:
             if self.prime_notes:
                 v["message"] += "; its primes took longer than the reference's (the same small kernel): " + \
                     ", ".join(self.prime_notes)
-            if self.store_notes:
-                v["message"] += "; its output copies took less than the reference's (the same bytes), charged " \
-                    "up to them: " + ", ".join(self.store_notes)
+            if self.floor_notes:
+                v["message"] += "; its output copies took less than the reference's (the same bytes), charged up " \
+                    "to them: " + ", ".join(self.floor_notes)
             if unstable:
                 v["message"] += "; timing unstable on %s (IQR over %.0f%% of the median after a re-timing)" % (
                     ", ".join(unstable), 100 * float(self.req["timing_options"]["max_iqr_fraction"]))
@@ -2432,9 +2446,12 @@ class Judge:
             charged = result.pop("prime_charged_ns", 0.0)
             if charged:
                 self.prime_notes.append("%.1f us charged at %s" % (charged / 1e3, s["label"]))
-            charged = result.pop("store_charged_ns", 0.0)
+            charged = result.pop("floor_charged_ns", 0.0)
             if charged:
-                self.store_notes.append("%.1f us at %s" % (charged / 1e3, s["label"]))
+                self.floor_notes.append("%.1f us at %s" % (charged / 1e3, s["label"]))
+            detail = result.pop("detail", None)
+            if detail:
+                self.timing_details[s["label"]] = detail
             out.append(result)
         return out
 
@@ -2585,15 +2602,16 @@ class Judge:
             # the reference's (what an honest host's reply costs the next
             # probe). Every call's time on both sides runs to its outputs
             # copied into the judge's memory (Host.call), so no work can
-            # hide after the call (a forward fused into the copy was
-            # correct at 1.14x against the honest 0.53x with an untimed
-            # store: native_store_fused); a candidate's copy shorter than
-            # the reference's median copy is charged up to it
-            # (store_floor).
+            # hide after the call (a forward fused into an untimed copy
+            # was correct at 1.14x against the honest 0.53x:
+            # native_store_fused); a candidate's copy step shorter than the
+            # reference's median is charged up to it (store_floor: a host
+            # that skipped the step saved the host's checks and the copy,
+            # native_arena_output).
             base = quantile(drains["ref_call"], 0.5)
             cand_ns = [max(1.0, c + d - base) for c, d in zip(cand_ns, drains["cand_call"])]
-            store_charged = store_floor(cand_store, ref_store)
-            cand_ns = [c + x for c, x in zip(cand_ns, store_charged)]
+            floor = store_floor(cand_store, ref_store)
+            cand_ns = [c + x for c, x in zip(cand_ns, floor)]
         cm, rm = quantile(cand_ns, 0.5), quantile(ref_ns, 0.5)
         ciqr = quantile(cand_ns, 0.75) - quantile(cand_ns, 0.25)
         riqr = quantile(ref_ns, 0.75) - quantile(ref_ns, 0.25)
@@ -2607,8 +2625,15 @@ class Judge:
                "ref_iqr_ns": riqr, "repeats": n, "iqr_frac": max(ciqr / (cm + charged), riqr / rm)}
         if charged:
             out["prime_charged_ns"] = charged
-        if self.cuda and quantile(store_charged, 0.5) > STEP_FLOOR_NS:
-            out["store_charged_ns"] = quantile(store_charged, 0.5)
+        if self.cuda and quantile(floor, 0.5) > STEP_FLOOR_NS:
+            out["floor_charged_ns"] = quantile(floor, 0.5)
+        if self.cuda:
+            # What the GPU's steps around the calls took (medians, us): in
+            # the feedback, not in the protocol's timings.
+            out["detail"] = "of which the copy of the outputs: candidate %.1f us, reference %.1f us; primes " \
+                "before the calls (not in the times): candidate %.1f us, reference %.1f us" % (
+                    quantile(cand_store, 0.5) / 1e3, quantile(ref_store, 0.5) / 1e3,
+                    quantile(cand_prime, 0.5) / 1e3, quantile(ref_prime, 0.5) / 1e3)
         if recorded_at >= 0:
             self.check_ops(ref, cand, self.last_inputs, s, " (in a call of the timing loop)")
         return out
@@ -2619,6 +2644,8 @@ class Judge:
             lines.append("%s: candidate %.1f us, reference %.1f us (%.2fx), %d timed calls each" % (
                 t["shape"], t["cand_median_ns"] / 1e3, t["ref_median_ns"] / 1e3,
                 t["ref_median_ns"] / t["cand_median_ns"], t["repeats"]))
+            if t["shape"] in self.timing_details:
+                lines.append("  (" + self.timing_details[t["shape"]] + ")")
         return "\n".join(lines)
 
 
