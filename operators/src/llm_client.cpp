@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -120,6 +121,16 @@ std::string reply_failure_kind(const std::string& error) {
   if (error.rfind("refusal", 0) == 0) return "refusal";
   if (error.rfind("empty", 0) == 0) return "empty";
   return "invalid_reply";
+}
+
+// Whether the environment names a proxy that libcurl would consider for an
+// http:// or https:// URL (it reads http_proxy, https_proxy, HTTPS_PROXY,
+// all_proxy and ALL_PROXY; HTTP_PROXY too, to be safe). Set but empty counts
+// as named: then libcurl's own reading decides.
+bool proxy_in_environment() {
+  for (const char* var : {"http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"})
+    if (std::getenv(var)) return true;
+  return false;
 }
 
 std::string lower(std::string s) {
@@ -301,7 +312,29 @@ void Budget::restore(const std::vector<std::string_view>& records) {
 
 // ---- wire formats ----------------------------------------------------------
 
-std::string request_body(const Model& m, const Conversation& c) {
+void append_messages(std::string& out, const Conversation& c, bool with_system) {
+  namespace jt = json_text;
+  out += '[';
+  bool first = true;
+  auto message = [&](std::string_view role, const std::string& content) {
+    out += first ? "{\"content\":" : ",{\"content\":";
+    first = false;
+    jt::append_string(out, content);
+    out += ",\"role\":";
+    jt::append_string(out, role);
+    out += '}';
+  };
+  if (with_system && !c.system.empty()) message("system", c.system);
+  for (const auto& x : c.messages) message(x.role, x.content);
+  out += ']';
+}
+
+namespace {
+
+// The body of a request; [*messages_at, *messages_end) is its "messages"
+// array.
+std::string write_request_body(const Model& m, const Conversation& c, std::size_t* messages_at,
+                               std::size_t* messages_end) {
   // Written as a DOM's compact dump would write it (kevo/core/json_text.hpp):
   // members in key order, no copy of the conversation in between.
   namespace jt = json_text;
@@ -311,20 +344,12 @@ std::string request_body(const Model& m, const Conversation& c) {
   body.reserve(size);
   body += "{\"max_tokens\":";
   jt::append_number(body, m.max_tokens);
-  body += ",\"messages\":[";
-  bool first = true;
-  auto message = [&](std::string_view role, const std::string& content) {
-    body += first ? "{\"content\":" : ",{\"content\":";
-    first = false;
-    jt::append_string(body, content);
-    body += ",\"role\":";
-    jt::append_string(body, role);
-    body += '}';
-  };
+  body += ",\"messages\":";
+  *messages_at = body.size();
   // OpenAI: the system prompt is the first message; Anthropic: a member.
-  if (m.provider == Provider::openai && !c.system.empty()) message("system", c.system);
-  for (const auto& x : c.messages) message(x.role, x.content);
-  body += "],\"model\":";
+  append_messages(body, c, m.provider == Provider::openai);
+  *messages_end = body.size();
+  body += ",\"model\":";
   jt::append_string(body, m.model);
   if (m.provider != Provider::openai && !c.system.empty()) {
     body += ",\"system\":";
@@ -334,6 +359,13 @@ std::string request_body(const Model& m, const Conversation& c) {
   jt::append_number(body, m.temperature);
   body += '}';
   return body;
+}
+
+}  // namespace
+
+std::string request_body(const Model& m, const Conversation& c) {
+  std::size_t at = 0, end = 0;
+  return write_request_body(m, c, &at, &end);
 }
 
 namespace {
@@ -595,8 +627,10 @@ void ReplyCache::store(const std::string& key, const CacheKey& parts, const Conv
 
 struct Client::Job {
   std::size_t model = 0;
-  Conversation conversation;
+  std::int64_t input_bound = 0;   // of the conversation (the budget's reservation)
+  Conversation conversation;      // kept for the reply cache only (when one is used)
   std::string body;
+  std::size_t prompt_at = 0, prompt_size = 0;   // the messages array in `body` (ChatResult::prompt_json)
   CacheKey key_parts;
   std::string cache_key;
   int attempts = 0;
@@ -628,6 +662,7 @@ Client::Client(std::vector<Model> models, ClientOptions options, BudgetLimits bu
   multi_ = curl_multi_init();
   if (!multi_) throw Failure("curl_multi_init returned null");
   active_.assign(models_.size(), 0);
+  no_proxy_env_ = !proxy_in_environment();
 }
 
 Client::~Client() {
@@ -637,7 +672,7 @@ Client::~Client() {
   curl_multi_cleanup(static_cast<CURLM*>(multi_));
 }
 
-std::uint64_t Client::submit(std::size_t model, Conversation conversation, CacheKey key) {
+std::uint64_t Client::submit(std::size_t model, const Conversation& conversation, CacheKey key) {
   if (model >= models_.size()) throw Failure(fmt::format("llm client: no model {}", model));
   const std::uint64_t ticket = next_ticket_++;
   auto job = std::make_unique<Job>();
@@ -680,8 +715,13 @@ std::uint64_t Client::submit(std::size_t model, Conversation conversation, Cache
     ++stats_.called;
   }
   job->key_parts = std::move(key);
-  job->body = request_body(models_[model], conversation);
-  job->conversation = std::move(conversation);
+  std::size_t messages_end = 0;
+  job->body = write_request_body(models_[model], conversation, &job->prompt_at, &messages_end);
+  // An OpenAI body's messages are the whole prompt, the system one first:
+  // the lineage record's "prompt" (ChatResult::prompt_json).
+  if (models_[model].provider == Provider::openai) job->prompt_size = messages_end - job->prompt_at;
+  job->input_bound = input_bound(conversation);
+  if (!job->cache_key.empty()) job->conversation = conversation;
   jobs_.emplace(ticket, std::move(job));
   return ticket;
 }
@@ -690,6 +730,12 @@ void Client::end_job(std::uint64_t ticket, ChatResult result) {
   auto it = jobs_.find(ticket);
   result.latency_s = now_s() - it->second->started;
   result.cache_key = it->second->cache_key;
+  // The body goes along for the lineage record's prompt (the job ends here).
+  if (it->second->prompt_size > 0) {
+    result.request_body = std::move(it->second->body);
+    result.prompt_at = it->second->prompt_at;
+    result.prompt_size = it->second->prompt_size;
+  }
   if (result.ok && cache_ && !it->second->cache_key.empty())
     cache_->store(it->second->cache_key, it->second->key_parts, it->second->conversation, result);
   done_.emplace_back(ticket, std::move(result));
@@ -698,8 +744,8 @@ void Client::end_job(std::uint64_t ticket, ChatResult result) {
 
 void Client::start_attempt(std::uint64_t ticket, Job& job, double now) {
   const Model& m = models_[job.model];
-  const std::int64_t tokens = input_bound(job.conversation) + m.max_tokens;
-  const double usd = cost(m, input_bound(job.conversation), m.max_tokens);
+  const std::int64_t tokens = job.input_bound + m.max_tokens;
+  const double usd = cost(m, job.input_bound, m.max_tokens);
   const auto grant = budget_.reserve(tokens, usd);
   if (grant == Budget::Grant::wait) {
     // Stays queued; asked again in 5 ms (poll() sleeps until then instead
@@ -718,6 +764,13 @@ void Client::start_attempt(std::uint64_t ticket, Job& job, double now) {
   std::unique_ptr<Transfer> t;
   if (idle_.empty()) {
     t = std::make_unique<Transfer>();
+    if (no_proxy_env_) {
+      // What libcurl would find in the environment for every transfer (no
+      // proxy), said once for the handle: it reads five variables per
+      // transfer otherwise.
+      curl_easy_setopt(t->easy.h, CURLOPT_PROXY, "");
+      curl_easy_setopt(t->easy.h, CURLOPT_NOPROXY, "");
+    }
   } else {
     t = std::move(idle_.back());
     idle_.pop_back();

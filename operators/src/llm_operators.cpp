@@ -35,8 +35,6 @@ std::string read_text(const fs::path& p, const std::string& what) {
   return ss.str();
 }
 
-std::string status_name(Status s) { return std::string(to_string(s)); }
-
 // `x` with `digits` decimals, as fmt's {:.Nf} writes it (std::to_chars:
 // three of these per candidate in every prompt cost a tenth of the prompt's
 // making through fmt).
@@ -46,9 +44,11 @@ void append_fixed(std::string& s, double x, int digits) {
   s.append(buf, r.ec == std::errc() ? r.ptr : buf);
 }
 
-std::string verdict_text(const Candidate& c) {
+// Appends the verdict line of a parent or an inspiration to `s`.
+void append_verdict_text(std::string& s, const Candidate& c) {
   const auto& v = c.verdict;
-  std::string s = "status " + status_name(v.status);
+  s += "status ";
+  s += to_string(v.status);
   if (v.is_correct()) {
     s.reserve(s.size() + 128 + c.params_json.size());
     s += ", speedup ";
@@ -61,8 +61,10 @@ std::string verdict_text(const Candidate& c) {
     append_fixed(s, v.cand_iqr_ns / 1e3, 1);
     s += " us)";
   }
-  if (!c.params_json.empty()) s += "; parameters " + c.params_json;
-  return s;
+  if (!c.params_json.empty()) {
+    s += "; parameters ";
+    s += c.params_json;
+  }
 }
 
 // The feedback without the profile the backend quoted in it
@@ -176,12 +178,30 @@ std::vector<const Knowledge::Snippet*> Knowledge::retrieve(const std::string& qu
 
 // ---- templates -------------------------------------------------------------
 
+namespace {
+
+// In the order of Slot.
+constexpr std::array<std::string_view, kSlotCount> kSlotNames = {
+    "task_name", "task_description", "signature", "visible_shapes", "parent_source", "parent_verdict",
+    "parent2_source", "parent2_verdict", "feedback", "inspirations", "hardware", "knowledge",
+    "recommendations", "search_space", "backend", "profile", "roofline", "libraries", "reference_source", "sizes"};
+static_assert(static_cast<std::size_t>(Slot::sizes) + 1 == kSlotCount);
+
+}  // namespace
+
 const std::vector<std::string>& template_slots() {
-  static const std::vector<std::string> slots = {
-      "task_name", "task_description", "signature", "visible_shapes", "parent_source", "parent_verdict",
-      "parent2_source", "parent2_verdict", "feedback", "inspirations", "hardware", "knowledge",
-      "recommendations", "search_space", "backend", "profile", "roofline", "libraries", "reference_source", "sizes"};
+  static const std::vector<std::string> slots(kSlotNames.begin(), kSlotNames.end());
   return slots;
+}
+
+Slots::Slots(std::initializer_list<std::pair<std::string_view, std::string>> values) {
+  for (const auto& [name, value] : values) (*this)[name] = value;
+}
+
+std::size_t Slots::index(std::string_view name) {
+  for (std::size_t k = 0; k < kSlotNames.size(); ++k)
+    if (kSlotNames[k] == name) return k;
+  throw std::invalid_argument("no prompt slot named " + std::string(name));
 }
 
 Template Template::from_text(std::string text, std::string origin) {
@@ -199,7 +219,7 @@ Template Template::from_text(std::string text, std::string origin) {
   Template t;
   for (std::size_t pos = text.find("{{"); pos != std::string::npos; pos = text.find("{{", pos + 2)) {
     const auto end = text.find("}}", pos);
-    t.parts_.push_back({pos, end + 2, text.substr(pos + 2, end - pos - 2)});
+    t.parts_.push_back({pos, end + 2, Slots::index(std::string_view(text).substr(pos + 2, end - pos - 2))});
     pos = end;
   }
   t.text_ = std::move(text);
@@ -209,23 +229,17 @@ Template Template::from_text(std::string text, std::string origin) {
 
 Template Template::load(const fs::path& file) { return from_text(read_text(file, "prompt template"), file.string()); }
 
-std::string Template::render(const std::map<std::string, std::string>& slots) const {
-  // The text between slots and the slots' names, found once (from_text).
-  std::vector<const std::string*> values;
-  values.reserve(parts_.size());
+std::string Template::render(const Slots& slots) const {
+  // The text between slots and the slots' places, found once (from_text).
   std::size_t size = text_.size();
-  for (const Part& p : parts_) {
-    const auto it = slots.find(p.slot);
-    values.push_back(it == slots.end() ? nullptr : &it->second);
-    if (values.back()) size += values.back()->size();
-  }
+  for (const Part& p : parts_) size += slots[static_cast<Slot>(p.slot)].size();
   std::string out;
   out.reserve(size);
   std::size_t at = 0;
-  for (std::size_t k = 0; k < parts_.size(); ++k) {
-    out.append(text_, at, parts_[k].at - at);
-    if (values[k]) out += *values[k];
-    at = parts_[k].end;
+  for (const Part& p : parts_) {
+    out.append(text_, at, p.at - at);
+    out += slots[static_cast<Slot>(p.slot)];
+    at = p.end;
   }
   out.append(text_, at, std::string::npos);
   return out;
@@ -457,8 +471,8 @@ std::string Service::cache_note() const {
   return s;
 }
 
-std::uint64_t Service::submit(const void* owner, std::size_t model, Conversation c, CacheKey key) {
-  const auto ticket = client_->submit(model, std::move(c), std::move(key));
+std::uint64_t Service::submit(const void* owner, std::size_t model, const Conversation& c, CacheKey key) {
+  const auto ticket = client_->submit(model, c, std::move(key));
   owner_of_[ticket] = owner;
   return ticket;
 }
@@ -643,56 +657,66 @@ Service::TaskTexts& Service::task_texts(const Task& task) {
   return *texts;
 }
 
-std::map<std::string, std::string> prompt_slots(const OperatorRequest& req, Service& service, std::size_t inspirations) {
+Slots prompt_slots(const OperatorRequest& req, Service& service, std::size_t inspirations) {
   const Task& task = *req.task;
   const Candidate& p = *req.parents.front();
   auto& texts = service.task_texts(task);
-  std::map<std::string, std::string> s;
-  s["task_name"] = task.name;
-  s["task_description"] = task.description;
-  s["signature"] = texts.signature;
-  s["backend"] = task.backend;
-  s["visible_shapes"] = texts.visible_shapes;
-  s["parent_source"] = p.source;
-  s["parent_verdict"] = verdict_text(p);
+  Slots s;
+  s[Slot::task_name] = task.name;
+  s[Slot::task_description] = task.description;
+  s[Slot::signature] = texts.signature;
+  s[Slot::backend] = task.backend;
+  s[Slot::visible_shapes] = texts.visible_shapes;
+  s[Slot::parent_source] = p.source;
+  append_verdict_text(s[Slot::parent_verdict], p);
   if (req.parents.size() > 1) {
-    s["parent2_source"] = req.parents[1]->source;
-    s["parent2_verdict"] = verdict_text(*req.parents[1]);
+    s[Slot::parent2_source] = req.parents[1]->source;
+    append_verdict_text(s[Slot::parent2_verdict], *req.parents[1]);
   }
   // The engine's feedback has hidden shapes redacted already. The parent's
   // profiler summary (CUDA: ncu), which the backend quotes in it, feeds the
   // analyst's review; with no enabled analyst, generation prompts get it
   // with the feedback. Either way it appears once.
-  const std::string feedback = without_profile(req.feedback, p.verdict.profile);
-  s["feedback"] = feedback.empty() ? "(none)" : feedback;
-  s["profile"] = p.verdict.profile.empty() ? "(no profiler data)" : p.verdict.profile;
+  std::string& feedback = s[Slot::feedback];
+  feedback = without_profile(req.feedback, p.verdict.profile);
+  if (feedback.empty()) feedback = "(none)";
+  s[Slot::profile] = p.verdict.profile.empty() ? "(no profiler data)" : p.verdict.profile;
   if (!p.verdict.profile.empty() && !service.analyst_enabled())
-    s["feedback"] += "\n\nProfiler summary of this kernel:\n" + p.verdict.profile;
+    feedback += "\n\nProfiler summary of this kernel:\n" + p.verdict.profile;
   // Without a profile (which quotes them), the compiler's registers and
   // spills per kernel (nvcc -Xptxas=-v; none for g++).
   if (p.verdict.profile.empty() && p.verdict.status != Status::compile_error)
     if (const std::string regs = register_report(p.verdict.compile_log); !regs.empty())
-      s["feedback"] += "\n\nRegisters per kernel (ptxas):\n" + regs;
-  std::string insp;
+      feedback += "\n\nRegisters per kernel (ptxas):\n" + regs;
+  std::string& insp = s[Slot::inspirations];
   std::size_t used = 0;
   for (std::size_t k = 0; k < req.inspirations.size() && k < inspirations; ++k) {
     const Candidate& c = *req.inspirations[k];
     if (used + c.source.size() > service.config().inspiration_chars) break;
     used += c.source.size();
-    insp += fmt::format("Candidate {} ({}):\n```{}\n{}```\n\n", c.id, verdict_text(c), task.is_torch() ? "python" : "cpp",
-                        c.source);
+    insp.reserve(insp.size() + c.source.size() + 192 + c.params_json.size());
+    insp += "Candidate ";
+    char id[24];
+    insp.append(id, std::to_chars(id, id + sizeof id, c.id).ptr);
+    insp += " (";
+    append_verdict_text(insp, c);
+    insp += "):\n```";
+    insp += task.is_torch() ? "python" : "cpp";
+    insp += '\n';
+    insp += c.source;
+    insp += "```\n\n";
   }
-  s["inspirations"] = insp.empty() ? "(none)" : insp;
-  s["hardware"] = service.hardware(task.backend, p.verdict.device);
-  s["roofline"] = roofline_text(
+  if (insp.empty()) insp = "(none)";
+  s[Slot::hardware] = service.hardware(task.backend, p.verdict.device);
+  s[Slot::roofline] = roofline_text(
       texts.roofline_for(task, prompt_gpu(task.backend, p.verdict.device, service.device(task.backend))),
       p.verdict.is_correct() ? p.verdict.cand_median_ns : 0.0);
-  s["libraries"] = texts.libraries;
-  s["sizes"] = texts.sizes;
-  s["reference_source"] = task.reference_source;
-  s["knowledge"] = service.knowledge_text(task, req.feedback, p.verdict.status);
-  s["search_space"] = texts.search_space;
-  s["recommendations"] = "(none)";
+  s[Slot::libraries] = texts.libraries;
+  s[Slot::sizes] = texts.sizes;
+  s[Slot::reference_source] = task.reference_source;
+  s[Slot::knowledge] = service.knowledge_text(task, req.feedback, p.verdict.status);
+  s[Slot::search_space] = texts.search_space;
+  s[Slot::recommendations] = "(none)";
   return s;
 }
 
@@ -716,7 +740,7 @@ struct LlmOperator::Job {
   const Task* task = nullptr;
   std::string parent_source;
   std::optional<Point> parent_point;
-  std::map<std::string, std::string> slots;
+  Slots slots;
   Conversation conv;
   std::size_t model = 0;
   int step = 0;                  // analyst: 0 = analysis, 1 = generation
@@ -787,19 +811,11 @@ void write_turn(std::string& head, std::string& tail, std::size_t turn, const st
   jt::append_bool(head, r.ok);
   head += ",\"output_tokens\":";
   jt::append_number(head, r.output_tokens);
-  head += ",\"prompt\":[";
-  bool first = true;
-  auto message = [&](std::string_view role, const std::string& content) {
-    head += first ? "{\"content\":" : ",{\"content\":";
-    first = false;
-    jt::append_string(head, content);
-    head += ",\"role\":";
-    jt::append_string(head, role);
-    head += '}';
-  };
-  if (!conv.system.empty()) message("system", conv.system);
-  for (const auto& m : conv.messages) message(m.role, m.content);
-  head += ']';
+  head += ",\"prompt\":";
+  if (const std::string_view sent = r.prompt_json(); !sent.empty())
+    head += sent;   // the same bytes, as the request's body has them
+  else
+    append_messages(head, conv, true);
   if (r.cached) {
     head += ",\"prompt_drifted\":";
     jt::append_bool(head, r.prompt_drifted);
@@ -914,9 +930,9 @@ std::optional<OperatorOutcome> LlmOperator::do_begin(const OperatorRequest& req)
       job->repair_of = static_cast<std::int64_t>(it->id);
       job->repair_turn = it->turn + 1;
       job->parent_source = it->source;
-      job->slots["feedback"] = it->feedback;
+      job->slots[Slot::feedback] = it->feedback;
       // Knowledge retrieved for this failure (e.g. the compiler's error text).
-      job->slots["knowledge"] = service_->knowledge_text(*req.task, it->feedback, it->status);
+      job->slots[Slot::knowledge] = service_->knowledge_text(*req.task, it->feedback, it->status);
       repairs_.erase(it);
       job->conv.messages.push_back({"user", service_->prompt("fix", req.task->backend).render(job->slots)});
       job->key.repair_of = job->repair_of;
@@ -1020,7 +1036,7 @@ std::optional<OperatorOutcome> LlmOperator::finish(Job& job, const ChatResult& r
         job.profile_request = name() + ": its analysis asked for the profile of the rewritten kernel";
       // Step 0 answered: the recommendations go into a generation prompt.
       job.step = 1;
-      job.slots["recommendations"] = r.text;
+      job.slots[Slot::recommendations] = r.text;
       job.conv.messages.assign(1, {"user", service_->prompt("rewrite", task.backend).render(job.slots)});
       return std::nullopt;   // the conversation continues (see do_poll)
     }

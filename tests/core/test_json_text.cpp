@@ -85,6 +85,15 @@ TEST(JsonText, AppendStringWritesWhatDumpWrites) {
   std::string empty;
   jt::append_string(empty, "");
   EXPECT_EQ(empty, "\"\"");
+  // Long texts, many escapes in a row (the writer makes more room as it goes).
+  for (int k = 0; k < 300; ++k) {
+    std::string s;
+    for (auto n = rng.below(2000); n > 0; --n) s += random_string(rng, k % 3 != 0);
+    if (k % 5 == 0) s += std::string(rng.below(3000), static_cast<char>(rng.below(32)));
+    std::string out = "x";
+    jt::append_string(out, s);
+    ASSERT_EQ(out, "x" + dump(json(s)));
+  }
 }
 
 TEST(JsonText, AppendNumberWritesWhatDumpWrites) {

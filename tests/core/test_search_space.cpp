@@ -3,6 +3,7 @@
 #include "kevo/core/rng.hpp"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <set>
 
@@ -124,6 +125,40 @@ TEST(SearchSpace, PointFromSourceReadsTheBlockBack) {
   ASSERT_EQ(defines.size(), 4u);
   EXPECT_EQ(defines[2], (std::pair<std::string, std::string>{"ORDER_ikj", "1"}));
   EXPECT_EQ(defines[3], (std::pair<std::string, std::string>{"ORDER", "ikj"}));
+}
+
+// to_json writes its text without a DOM where it can: the same bytes as the
+// ordered DOM's dump, for every kind of value; names that repeat and text
+// that is not plain ASCII go through the DOM.
+TEST(SearchSpace, ToJsonIsTheOrderedDomsDump) {
+  const SearchSpace s({Param{"I", {Value::integer(-3), Value::integer(0), Value::integer(1LL << 40)}},
+                       Param{"R", {Value::real(0.5), Value::real(2.0), Value::real(1e-7), Value::real(1e300)}},
+                       Param{"B", {Value::boolean(false), Value::boolean(true)}},
+                       Param{"S", {Value::string("ijk"), Value::string("a \"q\" \\ b"), Value::string("\xc3\xa9t\xc3\xa9")}},
+                       Param{"I", {Value::integer(7), Value::integer(8)}}},
+                      {});
+  const SearchSpace unique({s.params()[0], s.params()[1], s.params()[2], s.params()[3]}, {});
+  auto dom = [](const SearchSpace& space, const Point& p) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::object();
+    for (std::size_t k = 0; k < space.params().size(); ++k) {
+      const Value& v = space.params()[k].values[p[k]];
+      switch (v.kind) {
+        case Value::Kind::integer: j[space.params()[k].name] = v.i; break;
+        case Value::Kind::boolean: j[space.params()[k].name] = v.i != 0; break;
+        case Value::Kind::real: j[space.params()[k].name] = v.d; break;
+        case Value::Kind::string: j[space.params()[k].name] = v.s; break;
+      }
+    }
+    return j.dump();
+  };
+  std::size_t points = 0;
+  for (const Point& p : s.enumerate()) {
+    EXPECT_EQ(s.to_json(p), dom(s, p));
+    const Point q(p.begin(), p.begin() + 4);
+    EXPECT_EQ(unique.to_json(q), dom(unique, q));
+    ++points;
+  }
+  EXPECT_EQ(points, 3u * 4u * 2u * 3u * 2u);
 }
 
 TEST(SearchSpace, FindJsonAndKey) {

@@ -921,6 +921,34 @@ TEST(LlmOperators, TheFactsHandedOverAreTheRecordsMembers) {
   EXPECT_EQ(seen, (std::set<std::string>{"used", "rejected", "not_found", "refusal"}));
 }
 
+// An OpenAI-style request's record takes its "prompt" from the request's
+// body (ChatResult::prompt_json) instead of escaping the conversation again;
+// an Anthropic one (its body holds the system prompt apart) escapes it. Either
+// way the record's prompt is the conversation the operator built.
+TEST(LlmOperators, TheRecordsPromptIsTheConversationSent) {
+  for (const std::string provider : {"openai-compatible", "anthropic"}) {
+    SCOPED_TRACE(provider);
+    test::FakeServer s(json{{"default", {{"kind", "auto"}}}});
+    ASSERT_TRUE(s.up());
+    auto svc = std::make_shared<Service>(service_config(s.url(), provider));
+    SeedRequest seed;
+    OperatorRequest& req = seed.req;
+    req.feedback = "median 120 us; \"quoted\" \\ and a tab\there";
+    seed.parent.verdict.feedback = req.feedback;
+    req.id = 2;
+    LlmOperator rewrite("llm_rewrite", svc, {Kind::rewrite});
+    const auto o = await_outcome(rewrite, req);
+    ASSERT_TRUE(o.proposal) << o.failure;
+    const auto slots = prompt_slots(req, *svc, 2);
+    const json expected = json::array({{{"content", svc->prompt("system_cpu").render(slots)}, {"role", "system"}},
+                                        {{"content", svc->prompt("rewrite", "cpu").render(slots)}, {"role", "user"}}});
+    const auto rec = json::parse(o.llm).at(0);
+    EXPECT_EQ(rec.at("prompt"), expected);
+    const std::string text = expected.dump(-1, ' ', false, json::error_handler_t::replace);
+    EXPECT_NE(o.llm.find(",\"prompt\":" + text + ","), std::string::npos);
+  }
+}
+
 TEST(LlmOperators, ParamHintValidatesAndFallsBackToTheBaseline) {
   test::FakeServer s(json{{"sequence", {{{"kind", "param_hint"}}, {{"kind", "bad_param_hint"}}}}});
   ASSERT_TRUE(s.up());

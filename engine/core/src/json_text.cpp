@@ -503,40 +503,61 @@ std::size_t plain_ascii_prefix(std::string_view s) {
 }
 
 void append_string(std::string& out, std::string_view s) {
+  // Written through a pointer into room made beforehand (a string's append
+  // per run and per escape cost more than the scan): the text, its quotes
+  // and a few escapes fit at once; more room is made when escapes need it.
   const std::size_t mark = out.size();
-  out.reserve(out.size() + s.size() + 2);
-  out += '"';
+  out.resize(mark + s.size() + 2 + (s.size() >> 3) + 48);   // a text of code: a line end in every 40 bytes or so
+  char* d = out.data() + mark;
+  char* end = out.data() + out.size();
+  const char* src = s.data();
+  const std::size_t n = s.size();
+  // Room for `k` more bytes (the closing quote always fits after them).
+  auto room = [&](std::size_t k) {
+    if (static_cast<std::size_t>(end - d) >= k + 1) return;
+    const std::size_t at = static_cast<std::size_t>(d - out.data());
+    out.resize(out.size() + k + 1 + (n >> 3) + 64);
+    d = out.data() + at;
+    end = out.data() + out.size();
+  };
+  *d++ = '"';
   std::size_t i = 0;
   while (true) {
-    const std::size_t run = plain_ascii_prefix(s.substr(i));
-    out.append(s.data() + i, run);
+    const std::size_t run = plain_ascii_prefix(std::string_view(src + i, n - i));
+    room(run + 6);
+    std::memcpy(d, src + i, run);
+    d += run;
     i += run;
-    if (i == s.size()) break;
-    const auto c = static_cast<unsigned char>(s[i]);
+    if (i == n) break;
+    const auto c = static_cast<unsigned char>(src[i]);
     if (c >= 0x80) {
-      const std::size_t n = utf8_sequence_length(s, i);
-      if (n == 0) {
+      const std::size_t k = utf8_sequence_length(s, i);
+      if (k == 0) {
         // Invalid UTF-8: the replacing handler's own spelling.
         out.resize(mark);
         out += nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
         return;
       }
-      out.append(s.data() + i, n);
-      i += n;
+      std::memcpy(d, src + i, k);   // k <= 4: the room above holds it
+      d += k;
+      i += k;
       continue;
     }
     if (const char e = short_escape(c)) {
-      out += '\\';
-      out += e;
+      d[0] = '\\';
+      d[1] = e;
+      d += 2;
     } else {
       static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\u00";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
+      std::memcpy(d, "\\u00", 4);
+      d[4] = kHex[c >> 4];
+      d[5] = kHex[c & 15];
+      d += 6;
     }
     ++i;
   }
-  out += '"';
+  *d++ = '"';
+  out.resize(static_cast<std::size_t>(d - out.data()));
 }
 
 void append_number(std::string& out, double v) { out += nlohmann::json(v).dump(); }

@@ -14,13 +14,14 @@ std::string_view trim(std::string_view s) {
   return s.substr(first, last - first + 1);
 }
 
-}  // namespace
-
-// Parsed by hand (no streams): the null backend reads a block per candidate.
-std::vector<std::pair<std::string, std::string>> block_assignment(std::string_view source) {
-  std::vector<std::pair<std::string, std::string>> out;
-  const std::string block = split_params_block(source).block;
-  std::string_view rest(block);
+// The "#define NAME value" lines of the params block of `source`, as views
+// into it. Parsed by hand (no streams, no copies): the null backend reads a
+// block per candidate, and so does the island.
+std::vector<std::pair<std::string_view, std::string_view>> block_defines(std::string_view source) {
+  std::vector<std::pair<std::string_view, std::string_view>> out;
+  const auto [begin, end] = params_block_span(source);
+  if (begin == std::string_view::npos) return out;
+  std::string_view rest = source.substr(begin, end - begin);
   while (!rest.empty()) {
     const auto nl = rest.find('\n');
     std::string_view line = trim(rest.substr(0, nl));
@@ -34,19 +35,28 @@ std::vector<std::pair<std::string, std::string>> block_assignment(std::string_vi
     std::string_view value = space == std::string_view::npos ? std::string_view{} : trim(line.substr(space));
     if (value.empty()) continue;
     if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
-    out.emplace_back(std::string(name), std::string(value));
+    out.emplace_back(name, value);
   }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> block_assignment(std::string_view source) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [name, value] : block_defines(source)) out.emplace_back(std::string(name), std::string(value));
   return out;
 }
 
 std::optional<Point> point_from_source(const SearchSpace& space, std::string_view source) {
   if (space.empty()) return std::nullopt;
-  const auto all = block_assignment(source);
+  const auto all = block_defines(source);
   // String parameters also define NAME_value markers: keep the real names only.
   std::vector<std::pair<std::string, std::string>> assignment;
+  assignment.reserve(space.params().size());
   for (const auto& p : space.params())
     for (const auto& [name, value] : all)
-      if (name == p.name) assignment.emplace_back(name, value);
+      if (name == p.name) assignment.emplace_back(std::string(name), std::string(value));
   if (assignment.size() != space.params().size()) return std::nullopt;
   return space.find(assignment);
 }

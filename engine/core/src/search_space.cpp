@@ -1,10 +1,12 @@
 #include "kevo/core/search_space.hpp"
 
 #include "kevo/core/error.hpp"
+#include "kevo/core/json_text.hpp"
 #include "kevo/core/rng.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
 #include <stdexcept>
@@ -168,6 +170,37 @@ std::optional<Point> SearchSpace::find(
 }
 
 std::string SearchSpace::to_json(const Point& p) const {
+  // Written as the dump below writes it (json_text.hpp), without the DOM:
+  // names and string values in plain ASCII, each name once (a task's always
+  // are). Anything else goes through the DOM.
+  const std::size_t n = std::min(params_.size(), p.size());
+  bool plain = true;
+  for (std::size_t k = 0; k < n && plain; ++k) {
+    const std::string& name = params_[k].name;
+    const Value& v = params_[k].values[p[k]];
+    plain = json_text::plain_ascii_prefix(name) == name.size() &&
+            (v.kind != Value::Kind::string || json_text::plain_ascii_prefix(v.s) == v.s.size());
+    for (std::size_t q = 0; q < k && plain; ++q) plain = params_[q].name != name;
+  }
+  if (plain) {
+    std::string out;
+    out.reserve(2 + 24 * n);
+    out += '{';
+    for (std::size_t k = 0; k < n; ++k) {
+      const Value& v = params_[k].values[p[k]];
+      if (k) out += ',';
+      json_text::append_string(out, params_[k].name);
+      out += ':';
+      switch (v.kind) {
+        case Value::Kind::integer: json_text::append_number(out, v.i); break;
+        case Value::Kind::boolean: json_text::append_bool(out, v.i != 0); break;
+        case Value::Kind::real: json_text::append_number(out, v.d); break;
+        case Value::Kind::string: json_text::append_string(out, v.s); break;
+      }
+    }
+    out += '}';
+    return out;
+  }
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   for (std::size_t k = 0; k < params_.size() && k < p.size(); ++k) {
     const Value v = value(p, k);
@@ -210,9 +243,9 @@ std::string SearchSpace::render_block(const Point& p) const {
   return out;
 }
 
-SplitSource split_params_block(std::string_view source) {
+std::pair<std::size_t, std::size_t> params_block_span(std::string_view source) {
   // Find the marker lines (whole lines, surrounding blanks ignored).
-  std::size_t begin_line = std::string_view::npos, end_after = std::string_view::npos;
+  std::size_t begin_line = std::string_view::npos;
   std::size_t pos = 0;
   while (pos < source.size()) {
     std::size_t eol = source.find('\n', pos);
@@ -221,13 +254,17 @@ SplitSource split_params_block(std::string_view source) {
     if (begin_line == std::string_view::npos) {
       if (line == kBegin) begin_line = pos;
     } else if (line == kEnd) {
-      end_after = next;
-      break;
+      return {begin_line, next};
     }
     pos = next;
   }
+  return {std::string_view::npos, std::string_view::npos};
+}
+
+SplitSource split_params_block(std::string_view source) {
+  const auto [begin_line, end_after] = params_block_span(source);
   SplitSource out;
-  if (begin_line == std::string_view::npos || end_after == std::string_view::npos) {
+  if (begin_line == std::string_view::npos) {
     out.body = std::string(source);
     return out;
   }

@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kevo::operators::llm {
@@ -93,6 +94,16 @@ struct ChatResult {
   // The failure will repeat for every request to this model (a rejected key,
   // a model the server does not have): the run stops at once.
   bool fatal = false;
+  // The request's body, when one was made (not for a replayed reply), and
+  // where in it the prompt is when the body spells the whole prompt as one
+  // JSON array of messages, the system prompt first (an OpenAI-style server;
+  // an Anthropic body holds the system prompt apart): prompt_json().
+  std::string request_body;
+  std::size_t prompt_at = 0, prompt_size = 0;
+  // That array as a DOM's compact dump writes it (json_text.hpp), or "". The
+  // lineage record's "prompt" is these bytes: the operator copies them
+  // instead of escaping the prompt a second time.
+  std::string_view prompt_json() const { return std::string_view(request_body).substr(prompt_at, prompt_size); }
 };
 
 // How a failed HTTP answer is classified (exposed for tests): its kind and
@@ -236,6 +247,11 @@ class ReplyCache {
 
 // Builds the HTTP body of a request (exposed for tests).
 std::string request_body(const Model& m, const Conversation& c);
+// Appends the conversation's messages as a JSON array of {"content", "role"}
+// objects, the system prompt first when `with_system` and it is not empty,
+// as a DOM's compact dump writes it (an OpenAI body's "messages", a lineage
+// record's "prompt").
+void append_messages(std::string& out, const Conversation& c, bool with_system);
 // Parses a 2xx body: text and usage, or an error ("invalid JSON", "empty
 // choices", "refusal: ..."). Exposed for tests.
 struct ParsedReply {
@@ -263,7 +279,7 @@ class Client {
   // reply in the cache (record and replay modes). A replay that misses
   // halts the budget: the run stops with an error naming the cache folder
   // and the key.
-  std::uint64_t submit(std::size_t model, Conversation conversation, CacheKey key = {});
+  std::uint64_t submit(std::size_t model, const Conversation& conversation, CacheKey key = {});
   const CacheStats& cache_stats() const { return stats_; }
   const ReplyCache* cache() const { return cache_.get(); }
   // Drives the transfers for up to max_wait; returns the requests that ended.
@@ -298,6 +314,9 @@ class Client {
   std::vector<std::pair<std::uint64_t, ChatResult>> done_;
   CacheStats stats_;
   std::uint64_t jitter_state_ = 0x9e3779b97f4a7c15ULL;
+  // No proxy variable in the environment: every transfer is told so, and
+  // libcurl does not read the environment again for each one.
+  bool no_proxy_env_ = false;
 };
 
 }  // namespace kevo::operators::llm

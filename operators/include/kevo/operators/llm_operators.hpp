@@ -14,13 +14,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <deque>
+#include <initializer_list>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace kevo::operators::llm {
@@ -49,23 +53,48 @@ class Knowledge {
 
 std::vector<std::string> tokenize(const std::string& text);
 
+// The names a template may use, in the order of Slot.
+const std::vector<std::string>& template_slots();
+enum class Slot : std::size_t {
+  task_name, task_description, signature, visible_shapes, parent_source, parent_verdict, parent2_source,
+  parent2_verdict, feedback, inspirations, hardware, knowledge, recommendations, search_space, backend, profile,
+  roofline, libraries, reference_source, sizes
+};
+inline constexpr std::size_t kSlotCount = 20;
+
+// The values of a prompt's slots: one text per name of template_slots(), ""
+// for a slot never set (rendered as nothing). A fixed table, not a map: a
+// prompt fills every slot, several times a candidate.
+class Slots {
+ public:
+  Slots() = default;
+  Slots(std::initializer_list<std::pair<std::string_view, std::string>> values);
+  std::string& operator[](Slot s) { return values_[static_cast<std::size_t>(s)]; }
+  const std::string& operator[](Slot s) const { return values_[static_cast<std::size_t>(s)]; }
+  // By name; throws std::invalid_argument for a name not in template_slots().
+  std::string& operator[](std::string_view name) { return values_[index(name)]; }
+  static std::size_t index(std::string_view name);
+
+ private:
+  std::array<std::string, kSlotCount> values_;
+};
+
 // Prompt templates: text with {{slot}} names. Unknown slots are an input error
 // when the template is loaded, so a typo never sends "{{parnet_source}}".
 class Template {
  public:
   static Template load(const std::filesystem::path& file);
   static Template from_text(std::string text, std::string origin);
-  std::string render(const std::map<std::string, std::string>& slots) const;
+  std::string render(const Slots& slots) const;
 
  private:
   struct Part {
     std::size_t at, end;   // "{{slot}}" spans [at, end) of text_
-    std::string slot;
+    std::size_t slot;      // its index in template_slots()
   };
   std::string text_, origin_;
   std::vector<Part> parts_;
 };
-const std::vector<std::string>& template_slots();
 
 struct ServiceConfig {
   std::vector<Model> models;
@@ -118,7 +147,7 @@ class Service {
   const std::shared_ptr<Health>& health() const { return health_; }
 
   std::size_t pick_model(Rng& rng) const;
-  std::uint64_t submit(const void* owner, std::size_t model, Conversation c, CacheKey key);
+  std::uint64_t submit(const void* owner, std::size_t model, const Conversation& c, CacheKey key);
   std::vector<std::pair<std::uint64_t, ChatResult>> poll(const void* owner, std::chrono::milliseconds max_wait);
   std::size_t in_flight(const void* owner) const;
   // What the reply cache did in this run, for the lineage and the console
@@ -214,8 +243,7 @@ struct LlmOperatorOptions {
 // in `profile` for the analyst's review (and then not in `feedback`), or, with
 // no analyst enabled, in `feedback`; a CUDA parent without a profile gets its
 // compiler register report in `feedback`.
-std::map<std::string, std::string> prompt_slots(const OperatorRequest& request, Service& service,
-                                                std::size_t inspirations);
+Slots prompt_slots(const OperatorRequest& request, Service& service, std::size_t inspirations);
 
 // Whether an analyst's reply asks for the profile of the kernel it leads to:
 // a line "PROFILE: yes" (case, spaces and Markdown emphasis ignored).

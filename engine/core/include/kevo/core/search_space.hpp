@@ -78,6 +78,9 @@ struct SplitSource {
   std::string body;
 };
 SplitSource split_params_block(std::string_view source);
+// Where the params block is in `source`: [begin, end) spans its lines, the
+// end marker's line end included; begin == end == npos when it has none.
+std::pair<std::size_t, std::size_t> params_block_span(std::string_view source);
 // body with a fresh block for `p` at the top.
 std::string apply_point(const SearchSpace& space, const Point& p, std::string_view source);
 
