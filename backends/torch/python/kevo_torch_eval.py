@@ -1027,7 +1027,6 @@ class Host:
         self.mem_fd = None
         self.bound_addresses = None   # where a direct host's bind said its input views are
         self.arena = None          # GPU: the device memory the judge owns for this host (kevo_torch_vmm.Arena)
-        self.arena_sent = False    # ... and whether the host has it
         self.out_need = 0          # GPU: the bytes its output region must hold (grown as calls show)
         self.store_ns = 0          # GPU: the last call's output copy into the judge's memory, on the judge's clock
         self.out_off = 0           # GPU: where its output region begins in that memory
@@ -1511,7 +1510,7 @@ class Judge:
         # read their inputs in device memory the judge owns and copy their
         # outputs there (host_bind_arena, host_store_arena, read_arena).
         self.direct = not self.cuda
-        self.arena = self.cuda
+        self.in_device_memory = self.cuda
         self.pending = []   # GPU: the tensors of the inputs last drawn (what put() writes)
         self.last_inputs = None   # the inputs message of what the input file holds now
         self.info = kc.torch_section(self.task["dir"])
@@ -1635,7 +1634,7 @@ class Judge:
         the values that are not tensors: what a host's load or bind gets."""
         metas = [{"shape": list(t.shape), "dtype": dtype_name(t.dtype)} for t in inputs if isinstance(t, torch.Tensor)]
         offs, end = layout(metas)
-        if not self.arena:
+        if not self.in_device_memory:
             self.in_mem.ensure(end)
         msg = []
         k = 0
@@ -1648,7 +1647,7 @@ class Judge:
         return msg
 
     def fill_inputs(self, inputs, msg):
-        if self.arena:
+        if self.in_device_memory:
             # Written into each host's memory by put(), with the host stopped.
             self.pending = [t for t in inputs if isinstance(t, torch.Tensor)]
             self.last_inputs = msg
@@ -1669,7 +1668,7 @@ class Judge:
         """Gives a host the inputs last drawn: on the CPU its bind (views of
         the file, which holds them; unless it is bound to the same places
         already and `force` is off), on the GPU put_arena."""
-        if self.arena:
+        if self.in_device_memory:
             return self.put_arena(h, inputs_msg, poison_bytes)
         op = {"op": "bind", "inputs": inputs_msg}
         if poison_bytes:
@@ -1737,18 +1736,18 @@ class Judge:
         they are there but its timed call (and on the GPU the prime before
         it)."""
         msg = self.input_message(inputs)
-        if self.arena:
+        if self.in_device_memory:
             self.fill_inputs(inputs, msg)
         for h in hosts:
             # (CPU: no poison in the timing loop; every call's outputs
             # are sampled, spot_check.)
-            r = self.put(h, msg, poison_bytes if self.arena else 0, force=False)
+            r = self.put(h, msg, poison_bytes if self.in_device_memory else 0, force=False)
             if "error" in r:
                 raise Verdict("internal_error" if h.role == "reference" else "runtime_error",
                               "the %s's process could not take its inputs: %s" % (h.role, last_line(r["error"])),
                               r["error"], stage="timing")
             h.stop(wait=True)
-        if not self.arena:
+        if not self.in_device_memory:
             self.fill_inputs(inputs, msg)
 
     def parse_desc(self, h, expect, where):
@@ -2221,13 +2220,13 @@ class Judge:
             if "error" in r:
                 raise Verdict("internal_error", "the reference could not load its inputs: " + last_line(r["error"]),
                               r["error"])
-            ok, _, err = ref.call(self.left(), "the reference's call", store=self.arena)
+            ok, _, err = ref.call(self.left(), "the reference's call", store=self.in_device_memory)
             if not ok:
                 raise Verdict("internal_error", "the reference raised at %s %s: %s" % (
                     s["label"], trial_name, last_line(err["error"])), err["error"])
             where = "%s %s" % (s["label"], trial_name)
             try:
-                metas, outs = (self.read_arena if self.arena else self.read_direct)(ref, None, where)
+                metas, outs = (self.read_arena if self.in_device_memory else self.read_direct)(ref, None, where)
             except NeedRoom:
                 continue   # its memory grown at the next put
             return {"outputs": metas}, outs
@@ -2237,20 +2236,20 @@ class Judge:
     def run_cand(self, cand, inputs_msg, expect, poison_bytes, s, trial_name, check_inputs):
         """A correctness call: (outputs, the inputs as the host holds them
         after it when `check_inputs`, else None)."""
-        if self.arena:
+        if self.in_device_memory:
             cand.out_need = max(cand.out_need, layout(expect)[1])
         r = self.put(cand, inputs_msg, max(1, poison_bytes))
         if "error" in r:
             raise Verdict("memory_limit" if r.get("oom") else "runtime_error",
                           "the candidate's process could not load its inputs: " + last_line(r["error"]), r["error"])
         ok, _, err = cand.call(self.call_timeout, "a correctness call at %s %s" % (self.shown(s), trial_name),
-                               record=self.check_ops_enabled, store=self.arena)
+                               record=self.check_ops_enabled, store=self.in_device_memory)
         if not ok:
             raise Verdict("memory_limit" if err.get("oom") else "runtime_error",
                           "forward raised at %s %s: %s" % (self.shown(s), trial_name, last_line(err["error"])),
                           err["error"])
         where = "at %s %s" % (self.shown(s), trial_name)
-        if self.arena:
+        if self.in_device_memory:
             got = self.read_arena(cand, expect, where)[1]
             return got, self.read_inputs_arena(cand, inputs_msg) if check_inputs else None
         got = self.read_direct(cand, expect, where)[1]
@@ -2388,18 +2387,18 @@ class Judge:
             self.init_both(ref, cand, s, derive_seed(self.seed, "model", s["label"]))
             inputs_msg = self.write_inputs(self.draw_inputs(derive_seed(self.seed, s["label"], "baseline")))
             rst, want = self.run_ref(ref, inputs_msg, "trial 1", s)
-            if self.arena:
+            if self.in_device_memory:
                 cand.out_need = max(cand.out_need, layout(rst["outputs"])[1])
             self.put(cand, inputs_msg)
             t0 = time.monotonic()
-            ok, _, err = cand.call(self.call_timeout, "torch.compile's first call", store=self.arena)
+            ok, _, err = cand.call(self.call_timeout, "torch.compile's first call", store=self.in_device_memory)
             if compile_s is None:
                 compile_s = time.monotonic() - t0
             if not ok:
                 what = "torch.compile(Model)" if self.opts.get("compile", True) else "Model"
                 return {"error": what + " raised: " + last_line(err["error"])}
             try:
-                got = (self.read_arena if self.arena else self.read_direct)(
+                got = (self.read_arena if self.in_device_memory else self.read_direct)(
                     cand, rst["outputs"], "torch.compile's first call")[1]
                 self.check_outputs(want, got, s, "trial 1")
             except Verdict as e:
@@ -2510,7 +2509,7 @@ class Judge:
         # its budget where drawing and copying the inputs cost more than the
         # calls (on the H200, 370-400 pairs of about 12 ms for a 0.5 s
         # budget: most of a candidate's 10 s of judging).
-        if self.arena:
+        if self.in_device_memory:
             cand.out_need = max(cand.out_need, layout(expect)[1])
         t0 = time.monotonic()
         for w in range(warm):
@@ -2565,7 +2564,7 @@ class Judge:
                 prime_ns, ns, drain_ns = self.turn(h, h is cand, s, "timing", "a timed call")
                 (ref_prime if h is ref else cand_prime).append(prime_ns)
                 drains["cand_call" if h is cand else "ref_call"].append(drain_ns)
-                if self.arena:
+                if self.in_device_memory:
                     (ref_store if h is ref else cand_store).append(h.store_ns)
                 # The null round trip subtracted from a candidate's call is
                 # never more than the reference's: the candidate's own null
@@ -2574,7 +2573,7 @@ class Judge:
                 null = ref.null_ns if h is ref else min(cand.null_ns, ref.null_ns)
                 (ref_ns if h is ref else cand_ns).append(max(1.0, ns - null))
             try:
-                if self.arena:
+                if self.in_device_memory:
                     # GPU: every timed call's outputs, in the judge's memory,
                     # against the reference's for the same inputs.
                     where = "timed call %d at %s" % (k + 1, self.shown(s))
