@@ -143,6 +143,11 @@ def main():
         # each step's wait for an idle GPU is added to it.
         "early_reply": ({"correct", "wrong_answer"}, "", lambda v: v["status"] != "correct" or v["speedup"] < 3.0),
         "reply_not_an_object": ({"runtime_error"}, "not an object"),
+        # Writes the answer to its next call ahead (the GPU red team: its
+        # next call measured at nothing): a host that wrote before a
+        # message is a protocol breach.
+        "answer_ahead": ({"runtime_error"}, "wrote before"),
+        "prime_answer": ({"runtime_error"}, "wrote before"),
         # Computes only when its outputs are copied for the judge (untimed
         # before: 70x): the copy is part of every call's time.
         "lazy_store": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
@@ -203,6 +208,7 @@ def main():
         # load and store steps find none, and the description of the
         # outputs is what a forged host reply can touch.
         native.update({
+            "prime_answer": ({"correct"}, "", lambda v: v["speedup"] < 5.0),   # no prime on the CPU
             "forge_store": ({"wrong_answer"}, "shares memory with input"),
             "lazy_store": ({"wrong_answer"}, "differs from the reference"),
             "describe_elsewhere": ({"runtime_error"}, "memory that the candidate's process does not have"),

@@ -456,6 +456,65 @@ torch::Tensor store_fused(torch::Tensor x) {
   return torch::empty_like(x);
 }
 
+// Writes the answer to its next call ahead, right after each answer (the
+// GPU red team: nothing in a reply names the message it answers, so a
+// host that had its answer waiting on the socket had its next call
+// measured at nothing; with the work done in its prime, 2.5-4x). Here the
+// answer written ahead, in the same write as each answer, is that answer
+// again: on the CPU its outputs are stale, on the GPU they are in the
+// judge's memory already. The judge refuses a host that wrote before a
+// message (a protocol breach).
+torch::Tensor answer_ahead(torch::Tensor x) {
+  static bool done = false;
+  once_in_host_module(done, "",
+                      "        _last = [b'']\n"
+                      "        def _wa(fd, data, _orig=m.write_all):\n"
+                      "            data = bytes(data)\n"
+                      "            if data[:1] == b'o':\n"
+                      "                data += (b'd' if _last[0] == b'd' else b'') + data\n"
+                      "            _last[0] = data[:1]\n"
+                      "            _orig(fd, data)\n"
+                      "        m.write_all = _wa\n");
+  return softmax_rows(x);
+}
+
+// The GPU red team's answer-ahead in full: at its prime it computes the
+// outputs, copies them into the judge's memory and writes, with the
+// prime's answer, the answers to the call that follows ('d', then 'o' and
+// the outputs' description); it then drops that call's message when it
+// comes. A judge that did not look for bytes already waiting measured the
+// call at nothing. (On the CPU there is no prime: honest.)
+torch::Tensor prime_answer(torch::Tensor x) {
+  static bool done = false;
+  if (!done) {
+    done = true;
+    pybind11::exec(
+        "import gc, json, os, struct, sys, torch\n"
+        "st = next((o for o in gc.get_objects() if type(o).__name__ == 'HostState'), None)\n"
+        "m = next((v for v in list(sys.modules.values()) if hasattr(v, 'host_bind') and hasattr(v, 'serve_host')), None)\n"
+        "if st is not None and m is not None and st.cuda:\n"
+        "    _rd, _wr, _state = os.read, os.write, {'last': b'', 'drop': False}\n"
+        "    def _read(fd, n):\n"
+        "        b = _rd(fd, n)\n"
+        "        if _state['drop'] and b in (b'c', b'r'):\n"
+        "            _state['drop'] = False\n"
+        "            b = _rd(fd, n)\n"
+        "        _state['last'] = b\n"
+        "        return b\n"
+        "    def _write(fd, data):\n"
+        "        data = bytes(data)\n"
+        "        if data == b'd' and _state['last'] == b'p' and st.inputs:\n"
+        "            x = st.inputs[0]\n"
+        "            e = torch.exp(x - x.max(dim=1, keepdim=True).values)\n"
+        "            body = json.dumps(m.host_store_arena(st, e / e.sum(dim=1, keepdim=True))).encode()\n"
+        "            data = b'dd' + b'o' + struct.pack('<I', len(body)) + body\n"
+        "            _state['drop'] = True\n"
+        "        return _wr(fd, data)\n"
+        "    os.read, os.write = _read, _write\n");
+  }
+  return softmax_rows(x);
+}
+
 // Replies at once and leaves its work to a thread of its own, which
 // writes the output the reply pointed at: a judge that stopped its clock
 // at the reply timed nothing. The judge's clock runs until every thread of

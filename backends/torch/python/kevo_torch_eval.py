@@ -1157,11 +1157,22 @@ class Host:
             elif line.startswith("sandbox violation") and not self.violation:
                 self.violation = line.strip()
 
+    def nothing_waiting(self, what):
+        """Before a message: no byte of the host's may be waiting on its
+        socket. Nothing in a reply names the message it answers, so a host
+        that wrote the answer to its next call ahead (in its prime, or
+        after its last reply) had that call measured at nothing (the GPU
+        red team's answer-ahead; attack native_answer_ahead)."""
+        if select.select([self.fd], [], [], 0)[0]:
+            self.kill()
+            raise self.gone("protocol breach by the %s's process (it wrote before %s)" % (self.role, what))
+
     def request(self, obj, timeout, fd=None):
         """A message and its reply; `fd`: a descriptor sent after it (one
         byte with SCM_RIGHTS, recv_fd), for a message that says so."""
         self.cont()
         deadline = time.monotonic() + timeout
+        self.nothing_waiting("a request")
         try:
             send_kind(self.fd, b"j", obj)
             if fd is not None:
@@ -1204,6 +1215,8 @@ class Host:
         if not stop:
             t0 = now_ns()
         self.desc = None
+        self.store_ns = None
+        self.nothing_waiting("a call")
         try:
             write_all(self.fd, b"r" if record else b"c")
             if self.spin_s:
@@ -1250,7 +1263,7 @@ class Host:
             return True, t2 - t0, None
         if kind == b"d":
             return True, t1 - t0, None
-        if kind == b"o":
+        if kind == b"o" and not store:
             self.desc = body
             return True, t1 - t0, None
         if kind == b"e":
@@ -1272,6 +1285,7 @@ class Host:
         paid here, not in the call), timed on the judge's clock."""
         deadline = time.monotonic() + timeout
         self.cont()
+        self.nothing_waiting("its prime")
         t0 = now_ns()
         try:
             write_all(self.fd, b"p")
@@ -1296,6 +1310,7 @@ class Host:
         self.cont()
         if not stop:
             t0 = now_ns()
+        self.nothing_waiting("a null call")
         try:
             write_all(self.fd, b"n")
             if self.spin_s:
@@ -2471,8 +2486,12 @@ class Judge:
             self.flush()
             prime_ns = h.prime(timeout)
             ok, ns, err = h.call(timeout, "%s at %s" % (call_name, self.shown(s)), record=record, store=True)
+            # Stopped before the drain: a host left running could launch
+            # work once the probes saw an idle GPU (the GPU red team).
+            h.stop(wait=True)
+            if h.reaped is not None:
+                raise h.gone(h.death("%s at %s" % (call_name, self.shown(s))))
             drain_ns = self.drain(timeout)
-            h.stop()
         if not ok and not is_cand:
             raise Verdict("internal_error", "the reference raised during %s: %s" % (during, last_line(err["error"])),
                           stage="timing")
@@ -2607,8 +2626,13 @@ class Judge:
             # reference's median is charged up to it (store_floor: a host
             # that skipped the step saved the host's checks and the copy,
             # native_arena_output).
+            # A candidate's drain counts from no less than the reference's
+            # shortest: one whose call left the GPU no switch back to pay
+            # (its work done elsewhere) was credited the reference's whole
+            # median drain, more than an honest call (the GPU red team).
             base = quantile(drains["ref_call"], 0.5)
-            cand_ns = [max(1.0, c + d - base) for c, d in zip(cand_ns, drains["cand_call"])]
+            least = min(drains["ref_call"])
+            cand_ns = [max(1.0, c + max(d, least) - base) for c, d in zip(cand_ns, drains["cand_call"])]
             floor = store_floor(cand_store, ref_store)
             cand_ns = [c + x for c, x in zip(cand_ns, floor)]
         cm, rm = quantile(cand_ns, 0.5), quantile(ref_ns, 0.5)
