@@ -51,18 +51,21 @@ def mpirun(count, *rest):
     return [args.mpiexec, "-np", str(count), "--oversubscribe", args.kevo, *rest]
 
 
-def descendants(root):
-    """(pid, command name) of every process below `root`."""
+def descendants(root, with_parent=False):
+    """(pid, command name) of every process below `root`; with_parent: (pid,
+    command name, parent's command name)."""
     out = subprocess.run(["ps", "-eo", "pid=,ppid=,comm="], stdout=subprocess.PIPE, text=True).stdout
-    children = {}
+    children, names = {}, {}
     for line in out.splitlines():
         parts = line.split(None, 2)
         if len(parts) == 3:
             children.setdefault(int(parts[1]), []).append((int(parts[0]), parts[2].strip()))
+            names[int(parts[0])] = parts[2].strip()
     found, todo = [], [root]
     while todo:
-        for pid, name in children.get(todo.pop(), []):
-            found.append((pid, name))
+        parent = todo.pop()
+        for pid, name in children.get(parent, []):
+            found.append((pid, name, names.get(parent, "")) if with_parent else (pid, name))
             todo.append(pid)
     return found
 
@@ -141,7 +144,10 @@ def one_stop(k):
         proc.kill()
         print(proc.communicate()[0][-3000:])
         fail(f"run {k}: no CPU work in flight to stop (found {busy})")
-    ranks = [pid for pid, name in descendants(proc.pid) if name == "kevo"]
+    # A rank's child between its fork and its exec (a worker starting) is
+    # named kevo too: ranks are the kevo processes whose parent is not one
+    # (under a loaded machine the count was 5 for 4 ranks).
+    ranks = [pid for pid, name, parent in descendants(proc.pid, True) if name == "kevo" and parent != "kevo"]
     if len(ranks) != n:
         proc.kill()
         fail(f"run {k}: found {len(ranks)} kevo ranks under mpirun, wanted {n}")
