@@ -266,35 +266,48 @@ torch::Tensor early_reply(torch::Tensor x) {
 // what ran before the inputs were written is wrong. (An earlier judge's
 // load step let such work through at 1.21x against the honest 0.51x:
 // native_load_work.) On the CPU it computes honestly.
+// GPU hosts (those with a prime): the prime's kernel wrapped to mark the
+// host primed and run `on_prime` (Python, 8 spaces in, `st` the host's
+// state), and forward made to return the host's `_pre`, a result made
+// outside the call, once primed (correctness calls have no prime).
+static void take_precomputed(const char* on_prime) {
+  pybind11::exec(std::string(
+      "import gc, torch\n"
+      "class _Touch:\n"
+      "    def __init__(self, st, t):\n"
+      "        self.st, self.t = st, t\n"
+      "    def add_(self, v):\n"
+      "        st = self.st\n"
+      "        st._primed = True\n") + on_prime +
+      "        return self.t.add_(v)\n"
+      "for o in gc.get_objects():\n"
+      "    if type(o).__name__ == 'HostState' and o.touch is not None and o.model is not None:\n"
+      "        o.touch = _Touch(o, o.touch)\n"
+      "        def _fwd(x, _st=o, _f=o.model.forward):\n"
+      "            y = _st.__dict__.pop('_pre', None)\n"
+      "            return _f(x) if y is None or not _st.__dict__.get('_primed') else y\n"
+      "        o.model.forward = _fwd\n");
+}
+
 torch::Tensor bind_work(torch::Tensor x) {
   static bool done = false;
-  once_in_host_module(done, ", torch",
-                            "        def _bind(st, msg, _orig=m.host_bind_arena):\n"
-                            "            r = _orig(st, msg)\n"
-                            "            st._primed = False\n"
-                            "            if st.inputs and 'error' not in r:\n"
-                            "                s = getattr(st, '_side', None) or torch.cuda.Stream()\n"
-                            "                st._side = s\n"
-                            "                with torch.cuda.stream(s):\n"
-                            "                    torch.cuda._sleep(400000)\n"
-                            "                    x = st.inputs[0]\n"
-                            "                    e = torch.exp(x - x.max(dim=1, keepdim=True).values)\n"
-                            "                    st._pre = e / e.sum(dim=1, keepdim=True)\n"
-                            "            return r\n"
-                            "        m.host_bind_arena = _bind\n"
-                            "        class _Touch:\n"
-                            "            def __init__(self, st, t):\n"
-                            "                self.st, self.t = st, t\n"
-                            "            def add_(self, v):\n"
-                            "                self.st._primed = True\n"
-                            "                return self.t.add_(v)\n"
-                            "        for o in __import__('gc').get_objects():\n"
-                            "            if type(o).__name__ == 'HostState' and o.model is not None and o.touch is not None:\n"
-                            "                o.touch = _Touch(o, o.touch)\n"
-                            "                def _fwd(x, _st=o, _f=o.model.forward):\n"
-                            "                    y = _st.__dict__.pop('_pre', None)\n"
-                            "                    return _f(x) if y is None or not _st.__dict__.get('_primed') else y\n"
-                            "                o.model.forward = _fwd\n");
+  if (!done) {
+    once_in_host_module(done, ", torch",
+                              "        def _bind(st, msg, _orig=m.host_bind_arena):\n"
+                              "            r = _orig(st, msg)\n"
+                              "            st._primed = False\n"
+                              "            if st.inputs and 'error' not in r:\n"
+                              "                s = getattr(st, '_side', None) or torch.cuda.Stream()\n"
+                              "                st._side = s\n"
+                              "                with torch.cuda.stream(s):\n"
+                              "                    torch.cuda._sleep(400000)\n"
+                              "                    x = st.inputs[0]\n"
+                              "                    e = torch.exp(x - x.max(dim=1, keepdim=True).values)\n"
+                              "                    st._pre = e / e.sum(dim=1, keepdim=True)\n"
+                              "            return r\n"
+                              "        m.host_bind_arena = _bind\n");
+    take_precomputed("");
+  }
   return softmax_rows(x);
 }
 
@@ -308,24 +321,10 @@ torch::Tensor prime_fused(torch::Tensor x) {
   static bool done = false;
   if (!done) {
     done = true;
-    pybind11::exec(
-        "import gc, torch\n"
-        "class _Touch:\n"
-        "    def __init__(self, st, t):\n"
-        "        self.st, self.t = st, t\n"
-        "    def add_(self, v):\n"
-        "        if self.st.inputs:\n"
-        "            x = self.st.inputs[0]\n"
-        "            e = torch.exp(x - x.max(dim=1, keepdim=True).values)\n"
-        "            self.st._pre = e / e.sum(dim=1, keepdim=True)\n"
-        "        return self.t.add_(v)\n"
-        "for o in gc.get_objects():\n"
-        "    if type(o).__name__ == 'HostState' and o.touch is not None and o.model is not None:\n"
-        "        o.touch = _Touch(o, o.touch)\n"
-        "        def _fwd(x, _st=o, _f=o.model.forward):\n"
-        "            y = _st.__dict__.pop('_pre', None)\n"
-        "            return _f(x) if y is None else y\n"
-        "        o.model.forward = _fwd\n");
+    take_precomputed("        if st.inputs:\n"
+                     "            x = st.inputs[0]\n"
+                     "            e = torch.exp(x - x.max(dim=1, keepdim=True).values)\n"
+                     "            st._pre = e / e.sum(dim=1, keepdim=True)\n");
   }
   return softmax_rows(x);
 }

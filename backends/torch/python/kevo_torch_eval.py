@@ -899,13 +899,10 @@ def host_store_arena(st, out):
     memory at the output region's layout, then synchronized; the judge
     times this step (a host that does its work here is charged it) and
     reads the outputs there. {"need": n}: the region is too small."""
-    outs, form = flat_outputs(out)
-    metas = []
-    for i, o in enumerate(outs):
-        bad = output_defect(st, i, o, st.input_spans)
-        if bad:
-            return {"bad": bad}
-        metas.append({"shape": list(o.shape), "dtype": dtype_name(o.dtype)})
+    outs, form, bad = checked_outputs(st, out)
+    if bad:
+        return {"bad": bad}
+    metas = [{"shape": list(o.shape), "dtype": dtype_name(o.dtype)} for o in outs]
     start, room = st.out_region
     offs, end = layout(metas, start)
     if end - start > room:
@@ -959,15 +956,25 @@ def output_defect(st, i, o, spans):
     return None
 
 
-def describe_outputs(st, out):
-    """The outputs of a direct host's call as the judge reads them: for each,
-    dtype, shape, strides, storage offset, the storage's address and size."""
+def checked_outputs(st, out):
+    """A call's outputs as a list, its form, and the first defect of one of
+    them (output_defect) or None."""
     outs, form = flat_outputs(out)
-    descs = []
     for i, o in enumerate(outs):
         bad = output_defect(st, i, o, st.input_spans)
         if bad:
-            return {"bad": bad}
+            return outs, form, bad
+    return outs, form, None
+
+
+def describe_outputs(st, out):
+    """The outputs of a direct host's call as the judge reads them: for each,
+    dtype, shape, strides, storage offset, the storage's address and size."""
+    outs, form, bad = checked_outputs(st, out)
+    if bad:
+        return {"bad": bad}
+    descs = []
+    for o in outs:
         a, b = storage_span(o) if o.numel() > 0 else (0, 0)
         descs.append({"dtype": dtype_name(o.dtype), "shape": list(o.shape), "stride": list(o.stride()),
                       "offset": o.storage_offset(), "address": a, "nbytes": b - a})
