@@ -129,12 +129,23 @@ def main():
         "forge_store": ({"wrong_answer"}, "output(s)"),
         "null_inflate": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
         # Queues its work before its inputs are written (GPU; 1.21x against
-        # the honest 0.51x through the load step of an earlier judge): what
-        # runs while the judge writes the inputs and flushes is not timed,
-        # an open hole (docs/torch.md#gpu-status), so only the loose bound.
-        "bind_work": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
-        # Works in the prime before a timed call (GPU): its excess charged.
-        "prime_fused": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
+        # the honest 0.51x through the load step of an earlier judge, 1.00x
+        # against 0.69x through the bind): the judge waits for an idle GPU
+        # before writing the inputs, and writes them masked (the key comes
+        # with the call), so what it made before the call is another
+        # call's softmax.
+        "bind_work": ({"wrong_answer"}, "timed call"),
+        # The red team's form: a wait for the judge's poison, written right
+        # after the inputs, then the softmax: it sees only the mask (or the
+        # GPU stays busy until the judge's timeout).
+        "bind_poll": ({"wrong_answer", "timeout"}, ""),
+        # The same wait, then a 2 ms spin in the turn that follows, the
+        # reference's when it goes first: the judge waits for an idle GPU
+        # after writing the inputs and charges the wait.
+        "slow_reference": ({"correct", "timeout"}, "", fast),
+        # Works in the prime before a timed call (GPU): the inputs are still
+        # masked there (0.62x charged from the prime's excess before).
+        "prime_fused": ({"wrong_answer"}, "timed call"),
         # Writes its outputs into the judge's memory and skips its copy
         # (GPU): it saves one copy of its outputs at most.
         "arena_output": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
@@ -185,6 +196,12 @@ def main():
         # runs until every thread of the host has stopped.
         "thread_after_reply": ({"correct", "wrong_answer", "runtime_error"}, "", lambda v: fast(v) and
                                (v["status"] != "correct" or v["speedup"] < 3.0)),
+        # Takes the GPU's free memory into its allocator's cache (judged on
+        # a softmax whose hidden shape is larger than the visible one, so
+        # that the reference or the judge needs new memory there): the
+        # judge ends its process and gives it memory_limit, not the
+        # internal_error (kevo's fault) of the failed allocation.
+        "fill_memory": ({"memory_limit"}, "held"),
         "kill_parent": ({"runtime_error"}, "sandbox violation"),
         "kill_all": ({"runtime_error"}, "sandbox violation"),
         "write_file": ({"runtime_error"}, "on '/tmp/kevo-torch-pwned'"),
@@ -209,6 +226,13 @@ def main():
         # outputs is what a forged host reply can touch.
         native.update({
             "prime_answer": ({"correct"}, "", lambda v: v["speedup"] < 5.0),   # no prime on the CPU
+            # No prime, no masks, no device memory of the judge's on the
+            # CPU: these compute honestly.
+            "prime_fused": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
+            "bind_work": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
+            "bind_poll": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
+            "slow_reference": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
+            "fill_memory": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
             "forge_store": ({"wrong_answer"}, "shares memory with input"),
             "lazy_store": ({"wrong_answer"}, "differs from the reference"),
             "describe_elsewhere": ({"runtime_error"}, "memory that the candidate's process does not have"),
@@ -251,15 +275,26 @@ def main():
     # earlier judge was 2.5x and 2.2x the honest softmax, under the loose
     # 5x bound above. Not on the CPU, where those steps do not exist and two
     # judgements on a loaded 2-core machine differ by more.
-    no_gain = {"native_%s.py" % n for n in ("prime_fused", "arena_output", "store_fused", "lazy_store",
+    no_gain = {"native_%s.py" % n for n in ("arena_output", "store_fused", "lazy_store", "slow_reference",
                                               "null_inflate", "early_reply", "thread_after_reply")}
     if device == "cpu":
         no_gain = set()
     failures = []
     results = []
+    # The softmax with a hidden shape larger than the visible one (the
+    # reference and the judge need new device memory there: fill_memory).
+    grown = os.path.join(work, "torch_softmax_grown")
+    shutil.copytree(softmax, grown)
+    with open(os.path.join(grown, "task.json"), encoding="utf-8") as f:
+        spec = json.load(f)
+    spec["name"] = "torch_softmax_grown"
+    spec["shapes"]["hidden"].append({"rows": 4096, "cols": 4096})
+    with open(os.path.join(grown, "task.json"), "w", encoding="utf-8") as f:
+        json.dump(spec, f, indent=2)
+    task_of = {"fill_memory": grown}
     todo = [(n, os.path.join(adv, n)) + cases[n] for n in cases] + \
         [("include_secret.py", os.path.join(work, "include_secret.py"), softmax, {"compile_error"}, "", None)] + \
-        [("native_%s.py" % n, os.path.join(work, "native_%s.py" % n), softmax) + native[n] +
+        [("native_%s.py" % n, os.path.join(work, "native_%s.py" % n), task_of.get(n, softmax)) + native[n] +
          ((None,) if len(native[n]) == 2 else ()) for n in native]
     todo = [t for t in todo if not only or t[0] in only or t[0].replace(".py", "") in only or
             (t[0] == "native_honest.py" and any(n in no_gain or n + ".py" in no_gain for n in only))]

@@ -311,6 +311,88 @@ torch::Tensor bind_work(torch::Tensor x) {
   return softmax_rows(x);
 }
 
+// The driver's wait for a value (cuStreamWaitValue32, through ctypes in
+// the host, where libcuda is loaded), queued in the host's bind on a stream
+// of its own: the work queued after it runs the moment the judge writes
+// that value into the host's memory, with the host stopped. `then` (Python,
+// 16 spaces in, `st` the host's state) is that work. On the CPU (no device
+// memory of the judge's) nothing is queued.
+static void after_poison(bool& done, const char* then) {
+  once_in_host_module(done, ", ctypes, torch",
+                      (std::string("        def _bind(st, msg, _orig=m.host_bind_arena):\n"
+                                   "            r = _orig(st, msg)\n"
+                                   "            st._primed = False\n"
+                                   "            if st.cuda and st.inputs and 'error' not in r and st.arena is not None:\n"
+                                   "                lib = ctypes.CDLL('libcuda.so.1')\n"
+                                   "                _wait = getattr(lib, 'cuStreamWaitValue32_v2', None) or lib.cuStreamWaitValue32\n"
+                                   "                _wait.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint]\n"
+                                   "                s = getattr(st, '_side', None) or torch.cuda.Stream()\n"
+                                   "                st._side = s\n"
+                                   "                # the output region's first word: all ones once poisoned,\n"
+                                   "                # which the judge does right after writing the inputs\n"
+                                   "                e = _wait(s.cuda_stream, st.arena.va + st.out_region[0], 0xFFFFFFFF, 1)\n"
+                                   "                if e != 0:\n"
+                                   "                    raise RuntimeError('cuStreamWaitValue32: error %d' % e)\n"
+                                   "                with torch.cuda.stream(s):\n") +
+                       then +
+                       "            return r\n"
+                       "        m.host_bind_arena = _bind\n").c_str());
+}
+
+// The GPU red team's reliable form of work queued before the inputs
+// exist: a wait in the bind for the poison that the judge writes into the
+// output region right after the inputs, then the softmax of the input
+// views, which the next timed call (one that follows a prime) returns. It
+// runs while the host is stopped and the judge writes, flushes and primes:
+// estimated at about 3x by the red team. The judge writes the inputs
+// masked (the key comes with the call: what runs before sees only the
+// mask) and waits for an idle GPU before and after writing them, charging
+// the wait. (On the CPU it computes honestly.)
+torch::Tensor bind_poll(torch::Tensor x) {
+  static bool done = false;
+  if (!done) {
+    after_poison(done, "                    x = st.inputs[0]\n"
+                       "                    e = torch.exp(x - x.max(dim=1, keepdim=True).values)\n"
+                       "                    st._pre = e / e.sum(dim=1, keepdim=True)\n");
+    take_precomputed("");
+  }
+  return softmax_rows(x);
+}
+
+// Slows the reference instead (GPU): the same wait for the poison in its
+// bind, then a kernel that spins about 2 ms, so that it runs in the turn
+// that follows the writing of the inputs, the reference's when the
+// reference goes first; its own calls are honest. The judge waits for an
+// idle GPU once the inputs are written and charges the wait to the
+// candidate. (On the CPU: honest.)
+torch::Tensor slow_reference(torch::Tensor x) {
+  static bool done = false;
+  after_poison(done, "                    torch.cuda._sleep(4000000)\n");
+  return softmax_rows(x);
+}
+
+// Takes all of the GPU's free memory (GPU): blocks of 1 GiB until one
+// fails, then gives them back to its own allocator's cache, which keeps
+// them, so that its own calls still find room and the reference's or the
+// judge's next allocation (a larger shape) does not. That failure was
+// kevo's (internal_error), not the candidate's; the judge now ends the
+// candidate's process and, when that frees the memory, gives it
+// memory_limit. (On the CPU: honest.)
+torch::Tensor fill_memory(torch::Tensor x) {
+  static bool done = false;
+  if (!done && x.is_cuda()) {
+    done = true;
+    std::vector<torch::Tensor> blocks;
+    try {
+      for (int i = 0; i < 4096; ++i)
+        blocks.push_back(torch::empty({std::int64_t{1} << 30}, x.options().dtype(torch::kUInt8)));
+    } catch (const std::exception&) {
+    }
+    blocks.clear();
+  }
+  return softmax_rows(x);
+}
+
 // Moves its work into the prime before each timed call (GPU), the one
 // step of the host's between the judge's writing of the inputs and the
 // call: the prime's small kernel is replaced by an object whose add_ also

@@ -3,7 +3,10 @@
 on a real GPU: the judge's process allocates and exports it, another
 process (its own CUDA context) maps it from the descriptor passed over a
 socket with SCM_RIGHTS, as a host does; each side's writes are the other's
-reads, and a second allocation maps as well (a host's memory grown).
+reads, and a second allocation maps as well (a host's memory grown). The
+input mask: words the judge XORed with the keystream of a key are the
+original words again once the other process XORs them with the keystream
+it draws from the same key (kevo_torch_eval.keystream, in each context).
 
   vmm_test.py SOURCE_DIR
 
@@ -22,14 +25,19 @@ import os, socket, sys
 sys.path.insert(0, sys.argv[1])
 import torch
 import kevo_torch_vmm as kv
+import kevo_torch_eval as ke
+ke.torch = torch
 sock = socket.socket(fileno=int(sys.argv[2]))
 torch.cuda.set_device(0)
+gen = torch.Generator(device="cuda")
 for _ in range(2):
-    size = int(sock.recv(32).decode().strip())
+    size, key, words = [int(x) for x in sock.recv(64).decode().split()]
     _, fds, _, _ = socket.recv_fds(sock, 1, 1)
     m = kv.Mapped(fds[0], size, 0)
     seen = int(m.bytes[:1024].to(torch.int64).sum())        # the judge's pattern
     m.bytes[1024:2048].fill_(7)                              # the host's answer
+    masked = m.bytes[8192:8192 + 8 * words].view(torch.int64)
+    masked.bitwise_xor_(ke.keystream(gen, key, torch.empty(words, dtype=torch.int64, device="cuda")))
     torch.cuda.synchronize()
     sock.sendall(("%d\n" % seen).encode().ljust(32))
     m.close()
@@ -47,6 +55,9 @@ def main():
         return 77
     sys.path.insert(0, PYDIR)
     import kevo_torch_vmm as kv
+    import kevo_torch_eval as ke
+    ke.torch = torch
+    gen = torch.Generator(device="cuda")
     mine, theirs = socket.socketpair()
     child = subprocess.Popen([sys.executable, "-c", CHILD, PYDIR, str(theirs.fileno())], pass_fds=[theirs.fileno()])
     theirs.close()
@@ -58,8 +69,16 @@ def main():
             failures.append("round %d: an arena of %d bytes for %d asked" % (round_, a.size, nbytes))
         a.bytes.zero_()
         a.bytes[:1024].fill_(round_ + 1)
+        words = (1 << 18) + 3 * round_ + 1   # (an odd count; 2 MiB, within the first arena)
+        plain = torch.randn(2 * words, device="cuda").view(torch.int64)[:words].clone()
+        key = ke.fresh_key()
+        masked = a.bytes[8192:8192 + 8 * words].view(torch.int64)
+        masked.copy_(plain).bitwise_xor_(ke.keystream(gen, key, torch.empty(words, dtype=torch.int64, device="cuda")))
+        same = int((masked == plain).sum())
+        if same > words // 1000:
+            failures.append("round %d: the mask left %d of %d words as they were" % (round_, same, words))
         torch.cuda.synchronize()
-        mine.sendall(str(a.size).encode().ljust(32))
+        mine.sendall(("%d %d %d" % (a.size, key, words)).encode().ljust(64))
         socket.send_fds(mine, [b"a"], [a.fd])
         seen = int(mine.recv(32).decode().strip())
         if seen != 1024 * (round_ + 1):
@@ -68,6 +87,9 @@ def main():
         if answer != 7 * 1024:
             failures.append("round %d: the judge read %d of the other process's writes, expected %d"
                             % (round_, answer, 7 * 1024))
+        if not torch.equal(masked, plain):
+            failures.append("round %d: the other process's unmasking left %d of %d words wrong"
+                            % (round_, int((masked != plain).sum()), words))
         # A view as the judge takes its outputs: float32 at an offset.
         v = a.bytes[4096:4096 + 64].view(torch.float32)
         v.fill_(1.5)
@@ -79,7 +101,8 @@ def main():
     if failures:
         print("FAILED:\n  " + "\n  ".join(failures))
         return 1
-    print("device memory exported, mapped by another process, read and written both ways (2 allocations)")
+    print("device memory exported, mapped by another process, read and written both ways, masked inputs unmasked "
+          "there (2 allocations)")
     return 0
 
 

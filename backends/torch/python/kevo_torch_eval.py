@@ -80,6 +80,10 @@ FLUSH_BYTES = 256 << 20
 # found no other context's work in its way (see Judge.drain).
 PROBE_SLACK_NS = 5000
 STEP_FLOOR_NS = 3000   # GPU: the least excess of a prime that is charged (prime_excess)
+# GPU: a judgement that failed for want of device memory (the reference's or
+# the judge's) while the candidate's process held at least this much, freed
+# when the judge killed it, is the candidate's memory_limit (Judge.blame_memory).
+OOM_BLAME_BYTES = 1 << 30
 # On the GPU neither side sleeps in the timed window (the C++ CUDA judge's
 # lesson, docs/cuda.md#verdicts): after a load or a null call the host polls
 # for the next request for HOST_SPIN_S before it blocks, and the judge polls
@@ -115,6 +119,21 @@ def derive_seed(*parts):
         h.update(str(p).encode())
         h.update(b"\0")
     return int.from_bytes(h.digest(), "little") & ((1 << 62) - 1)
+
+
+def fresh_key():
+    """The key of one call's input mask (GPU): 63 random bits, never 0 (the
+    key a call without freshly masked inputs is sent)."""
+    return (int.from_bytes(os.urandom(8), "little") & ((1 << 63) - 1)) | 1
+
+
+def keystream(gen, key, out):
+    """The mask of a call's inputs on the GPU (Judge.put_arena, the host's
+    unmask_inputs): `out` (int64) filled with 64 random bits a word, drawn
+    from `key` by torch's counter-based generator, so that the judge's
+    context and the host's draw the same words."""
+    gen.manual_seed(key)
+    return out.random_(-2 ** 63, None, generator=gen)
 
 
 def cut(text, n=FEEDBACK_CAP):
@@ -390,6 +409,9 @@ class HostState:
         self.arena = None        # GPU: the judge's device memory, mapped (kevo_torch_vmm.Mapped)
         self.sock = None         # GPU: the judge's socket as an object, for the descriptors (recv_fd)
         self.out_region = (0, 0)
+        self.mask = None         # GPU: the masked span of the inputs, as int64 words (unmask_inputs)
+        self.mask_words = None   # GPU: the keystream's words (unmask_inputs)
+        self.mask_gen = None
 
 
 def shim_load_inline(build_dir, extensions):
@@ -706,7 +728,10 @@ def serve_host(st, fd):
             # "r": the same call with its aten operations recorded (every
             # correctness call and one timed-looking call of the timing
             # loop); the judge asks for their union ("recorded").
+            # GPU: the message carries the key of its inputs' mask.
+            key = struct.unpack("<Q", read_exact(fd, 8, None))[0] if st.cuda else 0
             try:
+                unmask_inputs(st, key)
                 if kind == b"r":
                     if recorder is None:
                         recorder = Recorder()
@@ -775,6 +800,7 @@ def serve_host(st, fd):
             elif op == "ops":
                 if recorder is None:
                     recorder = Recorder()
+                unmask_inputs(st, int(msg.get("key") or 0))
                 recorder.ops.clear()
                 with torch.no_grad(), recorder.mode:
                     st.model(*st.inputs)
@@ -793,6 +819,22 @@ def serve_host(st, fd):
         except BaseException as e:
             reply = {"error": candidate_traceback(), "oom": is_oom(e)}
         send_kind(fd, b"j", reply)
+
+
+def unmask_inputs(st, key):
+    """GPU, first in a call: the judge wrote this call's inputs masked (each
+    64-bit word of them XORed with a keystream drawn from a key of its own,
+    Judge.put_arena) and sends the key with the call; the host unmasks them
+    in place, inside the call's time on both sides. Until the call nothing
+    of the candidate's can compute on them: work queued to run once they
+    are written (attacks native_bind_work, native_bind_poll) or done in the
+    prime (native_prime_fused) sees only the mask. Key 0: the inputs were
+    not written again since the last call (a second pass on them)."""
+    if not key or st.mask is None:
+        return
+    if st.mask_gen is None:
+        st.mask_gen = torch.Generator(device=st.device)
+    st.mask.bitwise_xor_(keystream(st.mask_gen, key, st.mask_words))
 
 
 def is_oom(e):
@@ -879,6 +921,11 @@ def host_bind_arena(st, msg):
     # The whole allocation: an output that is a view of it (of the output
     # region above all) is not a new tensor.
     st.input_spans = [(st.arena.va, st.arena.va + st.arena.size)]
+    n = int(a.get("mask_bytes", 0)) // 8
+    st.mask = st.arena.bytes[:n * 8].view(torch.int64) if n else None
+    if n and (st.mask_words is None or st.mask_words.numel() != n):
+        st.mask_words = None
+        st.mask_words = torch.empty(n, dtype=torch.int64, device=st.device)
     if msg.get("poison"):
         poison_allocator(st, msg.get("poison_bytes", 0))
     st.sync()
@@ -1037,6 +1084,8 @@ class Host:
         self.out_need = 0          # GPU: the bytes its output region must hold (grown as calls show)
         self.store_ns = 0          # GPU: the last call's output copy into the judge's memory, on the judge's clock
         self.out_off = 0           # GPU: where its output region begins in that memory
+        self.masked = False        # GPU: its calls carry the key of their inputs' mask (Judge.put_arena)
+        self.key = 0               # GPU: the key of the inputs written last, sent with the next call only
 
     def cont(self):
         if self.stopped and self.reaped is None:
@@ -1224,8 +1273,12 @@ class Host:
         self.desc = None
         self.store_ns = None
         self.nothing_waiting("a call")
+        msg = b"r" if record else b"c"
+        if self.masked:
+            msg += struct.pack("<Q", self.key)
+            self.key = 0
         try:
-            write_all(self.fd, b"r" if record else b"c")
+            write_all(self.fd, msg)
             if self.spin_s:
                 spin_until_readable(self.fd, self.spin_s)
             kind = read_exact(self.fd, 1, deadline)
@@ -1361,6 +1414,8 @@ class Host:
                 os.close(fd)
 
     def kill(self):
+        if self.reaped is not None:
+            return   # (its number may be another process's by now)
         try:
             os.kill(self.pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -1558,7 +1613,13 @@ class Judge:
         self.floor_notes = []  # GPU: copy steps charged up to the reference's, per shape (store_floor)
         self.deadline = self.started + max(5.0, float(req.get("wall_seconds", 60)) - 3.0)
         self.hosts = []
-        self.idle_probe_ns = 0.0   # measured when timing starts (calibrate_probe)
+        self.idle_probe_ns = 0.0   # GPU: measured before the candidate's code loads, and when timing starts
+        self.drain_timed_out = False
+        self.timing_started = False
+        self.call_timeout = 60.0
+        self.mask_gen = None        # GPU: the judge's generator of the input masks (put_arena)
+        self._mask_words = None
+        self.busy_notes = []   # GPU: waits for the candidate's work while it was stopped, charged, per shape
         self.max_abs = 0.0
         self.max_rel = 0.0
         self.ref_ops = None
@@ -1715,6 +1776,7 @@ class Judge:
         timed (time_shape). The inputs are self.pending (fill_inputs)."""
         tens = [m for m in inputs_msg if m["kind"] == "tensor"]
         in_end = max([m["offset"] + tensor_bytes(m["shape"], m["dtype"]) for m in tens] or [0])
+        mask_bytes = (in_end + 7) // 8 * 8
         out_off = (in_end + ALIGN - 1) // ALIGN * ALIGN
         need = out_off + max(h.out_need, ALIGN)
         fd, old = None, None
@@ -1730,7 +1792,8 @@ class Judge:
         out_bytes = h.arena.size - out_off
         if h.bound != inputs_msg or poison_bytes or fd is not None:
             op = {"op": "bind", "inputs": inputs_msg, "fd": fd is not None,
-                  "arena": {"size": h.arena.size, "out_offset": out_off, "out_bytes": out_bytes}}
+                  "arena": {"size": h.arena.size, "out_offset": out_off, "out_bytes": out_bytes,
+                            "mask_bytes": mask_bytes}}
             if poison_bytes:
                 op.update(poison=True, poison_bytes=poison_bytes)
             r = h.request(op, self.left(), fd=fd)
@@ -1743,11 +1806,54 @@ class Judge:
         h.stop(wait=True)
         if h.reaped is not None:
             raise h.gone(h.death("taking its inputs"))
+        # Nothing may run on the GPU now: both hosts are stopped and their
+        # last steps drained. Work that does was queued to run by itself
+        # (a kernel polling the judge's memory, a stream waiting on a value
+        # in it: attacks native_bind_poll, native_slow_reference), to work
+        # on the inputs as they are written or to slow the other side's
+        # turn: the judge waits until the GPU is idle, before the writes and
+        # after them, and charges the wait to the candidate's next timed
+        # call (time_shape), or gives it a timeout.
+        busy = self.idle_check("before the inputs of %s's call were written" % h.role)
         for t, m in zip(self.pending, tens):
             arena_view(h.arena.bytes, m["offset"], m["shape"], m["dtype"]).copy_(t)
+        # Masked (unmask_inputs): the key goes with the call.
+        h.key = fresh_key()
+        if mask_bytes:
+            words = h.arena.bytes[:mask_bytes].view(torch.int64)
+            words.bitwise_xor_(keystream(self.mask_gen, h.key, self.mask_words(mask_bytes // 8)))
         h.arena.bytes[out_off:out_off + min(out_bytes, max(h.out_need, ALIGN))].fill_(255)
         torch.cuda.synchronize()
-        return {"ok": True}
+        busy += self.idle_check("after the inputs of %s's call were written" % h.role)
+        return {"ok": True, "busy_ns": busy}
+
+    def mask_words(self, n):
+        """The judge's keystream buffer of n words (kept while n repeats)."""
+        if self._mask_words is None or self._mask_words.numel() != n:
+            self._mask_words = None
+            self._mask_words = torch.empty(n, dtype=torch.int64, device=self.device)
+        return self._mask_words
+
+    def idle_check(self, when):
+        """GPU, every host stopped: the ns the GPU stayed busy with work of
+        another context's (beyond one idle probe; 0 when the first probe
+        finds it idle). Only the candidate's work can be there (the
+        reference's steps are synchronized and drained): a GPU still busy
+        after the call timeout is the candidate's timeout."""
+        dt = self.probe()
+        if dt <= 1.5 * self.idle_probe_ns + PROBE_SLACK_NS:
+            return 0
+        timeout = min(self.call_timeout, max(0.1, self.left()))
+        busy = dt - self.idle_probe_ns + self.drain(timeout)
+        if self.drain_timed_out:
+            role = "candidate" if any(h.role == "candidate" for h in self.hosts) else None
+            what = "while every process of the judgement was stopped (%s): work of the candidate's left queued " \
+                   "or running by itself" % when
+            if role is None:
+                raise Verdict("internal_error", "the GPU stayed busy for %.1f s %s" % (timeout, what))
+            raise Verdict("timeout", "the GPU stayed busy for more than %.1f s %s" % (timeout, what),
+                          stage="timing" if self.timing_started else "correctness")
+        return busy
 
     def present(self, hosts, inputs, poison_bytes=0):
         """The inputs of a call of the timing loop, where the hosts take
@@ -1760,6 +1866,7 @@ class Judge:
         msg = self.input_message(inputs)
         if self.in_device_memory:
             self.fill_inputs(inputs, msg)
+        busy = 0
         for h in hosts:
             # (CPU: no poison in the timing loop; every call's outputs
             # are sampled, spot_check.)
@@ -1768,9 +1875,11 @@ class Judge:
                 raise Verdict("internal_error" if h.role == "reference" else "runtime_error",
                               "the %s's process could not take its inputs: %s" % (h.role, last_line(r["error"])),
                               r["error"], stage="timing")
+            busy += r.get("busy_ns", 0)
             h.stop(wait=True)
         if not self.in_device_memory:
             self.fill_inputs(inputs, msg)
+        return busy
 
     def parse_desc(self, h, expect, where):
         """A direct host's description of its last call's outputs (its reply,
@@ -2013,6 +2122,7 @@ class Judge:
         context): the reference's drains, an honest host's, measure it, and
         a candidate's step is charged its drain beyond the median of the
         reference's (time_shape)."""
+        self.drain_timed_out = False
         if not self.cuda:
             return 0.0
         deadline = time.monotonic() + timeout
@@ -2020,7 +2130,10 @@ class Judge:
         while True:
             dt = self.probe()
             total += dt
-            if dt <= 1.5 * self.idle_probe_ns + PROBE_SLACK_NS or time.monotonic() > deadline:
+            if dt <= 1.5 * self.idle_probe_ns + PROBE_SLACK_NS:
+                break
+            if time.monotonic() > deadline:
+                self.drain_timed_out = True
                 break
         return total - self.idle_probe_ns
 
@@ -2045,6 +2158,9 @@ class Judge:
             v, timings = {"status": "internal_error", "stage": "correctness",
                           "message": "the torch judge failed: " + traceback.format_exc().strip().splitlines()[-1],
                           "feedback": cut(traceback.format_exc())}, None
+        try:
+            if self.cuda and v["status"] == "internal_error":
+                v = self.blame_memory(v)
         finally:
             for h in self.hosts:
                 h.kill()
@@ -2085,6 +2201,46 @@ class Judge:
 
     device_name = ""
 
+    def blame_memory(self, v):
+        """GPU: a judgement that failed for want of device memory, the
+        reference's or the judge's (kevo's fault as it stands), while the
+        candidate's process held memory: the judge kills that process, and
+        when that frees OOM_BLAME_BYTES or more the verdict is the
+        candidate's memory_limit (attack native_fill_memory: a candidate
+        that took the GPU's free memory made the reference's next
+        allocation fail, internal_error, and its own failure no verdict)."""
+        text = (v.get("message", "") + "\n" + v.get("feedback", "")).lower()
+        cand = next((h for h in self.hosts if h.role == "candidate"), None)
+        if cand is None or ("out of memory" not in text and "out_of_memory" not in text):
+            return v
+        try:
+            torch.cuda.synchronize()
+            free0 = torch.cuda.mem_get_info()[0]
+            cand.kill()
+            if cand.reaped is None:
+                try:
+                    cand.reaped = os.waitpid(cand.pid, 0)[1]   # its memory is the driver's once it is gone
+                except ChildProcessError:
+                    pass
+            free1, total = torch.cuda.mem_get_info()
+            for _ in range(20):   # (up to 1 s for the driver to take it back)
+                if free1 - free0 >= OOM_BLAME_BYTES:
+                    break
+                time.sleep(0.05)
+                free1, total = torch.cuda.mem_get_info()
+        except Exception:
+            return v
+        freed = free1 - free0
+        if freed < OOM_BLAME_BYTES:
+            return v
+        return {"status": "memory_limit", "stage": v.get("stage", "correctness"),
+                "message": "the GPU ran out of memory while the candidate's process held %.1f GiB of its %.1f GiB "
+                           "(freed when the judge ended it): %s" % (freed / 2 ** 30, total / 2 ** 30,
+                                                                   last_line(v.get("message", ""))),
+                "feedback": "the candidate's process held %.1f GiB of device memory, which left too little for "
+                            "the reference or the judge; a candidate may not hold memory it does not need"
+                            % (freed / 2 ** 30)}
+
     def judge(self):
         program = None
         if self.mode in ("judge", "self_check"):
@@ -2116,7 +2272,8 @@ class Judge:
         if cand is not None:
             self.hosts.append(cand)
             self.isolation = cand.isolation
-            cand.send_program(program)
+            if not self.cuda:
+                cand.send_program(program)
         ref = spawn_host("reference", dict(self.opts, isolate=False), self.in_mem)
         self.hosts.append(ref)
         ref.send_program(ref_prog)
@@ -2124,11 +2281,20 @@ class Judge:
         if self.cuda:
             for h in self.hosts:
                 h.spin_s = JUDGE_SPIN_S
+                h.masked = True
             torch.cuda.set_device(0)
             self.flush_buf = torch.empty(FLUSH_BYTES // 4, dtype=torch.float32, device=self.device)
             self.probe_buf = torch.zeros(256, dtype=torch.float32, device=self.device)
+            self.mask_gen = torch.Generator(device=self.device)
             props = torch.cuda.get_device_properties(0)
             self.device_name = "%s (%d SMs)" % (props.name, props.multi_processor_count)
+            # The idle probe, measured before the candidate's program is
+            # sent: no code of the candidate's has run yet, so no kernel of
+            # it can be resident to slow these probes (and so loosen every
+            # later check of an idle GPU: drain, idle_check).
+            self.idle_probe_ns = quantile([self.probe() for _ in range(NULL_CALLS)], 0.5)
+            if cand is not None:
+                cand.send_program(program)
         pin_flags(self.cuda)
         self.load_reference()
         self.stage("correctness")
@@ -2154,6 +2320,9 @@ class Judge:
             if self.prime_notes:
                 v["message"] += "; its primes took longer than the reference's (the same small kernel): " + \
                     ", ".join(self.prime_notes)
+            if self.busy_notes:
+                v["message"] += "; the GPU was busy with its work while its process was stopped (work queued to " \
+                    "run by itself), charged to its calls: " + ", ".join(self.busy_notes)
             if self.floor_notes:
                 v["message"] += "; its output copies took less than the reference's (the same bytes), charged up " \
                     "to them: " + ", ".join(self.floor_notes)
@@ -2357,7 +2526,8 @@ class Judge:
         last check."""
         if self.forbid_ops is None:
             self.put(ref, inputs_msg)
-            r = ref.request({"op": "ops"}, self.left())
+            key, ref.key = ref.key, 0
+            r = ref.request({"op": "ops", "key": key}, self.left())
             if "error" in r:
                 raise Verdict("internal_error", "recording the reference's operations failed: " + last_line(r["error"]))
             self.forbid_ops = {op for op in r["ops"] if op not in NEUTRAL_OPS} - set(self.info["allow"])
@@ -2455,9 +2625,13 @@ class Judge:
     def timing(self, ref, cand):
         topt = self.req["timing_options"]
         out = []
+        self.timing_started = True
         for h in (ref, cand):
             h.null_ns = self.calibrate(h)
-        self.idle_probe_ns = self.calibrate_probe()
+        # The least of this and the calibration before the candidate's code
+        # ran (judge): a candidate's kernel left resident would have made
+        # this one slow, and every later probe's bound with it.
+        self.idle_probe_ns = min(self.calibrate_probe(), self.idle_probe_ns or float("inf"))
         for s in self.shapes(("visible",)):
             result = self.time_shape(ref, cand, s, topt, 1)
             if result["iqr_frac"] > float(topt["max_iqr_fraction"]):
@@ -2467,6 +2641,9 @@ class Judge:
             charged = result.pop("prime_charged_ns", 0.0)
             if charged:
                 self.prime_notes.append("%.1f us charged at %s" % (charged / 1e3, s["label"]))
+            charged = result.pop("busy_charged_ns", 0.0)
+            if charged:
+                self.busy_notes.append("%.1f us at %s" % (charged / 1e3, s["label"]))
             charged = result.pop("floor_charged_ns", 0.0)
             if charged:
                 self.floor_notes.append("%.1f us at %s" % (charged / 1e3, s["label"]))
@@ -2561,6 +2738,7 @@ class Judge:
         cand_prime, ref_prime = [], []
         drains = {"ref_call": [], "cand_call": []}
         cand_store, ref_store = [], []
+        busied = []
         poison_bytes = sum(tensor_bytes(m["shape"], m["dtype"]) for m in expect)
         for k in range(n):
             if k == recorded_at:
@@ -2573,7 +2751,7 @@ class Judge:
             # the GPU, and the prime before it) sees them. Every timed call
             # is poisoned alike (GPU: its output region and the allocator's
             # free blocks), checked or not.
-            self.present((ref, cand), inputs, poison_bytes)
+            busy = self.present((ref, cand), inputs, poison_bytes)
             # Each side in turn (random order). GPU: the L2 flush (the
             # judge's context), its prime, its call, its output copy into
             # the judge's memory, then the judge waits for what the host
@@ -2598,6 +2776,10 @@ class Judge:
                 # calls were slowed had its timed calls shrunk to nothing).
                 null = ref.null_ns if h is ref else min(cand.null_ns, ref.null_ns)
                 (ref_ns if h is ref else cand_ns).append(max(1.0, ns - null))
+            # The GPU's waits for the candidate's work while every host was
+            # stopped, before its turn (put_arena): charged to its call.
+            cand_ns[-1] += busy
+            busied.append(busy)
             try:
                 if self.in_device_memory:
                     # GPU: every timed call's outputs, in the judge's memory,
@@ -2655,6 +2837,8 @@ class Judge:
                "ref_iqr_ns": riqr, "repeats": n, "iqr_frac": max(ciqr / (cm + charged), riqr / rm)}
         if charged:
             out["prime_charged_ns"] = charged
+        if busied and quantile(busied, 0.5) > STEP_FLOOR_NS:
+            out["busy_charged_ns"] = quantile(busied, 0.5)
         if self.cuda and quantile(floor, 0.5) > STEP_FLOOR_NS:
             out["floor_charged_ns"] = quantile(floor, 0.5)
         if self.cuda:
