@@ -129,12 +129,13 @@ def main():
         "forge_store": ({"wrong_answer"}, "output(s)"),
         "null_inflate": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
         # Queues its work before its inputs are written (GPU; 1.21x against
-        # the honest 0.51x through the load step of an earlier judge, 1.00x
-        # against 0.69x through the bind): the judge waits for an idle GPU
+        # the honest 0.51x through the load step of an earlier judge): the
+        # judge waits for an idle GPU
         # before writing the inputs, and writes them masked (the key comes
         # with the call), so what it made before the call is another
-        # call's softmax.
-        "bind_work": ({"wrong_answer"}, "timed call"),
+        # call's softmax (or, done once the call has unmasked them, its work
+        # is in the call).
+        "bind_work": ({"wrong_answer", "correct"}, "", fast),
         # The red team's form: a wait for the judge's poison, written right
         # after the inputs, then the softmax: it sees only the mask (or the
         # GPU stays busy until the judge's timeout).
@@ -275,7 +276,7 @@ def main():
     # earlier judge was 2.5x and 2.2x the honest softmax, under the loose
     # 5x bound above. Not on the CPU, where those steps do not exist and two
     # judgements on a loaded 2-core machine differ by more.
-    no_gain = {"native_%s.py" % n for n in ("arena_output", "store_fused", "lazy_store", "slow_reference",
+    no_gain = {"native_%s.py" % n for n in ("arena_output", "store_fused", "lazy_store", "slow_reference", "bind_work",
                                               "null_inflate", "early_reply", "thread_after_reply")}
     if device == "cpu":
         no_gain = set()

