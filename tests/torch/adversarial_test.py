@@ -144,6 +144,12 @@ def main():
         # reference's when it goes first: the judge waits for an idle GPU
         # after writing the inputs and charges the wait.
         "slow_reference": ({"correct", "timeout"}, "", fast),
+        # Unmasks its inputs out of place, the judge's left masked (GPU):
+        # every call's inputs are checked after it.
+        "unmask_elsewhere": ({"wrong_answer"}, "its input"),
+        # Its bind does no GPU work (its allocator unpoisoned): the waits
+        # for an idle GPU are charged by their medians, never credited.
+        "skip_bind_poison": ({"correct"}, "", fast),
         # Works in the prime before a timed call (GPU): the inputs are still
         # masked there (0.62x charged from the prime's excess before).
         "prime_fused": ({"wrong_answer"}, "timed call"),
@@ -234,6 +240,8 @@ def main():
             "bind_poll": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
             "slow_reference": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
             "fill_memory": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
+            "unmask_elsewhere": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
+            "skip_bind_poison": ({"correct"}, "", lambda v: v["speedup"] < 5.0),
             "forge_store": ({"wrong_answer"}, "shares memory with input"),
             "lazy_store": ({"wrong_answer"}, "differs from the reference"),
             "describe_elsewhere": ({"runtime_error"}, "memory that the candidate's process does not have"),
@@ -277,6 +285,7 @@ def main():
     # 5x bound above. Not on the CPU, where those steps do not exist and two
     # judgements on a loaded 2-core machine differ by more.
     no_gain = {"native_%s.py" % n for n in ("arena_output", "store_fused", "lazy_store", "slow_reference", "bind_work",
+                                              "skip_bind_poison",
                                               "null_inflate", "early_reply", "thread_after_reply")}
     if device == "cpu":
         no_gain = set()

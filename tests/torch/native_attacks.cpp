@@ -397,6 +397,43 @@ torch::Tensor fill_memory(torch::Tensor x) {
   return softmax_rows(x);
 }
 
+// Unmasks its inputs into memory of its own and leaves the judge's masked
+// (GPU): a kernel of its own could then read the masked words and undo the
+// mask as it loads them, saving the pass over its inputs that the host's
+// unmask makes (the GPU red team). This one undoes it out of place (no
+// gain) to show what the judge sees: after every call, timed ones too, the
+// inputs in its memory must be the inputs (wrong_answer). (On the CPU there
+// is no mask: honest.)
+torch::Tensor unmask_elsewhere(torch::Tensor x) {
+  static bool done = false;
+  once_in_host_module(done, ", torch",
+                      "        def _unmask(st, key, _m=m):\n"
+                      "            if not key or st.mask is None:\n"
+                      "                return\n"
+                      "            if st.mask_gen is None:\n"
+                      "                st.mask_gen = torch.Generator(device=st.device)\n"
+                      "            plain = torch.bitwise_xor(st.mask, _m.keystream(st.mask_gen, key, st.mask_words))\n"
+                      "            pb = plain.view(torch.uint8)\n"
+                      "            st.inputs = [_m.arena_view(pb, t.data_ptr() - st.arena.va, list(t.shape),\n"
+                      "                                       _m.dtype_name(t.dtype))\n"
+                      "                         if isinstance(t, torch.Tensor) and t.numel() else t for t in st.inputs]\n"
+                      "            st.sync()\n"
+                      "        m.unmask_inputs = _unmask\n");
+  return softmax_rows(x);
+}
+
+// Leaves its allocator unpoisoned (GPU): its bind then does no GPU work, so
+// the judge's first probe after it pays no switch back from its context,
+// which the reference's bind makes; a judge that credited each call the
+// reference's median wait beyond the candidate's paid it the reference's
+// switch (the GPU red team, estimated at 1.1-1.3x). The waits are charged
+// by their medians now, never credited. (On the CPU: honest.)
+torch::Tensor skip_bind_poison(torch::Tensor x) {
+  static bool done = false;
+  once_in_host_module(done, "", "        m.poison_allocator = lambda st, nbytes: None\n");
+  return softmax_rows(x);
+}
+
 // Moves its work into the prime before each timed call (GPU), the one
 // step of the host's between the judge's writing of the inputs and the
 // call: the prime's small kernel is replaced by an object whose add_ also

@@ -81,9 +81,12 @@ FLUSH_BYTES = 256 << 20
 PROBE_SLACK_NS = 5000
 STEP_FLOOR_NS = 3000   # GPU: the least excess of a prime that is charged (prime_excess)
 # GPU: a judgement that failed for want of device memory (the reference's or
-# the judge's) while the candidate's process held at least this much, freed
-# when the judge killed it, is the candidate's memory_limit (Judge.blame_memory).
+# the judge's) while the candidate's process held at least this much beyond
+# 8 times its memory of the judge's (inputs and outputs), freed when the
+# judge killed it, is the candidate's memory_limit (Judge.blame_memory).
 OOM_BLAME_BYTES = 1 << 30
+OOM_WORDS = ("out of memory", "out_of_memory", "alloc_failed", "cublas_status_not_initialized",
+             "cudnn_status_not_initialized", "cannot allocate memory")
 # On the GPU neither side sleeps in the timed window (the C++ CUDA judge's
 # lesson, docs/cuda.md#verdicts): after a load or a null call the host polls
 # for the next request for HOST_SPIN_S before it blocks, and the judge polls
@@ -1162,6 +1165,7 @@ class Host:
                 break
             if pid and not os.WIFSTOPPED(st):
                 status = st   # (a process still running reads status 0: "exited with 0" before)
+                self.reaped = st   # (kill() no longer signals its number, which may be reused)
                 break
             time.sleep(0.005)
         self.read_side_channel()
@@ -1623,6 +1627,7 @@ class Judge:
         self.call_timeout = 60.0
         self.mask_gen = None        # GPU: the judge's generator of the input masks (put_arena)
         self._mask_words = None
+        self._plain = None
         self.busy_notes = []   # GPU: waits for the candidate's work while it was stopped, charged, per shape
         self.max_abs = 0.0
         self.max_rel = 0.0
@@ -1819,17 +1824,30 @@ class Judge:
         # after them, and charges the wait to the candidate's next timed
         # call (time_shape), or gives it a timeout.
         busy = self.idle_check("before the inputs of %s's call were written" % h.role)
-        for t, m in zip(self.pending, tens):
-            arena_view(h.arena.bytes, m["offset"], m["shape"], m["dtype"]).copy_(t)
-        # Masked (unmask_inputs): the key goes with the call.
+        # Masked (unmask_inputs), the key sent with the call: laid out in
+        # the judge's own memory and XORed into the host's, which never
+        # holds them unmasked before the call (work of the candidate's that
+        # escaped the idle check could have copied them between a write and
+        # the mask: the GPU red team).
         h.key = fresh_key()
         if mask_bytes:
-            words = h.arena.bytes[:mask_bytes].view(torch.int64)
-            words.bitwise_xor_(keystream(self.mask_gen, h.key, self.mask_words(mask_bytes // 8)))
+            plain = self.plain_bytes(mask_bytes)
+            for t, m in zip(self.pending, tens):
+                arena_view(plain, m["offset"], m["shape"], m["dtype"]).copy_(t)
+            torch.bitwise_xor(plain.view(torch.int64), keystream(self.mask_gen, h.key, self.mask_words(mask_bytes // 8)),
+                              out=h.arena.bytes[:mask_bytes].view(torch.int64))
         h.arena.bytes[out_off:out_off + min(out_bytes, max(h.out_need, ALIGN))].fill_(255)
         torch.cuda.synchronize()
         busy += self.idle_check("after the inputs of %s's call were written" % h.role)
         return {"ok": True, "busy_ns": busy}
+
+    def plain_bytes(self, n):
+        """The judge's buffer where a host's inputs are laid out unmasked
+        (kept while n repeats)."""
+        if self._plain is None or self._plain.numel() != n:
+            self._plain = None
+            self._plain = torch.empty(n, dtype=torch.uint8, device=self.device)
+        return self._plain
 
     def mask_words(self, n):
         """The judge's keystream buffer of n words (kept while n repeats)."""
@@ -2025,6 +2043,16 @@ class Judge:
             tensors.append(t.clone() if clone else t)
         return metas, tensors
 
+    def check_inputs_arena(self, h, s, trial_name):
+        """GPU: after a call, a host's inputs in the judge's memory are the
+        inputs last drawn (self.pending): unmasked, and not written to."""
+        tens = [m for m in self.last_inputs if m["kind"] == "tensor"]
+        for i, (t, m) in enumerate(zip(self.pending, tens)):
+            if not same_bits(t, arena_view(h.arena.bytes, m["offset"], m["shape"], m["dtype"])):
+                raise Verdict("wrong_answer", "the candidate's input %d after %s at %s is not its input (written "
+                              "to, or left masked: a host unmasks its inputs in place before forward)"
+                              % (i, trial_name, self.shown(s)))
+
     def read_inputs_arena(self, h, inputs_msg):
         """GPU: a host's inputs as they are in the judge's memory after its
         call (a candidate that writes into them is wrong)."""
@@ -2168,6 +2196,17 @@ class Judge:
         finally:
             for h in self.hosts:
                 h.kill()
+            # Reaped before the verdict goes out: a host's device memory is
+            # the driver's again only once its process is gone, and the next
+            # judgement must not find it taken (the GPU red team: a
+            # candidate that took the free memory before its end failed the
+            # next judgement's allocations).
+            for h in self.hosts:
+                if h.reaped is None:
+                    try:
+                        h.reaped = os.waitpid(h.pid, 0)[1]
+                    except ChildProcessError:
+                        pass
         if self.device_name:
             v["device"] = self.device_name
         if v["status"] not in ("correct", "internal_error") and self.at_shape is not None \
@@ -2215,8 +2254,15 @@ class Judge:
         allocation fail, internal_error, and its own failure no verdict)."""
         text = (v.get("message", "") + "\n" + v.get("feedback", "")).lower()
         cand = next((h for h in self.hosts if h.role == "candidate"), None)
-        if cand is None or ("out of memory" not in text and "out_of_memory" not in text):
+        # (Libraries name it their own way: cuBLAS and cuDNN fail to make a
+        # handle, or to allocate, when the device's memory is gone.)
+        if cand is None or not any(w in text for w in OOM_WORDS):
             return v
+        # What an honest candidate's process holds: its context, the
+        # judge's keystream buffer, its allocator's poisoned blocks and
+        # its own tensors, all of a size with its inputs and outputs (its
+        # memory of the judge's holds one of each): blamed only beyond it.
+        honest = OOM_BLAME_BYTES + 8 * (cand.arena.size if cand.arena is not None else 0)
         try:
             torch.cuda.synchronize()
             free0 = torch.cuda.mem_get_info()[0]
@@ -2228,14 +2274,14 @@ class Judge:
                     pass
             free1, total = torch.cuda.mem_get_info()
             for _ in range(20):   # (up to 1 s for the driver to take it back)
-                if free1 - free0 >= OOM_BLAME_BYTES:
+                if free1 - free0 >= honest:
                     break
                 time.sleep(0.05)
                 free1, total = torch.cuda.mem_get_info()
         except Exception:
             return v
         freed = free1 - free0
-        if freed < OOM_BLAME_BYTES:
+        if freed < honest:
             return v
         return {"status": "memory_limit", "stage": v.get("stage", "correctness"),
                 "message": "the GPU ran out of memory while the candidate's process held %.1f GiB of its %.1f GiB "
@@ -2791,6 +2837,11 @@ class Judge:
                     want = self.read_arena(ref, None, where, clone=False)[1]
                     got = self.read_arena(cand, expect, where, clone=False)[1]
                     self.check_outputs(want, got, s, "timed call %d" % (k + 1))
+                    # And its inputs, unmasked in place as the host's code
+                    # does in every call (a candidate that skipped the
+                    # unmask and fused it into its kernel saved a pass over
+                    # its inputs that the reference pays: the GPU red team).
+                    self.check_inputs_arena(cand, s, "timed call %d" % (k + 1))
                 elif k not in checked:
                     self.spot_check(ref, cand, expect, s, k, spot_rng)
                 else:
@@ -2804,7 +2855,8 @@ class Judge:
                               stage="timing")
             except Verdict as e:
                 e.v["stage"] = "timing"
-                if e.v["status"] == "wrong_answer" and not e.v["message"].startswith("the output of a timed call"):
+                if e.v["status"] == "wrong_answer" and \
+                        not e.v["message"].startswith(("the output of a timed call", "the candidate's input")):
                     e.v["message"] = "the output of a timed call is wrong: " + e.v["message"]
                 raise
         if self.cuda:
@@ -2828,17 +2880,16 @@ class Judge:
             floor = store_floor(cand_store, ref_store)
             cand_ns = [c + x for c, x in zip(cand_ns, floor)]
             # The waits for an idle GPU while every host was stopped, before
-            # and after its inputs were written (put_arena): what the
-            # candidate's waits took beyond the reference's median, counted
-            # from no less than the reference's shortest, as the drains (the
-            # first probe after a host's bind pays the GPU's switch back to
-            # the judge's context, on both sides). Work of the candidate's
-            # queued to run by itself is waited for there (the reference's
-            # code queues none).
-            rb = quantile([r for r, _ in busied], 0.5)
-            rleast = min(r for r, _ in busied)
-            extra = [max(c, rleast) - rb for _, c in busied]
-            cand_ns = [max(1.0, c + x) for c, x in zip(cand_ns, extra)]
+            # and after its inputs were written (put_arena): the median of
+            # the candidate's beyond the median of the reference's, charged
+            # to each of its calls, never credited (the first probe after a
+            # host's bind pays the GPU's switch back to the judge's context
+            # on both sides; a per-call credit paid a candidate whose bind
+            # did no GPU work the reference's switch: the GPU red team).
+            # Work of the candidate's queued to run by itself is waited for
+            # there (the reference's code queues none).
+            busy_charge = max(0.0, quantile([c for _, c in busied], 0.5) - quantile([r for r, _ in busied], 0.5))
+            cand_ns = [c + busy_charge for c in cand_ns]
         cm, rm = quantile(cand_ns, 0.5), quantile(ref_ns, 0.5)
         ciqr = quantile(cand_ns, 0.75) - quantile(cand_ns, 0.25)
         riqr = quantile(ref_ns, 0.75) - quantile(ref_ns, 0.25)
@@ -2852,8 +2903,8 @@ class Judge:
                "ref_iqr_ns": riqr, "repeats": n, "iqr_frac": max(ciqr / (cm + charged), riqr / rm)}
         if charged:
             out["prime_charged_ns"] = charged
-        if self.cuda and quantile(extra, 0.5) > STEP_FLOOR_NS:
-            out["busy_charged_ns"] = quantile(extra, 0.5)
+        if self.cuda and busy_charge > STEP_FLOOR_NS:
+            out["busy_charged_ns"] = busy_charge
         if self.cuda and quantile(floor, 0.5) > STEP_FLOOR_NS:
             out["floor_charged_ns"] = quantile(floor, 0.5)
         if self.cuda:
