@@ -1431,6 +1431,16 @@ class Host:
         if self.dead is None:
             self.dead = "killed by the judge"
 
+    def reap(self):
+        """Killed and waited for: its device memory is the driver's again
+        only once its process is gone."""
+        self.kill()
+        if self.reaped is None:
+            try:
+                self.reaped = os.waitpid(self.pid, 0)[1]
+            except ChildProcessError:
+                pass
+
 
 def spawn_host(role, opts, in_mem):
     """Forks a host (through libkevo_pyhost's clone into namespaces for a
@@ -1626,8 +1636,7 @@ class Judge:
         self.timing_started = False
         self.call_timeout = 60.0
         self.mask_gen = None        # GPU: the judge's generator of the input masks (put_arena)
-        self._mask_words = None
-        self._plain = None
+        self._scratch = {}   # GPU: the judge's buffers for the input masks (scratch)
         self.busy_notes = []   # GPU: waits for the candidate's work while it was stopped, charged, per shape
         self.max_abs = 0.0
         self.max_rel = 0.0
@@ -1831,30 +1840,26 @@ class Judge:
         # the mask: the GPU red team).
         h.key = fresh_key()
         if mask_bytes:
-            plain = self.plain_bytes(mask_bytes)
+            plain = self.scratch("plain", mask_bytes, torch.uint8)
             for t, m in zip(self.pending, tens):
                 arena_view(plain, m["offset"], m["shape"], m["dtype"]).copy_(t)
-            torch.bitwise_xor(plain.view(torch.int64), keystream(self.mask_gen, h.key, self.mask_words(mask_bytes // 8)),
+            words = self.scratch("mask", mask_bytes // 8, torch.int64)
+            torch.bitwise_xor(plain.view(torch.int64), keystream(self.mask_gen, h.key, words),
                               out=h.arena.bytes[:mask_bytes].view(torch.int64))
         h.arena.bytes[out_off:out_off + min(out_bytes, max(h.out_need, ALIGN))].fill_(255)
         torch.cuda.synchronize()
         busy += self.idle_check("after the inputs of %s's call were written" % h.role)
         return {"ok": True, "busy_ns": busy}
 
-    def plain_bytes(self, n):
-        """The judge's buffer where a host's inputs are laid out unmasked
-        (kept while n repeats)."""
-        if self._plain is None or self._plain.numel() != n:
-            self._plain = None
-            self._plain = torch.empty(n, dtype=torch.uint8, device=self.device)
-        return self._plain
-
-    def mask_words(self, n):
-        """The judge's keystream buffer of n words (kept while n repeats)."""
-        if self._mask_words is None or self._mask_words.numel() != n:
-            self._mask_words = None
-            self._mask_words = torch.empty(n, dtype=torch.int64, device=self.device)
-        return self._mask_words
+    def scratch(self, name, n, dtype):
+        """A buffer of the judge's of n elements, kept under `name` while n
+        repeats: where a host's inputs are laid out unmasked ("plain") and
+        the keystream ("mask"), put_arena."""
+        t = self._scratch.get(name)
+        if t is None or t.numel() != n:
+            self._scratch[name] = None   # (the old one freed first)
+            t = self._scratch[name] = torch.empty(n, dtype=dtype, device=self.device)
+        return t
 
     def idle_check(self, when):
         """GPU, every host stopped: the ns the GPU stayed busy with work of
@@ -1868,10 +1873,9 @@ class Judge:
         timeout = min(self.call_timeout, max(0.1, self.left()))
         busy = dt - self.idle_probe_ns + self.drain(timeout)
         if self.drain_timed_out:
-            role = "candidate" if any(h.role == "candidate" for h in self.hosts) else None
             what = "while every process of the judgement was stopped (%s): work of the candidate's left queued " \
                    "or running by itself" % when
-            if role is None:
+            if not any(h.role == "candidate" for h in self.hosts):
                 raise Verdict("internal_error", "the GPU stayed busy for %.1f s %s" % (timeout, what))
             raise Verdict("timeout", "the GPU stayed busy for more than %.1f s %s" % (timeout, what),
                           stage="timing" if self.timing_started else "correctness")
@@ -2194,19 +2198,14 @@ class Judge:
             if self.cuda and v["status"] == "internal_error":
                 v = self.blame_memory(v)
         finally:
-            for h in self.hosts:
-                h.kill()
-            # Reaped before the verdict goes out: a host's device memory is
-            # the driver's again only once its process is gone, and the next
-            # judgement must not find it taken (the GPU red team: a
+            # Reaped before the verdict goes out: the next judgement must
+            # not find their device memory taken (the GPU red team: a
             # candidate that took the free memory before its end failed the
             # next judgement's allocations).
             for h in self.hosts:
-                if h.reaped is None:
-                    try:
-                        h.reaped = os.waitpid(h.pid, 0)[1]
-                    except ChildProcessError:
-                        pass
+                h.kill()
+            for h in self.hosts:
+                h.reap()
         if self.device_name:
             v["device"] = self.device_name
         if v["status"] not in ("correct", "internal_error") and self.at_shape is not None \
@@ -2266,12 +2265,7 @@ class Judge:
         try:
             torch.cuda.synchronize()
             free0 = torch.cuda.mem_get_info()[0]
-            cand.kill()
-            if cand.reaped is None:
-                try:
-                    cand.reaped = os.waitpid(cand.pid, 0)[1]   # its memory is the driver's once it is gone
-                except ChildProcessError:
-                    pass
+            cand.reap()
             free1, total = torch.cuda.mem_get_info()
             for _ in range(20):   # (up to 1 s for the driver to take it back)
                 if free1 - free0 >= honest:
