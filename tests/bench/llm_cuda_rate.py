@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Does the LLM path starve the GPU? (issue 17; docs/benchmarks.md#llm-on-cuda)
 
-  llm_cuda_rate.py KEVO SOURCE_DIR WORK_DIR [SECONDS] [TASKS]
+  llm_cuda_rate.py KEVO SOURCE_DIR WORK_DIR [SECONDS] [TASKS] [--no-profile-run]
 
-Two runs of configs/llm-cuda.json, one after the other on this machine, each
+Three runs of configs/llm-cuda.json, one after the other on this machine, each
 for SECONDS (90) of wall time over TASKS (comma-separated, default the three
 tasks of tests/llm/e2e_llm_cuda.py), with an evaluation budget too large to
 end them first (library baselines off: they are measured before the search):
@@ -12,6 +12,9 @@ end them first (library baselines off: they are measured before the search):
          mutation), the LLM answered at once by the fake server
          (tests/llm/fake_llm_server.py, its CUDA rotation)
   param  parameter mutation alone (the same config, operators replaced)
+  noprof (with --no-profile-run left out) the llm run with the analyst's
+         profiles off (backend.cuda.profile.on_request false): what the
+         profiles cost the GPU
 
 For each: candidates judged on the GPU per minute (a verdict from the
 backend past compilation: not invalid, duplicate, lost or a compile error),
@@ -19,7 +22,9 @@ split into LLM-made and parameter-made for the first run; the GPU's duty
 cycle (the sum of the candidates' `slot_seconds`, the exclusive timing slot,
 over the wall time from the first submission to the last finish); and the
 ratio of the two runs' rates. The issue's target: the LLM run's rate at
-least 80% of the parameter run's.
+least 80% of the parameter run's. Where the slot went: the mean
+`slot_seconds` of LLM-made and parameter-made candidates, and of the
+candidates that carry an ncu profile against the others.
 """
 import glob
 import json
@@ -35,9 +40,10 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "llm"))
 import fake_server  # noqa: E402
 
-kevo, src, work = sys.argv[1:4]
-seconds = float(sys.argv[4]) if len(sys.argv) > 4 else 90.0
-tasks = (sys.argv[5] if len(sys.argv) > 5 else "axpy,reduce_sum,softmax").split(",")
+args = [a for a in sys.argv[1:] if not a.startswith("--")]
+kevo, src, work = args[0:3]
+seconds = float(args[3]) if len(args) > 3 else 90.0
+tasks = (args[4] if len(args) > 4 else "axpy,reduce_sum,softmax").split(",")
 src, work = os.path.abspath(src), os.path.abspath(work)
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
@@ -50,8 +56,13 @@ def status_names(f):
     return {v: k for k, v in h5py.check_enum_dtype(f["candidates"].dtype["status"]).items()}
 
 
+def mean(xs):
+    return float(np.mean(xs)) if len(xs) else 0.0
+
+
 def measure(run_dir):
     judged, llm_judged, param_judged, slot, t0, t1, statuses = 0, 0, 0, 0.0, None, None, {}
+    slots = {"llm": [], "param": [], "profiled": [], "unprofiled": []}
     for path in sorted(glob.glob(os.path.join(run_dir, "lineage", "rank-*.h5"))):
         with h5py.File(path, "r") as f:
             names = status_names(f)
@@ -66,6 +77,13 @@ def measure(run_dir):
             llm_judged += sum(1 for o in ops if o.startswith("llm_"))
             param_judged += sum(1 for o in ops if o == "param_mutation")
             slot += float(on_gpu["slot_seconds"].sum())
+            for r, o in zip(on_gpu, ops):
+                sec = float(r["slot_seconds"])
+                if o.startswith("llm_"):
+                    slots["llm"].append(sec)
+                elif o == "param_mutation":
+                    slots["param"].append(sec)
+                slots["profiled" if int(r["profile"]) >= 0 else "unprofiled"].append(sec)
             timed = on_gpu[(on_gpu["t_submitted"] > 0) & (on_gpu["t_finished"] > 0)]
             if len(timed):
                 a, b = float(timed["t_submitted"].min()), float(timed["t_finished"].max())
@@ -74,7 +92,9 @@ def measure(run_dir):
     wall = (t1 - t0) if t0 is not None else 0.0
     return {"judged": judged, "llm": llm_judged, "param": param_judged, "wall": wall, "slot": slot,
             "per_min": 60.0 * judged / wall if wall > 0 else 0.0, "duty": slot / wall if wall > 0 else 0.0,
-            "statuses": statuses}
+            "statuses": statuses, "slot_mean": {k: mean(v) for k, v in slots.items()},
+            "slot_count": {k: len(v) for k, v in slots.items()},
+            "slot_sum": {k: float(np.sum(v)) if v else 0.0 for k, v in slots.items()}}
 
 
 server, url = fake_server.start(src, work)
@@ -84,8 +104,10 @@ try:
               "--set", "llm.models.0.base_url=" + url, "--set", "progress.mode=off", "--set", "seed=11",
               "--set", "backend.cuda.baselines.enabled=false"]
     results = {}
-    for name, extra in (("llm", []),
-                        ("param", ["--set", 'operators=[{"type": "param_mutation", "weight": 1.0, "rate": 0.4}]'])):
+    runs = [("llm", []), ("param", ["--set", 'operators=[{"type": "param_mutation", "weight": 1.0, "rate": 0.4}]'])]
+    if "--no-profile-run" not in sys.argv:
+        runs.append(("noprof", ["--set", "backend.cuda.profile.on_request=false"]))
+    for name, extra in runs:
         out = os.path.join(work, name)
         t = time.time()
         p = subprocess.run([kevo, "run", os.path.join(src, "configs/llm-cuda.json"), "--out", out] + common + extra,
@@ -97,9 +119,18 @@ try:
               "duty cycle %.1f%% (%.1f s of slot); statuses %s" %
               (name, m["wall"], m["judged"], m["llm"], m["param"], m["per_min"], 100 * m["duty"], m["slot"],
                json.dumps(m["statuses"], sort_keys=True)), flush=True)
+        print("      slot per candidate: LLM-made %.3f s (%d), parameter-made %.3f s (%d); with an ncu profile "
+              "%.3f s (%d, %.1f s in all), without %.3f s (%d)" %
+              (m["slot_mean"]["llm"], m["slot_count"]["llm"], m["slot_mean"]["param"], m["slot_count"]["param"],
+               m["slot_mean"]["profiled"], m["slot_count"]["profiled"], m["slot_sum"]["profiled"],
+               m["slot_mean"]["unprofiled"], m["slot_count"]["unprofiled"]), flush=True)
 finally:
     server.kill()
     server.wait()
 a, b = results["llm"], results["param"]
 print("LLM run / parameter run, candidates judged on the GPU per minute: %.1f / %.1f = %.0f%% (target >= 80%%)" %
       (a["per_min"], b["per_min"], 100 * a["per_min"] / max(b["per_min"], 1e-9)))
+if "noprof" in results:
+    c = results["noprof"]
+    print("LLM run without the analyst's profiles / parameter run: %.1f / %.1f = %.0f%%" %
+          (c["per_min"], b["per_min"], 100 * c["per_min"] / max(b["per_min"], 1e-9)))

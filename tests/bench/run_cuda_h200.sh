@@ -177,7 +177,7 @@ llm_e2e)
 llm_rate)
   # Does the LLM path starve the GPU? The LLM run against parameter mutation alone.
   step "llm on cuda: candidates per GPU-minute against parameter mutation, ${LLM_RATE_SECONDS:-90} s each"
-  timeout $((2 * ${LLM_RATE_SECONDS:-90} + 300)) python3 tests/bench/llm_cuda_rate.py $B/kevo . /tmp/kevo-llm-rate \
+  timeout $((3 * ${LLM_RATE_SECONDS:-90} + 300)) python3 tests/bench/llm_cuda_rate.py $B/kevo . /tmp/kevo-llm-rate \
     ${LLM_RATE_SECONDS:-90} 2>&1 | tee -a "$OUT/bench.log"
   ;;
 *) echo "unknown phase $phase"; exit 2 ;;

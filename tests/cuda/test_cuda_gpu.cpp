@@ -266,10 +266,31 @@ TEST(CudaTools, ProfileOfACorrectCandidateIsCondensedIntoTheVerdict) {
   REQUIRE_GPU();
   auto task = std::make_shared<const Task>(load_task(fs::path(KEVO_CUDA_TASKS) / "softmax"));
   auto b = make_backend(180, "", 1);
+  auto* cb = dynamic_cast<cpu::CpuBackend*>(b.get());
+  ASSERT_NE(cb, nullptr);
   b->prepare(*task);
+  const cpu::CpuBackend::Stats before = cb->stats();
   const Verdict v = b->evaluate(task, task->seed_source, 3);
   ASSERT_EQ(v.status, Status::correct) << v.message;
   std::cout << "[ profile  ] " << v.profile << "\n";
+  // The profiler's child holds the GPU's slot only around its call, not
+  // while ncu, its process and its context start; its hold is counted as
+  // the candidate's: the last one, inside the worker's profile phase (from
+  // its "timing" mark to its "profile" mark) and well shorter than it.
+  const cpu::CpuBackend::Stats after = cb->stats();
+  ASSERT_GT(after.slot_intervals.size(), before.slot_intervals.size() + 1);
+  ASSERT_FALSE(after.worker_timelines.empty());
+  double from = 0.0, to = 0.0;
+  for (const auto& mark : after.worker_timelines.back().at("marks")) {
+    if (mark.at(0) == "timing") from = mark.at(1).get<double>();
+    if (mark.at(0) == "profile") to = mark.at(1).get<double>();
+  }
+  const auto& hold = after.slot_intervals.back();
+  std::cout << "[ profile  ] slot held " << hold.second - hold.first << " s of the profile's " << to - from << " s\n";
+  EXPECT_GE(hold.first, from);
+  EXPECT_LE(hold.second, to);
+  EXPECT_GT(hold.second, hold.first);
+  EXPECT_LT(hold.second - hold.first, 0.5 * (to - from));
   EXPECT_NE(v.profile.find("DRAM"), std::string::npos) << v.profile;
   EXPECT_NE(v.profile.find("registers/thread"), std::string::npos) << v.profile;
   EXPECT_NE(v.profile.find("occupancy"), std::string::npos) << v.profile;

@@ -296,8 +296,10 @@ class SlotHeld final : public w::Endpoint {
 // `--child sanitize|profile --request-file F --result-file R`. sanitize: one
 // correctness trial of the candidate on every shape (run under
 // compute-sanitizer); profile: one call of the candidate on the first
-// visible shape (run under ncu). The parent holds the timing slot for a
-// profile, so the child takes no lock.
+// visible shape (run under ncu). Both take the GPU's slot themselves: the
+// profile child holds it exclusively only around its call (ncu replays the
+// kernels there), not while ncu, the process, its context and the libraries
+// start, and reports its holds in its result ("slot_intervals").
 int child_main(const std::string& mode, const fs::path& request_file, const fs::path& result_file) {
   const auto started = std::chrono::steady_clock::now();
   native::JudgeRequest r;
@@ -323,11 +325,9 @@ int child_main(const std::string& mode, const fs::path& request_file, const fs::
   try {
     task = kevo::load_task(r.task_dir);
     ref = entry_of(open_library(r.reference_so, "reference"));
-    if (mode == "sanitize") {
-      std::string bus;
-      cw::device_identity(bus);
-      cw::gpu_slot().open(x.lock_dir, bus);
-    }
+    std::string bus;
+    cw::device_identity(bus);
+    cw::gpu_slot().open(x.lock_dir, bus);
     // Not under ncu: its injected library creates directories in the
     // profiled process (mkdir, system call 83, on the H200). The profile
     // child runs only candidates the policy-bound worker already judged
@@ -359,9 +359,17 @@ int child_main(const std::string& mode, const fs::path& request_file, const fs::
       out = native::to_json(w::Judge(task, opt, reference, k, cw::device_space()).run());
     } else {
       const w::Case c{&task.visible.at(0), w::Case::Kind::visible, 0};
-      w::ArgSet a = cw::device_space().make_inputs(task, c, r.seed, "profile");
-      cw::device_call(cand, a);
-      out = {{"profiled", c.label()}};
+      w::ArgSet a = [&] {
+        cw::SharedSlot shared;
+        return cw::device_space().make_inputs(task, c, r.seed, "profile");
+      }();
+      {
+        // ncu replays the call's kernels: nothing else of kevo's may run on
+        // the GPU meanwhile.
+        cw::ExclusiveSlot slot;
+        cw::device_call(cand, a);
+      }
+      out = {{"profiled", c.label()}, {"slot_intervals", cw::gpu_slot().exclusive_intervals()}};
     }
   } catch (const std::exception& e) {
     out = {{"error", e.what()}};
@@ -474,9 +482,23 @@ bool sanitize(Tools& tools, const Extra& x, const w::Options& opt, kevo::Verdict
 // ncu on one call of a correct candidate; fills v.profile.
 void profile(Tools& tools, const Extra& x, const w::Options& opt, kevo::Verdict& v) {
   const fs::path log = fs::current_path() / "ncu.csv";
-  // ncu replays kernels: nothing else of kevo's may run on the GPU meanwhile.
-  cw::ExclusiveSlot slot;
+  // The child holds the slot around its call (child_main); its holds count
+  // as this candidate's. The child ran candidate code, so only holds inside
+  // the child's lifetime are taken, at most its length in all.
+  const double from = cw::monotonic_seconds(std::chrono::steady_clock::now());
   const cw::ChildResult c = run_tool(tools, tools.profile, child_limit(x, opt));
+  const double to = cw::monotonic_seconds(std::chrono::steady_clock::now());
+  try {
+    const auto got = nlohmann::json::parse(read_file(fs::current_path() / "profile-result.json"));
+    double sum = 0.0;
+    for (const auto& hold : got.value("slot_intervals", nlohmann::json::array())) {
+      const double a = hold.at(0).get<double>(), b = hold.at(1).get<double>();
+      if (!(a >= from && b >= a && b <= to) || (sum += b - a) > to - from) break;
+      cw::gpu_slot().add_exclusive_interval(a, b);
+    }
+  } catch (const std::exception&) {
+    // No result (the child failed): the console log below says why.
+  }
   const std::string csv = read_file(log);
   if (c.exit_code != 0 || csv.empty()) {
     std::string why = c.timed_out ? "timed out" : "exit code " + std::to_string(c.exit_code);

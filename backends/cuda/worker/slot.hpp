@@ -50,6 +50,9 @@ class GpuSlot {
   // clock (CLOCK_MONOTONIC: one clock for every process of the host), so
   // that a benchmark can lay the holds of all workers on one time line.
   const std::vector<std::pair<double, double>>& exclusive_intervals() const { return intervals_; }
+  // An exclusive hold that a child process of this worker made (the
+  // profiler's), counted as this worker's.
+  void add_exclusive_interval(double from, double to) { intervals_.emplace_back(from, to); }
   const std::vector<std::pair<double, double>>& shared_intervals() const { return shared_intervals_; }
   // The waits, the same way: [start, end] of each wait for the slot.
   const std::vector<std::pair<double, double>>& exclusive_wait_intervals() const { return exclusive_waits_; }
