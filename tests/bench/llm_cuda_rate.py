@@ -56,12 +56,10 @@ def status_names(f):
     return {v: k for k, v in h5py.check_enum_dtype(f["candidates"].dtype["status"]).items()}
 
 
-def mean(xs):
-    return float(np.mean(xs)) if len(xs) else 0.0
-
-
 def measure(run_dir):
-    judged, llm_judged, param_judged, slot, t0, t1, statuses = 0, 0, 0, 0.0, None, None, {}
+    judged, slot, t0, t1, statuses = 0, 0.0, None, None, {}
+    # Slot seconds of the candidates judged on the GPU, by who made them
+    # and by whether they carry an ncu profile.
     slots = {"llm": [], "param": [], "profiled": [], "unprofiled": []}
     for path in sorted(glob.glob(os.path.join(run_dir, "lineage", "rank-*.h5"))):
         with h5py.File(path, "r") as f:
@@ -74,8 +72,6 @@ def measure(run_dir):
             on_gpu = rows[~np.isin(rows["status"].astype(int), [k for k, v in names.items() if v in NOT_ON_GPU])]
             ops = [r["op"].decode().rstrip("\0") for r in on_gpu]
             judged += len(on_gpu)
-            llm_judged += sum(1 for o in ops if o.startswith("llm_"))
-            param_judged += sum(1 for o in ops if o == "param_mutation")
             slot += float(on_gpu["slot_seconds"].sum())
             for r, o in zip(on_gpu, ops):
                 sec = float(r["slot_seconds"])
@@ -90,11 +86,14 @@ def measure(run_dir):
                 t0 = a if t0 is None else min(t0, a)
                 t1 = b if t1 is None else max(t1, b)
     wall = (t1 - t0) if t0 is not None else 0.0
-    return {"judged": judged, "llm": llm_judged, "param": param_judged, "wall": wall, "slot": slot,
+    return {"judged": judged, "llm": len(slots["llm"]), "param": len(slots["param"]), "wall": wall, "slot": slot,
             "per_min": 60.0 * judged / wall if wall > 0 else 0.0, "duty": slot / wall if wall > 0 else 0.0,
-            "statuses": statuses, "slot_mean": {k: mean(v) for k, v in slots.items()},
-            "slot_count": {k: len(v) for k, v in slots.items()},
-            "slot_sum": {k: float(np.sum(v)) if v else 0.0 for k, v in slots.items()}}
+            "statuses": statuses, "slots": slots}
+
+
+def slot_summary(secs):
+    """Mean slot seconds and count, as the report prints them."""
+    return "%.3f s (%d)" % (float(np.mean(secs)) if secs else 0.0, len(secs))
 
 
 server, url = fake_server.start(src, work)
@@ -119,11 +118,10 @@ try:
               "duty cycle %.1f%% (%.1f s of slot); statuses %s" %
               (name, m["wall"], m["judged"], m["llm"], m["param"], m["per_min"], 100 * m["duty"], m["slot"],
                json.dumps(m["statuses"], sort_keys=True)), flush=True)
-        print("      slot per candidate: LLM-made %.3f s (%d), parameter-made %.3f s (%d); with an ncu profile "
-              "%.3f s (%d, %.1f s in all), without %.3f s (%d)" %
-              (m["slot_mean"]["llm"], m["slot_count"]["llm"], m["slot_mean"]["param"], m["slot_count"]["param"],
-               m["slot_mean"]["profiled"], m["slot_count"]["profiled"], m["slot_sum"]["profiled"],
-               m["slot_mean"]["unprofiled"], m["slot_count"]["unprofiled"]), flush=True)
+        sl = m["slots"]
+        print("      slot per candidate: LLM-made %s, parameter-made %s; with an ncu profile %s (%.1f s in all), "
+              "without %s" % (slot_summary(sl["llm"]), slot_summary(sl["param"]), slot_summary(sl["profiled"]),
+                              sum(sl["profiled"]), slot_summary(sl["unprofiled"])), flush=True)
 finally:
     server.kill()
     server.wait()
