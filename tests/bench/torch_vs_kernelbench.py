@@ -621,9 +621,10 @@ def kevo_part(args, cands, work, budget, res):
                 return
             j = json.loads(line)
             v = j.get("verdict", {})
-            log("kevo:   %-22s %-14s %7.3fx  cand %s us  ref %s us  %s" % (
+            log("kevo:   %-22s %-14s %7.3fx  cand %s us  ref %s us  build %5.1f s  judge %5.1f s  %s" % (
                 by_file.get(j.get("candidate"), j.get("candidate")), v.get("status"), num(v.get("speedup")),
                 fmt_us(num(v.get("cand_median_ns")) / 1e3), fmt_us(num(v.get("ref_median_ns")) / 1e3),
+                num(v.get("compile_seconds")), num(v.get("worker_seconds")),
                 (v.get("message") or "")[:90].replace("\n", " ")))
 
         # The tasks were prepared (timed apart, above): the evals skip the
