@@ -15,6 +15,7 @@ SRC = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file_
 sys.path.insert(0, os.path.join(SRC, "backends", "torch", "python"))
 sys.dont_write_bytecode = True
 import kevo_torch_common as kc  # noqa: E402
+import kevo_torch_build as kb  # noqa: E402
 
 
 def call(**flags):
@@ -22,6 +23,15 @@ def call(**flags):
 
 
 class BuildFlags(unittest.TestCase):
+    def test_a_cuda_binding_is_built_at_O1_and_the_candidates_level_wins(self):
+        cuda = call(cuda_sources="__global__ void k() {}")
+        argv = kb.cxx_command("g++", cuda, ["-DCOMMON"])
+        self.assertIn("-O1", argv)
+        self.assertNotIn("-O3", argv)
+        self.assertEqual(kb.cxx_command("g++", call(), [])[3], "-O3")   # no CUDA sources: the C++ part computes
+        asked = kb.cxx_command("g++", call(cuda_sources="__global__ void k() {}", extra_cflags=["-O3"]), [])
+        self.assertGreater(asked.index("-O3"), asked.index("-O1"))   # later on the line: g++ takes the last
+
     def test_code_generation_flags_pass(self):
         c = call(extra_cflags=["-O3", "-march=native", "-mavx2", "-mfma", "-ffast-math", "-fopenmp", "-DTILE=64",
                                "-std=c++17", "-Wall", "-funroll-loops", "-fno-math-errno", "-g"],

@@ -145,6 +145,17 @@ def main_cpp(call):
     return "\n".join(parts) + "\n"
 
 
+def cxx_command(cxx, call, common):
+    """g++'s command for main.cpp, without its input and output. With CUDA
+    sources the C++ part is the tensor binding (the kernels are in cuda.cu):
+    -O1 builds it in half the time of -O3 (torch's headers and pybind11's
+    templates are most of it); a C++ part that computes asks for more in its
+    extra_cflags, which come later on the line and win."""
+    level = "-O1" if call["cuda_sources"] else "-O3"
+    return [cxx, "-fPIC", "-std=c++17", level, "-w"] + common + \
+        ["-I" + p for p in call["extra_include_paths"]] + call["extra_cflags"]
+
+
 def cuda_cu(call):
     if needs_torch(call["cuda_sources"]):
         head = ["#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>"]
@@ -215,12 +226,7 @@ def build_extension(call, out_dir, device, arch, tools, cache):
     os.makedirs(edir, exist_ok=True)
     cuda = bool(call["cuda_sources"])
     cxx = os.environ.get("CXX", "g++")
-    # With CUDA sources the C++ part is the tensor binding (the kernels are
-    # in cuda.cu): -O1 builds it in half the time of -O3 (torch's headers
-    # and pybind11's templates are most of it); a C++ part that computes
-    # asks for more in its extra_cflags, which come later and win.
-    cflags = [cxx, "-fPIC", "-std=c++17", "-O1" if cuda else "-O3", "-w"] + common_flags(call["name"], cuda) + \
-        ["-I" + p for p in call["extra_include_paths"]] + call["extra_cflags"]
+    cflags = cxx_command(cxx, call, common_flags(call["name"], cuda))
     jobs = []
     jobs.append(start_compile(cflags, main_cpp(call), os.path.join(edir, "main.cpp"), os.path.join(edir, "main.o"), cache)
                 + ("g++ on load_inline '%s' (cpp_sources)" % call["name"],))
