@@ -393,6 +393,46 @@ TEST_F(Fixture, PersistentEvaluatorServesManyAndIsRestartedAfterAFailure) {
   EXPECT_GE(pids.size(), 2u);
 }
 
+// restart_on "breach": wrong answers and failed candidates keep the process
+// (the evaluator runs candidates elsewhere); a breach, a timeout or an
+// evaluator failure still replace it.
+TEST_F(Fixture, PersistentEvaluatorRestartedOnBreachOnlyKeepsItsProcessAfterWrongAnswers) {
+  auto cfg = base_config("honest", log(), true);
+  cfg["run"]["restart_on"] = "breach";
+  cfg["run"]["wall_seconds"] = 2;
+  auto b = make(cfg);
+  b->prepare(*task());
+  const auto after_prepare = command::command_stats(*b).evaluator_starts;
+  EXPECT_EQ(judge(*b, "KEVO_TEST_WRONG\n", 40).status, Status::wrong_answer);
+  EXPECT_EQ(judge(*b, "KEVO_TEST_CORRECT\n", 41).status, Status::correct);
+  EXPECT_EQ(judge(*b, "KEVO_TEST_WRONG\n", 42).status, Status::wrong_answer);
+  EXPECT_EQ(command::command_stats(*b).evaluator_starts, after_prepare);   // one process for all three
+  const Verdict slow = judge(*b, "KEVO_TEST_CORRECT KEVO_TEST_SLEEP=30\n", 43);
+  EXPECT_EQ(slow.status, Status::timeout) << slow.message;
+  EXPECT_EQ(judge(*b, "KEVO_TEST_CORRECT\n", 44).status, Status::correct);
+  EXPECT_EQ(command::command_stats(*b).evaluator_starts, after_prepare + 1);   // replaced after the timeout
+
+  // A breach (a verdict with a key the protocol does not have) is not kept.
+  auto breach = base_config("unknown_key", log(), true);
+  breach["run"]["restart_on"] = "breach";
+  auto k = make(breach);
+  k->prepare(*task());
+  const auto before = command::command_stats(*k).evaluator_starts;
+  EXPECT_EQ(judge(*k, "KEVO_TEST_CRASH KEVO_TEST_HONEST\n", 46).status, Status::runtime_error);
+  EXPECT_EQ(command::command_stats(*k).evaluator_starts, before);   // the candidate's crash, not the evaluator's
+  const Verdict bad_key = judge(*k, "KEVO_TEST_CORRECT\n", 47);
+  EXPECT_EQ(bad_key.status, Status::runtime_error);
+  EXPECT_NE(bad_key.message.find("protocol breach"), std::string::npos) << bad_key.message;
+  EXPECT_EQ(judge(*k, "KEVO_TEST_CORRECT KEVO_TEST_HONEST\n", 48).status, Status::correct);
+  EXPECT_EQ(command::command_stats(*k).evaluator_starts, before + 1);
+
+  auto bad = base_config("honest", log(), true);
+  bad["run"]["restart_on"] = "wrong";
+  const std::string e = input_error(bad, tmp.path);
+  EXPECT_NE(e.find("/backend/command/run/restart_on"), std::string::npos) << e;
+  EXPECT_NE(e.find("\"breach\""), std::string::npos) << e;
+}
+
 TEST_F(Fixture, PersistentEvaluatorThatDiesOrHangsCostsOneVerdict) {
   // A process that exits between requests is replaced before the next one.
   auto cfg = base_config("die_after=1", log(), true);

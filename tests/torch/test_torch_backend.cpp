@@ -1,6 +1,7 @@
 // The torch backend's C++ side (docs/torch.md): the task kind's strict
 // manifest, the backend's options (the interpreter checked when the config
 // is read), and the baselines a run measures when it starts.
+#include "kevo/command/command_backend.hpp"
 #include "kevo/core/error.hpp"
 #include "kevo/core/strict_json.hpp"
 #include "kevo/core/task.hpp"
@@ -136,6 +137,7 @@ TEST(TorchOptions, TheInterpreterAndTheDeviceAreCheckedWhenTheConfigIsRead) {
   EXPECT_EQ(c.backend_name, "torch");
   EXPECT_TRUE(c.bundled);
   EXPECT_TRUE(c.run.persistent);
+  EXPECT_TRUE(c.run.restart_on_breach_only);
   EXPECT_FALSE(c.run.accelerator);
   EXPECT_EQ(c.source_file, "candidate.py");
 }
@@ -185,6 +187,28 @@ TEST(TorchPrepare, AReferenceThatFailsToLoadIsRefusedNamingIt) {
     EXPECT_NE(what.find("this reference cannot load"), std::string::npos) << what;
     EXPECT_EQ(what.find("answers kevo's protocol"), std::string::npos) << what;
   }
+}
+
+// The judge's zygote runs no candidate code, so a wrong answer or a crash
+// does not cost the next candidate a fresh process (and import of torch).
+TEST(TorchJudge, AWrongAnswerOrACrashKeepsTheZygote) {
+  if (!have_torch()) GTEST_SKIP() << KEVO_TORCH_PYTHON << " has no torch";
+  test::TempDir d;
+  auto task = std::make_shared<const Task>(load_task(task_with(d, "", nullptr)));
+  nlohmann::json j = options({{"cache_dir", (d.path() / "cache").string()}});
+  StrictObject obj(j, "run.json", "/backend/torch");
+  auto backend = torchb::make_torch_backend(torchb::parse_torch_options(obj));
+  backend->prepare(*task);
+  const auto starts = command::command_stats(*backend).evaluator_starts;
+  const std::string wrong = "import torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return x * 3\n";
+  const std::string crash = "import torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        raise ValueError('no')\n";
+  const Verdict w = backend->evaluate(task, wrong, 11);
+  EXPECT_EQ(w.status, Status::wrong_answer) << w.message;
+  const Verdict c = backend->evaluate(task, crash, 12);
+  EXPECT_EQ(c.status, Status::runtime_error) << c.message;
+  const Verdict ok = backend->evaluate(task, kSeed, 13);
+  EXPECT_EQ(ok.status, Status::correct) << ok.message;
+  EXPECT_EQ(command::command_stats(*backend).evaluator_starts, starts);
 }
 
 }  // namespace

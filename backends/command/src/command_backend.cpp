@@ -146,6 +146,7 @@ class CommandBackend final : public Backend {
     int slot = -1;
     std::size_t taken = 0;             // persistent: bytes of stdout read for this request
     bool resent = false;               // persistent: sent again to a fresh process once
+    bool breached = false;             // the evaluator broke the protocol or failed (retires it)
     std::string stderr_text;
     Clock::time_point sent;
     Verdict v;
@@ -808,6 +809,7 @@ void CommandBackend::conclude(Job& j, const sb::Finished* f) {
   const std::string where = r.last_stage().empty() ? "" : " (its last stage: " + r.last_stage() + ")";
   auto breach = [&](const std::string& why) {
     ++stats_.breaches;
+    j.breached = true;
     v.status = Status::runtime_error;
     v.message = "protocol breach: " + why;
   };
@@ -822,6 +824,7 @@ void CommandBackend::conclude(Job& j, const sb::Finished* f) {
   } else if (r.stale()) {
     breach("late lines of an earlier request came instead of an answer (an evaluator writing after its result)");
   } else if (r.fatal()) {
+    j.breached = true;
     v.status = Status::internal_error;
     v.message = "the evaluator failed: " + (r.fatal_message().empty() ? std::string("a fatal event") : r.fatal_message());
   } else if (r.verdict()) {
@@ -918,8 +921,14 @@ void CommandBackend::after_request(Job& j) {
   Slot& s = slots_.at(static_cast<std::size_t>(j.slot));
   if (s.job == j.key) s.job = 0;
   // A process that gave anything but a clean correct verdict, or served
-  // its share, is not trusted with the next request.
-  if (s.proc != 0 && (j.v.status != Status::correct || s.served >= opt_.run.max_requests)) retire(s);
+  // its share, is not trusted with the next request; with restart_on
+  // "breach", only one that broke the protocol, failed, ran out of time or
+  // printed too much (its candidates ran elsewhere).
+  const bool failed = opt_.run.restart_on_breach_only
+                          ? j.breached || j.v.status == Status::timeout || j.v.status == Status::output_limit ||
+                                j.v.status == Status::internal_error
+                          : j.v.status != Status::correct;
+  if (s.proc != 0 && (failed || s.served >= opt_.run.max_requests)) retire(s);
 }
 
 void CommandBackend::finish(Job& j) {

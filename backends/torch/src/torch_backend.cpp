@@ -228,6 +228,10 @@ command::CommandOptions command_options(const TorchOptions& o) {
   c.run.accelerator = o.device == "cuda";
   c.run.persistent = true;
   c.run.max_requests = o.max_requests;
+  // The zygote runs no candidate code (a forked judge per request does, in
+  // sandboxed hosts): a wrong answer does not cost the next candidate a
+  // fresh import of torch.
+  c.run.restart_on_breach_only = true;
   c.run.lock_dir = o.lock_dir;
   c.env = {{"PYTHONDONTWRITEBYTECODE", "1"}, {"TORCHINDUCTOR_COMPILE_THREADS", "1"}};
   c.pass_env = kPassEnv;

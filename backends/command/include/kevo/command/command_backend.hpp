@@ -40,6 +40,11 @@ struct RunStage {
   bool accelerator = false;
   bool persistent = false;
   int max_requests = 100;
+  // persistent: which verdicts retire the process. false (the default):
+  // every verdict but correct. true: only protocol breaches, timeouts,
+  // output over the cap and evaluator failures; for evaluators that never
+  // run a candidate's code in their own process (the torch judge's zygote).
+  bool restart_on_breach_only = false;
   // accelerator: the folder of the device locks every kevo process of the
   // host takes around a request ("" = $TMPDIR or /tmp).
   std::string lock_dir;
