@@ -570,6 +570,13 @@ def parse_kevo_eval(stdout, files):
     return out, junk
 
 
+def judge_phases(v):
+    """The judge's own account of where its seconds went (the line that
+    KEVO_TORCH_JUDGE_PHASES makes it write to the verdict's output_tail)."""
+    lines = [x for x in (v.get("output_tail") or "").splitlines() if x.startswith("kevo-torch-judge phases:")]
+    return lines[-1].split(":", 1)[1].strip() if lines else ""
+
+
 def slim_verdict(v):
     keep = ["status", "stage", "message", "speedup", "cand_median_ns", "cand_iqr_ns", "ref_median_ns", "ref_iqr_ns",
             "repeats", "compile_seconds", "compile_cached", "max_abs_error", "rel_l2_error", "worker_seconds",
@@ -577,6 +584,9 @@ def slim_verdict(v):
     s = {k: v.get(k) for k in keep if k in v}
     s["message"] = (s.get("message") or "")[:600]
     s["feedback"] = (v.get("feedback") or "")[:800]
+    phases = judge_phases(v)
+    if phases:
+        s["judge_phases"] = phases
     if v.get("mismatch"):
         s["mismatch"] = v["mismatch"]
     return s
@@ -626,12 +636,15 @@ def kevo_part(args, cands, work, budget, res):
                 fmt_us(num(v.get("cand_median_ns")) / 1e3), fmt_us(num(v.get("ref_median_ns")) / 1e3),
                 num(v.get("compile_seconds")), num(v.get("worker_seconds")),
                 (v.get("message") or "")[:90].replace("\n", " ")))
+            if judge_phases(v):
+                log("kevo:     judge phases: " + judge_phases(v))
 
         # The tasks were prepared (timed apart, above): the evals skip the
         # task's checks.
         argv = [args.kevo, "eval", os.path.join(TASKS_DIR, task)] + files + ["--json", "--seed", "3",
                                                                              "--no-prepare"] + common
-        r = run_proc(argv, budget.cap(args.timeout + 120 + 45 * len(files)), on_line=progress)
+        env = dict(os.environ, KEVO_TORCH_JUDGE_PHASES="1")
+        r = run_proc(argv, budget.cap(args.timeout + 120 + 45 * len(files)), env=env, on_line=progress)
         verdicts, junk = parse_kevo_eval(r["out"], files)
         entry.update({"rc": r["rc"], "timed_out": r["timed_out"], "wall_s": r["wall_s"],
                       "verdicts": {by_file.get(f, f): slim_verdict(v) for f, v in verdicts.items()},

@@ -1585,8 +1585,54 @@ class Verdict(Exception):
         self.v.update(extra)
 
 
+class PhaseClock:
+    """Where a judgement's seconds went, for KEVO_TORCH_JUDGE_PHASES (a
+    diagnostic: one line on the evaluator's stderr, which kevo keeps as the
+    verdict's output_tail). Steps in order (mark) and time summed over
+    repeated parts (part); names never hold a shape's sizes."""
+
+    def __init__(self, since):
+        self.t0 = time.monotonic()
+        self.last = self.t0
+        self.steps = [("wait", self.t0 - since)] if since is not None else []
+        self.parts = {}
+        self.scope = ""   # "timing." once the timing began: its parts apart
+
+
+    def mark(self, name):
+        now = time.monotonic()
+        self.steps.append((name, now - self.last))
+        self.last = now
+
+    def add(self, name, seconds):
+        name = self.scope + name
+        self.parts[name] = self.parts.get(name, 0.0) + seconds
+
+    def line(self):
+        total = time.monotonic() - self.t0
+        steps = " ".join("%s=%.3f" % kv for kv in self.steps)
+        parts = " ".join("%s=%.3f" % kv for kv in sorted(self.parts.items()))
+        return "kevo-torch-judge phases: total=%.3f | %s | %s" % (total, steps, parts)
+
+
+def timed_part(name):
+    """A Judge method whose seconds are summed into the phase clock."""
+    def wrap(f):
+        def inner(self, *a, **k):
+            t = time.monotonic()
+            try:
+                return f(self, *a, **k)
+            finally:
+                self.phases.add(name, time.monotonic() - t)
+        inner.__name__ = f.__name__
+        inner.__doc__ = f.__doc__
+        return inner
+    return wrap
+
+
 class Judge:
     def __init__(self, req, opts, out, waiting_since=None, spare=None):
+        self.phases = PhaseClock(waiting_since)
         self.req = req
         # (Host, its output file, the input file): the candidate's host,
         # forked before the request was read (run_request).
@@ -1707,6 +1753,7 @@ class Judge:
                                             "strings or lists of them")
         return vals
 
+    @timed_part("draw")
     def draw_inputs(self, seed, stress=None):
         torch.manual_seed(seed)
         if self.cuda:
@@ -1760,6 +1807,7 @@ class Judge:
             torch.cuda.synchronize()
         self.last_inputs = msg
 
+    @timed_part("write_inputs")
     def write_inputs(self, inputs):
         msg = self.input_message(inputs)
         self.fill_inputs(inputs, msg)
@@ -2208,6 +2256,9 @@ class Judge:
                 h.reap()
         if self.device_name:
             v["device"] = self.device_name
+        if os.environ.get("KEVO_TORCH_JUDGE_PHASES"):
+            self.phases.mark("end")
+            write_all(2, (self.phases.line() + "\n").encode())
         if v["status"] not in ("correct", "internal_error") and self.at_shape is not None \
                 and self.at_shape["kind"] == "hidden":
             # The failure was at a hidden shape: kevo then gives the prompt
@@ -2321,6 +2372,7 @@ class Judge:
         ref = spawn_host("reference", dict(self.opts, isolate=False), self.in_mem)
         self.hosts.append(ref)
         ref.send_program(ref_prog)
+        self.phases.mark("hosts")
         self.device = torch.device("cuda", 0) if self.cuda else torch.device("cpu")
         if self.cuda:
             for h in self.hosts:
@@ -2339,11 +2391,14 @@ class Judge:
             self.idle_probe_ns = quantile([self.probe() for _ in range(NULL_CALLS)], 0.5)
             if cand is not None:
                 cand.send_program(program)
+            self.phases.mark("gpu_setup")
         pin_flags(self.cuda)
         self.load_reference()
+        self.phases.mark("reference_module")
         self.stage("correctness")
         for h in self.hosts:
             self.wait_ready(h)
+        self.phases.mark("programs_loaded")
         if self.mode == "null":
             return self.judge_null(ref), None
         if self.mode == "baseline":
@@ -2352,10 +2407,12 @@ class Judge:
         # (No task operation to forbid: nothing to record.)
         self.check_ops_enabled = not seed_exempt and bool(self.info["forbid_reference_ops"])
         self.correctness(ref, cand)
+        self.phases.mark("correctness")
         timings = None
         if self.req.get("timing"):
             self.stage("timing")
             timings = self.timing(ref, cand)
+            self.phases.mark("timing")
             sp = geomean([t["ref_median_ns"] / t["cand_median_ns"] for t in timings])
             msg = "correct; %.2fx the reference (eager PyTorch)" % sp
             unstable = [t["shape"] for t in timings if t.get("unstable")]
@@ -2431,6 +2488,7 @@ class Judge:
     def shown(self, s):
         return "a hidden shape" if s["kind"] == "hidden" else s["label"]
 
+    @timed_part("init")
     def init_both(self, ref, cand, s, seed):
         self.set_sizes(s["dims"])
         init = self.init_inputs()
@@ -2449,6 +2507,7 @@ class Judge:
                               "ModelNew(*get_init_inputs()) raised at %s: %s" % (self.shown(s), last_line(c["error"])),
                               c["error"])
 
+    @timed_part("run_ref")
     def run_ref(self, ref, inputs_msg, trial_name, s):
         for _ in range(2):
             r = self.put(ref, inputs_msg)
@@ -2468,6 +2527,7 @@ class Judge:
         raise Verdict("internal_error", "the reference's outputs did not fit the room it asked for (%s %s)"
                       % (s["label"], trial_name))
 
+    @timed_part("run_cand")
     def run_cand(self, cand, inputs_msg, expect, poison_bytes, s, trial_name, check_inputs):
         """A correctness call: (outputs, the inputs as the host holds them
         after it when `check_inputs`, else None)."""
@@ -2490,6 +2550,7 @@ class Judge:
         got = self.read_direct(cand, expect, where)[1]
         return got, self.read_inputs_direct(cand, inputs_msg, where) if check_inputs else None
 
+    @timed_part("compare")
     def check_outputs(self, want, got, s, trial_name):
         for i, (w, g) in enumerate(zip(want, got)):
             ok, d = compare(w, g, self.tol)
@@ -2513,6 +2574,7 @@ class Judge:
                 extra["mismatch"] = mm
             raise Verdict("wrong_answer", msg, **extra)
 
+    @timed_part("state")
     def check_state(self, cand, s, trial_name):
         st = cand.request({"op": "state"}, self.left())
         if "error" in st:
@@ -2564,6 +2626,7 @@ class Judge:
             self.check_ops(ref, cand, inputs_msg, s)
         self.at_shape = None
 
+    @timed_part("check_ops")
     def check_ops(self, ref, cand, inputs_msg, s, during=""):
         """The reference's own operations (recorded once, on the inputs last
         written) against those of the candidate's recorded calls since the
@@ -2670,16 +2733,20 @@ class Judge:
         topt = self.req["timing_options"]
         out = []
         self.timing_started = True
+        self.phases.scope = "timing."
         for h in (ref, cand):
             h.null_ns = self.calibrate(h)
+        self.phases.mark("calibrate")
         # The least of this and the calibration before the candidate's code
         # ran (judge): a candidate's kernel left resident would have made
         # this one slow, and every later probe's bound with it.
         self.idle_probe_ns = min(self.calibrate_probe(), self.idle_probe_ns or float("inf"))
         for s in self.shapes(("visible",)):
             result = self.time_shape(ref, cand, s, topt, 1)
+            self.phases.mark("time_shape")
             if result["iqr_frac"] > float(topt["max_iqr_fraction"]):
                 result = self.time_shape(ref, cand, s, topt, 2)
+                self.phases.mark("time_shape_again")
                 result["unstable"] = result["iqr_frac"] > float(topt["max_iqr_fraction"])
             result.pop("iqr_frac")
             charged = result.pop("prime_charged_ns", 0.0)

@@ -34,7 +34,9 @@ std::string default_cache_dir() {
 // What the judge and the build stage need of the engine's environment (no
 // secret: the command backend refuses names that look like one).
 const std::vector<std::string> kPassEnv = {"CUDA_VISIBLE_DEVICES", "PYTHONPATH", "LD_LIBRARY_PATH", "CUDA_HOME",
-                                           "CUDA_PATH", "VIRTUAL_ENV", "CXX", "TRITON_CACHE_DIR"};
+                                           "CUDA_PATH", "VIRTUAL_ENV", "CXX", "TRITON_CACHE_DIR",
+                                           // a diagnostic: where each judgement's seconds went (docs/torch.md)
+                                           "KEVO_TORCH_JUDGE_PHASES"};
 
 // The last non-empty line of a process's output (the scripts answer in one).
 std::string last_line(const std::string& out) {
