@@ -78,33 +78,60 @@ int cmd_resume(const ResumeArgs& args, const std::atomic<int>& stop, const engin
 }
 
 int cmd_eval(const EvalArgs& args) {
-  auto task = std::make_shared<Task>(load_task(args.task_dir));
-  std::vector<std::string> sources;
-  for (const auto& c : args.candidates) sources.push_back(read_text(c, "a readable candidate source file"));
+  // TASK FILE... [TASK FILE...]: an argument that is a task directory (it
+  // holds task.json) starts the next task's files.
+  std::vector<std::shared_ptr<const Task>> tasks{std::make_shared<const Task>(load_task(args.task_dir))};
+  std::vector<Backend::Candidate> all;
+  std::vector<std::string> files;
+  for (const auto& c : args.candidates) {
+    if (fs::is_directory(c) && fs::exists(fs::path(c) / "task.json")) {
+      if (!all.empty() && all.back().task == tasks.back())
+        tasks.push_back(std::make_shared<const Task>(load_task(c)));
+      else
+        throw InputError(c, "", "candidate files after the task directory " + tasks.back()->dir.string() +
+                                    " (each task directory is followed by one or more files)");
+      if (tasks.back()->backend != tasks.front()->backend)
+        throw InputError(tasks.back()->manifest_path.string(), "/backend",
+                         "\"" + tasks.front()->backend + "\" like " + tasks.front()->manifest_path.string() +
+                             " (one kevo eval judges with one backend)");
+      continue;
+    }
+    all.push_back(Backend::Candidate{tasks.back(), read_text(c, "a readable candidate source file")});
+    files.push_back(c);
+  }
+  if (all.empty() || all.back().task != tasks.back())
+    throw InputError(tasks.back()->dir.string(), "", "one or more candidate files after the task directory");
   const auto plugins = builtin_plugins();
-  if (std::find(plugins.backend_types.begin(), plugins.backend_types.end(), task->backend) ==
+  const Task& first = *tasks.front();
+  if (std::find(plugins.backend_types.begin(), plugins.backend_types.end(), first.backend) ==
       plugins.backend_types.end())
-    throw InputError(task->manifest_path.string(), "/backend",
+    throw InputError(first.manifest_path.string(), "/backend",
                      fmt::format("one of the backends this kevo has ({})", fmt::join(plugins.backend_types, ", ")));
   nlohmann::json options = nlohmann::json::object();
   for (const auto& o : args.overrides) engine::apply_override(options, o);
   StrictObject obj(options, "--set", "");
-  auto built = plugins.make_backend(task->backend, obj);
+  auto built = plugins.make_backend(first.backend, obj);
   // --no-prepare: the reference built, the task's checks skipped (a task
   // already prepared in this run of the tests or the benchmark).
-  built.backend->prepare(*task, !args.no_prepare);
-  // Several files: all in flight the backend wants (builds in parallel),
-  // verdicts printed in the files' order as they are known.
-  built.backend->evaluate_all(task, sources, args.seed, [&](std::size_t i, Verdict v) {
+  for (const auto& t : tasks) built.backend->prepare(*t, !args.no_prepare);
+  // Several files: all in flight the backend wants (builds in parallel,
+  // across the tasks too), verdicts printed in the files' order as they are
+  // known.
+  const bool one = all.size() == 1;
+  built.backend->evaluate_all(all, args.seed, [&](std::size_t i, Verdict v) {
     // The verdict's texts are sanitised by the Backend wrapper; dump_json and
     // the terminal rules are the backstop.
-    if (sources.size() == 1) {
+    if (one) {
       if (args.json) fmt::print("{}\n", dump_json(to_json(v), 2));
       else fmt::print("{}", sanitize_utf8(describe(v), kTerminalText));
     } else if (args.json) {
-      fmt::print("{}\n", dump_json(nlohmann::json{{"candidate", args.candidates[i]}, {"verdict", to_json(v)}}));
+      nlohmann::json line{{"candidate", files[i]}, {"verdict", to_json(v)}};
+      if (tasks.size() > 1) line["task"] = all[i].task->name;
+      fmt::print("{}\n", dump_json(line));
     } else {
-      fmt::print("== {}\n{}", sanitize_utf8(args.candidates[i], kTerminalText), sanitize_utf8(describe(v), kTerminalText));
+      fmt::print("== {}{}\n{}", sanitize_utf8(files[i], kTerminalText),
+                 tasks.size() > 1 ? sanitize_utf8(" (" + all[i].task->name + ")", kTerminalText) : "",
+                 sanitize_utf8(describe(v), kTerminalText));
     }
     std::fflush(stdout);
   });

@@ -48,7 +48,9 @@ int main(int argc, char** argv) {
   kevo::app::EvalArgs eval_args;
   auto* eval = app.add_subcommand("eval", "Judge candidate files against a task and print the verdicts");
   eval->add_option("task_dir", eval_args.task_dir, "Task directory (holding task.json)")->required();
-  eval->add_option("candidate", eval_args.candidates, "Candidate source file(s), judged in turn by one backend")
+  eval->add_option("candidate", eval_args.candidates,
+                   "Candidate source file(s), judged by one backend; a task directory among them starts the next "
+                   "task's files (TASK FILE... TASK FILE...)")
       ->required()
       ->expected(1, -1);
   eval->add_flag("--json", eval_args.json,

@@ -9,9 +9,9 @@ side on the same candidates (issue 18; docs/benchmarks.md#torch-backend-against-
 KERNELBENCH_SRC is a KernelBench checkout's `src` folder (holding the
 package `kernelbench`). On one GPU, in one invocation:
 
-1. kevo: `kevo tasks --prepare` once (timed apart), then one `kevo eval TASK
-   FILES... --json --seed 3` per task (kevo builds a task's candidates in
-   parallel, then judges them).
+1. kevo: `kevo tasks --prepare` once (timed apart), then one `kevo eval
+   TASK FILES... TASK FILES... --json --seed 3` over every task (kevo builds
+   all candidates in parallel and judges each as it is built).
 2. KernelBench, as its users run it (scripts/eval_from_generations.py):
    its parallel pre-build (kernelbench.compile.batch_compile), then a fresh
    process per candidate calling kernelbench.eval.eval_kernel_against_ref
@@ -614,43 +614,52 @@ def kevo_part(args, cands, work, budget, res):
         log("kevo: prepare %s: rc %s%s in %.1f s" % (os.path.relpath(tdir, REPO), r["rc"],
                                                      " (timed out)" if r["timed_out"] else "", r["wall_s"]))
     k["prepare"] = prep
+    # One `kevo eval` over every task's files (TASK FILE... TASK FILE...),
+    # as KernelBench's pre-build takes all candidates at once: the builds of
+    # all tasks run together and the judge takes each as it is built.
+    argv = [args.kevo, "eval"]
+    by_file, files = {}, []
     for task in tasks:
         tc = [c for c in cands if c["task"] == task]
-        files = [repo_path(c["path"]) for c in tc]
-        by_file = {repo_path(c["path"]): c["id"] for c in tc}
-        entry = {"files": [c["id"] for c in tc]}
-        k["tasks"][task] = entry
-        if budget.spent():
-            entry["skipped"] = "budget"
-            log("kevo: %s skipped (budget)" % task)
-            continue
-        log("kevo: eval %s, %d candidate(s)" % (task, len(files)))
+        k["tasks"][task] = {"files": [c["id"] for c in tc], "verdicts": {}}
+        argv.append(os.path.join(TASKS_DIR, task))
+        for c in tc:
+            by_file[repo_path(c["path"])] = (task, c["id"])
+            files.append(repo_path(c["path"]))
+            argv.append(repo_path(c["path"]))
+    if budget.spent():
+        k["eval"] = {"skipped": "budget"}
+        log("kevo: eval skipped (budget)")
+        return
+    log("kevo: eval %d task(s), %d candidate(s) in one kevo eval" % (len(tasks), len(files)))
 
-        def progress(line, by_file=by_file, n=len(files)):
-            if n == 1 or not line.startswith("{"):
-                return
-            j = json.loads(line)
-            v = j.get("verdict", {})
-            log("kevo:   %-22s %-14s %7.3fx  cand %s us  ref %s us  build %5.1f s  judge %5.1f s  %s" % (
-                by_file.get(j.get("candidate"), j.get("candidate")), v.get("status"), num(v.get("speedup")),
-                fmt_us(num(v.get("cand_median_ns")) / 1e3), fmt_us(num(v.get("ref_median_ns")) / 1e3),
-                num(v.get("compile_seconds")), num(v.get("worker_seconds")),
-                (v.get("message") or "")[:90].replace("\n", " ")))
-            if judge_phases(v):
-                log("kevo:     judge phases: " + judge_phases(v))
+    def progress(line):
+        if not line.startswith("{"):
+            return
+        j = json.loads(line)
+        v = j.get("verdict", {})
+        log("kevo:   %-22s %-14s %7.3fx  cand %s us  ref %s us  build %5.1f s  judge %5.1f s  %s" % (
+            by_file.get(j.get("candidate"), (None, j.get("candidate")))[1], v.get("status"), num(v.get("speedup")),
+            fmt_us(num(v.get("cand_median_ns")) / 1e3), fmt_us(num(v.get("ref_median_ns")) / 1e3),
+            num(v.get("compile_seconds")), num(v.get("worker_seconds")),
+            (v.get("message") or "")[:90].replace("\n", " ")))
+        if judge_phases(v):
+            log("kevo:     judge phases: " + judge_phases(v))
 
-        # The tasks were prepared (timed apart, above): the evals skip the
-        # task's checks.
-        argv = [args.kevo, "eval", os.path.join(TASKS_DIR, task)] + files + ["--json", "--seed", "3",
-                                                                             "--no-prepare"] + common
-        env = dict(os.environ, KEVO_TORCH_JUDGE_PHASES="1")
-        r = run_proc(argv, budget.cap(args.timeout + 120 + 45 * len(files)), env=env, on_line=progress)
-        verdicts, junk = parse_kevo_eval(r["out"], files)
-        entry.update({"rc": r["rc"], "timed_out": r["timed_out"], "wall_s": r["wall_s"],
-                      "verdicts": {by_file.get(f, f): slim_verdict(v) for f, v in verdicts.items()},
-                      "unparsed_stdout": junk[:20], "stderr": tail(r["err"], 3000)})
-        log("kevo: %s: %d/%d verdicts, rc %s%s, %.1f s" % (task, len(verdicts), len(files), r["rc"],
-                                                            " (timed out)" if r["timed_out"] else "", r["wall_s"]))
+    # The tasks were prepared (timed apart, above): the eval skips the
+    # tasks' checks.
+    argv += ["--json", "--seed", "3", "--no-prepare"] + common
+    env = dict(os.environ, KEVO_TORCH_JUDGE_PHASES="1")
+    r = run_proc(argv, budget.cap(args.timeout + 120 + 20 * len(files)), env=env, on_line=progress)
+    verdicts, junk = parse_kevo_eval(r["out"], files)
+    for f, v in verdicts.items():
+        task, cid = by_file.get(f, (None, f))
+        if task:
+            k["tasks"][task]["verdicts"][cid] = slim_verdict(v)
+    k["eval"] = {"rc": r["rc"], "timed_out": r["timed_out"], "wall_s": r["wall_s"], "unparsed_stdout": junk[:20],
+                 "stderr": tail(r["err"], 3000)}
+    log("kevo: %d/%d verdicts, rc %s%s, %.1f s" % (len(verdicts), len(files), r["rc"],
+                                                  " (timed out)" if r["timed_out"] else "", r["wall_s"]))
 
 
 # ---- KernelBench's path --------------------------------------------------------------
@@ -879,27 +888,38 @@ def report(res):
             prep.get("wall_s", 0.0), ["rc %s%s" % (r.get("rc"), " timed out" if r.get("timed_out") else "")
                                       for r in prep.get("runs", [])]))
         wall = judged = correct = 0
+        one = kevo.get("eval")   # one kevo eval over every task (since 2026-12-04, third session)
         for t, e in kevo.get("tasks", {}).items():
-            if "wall_s" not in e:
+            if not one and "wall_s" not in e:
                 p("kevo: %-22s %s" % (t, e.get("skipped", "not run")))
                 continue
             vs = e.get("verdicts", {})
             nc = sum(1 for v in vs.values() if v.get("status") == "correct")
             # kevo's own failures are no judgement of the candidate.
             nj = sum(1 for v in vs.values() if v.get("status") not in ("internal_error", "lost"))
-            p("kevo: %-22s %2d file(s), %2d verdict(s) (%d internal_error/lost), %2d correct+timed, %6.1f s, rc %s%s"
-              % (t, len(e.get("files", [])), len(vs), len(vs) - nj, nc, e["wall_s"], e.get("rc"),
-                 " TIMED OUT" if e.get("timed_out") else ""))
-            wall += e["wall_s"]
+            if one:
+                p("kevo: %-22s %2d file(s), %2d verdict(s) (%d internal_error/lost), %2d correct+timed"
+                  % (t, len(e.get("files", [])), len(vs), len(vs) - nj, nc))
+            else:
+                p("kevo: %-22s %2d file(s), %2d verdict(s) (%d internal_error/lost), %2d correct+timed, %6.1f s, rc %s%s"
+                  % (t, len(e.get("files", [])), len(vs), len(vs) - nj, nc, e["wall_s"], e.get("rc"),
+                     " TIMED OUT" if e.get("timed_out") else ""))
+                wall += e["wall_s"]
             judged += nj
             correct += nc
+        if one and "wall_s" in one:
+            p("kevo: one kevo eval over every task: %.1f s, rc %s%s" % (
+                one["wall_s"], one.get("rc"), " TIMED OUT" if one.get("timed_out") else ""))
+            wall = one["wall_s"]
+        elif one:
+            p("kevo: eval %s" % one.get("skipped", "not run"))
         if wall > 0:
             k_rate = judged / (wall / 60.0)
             with_prep = judged / ((wall + prep.get("wall_s", 0.0)) / 60.0)
             p("kevo: %d judged (%d correct and timed) in %.1f s: %.2f candidates per GPU-minute "
               "(%.2f counting the first prepare too)" % (judged, correct, wall, k_rate, with_prep))
-            p("      (the evals ran with --no-prepare: each built its task's reference, from the cache, and "
-              "skipped the task's checks, which the first prepare did)")
+            p("      (the eval ran with --no-prepare: it built the tasks' references, from the cache, and "
+              "skipped the tasks' checks, which the first prepare did)")
             summary["kevo"] = {"judged": judged, "correct_timed": correct, "wall_s": wall, "per_gpu_minute": k_rate,
                                "prepare_wall_s": prep.get("wall_s", 0.0), "per_gpu_minute_with_prepare": with_prep}
     if kb:

@@ -84,6 +84,20 @@ expect 0 '"status": "correct"' -- "$kevo" eval "$loose" "$loose/seed.cpp" --json
 expect 2 "nothere.cpp" -- "$kevo" eval "$src/configs/tasks/cpu/sgemm" "$work/nothere.cpp"
 expect 2 "task.json" -- "$kevo" eval "$work/nowhere" "$src/configs/tasks/cpu/sgemm/seed.cpp"
 
+# eval over several tasks (TASK FILE... TASK FILE...): one backend judges
+# them all, each verdict line names its task; a task directory without files
+# after it, or a task of another backend, is refused naming it.
+cpu="$src/configs/tasks/cpu"
+expect 0 '"status":"correct"|"task":"reduce_sum"|"task":"softmax"|"candidate":"'"$cpu"'/softmax/seed.cpp"' -- \
+  "$kevo" eval "$cpu/reduce_sum" "$cpu/reduce_sum/seed.cpp" "$cpu/softmax" "$cpu/softmax/seed.cpp" --json --no-prepare
+expect 2 "$cpu/softmax|one or more candidate files after the task directory" -- \
+  "$kevo" eval "$cpu/reduce_sum" "$cpu/reduce_sum/seed.cpp" "$cpu/softmax" --json --no-prepare
+expect 2 "$cpu/softmax|candidate files after the task directory $cpu/reduce_sum" -- \
+  "$kevo" eval "$cpu/reduce_sum" "$cpu/softmax" "$cpu/softmax/seed.cpp" --json --no-prepare
+expect 2 "torch_softmax/task.json|/backend|one kevo eval judges with one backend" -- \
+  "$kevo" eval "$cpu/softmax" "$cpu/softmax/seed.cpp" "$src/configs/tasks/torch/torch_softmax" \
+  "$src/configs/tasks/torch/torch_softmax/seed.py" --json --no-prepare
+
 # report / lineage on something that is not a run.
 expect 2 "" -- "$kevo" report "$work/nowhere"
 

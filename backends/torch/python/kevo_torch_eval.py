@@ -3087,6 +3087,19 @@ def setup_zygote(args):
     import importlib.machinery  # noqa: F401
     from torch.utils import _python_dispatch  # noqa: F401
     torch.set_num_threads(1)
+    # The op recorder's first use imports hundreds of torch's modules
+    # (dynamo, inductor, sympy): 5-9 s on the H200 with torch 2.11, paid by
+    # every judgement's hosts when they recorded first (the candidate's as
+    # it loaded, the reference's at the operations check). Used once here,
+    # on the CPU, it is paid once per zygote, and every host is forked with
+    # those modules (0.16-0.19 s for a host's first use on the GPU then;
+    # CUDA stays uninitialised: tests/bench/torch_host_setup.py measures
+    # both, and the check below refuses a zygote that touched the driver).
+    warm = Recorder()
+    with torch.no_grad(), warm.mode:
+        t = torch.ones(8, 8)
+        (torch.exp(t - t.max(dim=1, keepdim=True).values) / t.sum(dim=1, keepdim=True)).relu_()
+        (t @ t).add_(1)
     # Triton is not imported here: its import may touch the driver, and a
     # zygote that has touched CUDA cannot fork judges that use it. A
     # candidate that imports it does so in its own host.

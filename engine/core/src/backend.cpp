@@ -90,16 +90,27 @@ Verdict Backend::evaluate(std::shared_ptr<const Task> task, std::string source, 
 
 void Backend::evaluate_all(std::shared_ptr<const Task> task, const std::vector<std::string>& sources, std::uint64_t seed,
                            const std::function<void(std::size_t, Verdict)>& done) {
+  if (!task) throw Failure("backend '" + name_ + "': evaluate_all() without a task");
+  std::vector<Candidate> all;
+  all.reserve(sources.size());
+  for (const auto& s : sources) all.push_back(Candidate{task, s});
+  evaluate_all(all, seed, done);
+}
+
+void Backend::evaluate_all(const std::vector<Candidate>& candidates, std::uint64_t seed,
+                           const std::function<void(std::size_t, Verdict)>& done) {
   if (!in_flight_.empty())
     throw Failure("backend '" + name_ + "': evaluate_all() needs an idle backend, " +
                   std::to_string(in_flight_.size()) + " request(s) in flight");
-  if (!task) throw Failure("backend '" + name_ + "': evaluate_all() without a task");
-  if (!prepared_.count(task->manifest_path.string())) prepare(*task);
+  for (const auto& c : candidates) {
+    if (!c.task) throw Failure("backend '" + name_ + "': evaluate_all() without a task");
+    if (!prepared_.count(c.task->manifest_path.string())) prepare(*c.task);
+  }
   std::map<std::size_t, Verdict> ready;
   std::size_t next_submit = 0, next_done = 0;
-  while (next_done < sources.size()) {
-    while (next_submit < sources.size() && (in_flight_.empty() || wanted() > 0)) {
-      submit(EvalRequest{next_submit, task, sources[next_submit], seed});
+  while (next_done < candidates.size()) {
+    while (next_submit < candidates.size() && (in_flight_.empty() || wanted() > 0)) {
+      submit(EvalRequest{next_submit, candidates[next_submit].task, candidates[next_submit].source, seed});
       ++next_submit;
     }
     for (EvalResult& r : poll(std::chrono::milliseconds(100))) ready.emplace(static_cast<std::size_t>(r.id), std::move(r.verdict));

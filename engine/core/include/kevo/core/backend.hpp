@@ -95,6 +95,14 @@ class Backend {
   // as each verdict is known. Needs an idle backend.
   void evaluate_all(std::shared_ptr<const Task> task, const std::vector<std::string>& sources, std::uint64_t seed,
                     const std::function<void(std::size_t, Verdict)>& done);
+  // The same over candidates of several tasks (each prepared first, or
+  // prepared here): all of them share the compile stage and the judge.
+  struct Candidate {
+    std::shared_ptr<const Task> task;
+    std::string source;
+  };
+  void evaluate_all(const std::vector<Candidate>& candidates, std::uint64_t seed,
+                    const std::function<void(std::size_t, Verdict)>& done);
 
   // Compiles and judges (correctness and timing against the reference) the
   // task's source baselines, one verdict each, in manifest order; empty when
