@@ -88,15 +88,6 @@ Verdict Backend::evaluate(std::shared_ptr<const Task> task, std::string source, 
   }
 }
 
-void Backend::evaluate_all(std::shared_ptr<const Task> task, const std::vector<std::string>& sources, std::uint64_t seed,
-                           const std::function<void(std::size_t, Verdict)>& done) {
-  if (!task) throw Failure("backend '" + name_ + "': evaluate_all() without a task");
-  std::vector<Candidate> all;
-  all.reserve(sources.size());
-  for (const auto& s : sources) all.push_back(Candidate{task, s});
-  evaluate_all(all, seed, done);
-}
-
 void Backend::evaluate_all(const std::vector<Candidate>& candidates, std::uint64_t seed,
                            const std::function<void(std::size_t, Verdict)>& done) {
   if (!in_flight_.empty())

@@ -90,13 +90,11 @@ class Backend {
 
   // Judges one candidate synchronously (for `kevo eval` and tests).
   Verdict evaluate(std::shared_ptr<const Task> task, std::string source, std::uint64_t seed);
-  // Judges several, as many in flight as the backend wants (its compile
-  // stage builds them in parallel); `done(i, verdict)` is called in order
-  // as each verdict is known. Needs an idle backend.
-  void evaluate_all(std::shared_ptr<const Task> task, const std::vector<std::string>& sources, std::uint64_t seed,
-                    const std::function<void(std::size_t, Verdict)>& done);
-  // The same over candidates of several tasks (each prepared first, or
-  // prepared here): all of them share the compile stage and the judge.
+  // Judges several candidates, of one task or several (each prepared first,
+  // or prepared here), as many in flight as the backend wants: all of them
+  // share the compile stage, which builds them in parallel, and the judge.
+  // `done(i, verdict)` is called in order as each verdict is known. Needs an
+  // idle backend.
   struct Candidate {
     std::shared_ptr<const Task> task;
     std::string source;
