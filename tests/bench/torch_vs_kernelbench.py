@@ -36,6 +36,7 @@ but pydantic's BaseModel, used as a record with defaults).
 import argparse
 import ast
 import copy
+import glob
 import hashlib
 import json
 import math
@@ -660,6 +661,59 @@ def kevo_part(args, cands, work, budget, res):
                  "stderr": tail(r["err"], 3000)}
     log("kevo: %d/%d verdicts, rc %s%s, %.1f s" % (len(verdicts), len(files), r["rc"],
                                                   " (timed out)" if r["timed_out"] else "", r["wall_s"]))
+    k["builds"] = build_summary(cache)
+    log("kevo: builds: %s" % json.dumps(k["builds"], sort_keys=True))
+    if args.kevo_no_pch_too:
+        # The same eval again without the precompiled header, side by side:
+        # a cache of its own (nothing built is shared), its references built
+        # by the eval itself (--no-prepare: the checks were done above).
+        if budget.spent():
+            k["eval_no_pch"] = {"skipped": "budget"}
+            log("kevo: eval without the PCH skipped (budget)")
+            return
+        cache2 = os.path.join(work, "kevo-cache-no-pch")
+        argv2 = argv[:argv.index("--set")]
+        argv2 += kevo_common(args, cache2) + ["build.pch=false"]
+        log("kevo: the same eval without the PCH (build.pch=false, a cache of its own)")
+        r2 = run_proc(argv2, budget.cap(args.timeout + 120 + 20 * len(files)), env=env)
+        v2, _ = parse_kevo_eval(r2["out"], files)
+        k["eval_no_pch"] = {"rc": r2["rc"], "timed_out": r2["timed_out"], "wall_s": r2["wall_s"],
+                            "verdicts": {by_file.get(f, (None, f))[1]: slim_verdict(v) for f, v in v2.items()},
+                            "builds": build_summary(cache2), "stderr": tail(r2["err"], 3000)}
+        same = sum(1 for f, v in v2.items() if f in verdicts and v.get("status") == verdicts[f].get("status"))
+        log("kevo: without the PCH: %d/%d verdicts (%d with the same status), rc %s%s, %.1f s; builds: %s" % (
+            len(v2), len(files), same, r2["rc"], " (timed out)" if r2["timed_out"] else "", r2["wall_s"],
+            json.dumps(k["eval_no_pch"]["builds"], sort_keys=True)))
+
+
+def build_summary(cache):
+    """What the build stage's records (kevo-cache/command/*/kevo_build.json)
+    say: the PCH built (by a reference's build, in the prepare, or by a
+    candidate's), how many extensions were compiled with it, the longest
+    wait for it, and the seconds of each candidate build that built
+    extensions ("candidates" counts those)."""
+    out = {"candidates": 0, "extensions": 0, "with_pch": 0, "pch_built_s": [], "pch_waited_max_s": 0.0,
+           "pch_errors": [], "build_s": []}
+    for path in sorted(glob.glob(os.path.join(cache, "command", "*", "kevo_build.json"))):
+        try:
+            with open(path) as f:
+                b = json.load(f)
+        except (OSError, ValueError):
+            continue
+        pch = b.get("pch") or {}
+        if pch.get("built_seconds") is not None:
+            out["pch_built_s"].append(pch["built_seconds"])
+        if pch.get("error"):
+            out["pch_errors"].append(pch["error"][:300])
+        if b.get("role") != "candidate" or not b.get("extensions"):
+            continue
+        out["candidates"] += 1
+        out["build_s"].append(b.get("seconds"))
+        out["pch_waited_max_s"] = max(out["pch_waited_max_s"], pch.get("waited_seconds") or 0.0)
+        for e in b.get("extensions", []):
+            out["extensions"] += 1
+            out["with_pch"] += 1 if e.get("pch") else 0
+    return out
 
 
 # ---- KernelBench's path --------------------------------------------------------------
@@ -1251,6 +1305,8 @@ def main():
     ap.add_argument("--budget-s", type=float, default=0, help="start no new step past this wall time (0: none)")
     ap.add_argument("--python", default=sys.executable, help="interpreter with torch for kevo and KernelBench")
     ap.add_argument("--kevo-set", action="append", default=[], metavar="KEY=VALUE", help="more kevo --set options")
+    ap.add_argument("--kevo-no-pch-too", action="store_true",
+                    help="after kevo's eval, the same eval with build.pch=false and a cache of its own")
     ap.add_argument("--no-sandbox", action="store_true",
                     help="kevo with sandbox.seccomp=false sandbox.namespaces=false (docs/torch.md, status on the H200)")
     ap.add_argument("--kb-gpu-arch", default="Hopper", help="KernelBench's gpu_arch (set_gpu_arch), comma-separated")

@@ -10,6 +10,7 @@
 #include "../core/test_util.hpp"
 
 #include <gtest/gtest.h>
+#include <algorithm>
 
 #include <cstdlib>
 #include <string>
@@ -140,6 +141,29 @@ TEST(TorchOptions, TheInterpreterAndTheDeviceAreCheckedWhenTheConfigIsRead) {
   EXPECT_TRUE(c.run.restart_on_breach_only);
   EXPECT_FALSE(c.run.accelerator);
   EXPECT_EQ(c.source_file, "candidate.py");
+}
+
+// The precompiled <torch/extension.h> lives in the object cache: on by
+// default, off with build.pch false (the build is told --no-pch), and a
+// value that is not a boolean is refused naming the key.
+TEST(TorchOptions, ThePrecompiledHeaderIsOnByDefaultAndBuildPchFalseTurnsItOff) {
+  if (!have_torch()) GTEST_SKIP() << KEVO_TORCH_PYTHON << " has no torch";
+  test::TempDir d;
+  const std::string cache = (d.path() / "cache").string();
+  expect_option_error(options({{"build", {{"pch", "yes"}}}}), "build/pch", "true or false");
+  const auto argv_of = [](nlohmann::json j) {
+    StrictObject obj(j, "run.json", "/backend/torch");
+    return torchb::command_options(torchb::parse_torch_options(obj)).compile->argv;
+  };
+  const auto has = [](const std::vector<std::string>& v, const std::string& a) {
+    return std::find(v.begin(), v.end(), a) != v.end();
+  };
+  const auto on = argv_of(options({{"cache_dir", cache}}));
+  EXPECT_TRUE(has(on, "--objects"));
+  EXPECT_FALSE(has(on, "--no-pch"));
+  const auto off = argv_of(options({{"cache_dir", cache}, {"build", {{"pch", false}}}}));
+  EXPECT_TRUE(has(off, "--objects"));
+  EXPECT_TRUE(has(off, "--no-pch"));
 }
 
 // torch eager (and torch.compile where torch has it) of a bundled task,

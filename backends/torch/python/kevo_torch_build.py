@@ -7,7 +7,7 @@ the candidate reaches the GPU:
 
   kevo_torch_build.py --version [--device D] [--arch A]
   kevo_torch_build.py --source FILE --out DIR --task TASK_DIR [--device cuda|cpu]
-                      [--arch 9.0] [--objects DIR] [--jobs N]
+                      [--arch 9.0] [--objects DIR [--no-pch] [--warm-pch]]
 
 It never runs the candidate. It parses it, checks it statically (imports,
 names, attributes: kevo_torch_common.check_source), reads every
@@ -23,7 +23,12 @@ builds each into OUT/ext/<key>/<name>.so with the compilers itself:
   instead of a minute;
 * each object is cached under --objects by a SHA-256 of its compiler
   command, compiler identity and source, so a child that keeps its
-  parent's C++ binding pays only for its CUDA file.
+  parent's C++ binding pays only for its CUDA file;
+* <torch/extension.h> is precompiled once per compiler command (a g++
+  PCH under --objects/pch/, built by the first build that needs it while
+  the others wait on a lock) and main.cpp is compiled with it when the
+  call's flags leave that command unchanged but for the optimisation level:
+  about half of main.cpp's time (docs/torch.md#build-stage).
 
 OUT/kevo_build.json says what was built (the judge's candidate host maps
 each load_inline call to its library by the same key) or, for a candidate
@@ -32,6 +37,7 @@ that uses what a kernel may not, why it is forbidden (the judge answers
 the reason on stdout.
 """
 import argparse
+import fcntl
 import json
 import os
 import platform
@@ -112,9 +118,13 @@ def torch_paths(fn, cuda):
 
 
 def common_flags(name, cuda):
+    """Torch's defines and include paths; with a name, TORCH_EXTENSION_NAME
+    too (nvcc's command for CUDA sources that use torch). main.cpp defines
+    the name in its text instead, so that its command is the same for every
+    extension and the precompiled header fits all of them."""
     import torch
     from torch.utils import cpp_extension as ce
-    flags = ["-DTORCH_EXTENSION_NAME=%s" % name, "-DTORCH_API_INCLUDE_EXTENSION_H",
+    flags = (["-DTORCH_EXTENSION_NAME=%s" % name] if name else []) + ["-DTORCH_API_INCLUDE_EXTENSION_H",
              "-D_GLIBCXX_USE_CXX11_ABI=%d" % int(torch._C._GLIBCXX_USE_CXX11_ABI)]
     for key in ("COMPILER_TYPE", "STDLIB", "BUILD_ABI"):
         v = getattr(torch._C, "_PYBIND11_" + key, None)
@@ -135,7 +145,7 @@ def needs_torch(cuda_sources):
 
 
 def main_cpp(call):
-    parts = ["#include <torch/extension.h>"] + call["cpp_sources"]
+    parts = ["#include <torch/extension.h>", "#define TORCH_EXTENSION_NAME %s" % call["name"]] + call["cpp_sources"]
     if call["functions"]:
         parts.append("PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {")
         for f, doc in call["functions"]:
@@ -151,9 +161,120 @@ def cxx_command(cxx, call, common):
     -O1 builds it in half the time of -O3 (torch's headers and pybind11's
     templates are most of it); a C++ part that computes asks for more in its
     extra_cflags, which come later on the line and win."""
-    level = "-O1" if call["cuda_sources"] else "-O3"
-    return [cxx, "-fPIC", "-std=c++17", level, "-w"] + common + \
-        ["-I" + p for p in call["extra_include_paths"]] + call["extra_cflags"]
+    return cxx_base(cxx, call, common) + ["-I" + p for p in call["extra_include_paths"]] + call["extra_cflags"]
+
+
+def cxx_base(cxx, call, common):
+    return [cxx, "-fPIC", "-std=c++17", "-O1" if call["cuda_sources"] else "-O3", "-w"] + common
+
+
+def pch_command(cxx, call, common):
+    """The command main.cpp can share with a precompiled <torch/extension.h>,
+    or None. g++ takes a PCH only when the command that built it matches
+    (a -D, -m or -f of the call's makes it silently ignore the PCH, or, for
+    an optimisation level that differs, g++ 12 crashed with an internal
+    error in our trials): so the PCH is built with the call's own command,
+    which may differ from the default only by a later -O level."""
+    if call["extra_include_paths"]:
+        return None
+    base = cxx_base(cxx, call, common)
+    for f in call["extra_cflags"]:
+        if f not in OPT_LEVELS:
+            return None
+        base[3] = f
+    return base
+
+
+OPT_LEVELS = ("-O0", "-O1", "-O2", "-O3", "-Os", "-Og", "-Ofast", "-O")
+PCH_HEADER = "kevo_torch_extension.h"
+PCH_WAIT_SECONDS = 300
+
+
+class Pch:
+    """Precompiled <torch/extension.h> under OBJECTS/pch/<key>/, one per
+    compiler command. The first build that needs one builds it, holding a
+    lock that the others wait on (up to PCH_WAIT_SECONDS; then they compile
+    without it), and checks that g++ takes it (`-H` marks a used PCH with
+    "!"); a PCH that failed or was refused leaves a note, so no build tries
+    it again, and every build goes on without it."""
+
+    def __init__(self, root, tools):
+        self.root = os.path.join(root, "pch") if root else None
+        self.tools = json.dumps(tools, sort_keys=True)
+        self.built_seconds = None
+        self.waited_seconds = 0.0
+        self.error = None
+
+    def header_for(self, argv, wait=True):
+        """The header to -include for main.cpp's command `argv`, or None.
+        wait=False (the warm-up): None at once when another build holds the
+        lock (it is building the PCH)."""
+        if not self.root or argv is None:
+            return None
+        key = kc.sha256_text("kevo-torch-pch-1", self.tools, json.dumps(argv))
+        d = os.path.join(self.root, key[:32])
+        header, gch, failed = os.path.join(d, PCH_HEADER), os.path.join(d, PCH_HEADER + ".gch"), os.path.join(d, "failed")
+        if os.path.exists(gch):
+            return header
+        if os.path.exists(failed):
+            return None
+        os.makedirs(d, exist_ok=True)
+        fd = os.open(os.path.join(d, "lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            t0 = time.monotonic()
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if not wait:
+                        return None
+                    if time.monotonic() - t0 > PCH_WAIT_SECONDS:
+                        self.error = "waited %d s for another build's precompiled header" % PCH_WAIT_SECONDS
+                        return None
+                    time.sleep(0.2)
+            self.waited_seconds += time.monotonic() - t0
+            if os.path.exists(gch):
+                return header
+            if os.path.exists(failed):
+                return None
+            self._build(argv, d, header, gch, failed)
+            return header if os.path.exists(gch) else None
+        finally:
+            os.close(fd)
+
+    def _build(self, argv, d, header, gch, failed):
+        t0 = time.monotonic()
+        for left in os.listdir(d):   # of a build killed while it held the lock
+            if ".gch.tmp" in left:
+                os.remove(os.path.join(d, left))
+        with open(header, "w", encoding="utf-8") as f:
+            f.write("#include <torch/extension.h>\n")
+        tmp = gch + ".tmp%d" % os.getpid()
+        r = subprocess.run(argv + ["-x", "c++-header", header, "-o", tmp],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        why = None
+        if r.returncode != 0:
+            why = "g++ could not precompile <torch/extension.h> (exit %d): %s" % (r.returncode, r.stdout[-2000:])
+        else:
+            os.replace(tmp, gch)
+            probe = os.path.join(d, "probe%d.cpp" % os.getpid())
+            with open(probe, "w", encoding="utf-8") as f:
+                f.write("int kevo_probe;\n")
+            r = subprocess.run(argv + ["-include", header, "-H", "-fsyntax-only", probe],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            os.remove(probe)
+            if not any(l.startswith("! ") and l.endswith(".gch") for l in r.stdout.splitlines()):
+                why = "g++ does not take the precompiled header it built (-H): %s" % r.stdout[-600:]
+                os.remove(gch)
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        if why:
+            self.error = why
+            with open(failed, "w", encoding="utf-8") as f:
+                f.write(why + "\n")
+        else:
+            self.built_seconds = round(time.monotonic() - t0, 3)
 
 
 def cuda_cu(call):
@@ -180,9 +301,11 @@ class ObjectCache:
         return os.path.join(self.root, key[:2], key + ".o") if self.root else None
 
 
-def start_compile(argv_without_io, source_text, src_path, obj_path, cache):
+def start_compile(argv_without_io, source_text, src_path, obj_path, cache, extra=()):
     """Starts one compile, or takes the object from the cache. Returns
-    (process or None, final object path, key)."""
+    (process or None, final object path, key). `extra` (the PCH's -include)
+    is not part of the key: it changes how long the compile takes, not the
+    object."""
     with open(src_path, "w", encoding="utf-8") as f:
         f.write(source_text)
     key = cache.key(argv_without_io, source_text)
@@ -191,7 +314,7 @@ def start_compile(argv_without_io, source_text, src_path, obj_path, cache):
         cache.hits += 1
         shutil.copyfile(cached, obj_path)
         return None, obj_path, key
-    argv = argv_without_io + ["-c", src_path, "-o", obj_path]
+    argv = argv_without_io + list(extra) + ["-c", src_path, "-o", obj_path]
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     p.kevo_argv = argv
     return p, obj_path, key
@@ -216,7 +339,17 @@ def finish_compile(p, obj_path, key, cache, what):
         os.replace(tmp, cached)
 
 
-def build_extension(call, out_dir, device, arch, tools, cache):
+def warm_pch(pch, device):
+    """Builds the PCH that a typical candidate's main.cpp takes: the tensor
+    binding of CUDA sources on a CUDA device, a C++ kernel at -O3 on the CPU
+    (no flags of the call's). kevo's torch backend asks for it when it
+    builds a task's reference (the task's prepare, before any candidate)."""
+    call = {"cuda_sources": ["-"] if device == "cuda" else [], "extra_cflags": [], "extra_include_paths": []}
+    return pch.header_for(pch_command(os.environ.get("CXX", "g++"), call, common_flags(None, device == "cuda")),
+                          wait=False)
+
+
+def build_extension(call, out_dir, device, arch, tools, cache, pch):
     from torch.utils import cpp_extension as ce
     if call["cuda_sources"] and device != "cuda":
         fail("load_inline '%s' has CUDA sources, and this task runs on the CPU (backend.torch.device %s)"
@@ -226,10 +359,9 @@ def build_extension(call, out_dir, device, arch, tools, cache):
     os.makedirs(edir, exist_ok=True)
     cuda = bool(call["cuda_sources"])
     cxx = os.environ.get("CXX", "g++")
-    cflags = cxx_command(cxx, call, common_flags(call["name"], cuda))
+    common = common_flags(None, cuda)
+    cflags = cxx_command(cxx, call, common)
     jobs = []
-    jobs.append(start_compile(cflags, main_cpp(call), os.path.join(edir, "main.cpp"), os.path.join(edir, "main.o"), cache)
-                + ("g++ on load_inline '%s' (cpp_sources)" % call["name"],))
     objs = [os.path.join(edir, "main.o")]
     if cuda:
         raw = not needs_torch(call["cuda_sources"])
@@ -245,6 +377,15 @@ def build_extension(call, out_dir, device, arch, tools, cache):
         jobs.append(start_compile(nvcc, cuda_cu(call), os.path.join(edir, "cuda.cu"), os.path.join(edir, "cuda.o"), cache)
                     + ("nvcc on load_inline '%s' (cuda_sources%s)" % (call["name"], ", without torch's headers" if raw else ""),))
         objs.append(os.path.join(edir, "cuda.o"))
+    # After nvcc has started: this may wait for another build's PCH. The
+    # object's key is the command without the PCH (the same object either way).
+    header = None
+    source = main_cpp(call)
+    if not os.path.exists(cache.path(cache.key(cflags, source)) or ""):
+        header = pch.header_for(pch_command(cxx, call, common))
+    jobs.insert(0, start_compile(cflags, source, os.path.join(edir, "main.cpp"), objs[0], cache,
+                                 ["-include", header] if header else [])
+                + ("g++ on load_inline '%s' (cpp_sources)" % call["name"],))
     for p, obj, k, what in jobs:
         finish_compile(p, obj, k, cache, what)
     libs = ["-L" + p for p in torch_paths(ce.library_paths, cuda)] + ["-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_python"]
@@ -262,7 +403,8 @@ def build_extension(call, out_dir, device, arch, tools, cache):
         except OSError:
             pass
     return {"key": key, "name": call["name"], "path": os.path.relpath(so, out_dir),
-            "functions": [f for f, _ in call["functions"]], "raw_cuda": cuda and not needs_torch(call["cuda_sources"])}
+            "functions": [f for f, _ in call["functions"]], "raw_cuda": cuda and not needs_torch(call["cuda_sources"]),
+            "pch": bool(header)}
 
 
 # Landlock (Linux 5.13+), by its system calls (the same numbers on every
@@ -360,6 +502,9 @@ def main():
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--arch", default="9.0")
     ap.add_argument("--objects", default="")
+    ap.add_argument("--no-pch", action="store_true", help="never precompile <torch/extension.h>")
+    ap.add_argument("--warm-pch", action="store_true",
+                    help="when SOURCE is the task's reference, build the usual PCH (unless another build is)")
     a = ap.parse_args()
     if a.version:
         print(json.dumps(toolchain(a.device, a.arch), sort_keys=True))
@@ -374,8 +519,13 @@ def main():
         reference = f.read()
     result = {"format": FORMAT, "role": "candidate", "forbidden": None, "extensions": [], "uses_triton": False}
     if source == reference:
-        # The task's own reference: trusted, judged as itself; nothing to build.
+        # The task's own reference: trusted, judged as itself; nothing to
+        # build but, when asked, the PCH that the candidates will want.
         result["role"] = "reference"
+        if a.warm_pch and a.objects and not a.no_pch:
+            pch = Pch(a.objects, toolchain(a.device, a.arch))
+            result["pch"] = {"warm": bool(warm_pch(pch, a.device)), "built_seconds": pch.built_seconds,
+                             "error": pch.error}
     else:
         try:
             tree = kc.check_source(source, "candidate.py", info["languages"])
@@ -395,6 +545,7 @@ def main():
             seen = set()
             tools = toolchain(a.device, a.arch) if calls else None
             cache = ObjectCache(a.objects, tools) if calls else None
+            pch = Pch("" if a.no_pch else a.objects, tools) if calls else None
             if calls:
                 # The compilers read what the sources name (#include, .incbin,
                 # -I): a file of the user's, the task's own folder with its
@@ -410,10 +561,12 @@ def main():
                 if k in seen:
                     continue
                 seen.add(k)
-                result["extensions"].append(build_extension(c, a.out, a.device, a.arch, tools, cache))
+                result["extensions"].append(build_extension(c, a.out, a.device, a.arch, tools, cache, pch))
             result["uses_triton"] = uses_triton(tree)
             if cache:
                 result["object_cache"] = {"hits": cache.hits, "built": cache.built}
+                result["pch"] = {"built_seconds": pch.built_seconds, "waited_seconds": round(pch.waited_seconds, 3),
+                                 "error": pch.error}
     result["seconds"] = round(time.monotonic() - t0, 3)
     with open(os.path.join(a.out, "kevo_build.json"), "w", encoding="utf-8") as f:
         json.dump(result, f, indent=1, sort_keys=True)

@@ -118,6 +118,7 @@ TorchOptions parse_torch_options(StrictObject& obj) {
     o.build_jobs = static_cast<int>(b->integer("jobs", 0, 0, 1024));
     o.build_wall_seconds = b->number("wall_seconds", o.build_wall_seconds, 1, 86400);
     o.build_cache = b->boolean("cache", true);
+    o.build_pch = b->boolean("pch", true);
     b->finish();
   }
   if (auto r = obj.optional_object("run")) {
@@ -186,7 +187,8 @@ nlohmann::json to_json(const TorchOptions& o) {
           {"arch", o.arch},
           {"scripts", o.scripts},
           {"pyhost", o.pyhost},
-          {"build", {{"jobs", o.build_jobs}, {"wall_seconds", o.build_wall_seconds}, {"cache", o.build_cache}}},
+          {"build",
+           {{"jobs", o.build_jobs}, {"wall_seconds", o.build_wall_seconds}, {"cache", o.build_cache}, {"pch", o.build_pch}}},
           {"run", {{"wall_seconds", o.run_wall_seconds}, {"max_requests", o.max_requests}, {"lock_dir", o.lock_dir}}},
           {"sandbox", {{"seccomp", o.seccomp}, {"namespaces", o.namespaces}}},
           {"trials", o.trials},
@@ -214,6 +216,10 @@ command::CommandOptions command_options(const TorchOptions& o) {
   if (!o.cache_dir.empty() && o.build_cache) {
     cs.argv.push_back("--objects");
     cs.argv.push_back((fs::path(o.cache_dir) / "torch-objects").string());
+    // The reference's build (a task's prepare) builds the PCH that CUDA
+    // candidates' bindings take, so the first candidates do not wait for it.
+    if (!o.build_pch) cs.argv.push_back("--no-pch");
+    else if (o.device == "cuda") cs.argv.push_back("--warm-pch");
   }
   cs.version_argv = {py, dir + "/" + kBuild, "--version", "--device", o.device, "--arch", o.arch};
   cs.wall_seconds = o.build_wall_seconds;

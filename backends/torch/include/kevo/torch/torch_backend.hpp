@@ -33,6 +33,7 @@ struct TorchOptions {
   int build_jobs = 0;               // 0: cores
   double build_wall_seconds = 900;
   bool build_cache = true;
+  bool build_pch = true;            // precompiled <torch/extension.h> in the object cache
   double run_wall_seconds = 600;    // one judgement
   int max_requests = 50;            // a judge process serves this many, then a fresh one starts
   std::string lock_dir;
