@@ -38,12 +38,12 @@ def main():
     os.makedirs(work)
     env = dict(os.environ, OPENAI_API_KEY=SECRET, KEVO_TEST_SECRET_TOKEN=SECRET)
 
-    def judge(task, paths, wall=60):
+    def judge(task, paths, wall=60, sets=()):
         """Judges the files in one `kevo eval` (one backend: its judge
         process serves them in turn): {path: verdict}."""
         argv = [kevo, "eval", task] + paths + ["--json", "--no-prepare", "--seed", "11",
                 "--set", "device=" + device, "python=" + python, "cache_dir=" + os.path.join(work, "cache"),
-                "run.wall_seconds=%d" % wall, "timing.budget_seconds=0.2", "timing.min_repeats=5"]
+                "run.wall_seconds=%d" % wall, "timing.budget_seconds=0.2", "timing.min_repeats=5"] + list(sets)
         p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=wall * len(paths) + 600)
         everything = p.stdout + p.stderr
         if SECRET in everything:
@@ -252,12 +252,14 @@ def main():
     at_load = {"forge_stage", "ready_not_an_object", "flags_not_text"}   # called by the module's top level, not by forward
     with open(os.path.join(src, "tests", "torch", "native_attacks.cpp"), encoding="utf-8") as f:
         cpp = f.read()
-    for name in native:
+    # Judged apart, in this order (below): state left for the next candidate.
+    in_order = ["leave_state", "find_state"]
+    for name in list(native) + in_order:
         body = ('import torch\nimport torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n\n'
                 'CPP = %s\n\next = load_inline(name="kevo_native_attacks", cpp_sources=[CPP], functions=%s)\n%s\n\n'
                 'class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n\n'
                 '    def forward(self, x):\n        return ext.%s(x)\n'
-                % (json.dumps(cpp), json.dumps(sorted(native)),
+                % (json.dumps(cpp), json.dumps(sorted(list(native) + in_order)),
                    "ext.%s(torch.zeros(1))\n" % name if name in at_load else "", name))
         with open(os.path.join(work, "native_%s.py" % name), "w", encoding="utf-8") as f:
             f.write(body)
@@ -351,6 +353,25 @@ def main():
         if first["status"] != "wrong_answer" or first["message"] == second["message"]:
             failures.append("partial_write.py judged twice with one seed: the same inputs (%s | %s)"
                             % (first["message"][:160], second["message"][:160]))
+    # State left for the next candidate through the judge's zygote, which
+    # a crash does not replace (run.restart_on "breach"): leave_state marks
+    # every shared mapping it may write and raises (a crash, so the zygote
+    # is kept); find_state, judged next by the same zygote (one build at a
+    # time keeps the order), finds no mark and computes honestly.
+    if not only or any(x in only for n in in_order for x in (n, "native_" + n, "native_%s.py" % n)):
+        paths = [os.path.join(work, "native_%s.py" % n) for n in in_order]
+        got = judge(softmax, paths, sets=["build.jobs=1"])
+        left, found = got.get(paths[0]), got.get(paths[1])
+        for name, v in zip(in_order, (left, found)):
+            if v:
+                results.append((name, v["status"], v.get("speedup", 0.0), v["message"][:110]))
+                print("%-34s %-14s %6.2fx  %s" % results[-1], flush=True)
+        if not left or left["status"] != "runtime_error" or "leave_state marked" not in left["message"]:
+            failures.append("native_leave_state.py: expected its own runtime_error (a crash, the zygote kept), got %s"
+                            % (left and (left["status"], left["message"][:300])))
+        if not found or found["status"] != "correct":
+            failures.append("native_find_state.py: expected correct (no mark of the candidate before), got %s"
+                            % (found and (found["status"], found["message"][:300])))
     # After every attack, the honest candidate still judged correct.
     v = judge(softmax, [os.path.join(adv, "honest.py")])[os.path.join(adv, "honest.py")]
     if v["status"] != "correct":

@@ -9,8 +9,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <csetjmp>
 #include <fcntl.h>
 #include <signal.h>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <sys/ptrace.h>
@@ -99,6 +101,107 @@ torch::Tensor read_secrets(torch::Tensor x) {
   for (auto& c : found)
     if (c == '\0') c = ';';
   throw std::runtime_error("no secret should be in here: " + found);
+}
+
+// State left for the next candidate: the judge's zygote outlives a wrong
+// answer or a crash (run.restart_on "breach"), and every judge and host is
+// forked from it, so memory that it shares with them (MAP_SHARED) would
+// carry a mark from one candidate to the next. leave_state writes a mark
+// into every shared mapping it may write and raises, saying where (a
+// crash: the zygote is kept); find_state, judged after it by the same
+// zygote, looks for the mark in every shared mapping it may read and
+// computes an honest softmax only when there is none.
+static const char kMark[] = "kevo-state-left-by-an-earlier-candidate";
+static sigjmp_buf g_fault;
+static void on_fault(int) { siglongjmp(g_fault, 1); }
+
+struct SharedMapping {
+  std::uintptr_t lo, hi;
+  bool writable;
+  std::string name;
+};
+
+static std::vector<SharedMapping> shared_mappings() {
+  std::vector<SharedMapping> out;
+  const int fd = ::open("/proc/self/maps", O_RDONLY);
+  if (fd < 0) return out;
+  std::string text;
+  char buf[65536];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream f(line);
+    std::string range, perms, off, dev, inode, name;
+    f >> range >> perms >> off >> dev >> inode;
+    std::getline(f >> std::ws, name);
+    // Shared, and not a device's registers (reading those can hang a GPU).
+    if (perms.size() < 4 || perms[3] != 's' || perms[0] != 'r' || name.rfind("/dev/", 0) == 0 &&
+        name.rfind("/dev/shm/", 0) != 0 && name.rfind("/dev/zero", 0) != 0)
+      continue;
+    const auto dash = range.find('-');
+    out.push_back({std::stoull(range.substr(0, dash), nullptr, 16), std::stoull(range.substr(dash + 1), nullptr, 16),
+                   perms[1] == 'w', name.empty() ? "[anonymous]" : name});
+  }
+  return out;
+}
+
+// Runs `body` with SIGBUS and SIGSEGV turned into a false return (a file
+// mapping past its file's end).
+template <class F>
+static bool guarded(F body) {
+  struct sigaction fault {}, old_bus {}, old_segv {};
+  fault.sa_handler = on_fault;
+  ::sigaction(SIGBUS, &fault, &old_bus);
+  ::sigaction(SIGSEGV, &fault, &old_segv);
+  bool ok = false;
+  if (sigsetjmp(g_fault, 1) == 0) {
+    body();
+    ok = true;
+  }
+  ::sigaction(SIGBUS, &old_bus, nullptr);
+  ::sigaction(SIGSEGV, &old_segv, nullptr);
+  return ok;
+}
+
+torch::Tensor leave_state(torch::Tensor x) {
+  std::string where;
+  int marked = 0;
+  const auto all = shared_mappings();
+  for (const auto& m : all) {
+    if (!m.writable || m.hi - m.lo < sizeof kMark) continue;
+    if (guarded([&] { std::memcpy(reinterpret_cast<void*>(m.lo), kMark, sizeof kMark); })) {
+      ++marked;
+      where += " " + m.name;
+    }
+  }
+  throw std::runtime_error("leave_state marked " + std::to_string(marked) + " of " + std::to_string(all.size()) +
+                           " shared mapping(s):" + where);
+}
+
+// The mapping that holds the mark, or "".
+static std::string marked_mapping() {
+  for (const auto& m : shared_mappings()) {
+    bool found = false;
+    guarded([&] {
+      found = ::memmem(reinterpret_cast<const void*>(m.lo), m.hi - m.lo, kMark, sizeof kMark) != nullptr;
+    });
+    if (found) return m.name;
+  }
+  return "";
+}
+
+torch::Tensor find_state(torch::Tensor x) {
+  // The search checked first: a mark in a shared mapping of its own is found.
+  void* own = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (own == MAP_FAILED) throw std::runtime_error("find_state: mmap(MAP_SHARED) failed");
+  std::memcpy(own, kMark, sizeof kMark);
+  const bool works = !marked_mapping().empty();
+  ::munmap(own, 4096);
+  if (!works) throw std::runtime_error("find_state: its search missed a mark in its own shared mapping");
+  const std::string where = marked_mapping();
+  if (!where.empty()) return got_through(x, ("a mark of an earlier candidate's in " + where).c_str());
+  return honest(x);
 }
 
 torch::Tensor exit_process(torch::Tensor x) {
