@@ -7,6 +7,7 @@ that runs or loads something of the candidate's choosing is refused.
 
   build_flags_test.py SOURCE_DIR
 """
+import json
 import os
 import sys
 import unittest
@@ -69,6 +70,52 @@ class BuildFlags(unittest.TestCase):
         self.assertIn("'-wrapper'", str(e.exception))
         with self.assertRaises(kc.BuildError):
             call(extra_cuda_cflags=["-Xcompiler"])
+
+
+class Version(unittest.TestCase):
+    """`--version` (run at every kevo start, its output keys the build
+    cache) names torch and the compilers without importing torch (4.2 s on
+    the H200)."""
+
+    def test_the_version_names_torch_without_importing_it(self):
+        import importlib.util
+        if importlib.util.find_spec("torch") is None:
+            self.skipTest("this Python has no torch")
+        import io
+        import runpy
+        import contextlib
+        script = os.path.join(SRC, "backends", "torch", "python", "kevo_torch_build.py")
+        before = set(sys.modules)
+        out = io.StringIO()
+        argv = sys.argv
+        sys.argv = [script, "--version", "--device", "cpu"]
+        try:
+            with contextlib.redirect_stdout(out), self.assertRaises(SystemExit) as e:
+                runpy.run_path(script, run_name="__main__")
+        finally:
+            sys.argv = argv
+        self.assertEqual(e.exception.code, 0)
+        self.assertNotIn("torch", set(sys.modules) - before)
+        v = json.loads(out.getvalue())
+        self.assertEqual(v["device"], "cpu")
+        self.assertTrue(v["torch"]["path"].endswith("torch"), v)
+        self.assertEqual(len(v["torch"]["version_py"]), 64)
+        self.assertTrue(v["cxx"])
+
+    def test_cuda_home_is_found_as_torch_finds_it(self):
+        saved = {k: os.environ.get(k) for k in ("CUDA_HOME", "CUDA_PATH")}
+        try:
+            os.environ.pop("CUDA_PATH", None)
+            os.environ["CUDA_HOME"] = SRC   # any folder that exists
+            self.assertEqual(kb.cuda_home(), SRC)
+            os.environ["CUDA_HOME"] = os.path.join(SRC, "no-such-folder")
+            self.assertIsNone(kb.cuda_home())
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
 
 if __name__ == "__main__":

@@ -94,6 +94,46 @@ def toolchain(device, arch):
     }
 
 
+def cuda_home():
+    """Where torch's cpp_extension finds CUDA, found the same way without
+    importing torch: CUDA_HOME or CUDA_PATH, else the folder above the nvcc
+    on PATH, else /usr/local/cuda when it exists."""
+    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+    if not home:
+        nvcc = shutil.which("nvcc")
+        home = os.path.dirname(os.path.dirname(nvcc)) if nvcc else "/usr/local/cuda"
+    return home if os.path.exists(home) else None
+
+
+def toolchain_identity(device, arch):
+    """What --version prints (the command backend keys its build cache by
+    it), without importing torch: on the H200 the import of
+    torch.utils.cpp_extension took 4.2 s of every kevo process's start.
+    Torch is named by its version.py (the version with its CUDA tag, the
+    git revision) and where it is; the compilers by their --version."""
+    import importlib.util
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        fail("this Python has no torch")
+    where = list(spec.submodule_search_locations)[0]
+    try:
+        with open(os.path.join(where, "version.py"), "r", encoding="utf-8", errors="replace") as f:
+            version = kc.sha256_text("torch-version-py", f.read())
+    except OSError:
+        version = "no version.py"
+    home = cuda_home() if device == "cuda" else None
+    nvcc = os.path.join(home, "bin", "nvcc") if home else shutil.which("nvcc") or "nvcc"
+    return {
+        "format": FORMAT,
+        "python": platform.python_version(),
+        "torch": {"path": os.path.realpath(where), "version_py": version},
+        "cxx": first_line([os.environ.get("CXX", "g++"), "--version"]),
+        "nvcc": tool_line([nvcc, "--version"]) if device == "cuda" else None,
+        "device": device,
+        "arch": arch,
+    }
+
+
 def python_include():
     import sysconfig
     return sysconfig.get_paths()["include"]
@@ -507,7 +547,7 @@ def main():
                     help="when SOURCE is the task's reference, build the usual PCH (unless another build is)")
     a = ap.parse_args()
     if a.version:
-        print(json.dumps(toolchain(a.device, a.arch), sort_keys=True))
+        print(json.dumps(toolchain_identity(a.device, a.arch), sort_keys=True))
         return 0
     if not (a.source and a.out and a.task):
         ap.error("--source, --out and --task are required")
