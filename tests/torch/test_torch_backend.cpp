@@ -13,10 +13,14 @@
 #include <algorithm>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace kevo {
 namespace {
+
+namespace fs = std::filesystem;
 
 const char* kReference =
     "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n        return x * 2\n\n\n"
@@ -164,6 +168,58 @@ TEST(TorchOptions, ThePrecompiledHeaderIsOnByDefaultAndBuildPchFalseTurnsItOff) 
   const auto off = argv_of(options({{"cache_dir", cache}, {"build", {{"pch", false}}}}));
   EXPECT_TRUE(has(off, "--objects"));
   EXPECT_TRUE(has(off, "--no-pch"));
+}
+
+// The interpreter probe (an `import torch`, about 4 s of every kevo start on
+// the H200) is remembered in the cache when it passed, and run again when
+// torch's version.py changes; a probe that failed is never remembered.
+TEST(TorchOptions, AProbeThatPassedIsRememberedUntilTorchsVersionFileChanges) {
+  if (!have_torch()) GTEST_SKIP() << KEVO_TORCH_PYTHON << " has no torch";
+  test::TempDir d;
+  const auto wrapper = [&](const std::string& name, const std::string& body) {
+    const fs::path p = d.path() / name;
+    std::ofstream(p) << "#!/bin/sh\necho run >> '" << (d.path() / (name + ".count")).string() << "'\n" << body << "\n";
+    fs::permissions(p, fs::perms::owner_all);
+    return p.string();
+  };
+  const auto runs = [&](const std::string& name) {
+    std::ifstream f(d.path() / (name + ".count"));
+    int n = 0;
+    for (std::string line; std::getline(f, line);) ++n;
+    return n;
+  };
+  const std::string py = wrapper("py", std::string("exec ") + KEVO_TORCH_PYTHON + " \"$@\"");
+  const std::string cache = (d.path() / "cache").string();
+  const auto parse = [&](const std::string& python) {
+    nlohmann::json j = options({{"python", python}, {"cache_dir", cache}});
+    StrictObject obj(j, "run.json", "/backend/torch");
+    return torchb::parse_torch_options(obj);
+  };
+  parse(py);
+  parse(py);
+  EXPECT_EQ(runs("py"), 1);
+  // The memo names torch's version.py with its size and mtime: pointed at a
+  // file of ours, it holds while the file is unchanged.
+  std::vector<fs::path> memos;
+  for (const auto& e : fs::directory_iterator(fs::path(cache) / "torch-probe")) memos.push_back(e.path());
+  ASSERT_EQ(memos.size(), 1u);
+  nlohmann::json memo = nlohmann::json::parse(std::ifstream(memos[0]));
+  const fs::path version = d.path() / "version.py";
+  std::ofstream(version) << "__version__ = 'a'\n";
+  memo["torch_version_file"] = version.string();
+  memo["torch_version_stamp"] = std::to_string(fs::file_size(version)) + ":" +
+                                std::to_string(fs::last_write_time(version).time_since_epoch().count());
+  std::ofstream(memos[0]) << memo.dump();
+  parse(py);
+  EXPECT_EQ(runs("py"), 1);
+  std::ofstream(version) << "__version__ = 'torch upgraded in place'\n";
+  parse(py);
+  EXPECT_EQ(runs("py"), 2);
+  // A probe that failed: asked again every time.
+  const std::string broken = wrapper("broken", "echo '{\"torch\": null, \"error\": \"no torch here\"}'; exit 1");
+  EXPECT_THROW(parse(broken), InputError);
+  EXPECT_THROW(parse(broken), InputError);
+  EXPECT_EQ(runs("broken"), 2);
 }
 
 // torch eager (and torch.compile where torch has it) of a bundled task,

@@ -3275,6 +3275,9 @@ def probe(args):
     try:
         import torch as t
         out["torch"] = t.__version__
+        # kevo remembers a probe that passed until this file changes (a
+        # torch upgraded in place is probed again).
+        out["torch_version_file"] = os.path.join(os.path.dirname(os.path.abspath(t.__file__)), "version.py")
         out["cuda"] = bool(t.cuda.is_available()) if args.device == "cuda" else False
         if out["cuda"]:
             out["device_name"] = t.cuda.get_device_name()

@@ -3,6 +3,7 @@
 #include "kevo/torch/torch_backend.hpp"
 
 #include "kevo/core/error.hpp"
+#include "kevo/core/hash.hpp"
 #include "kevo/core/process.hpp"
 #include "kevo/core/text.hpp"
 #include "kevo/core/verdict_text.hpp"
@@ -12,7 +13,11 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <optional>
 #include <random>
+
+#include <unistd.h>
 
 namespace kevo::torchb {
 
@@ -55,7 +60,79 @@ std::string python_path(const TorchOptions& o) {
   return found.empty() ? o.python : found;
 }
 
-// One line of JSON from `python kevo_torch_eval.py --probe`.
+// A file's identity for a memo's key or check: its size and mtime ("-" if
+// it cannot be read).
+std::string file_stamp(const fs::path& p) {
+  std::error_code ec;
+  const auto size = fs::file_size(p, ec);
+  if (ec) return "-";
+  const auto t = fs::last_write_time(p, ec);
+  if (ec) return "-";
+  return std::to_string(size) + ":" + std::to_string(t.time_since_epoch().count());
+}
+
+std::string read_small(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::string s(4096, '\0');
+  f.read(s.data(), static_cast<std::streamsize>(s.size()));
+  s.resize(static_cast<std::size_t>(f.gcount()));
+  return s;
+}
+
+// Where a probe that passed is remembered: cache_dir/torch-probe/<key>.json.
+// The key holds what decides the probe's answer and can be read without
+// running Python: the interpreter (its real path, size and mtime), the
+// judge's script, the device, the environment the probe gets, the host,
+// its boot and its GPU driver. The entry holds torch's version.py with its
+// size and mtime, checked when it is used. A probe that failed is never
+// remembered (its error is worth reading fresh).
+fs::path probe_memo(const TorchOptions& o, const std::string& py, const fs::path& script,
+                    const std::vector<std::string>& env) {
+  if (o.cache_dir.empty()) return {};
+  std::error_code ec;
+  const fs::path real = fs::canonical(py, ec);
+  std::string material = "kevo-torch-probe-1\npython " + (ec ? py : real.string()) + " " +
+                         file_stamp(ec ? fs::path(py) : real) + "\nscript " + script.string() + " " +
+                         file_stamp(script) + "\ndevice " + o.device + "\n";
+  for (const auto& e : env) material += "env " + e + "\n";
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  material += std::string("host ") + host + "\nboot " + read_small("/proc/sys/kernel/random/boot_id") + "\ndriver " +
+              read_small("/proc/driver/nvidia/version") + "\n";
+  return fs::path(o.cache_dir) / "torch-probe" / (sha256_hex(material) + ".json");
+}
+
+// The remembered probe, if it is there and torch's version.py is as it was.
+std::optional<nlohmann::json> recall_probe(const fs::path& memo) {
+  if (memo.empty()) return std::nullopt;
+  std::ifstream f(memo);
+  if (!f) return std::nullopt;
+  nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
+  if (!j.is_object() || !j.contains("torch_version_file") || !j["torch_version_file"].is_string() ||
+      j.value("torch_version_stamp", std::string()) != file_stamp(j["torch_version_file"].get<std::string>()))
+    return std::nullopt;
+  return j;
+}
+
+void remember_probe(const fs::path& memo, nlohmann::json j) {
+  if (memo.empty() || !j.contains("torch_version_file") || !j["torch_version_file"].is_string()) return;
+  j["torch_version_stamp"] = file_stamp(j["torch_version_file"].get<std::string>());
+  std::error_code ec;
+  fs::create_directories(memo.parent_path(), ec);
+  if (ec) return;   // a memo is an optimisation: no cache, no memo
+  const fs::path tmp = memo.string() + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp);
+    f << j.dump() << "\n";
+    if (!f) return;
+  }
+  fs::rename(tmp, memo, ec);
+  if (ec) fs::remove(tmp, ec);
+}
+
+// One line of JSON from `python kevo_torch_eval.py --probe`, or the same
+// remembered (probe_memo): its `import torch` took about 4 s of every kevo
+// start on the H200.
 nlohmann::json probe(const TorchOptions& o, StrictObject& obj) {
   const std::string py = python_path(o);
   if (py.find('/') == std::string::npos)
@@ -64,13 +141,17 @@ nlohmann::json probe(const TorchOptions& o, StrictObject& obj) {
   std::error_code ec;
   if (!fs::is_regular_file(script, ec))
     obj.fail("scripts", "a folder holding " + std::string(kEval) + " (" + script.string() + " is missing)");
+  std::vector<std::string> env;
+  for (const char* n : {"PATH", "HOME", "LANG"})
+    if (const char* v = std::getenv(n)) env.push_back(std::string(n) + "=" + v);
+  for (const auto& n : kPassEnv)
+    if (const char* v = std::getenv(n.c_str())) env.push_back(n + "=" + v);
+  const fs::path memo = probe_memo(o, py, script, env);
+  if (auto j = recall_probe(memo)) return *j;
   sb::ScratchDir s = sb::ScratchDir::create(sb::default_scratch_base(), "kevo-torch-probe");
   sb::Spec spec;
   spec.argv = {py, script.string(), "--probe", "--device", o.device};
-  for (const char* n : {"PATH", "HOME", "LANG"})
-    if (const char* v = std::getenv(n)) spec.env.push_back(std::string(n) + "=" + v);
-  for (const auto& n : kPassEnv)
-    if (const char* v = std::getenv(n.c_str())) spec.env.push_back(n + "=" + v);
+  spec.env = env;
   spec.env.push_back("TMPDIR=" + s.path().string());
   spec.cwd = s.path();
   spec.limits.wall_seconds = 180;
@@ -84,6 +165,7 @@ nlohmann::json probe(const TorchOptions& o, StrictObject& obj) {
   if (o.device == "cuda" && !j.value("cuda", false))
     obj.fail("device", "\"cpu\" on a machine where torch sees no GPU (torch " + j.value("torch", std::string("?")) +
                            " under " + py + ": torch.cuda.is_available() is false)");
+  remember_probe(memo, j);
   return j;
 }
 
