@@ -284,6 +284,23 @@ torch::Tensor forge_store(torch::Tensor x) {
   return x;
 }
 
+// Replaces the host's os.read/os.write so that `action` (Python, indented
+// 8 spaces, after `prelude`) runs before each reply to a null call of the
+// judge's (it reads b"n", the host writes b"d").
+static void before_null_replies(const std::string& prelude, const char* action) {
+  pybind11::exec(prelude +
+                 "_rd, _wr, _last = os.read, os.write, [b'']\n"
+                 "def _read(fd, n):\n"
+                 "    b = _rd(fd, n)\n"
+                 "    _last[0] = b\n"
+                 "    return b\n"
+                 "def _write(fd, data):\n"
+                 "    if data == b'd' and _last[0] == b'n':\n" +
+                 action +
+                 "    return _wr(fd, data)\n"
+                 "os.read, os.write = _read, _write\n");
+}
+
 // Delays only its replies to the judge's null calls, so that the null round
 // trip the judge subtracts from every timed call grows past the calls
 // themselves (a judge that trusted it measured 1 ns: 5.4 million x).
@@ -291,18 +308,7 @@ torch::Tensor null_inflate(torch::Tensor x) {
   static bool done = false;
   if (!done) {
     done = true;
-    pybind11::exec(
-        "import os, time\n"
-        "_rd, _wr, _last = os.read, os.write, [b'']\n"
-        "def _read(fd, n):\n"
-        "    b = _rd(fd, n)\n"
-        "    _last[0] = b\n"
-        "    return b\n"
-        "def _write(fd, data):\n"
-        "    if data == b'd' and _last[0] == b'n':\n"
-        "        time.sleep(0.03)\n"
-        "    return _wr(fd, data)\n"
-        "os.read, os.write = _read, _write\n");
+    before_null_replies("import os, time\n", "        time.sleep(0.03)\n");
   }
   return softmax_rows(x);
 }
@@ -320,33 +326,24 @@ torch::Tensor null_load(torch::Tensor x) {
   static bool done = false;
   if (!done) {
     done = true;
-    pybind11::exec(std::string(
-        "import os, threading, time, torch\n"
-        "_rd, _wr, _last, _gpu = os.read, os.write, [b''], ") + (x.is_cuda() ? "True" : "False") + "\n"
-        "_keep = []\n"
-        "def _spin():\n"
-        "    t = time.monotonic()\n"
-        "    while time.monotonic() - t < 0.05:\n"
-        "        pass\n"
-        "def _load():\n"
-        "    if _gpu:\n"
-        "        s = torch.cuda.Stream()\n"
-        "        with torch.cuda.stream(s):\n"
-        "            a = torch.ones(4096, 4096, device='cuda')\n"
-        "            for _ in range(20):\n"
-        "                a = a @ a\n"
-        "        _keep[:] = [s, a]\n"
-        "    else:\n"
-        "        threading.Thread(target=_spin, daemon=True).start()\n"
-        "def _read(fd, n):\n"
-        "    b = _rd(fd, n)\n"
-        "    _last[0] = b\n"
-        "    return b\n"
-        "def _write(fd, data):\n"
-        "    if data == b'd' and _last[0] == b'n':\n"
-        "        _load()\n"
-        "    return _wr(fd, data)\n"
-        "os.read, os.write = _read, _write\n");
+    before_null_replies(std::string("import os, threading, time, torch\n_gpu = ") + (x.is_cuda() ? "True" : "False") +
+                            "\n"
+                            "_keep = []\n"
+                            "def _spin():\n"
+                            "    t = time.monotonic()\n"
+                            "    while time.monotonic() - t < 0.05:\n"
+                            "        pass\n"
+                            "def _load():\n"
+                            "    if _gpu:\n"
+                            "        s = torch.cuda.Stream()\n"
+                            "        with torch.cuda.stream(s):\n"
+                            "            a = torch.ones(4096, 4096, device='cuda')\n"
+                            "            for _ in range(20):\n"
+                            "                a = a @ a\n"
+                            "        _keep[:] = [s, a]\n"
+                            "    else:\n"
+                            "        threading.Thread(target=_spin, daemon=True).start()\n",
+                        "        _load()\n");
   }
   return softmax_rows(x);
 }
