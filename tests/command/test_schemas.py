@@ -52,7 +52,7 @@ REQUEST = {
     "trials": 3,
     "timing": True,
     "timing_options": {"warmup": 1, "min_repeats": 5, "max_repeats": 100, "budget_seconds": 0.25,
-                       "max_iqr_fraction": 0.25},
+                       "max_iqr_fraction": 0.25, "max_ci_fraction": 0},
     "wall_seconds": 60,
     "task": {
         "name": "vadd", "function": "vadd", "dir": "/abs/configs/tasks/opencl/vadd",

@@ -5,7 +5,8 @@ the one step of its host's outside its timed calls that sees their inputs
 before the timed calls (the paired differences' median, charged only when
 clear of three standard errors of a median and of the floor); and the null
 round trip subtracted from every timed call (Judge.calibrate), which a
-moment of load must not inflate.
+moment of load must not inflate; and the rule that re-times a shape and
+flags it unstable (is_unstable: the median's 95% interval).
 
   charges_test.py SOURCE_DIR
 """
@@ -50,6 +51,64 @@ class PrimeExcess(unittest.TestCase):
 
     def test_no_pairs_charge_nothing(self):
         self.assertEqual(ev.prime_excess([]), 0.0)
+
+
+class MedianInterval(unittest.TestCase):
+    """The rule that decides whether a shape's timing is re-timed and then
+    flagged unstable (is_unstable): the median's 95% interval, not the IQR."""
+
+    RULE = {"max_ci_fraction": 0.05, "max_iqr_fraction": 0.0}
+
+    @staticmethod
+    def spread_around(median, iqr_share, n, seed=7):
+        # n timings (ns) whose IQR is about iqr_share of their median.
+        import random
+        rng = random.Random(seed)
+        sd = iqr_share * median / 1.349
+        return [max(1.0, rng.gauss(median, sd)) for _ in range(n)]
+
+    def test_the_interval_covers_the_median_about_95_percent_of_the_time(self):
+        import random
+        rng = random.Random(11)
+        hits, reps = 0, 2000
+        for _ in range(reps):
+            lo, hi = ev.median_interval([rng.gauss(0.0, 1.0) for _ in range(61)])
+            hits += lo <= 0.0 <= hi
+        self.assertGreater(hits / reps, 0.93)
+        self.assertLess(hits / reps, 0.985)
+
+    def test_many_pairs_with_a_wide_iqr_are_stable(self):
+        # The GPU's case: IQR 30% of a 300 us median, 400 pairs: the median
+        # known to about 3%. The old rule (IQR over 10%) flagged it.
+        ref = self.spread_around(300 * US, 0.3, 400, seed=1)
+        cand = self.spread_around(250 * US, 0.3, 400, seed=2)
+        self.assertGreater(ev.spread(cand)[0], 0.2)
+        self.assertLess(ev.spread(cand)[1], 0.05)
+        self.assertFalse(ev.is_unstable(cand, ref, self.RULE))
+        self.assertTrue(ev.is_unstable(cand, ref, {"max_ci_fraction": 0.0, "max_iqr_fraction": 0.1}))
+
+    def test_few_pairs_with_the_same_spread_are_unstable(self):
+        ref = self.spread_around(300 * US, 0.3, 12, seed=3)
+        cand = self.spread_around(250 * US, 0.3, 12, seed=4)
+        self.assertGreater(ev.spread(cand)[1], 0.05)
+        self.assertTrue(ev.is_unstable(cand, ref, self.RULE))
+
+    def test_one_unstable_side_is_enough(self):
+        steady = [100 * US + (k % 5) * 0.1 * US for k in range(200)]
+        self.assertFalse(ev.is_unstable(steady, steady, self.RULE))
+        self.assertTrue(ev.is_unstable(steady, self.spread_around(100 * US, 0.3, 12, seed=5), self.RULE))
+        self.assertTrue(ev.is_unstable(self.spread_around(100 * US, 0.3, 12, seed=5), steady, self.RULE))
+
+    def test_two_groups_split_evenly_are_unstable(self):
+        # Half the calls at 100 us and half at 200 us: the median is either.
+        two = [100 * US] * 100 + [200 * US] * 100
+        self.assertTrue(ev.is_unstable(two, [150 * US] * 200, self.RULE))
+
+    def test_no_rule_flags_nothing_and_the_verdict_names_the_rule(self):
+        wild = self.spread_around(100 * US, 2.0, 5, seed=6)
+        self.assertFalse(ev.is_unstable(wild, wild, {"max_ci_fraction": 0.0, "max_iqr_fraction": 0.0}))
+        self.assertIn("+-5%", ev.unstable_rule(self.RULE))
+        self.assertIn("IQR over 10%", ev.unstable_rule({"max_ci_fraction": 0, "max_iqr_fraction": 0.1}))
 
 
 class FakeHost:

@@ -24,8 +24,9 @@ BUILD = os.path.join(SRC, "backends", "torch", "python", "kevo_torch_build.py")
 TASK = os.path.join(SRC, "configs", "tasks", "torch", "torch_scale_bias_relu")
 sys.path.insert(0, os.path.join(SRC, "backends", "torch", "python"))
 sys.dont_write_bytecode = True
-import kevo_torch_common as kc  # noqa: E402
 import kevo_torch_build as kb  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from build_flags_test import call  # noqa: E402  (a load_inline call as the build stage reads it)
 
 
 def candidate(name, factor):
@@ -60,10 +61,6 @@ def call_library(out, record, x):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.scale(x)
-
-
-def call(**flags):
-    return kc.normalise_load_inline(dict({"name": "ext", "cpp_sources": "int f();", "functions": []}, **flags))
 
 
 class PchCommand(unittest.TestCase):

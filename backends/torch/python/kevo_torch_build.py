@@ -341,14 +341,15 @@ class ObjectCache:
         return os.path.join(self.root, key[:2], key + ".o") if self.root else None
 
 
-def start_compile(argv_without_io, source_text, src_path, obj_path, cache, extra=()):
+def start_compile(argv_without_io, source_text, src_path, obj_path, cache, extra=(), key=None):
     """Starts one compile, or takes the object from the cache. Returns
     (process or None, final object path, key). `extra` (the PCH's -include)
     is not part of the key: it changes how long the compile takes, not the
-    object."""
+    object. `key`: cache.key(argv_without_io, source_text), when the caller
+    has it."""
     with open(src_path, "w", encoding="utf-8") as f:
         f.write(source_text)
-    key = cache.key(argv_without_io, source_text)
+    key = key or cache.key(argv_without_io, source_text)
     cached = cache.path(key)
     if cached and os.path.exists(cached):
         cache.hits += 1
@@ -421,10 +422,11 @@ def build_extension(call, out_dir, device, arch, tools, cache, pch):
     # object's key is the command without the PCH (the same object either way).
     header = None
     source = main_cpp(call)
-    if not os.path.exists(cache.path(cache.key(cflags, source)) or ""):
+    main_key = cache.key(cflags, source)
+    if not os.path.exists(cache.path(main_key) or ""):
         header = pch.header_for(pch_command(cxx, call, common))
     jobs.insert(0, start_compile(cflags, source, os.path.join(edir, "main.cpp"), objs[0], cache,
-                                 ["-include", header] if header else [])
+                                 ["-include", header] if header else [], key=main_key)
                 + ("g++ on load_inline '%s' (cpp_sources)" % call["name"],))
     for p, obj, k, what in jobs:
         finish_compile(p, obj, k, cache, what)

@@ -74,6 +74,7 @@ FEEDBACK_CAP = 3000
 NULL_CALLS = 15
 SPOT_ELEMENTS = 64   # elements of each output compared after every timed call on the CPU (Judge.spot_check)
 SETUP_SECONDS = 90.0   # a host's set-up: device, sandbox, the program's module
+NEXT_READY_SECONDS = 30.0   # the longest a judgement's timing waits for the judge forked ahead to set up
 FLUSH_BYTES = 256 << 20
 # A probe of the GPU (a tiny kernel and a synchronize, on the judge's own
 # context) that took no longer than 1.5 times its idle median plus this
@@ -114,6 +115,56 @@ def quantile(values, q):
     lo = int(math.floor(pos))
     hi = min(lo + 1, len(v) - 1)
     return v[lo] * (1.0 - (pos - lo)) + v[hi] * (pos - lo)
+
+
+def median_interval(values, z=1.96):
+    """A distribution-free confidence interval of the median (about 95% at
+    z = 1.96): the order statistics at ranks n/2 -+ z*sqrt(n)/2 (the
+    binomial's normal approximation), clamped to the sample."""
+    v = sorted(values)
+    n = len(v)
+    if n == 0:
+        return 0.0, 0.0
+    half = z * math.sqrt(n) / 2.0
+    lo = max(1, int(math.floor(n / 2.0 - half)))        # 1-based ranks
+    hi = min(n, int(math.ceil(1 + n / 2.0 + half)))
+    return v[lo - 1], v[hi - 1]
+
+
+def spread(values):
+    """(IQR / median, half the median's interval / median) of timings."""
+    m = quantile(values, 0.5)
+    if m <= 0:
+        return 0.0, 0.0
+    lo, hi = median_interval(values)
+    return (quantile(values, 0.75) - quantile(values, 0.25)) / m, (hi - lo) / (2.0 * m)
+
+
+def is_unstable(cand_ns, ref_ns, topt):
+    """A shape's timing is unstable when either side's median is not known
+    well enough: its 95% interval wider than +-max_ci_fraction of it (the
+    default rule), or (when set above 0) its IQR over max_iqr_fraction of it.
+    On the GPU the IQR is about 30% of the median for every candidate (the
+    host's round trip is in every sample) while the median of a few hundred
+    pairs is known to a few percent: the IQR rule flagged, and re-timed,
+    every GPU timing."""
+    max_ci = float(topt.get("max_ci_fraction", 0.0) or 0.0)
+    max_iqr = float(topt.get("max_iqr_fraction", 0.0) or 0.0)
+    for xs in (cand_ns, ref_ns):
+        iqr_frac, ci_frac = spread(xs)
+        if (max_ci > 0 and ci_frac > max_ci) or (max_iqr > 0 and iqr_frac > max_iqr):
+            return True
+    return False
+
+
+def unstable_rule(topt):
+    """How the verdict names the stability rule that flagged a timing."""
+    parts = []
+    if float(topt.get("max_ci_fraction", 0.0) or 0.0) > 0:
+        parts.append("the median's 95%% interval wider than +-%g%% of it" % (100 * float(topt["max_ci_fraction"])))
+    if float(topt.get("max_iqr_fraction", 0.0) or 0.0) > 0:
+        parts.append("IQR over %g%% of the median" % (100 * float(topt["max_iqr_fraction"])))
+    return " or ".join(parts) or "no rule"
 
 
 def derive_seed(*parts):
@@ -548,6 +599,23 @@ def host_main(role, sock_fd, in_fd, viol_fd, opts):
             # holds nothing of the judge's; the policy forbids it ptrace and
             # /proc of others, and its PID namespace hides them.
             ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)   # PR_SET_DUMPABLE
+        if cuda and role == "candidate":
+            # The op recorder's first use on the GPU imports hundreds of
+            # torch's modules (dynamo, inductor, sympy), and something among
+            # them makes system calls the policy forbids (a socket on the
+            # H200): the recorder is made and used once here, before the
+            # policy and before the program (a host set up ahead of its
+            # request does this while the previous judgement runs), on the
+            # kinds of work a candidate's forward does.
+            mark("recorder")
+            st.recorder = Recorder()
+            with torch.no_grad(), st.recorder.mode:
+                t = torch.ones(8, 8, device=st.device)
+                (torch.exp(t - t.max(dim=1, keepdim=True).values) / t.sum(dim=1, keepdim=True)).relu_()
+                with torch.cuda.stream(torch.cuda.Stream()):
+                    (t @ t).add_(1)
+            sync()
+            st.recorder.ops.clear()
         mark("arenas")
         st.in_mem = Shared("in", in_fd, writable=False)
         # Until the judge has read its request (seconds, or as long as the
@@ -561,21 +629,6 @@ def host_main(role, sock_fd, in_fd, viol_fd, opts):
             import torch.utils.cpp_extension as ce
             shim = shim_load_inline(program["build"], program.get("extensions", []))
             ce.load_inline = shim
-        if cuda and program["kind"] == "candidate":
-            # The op recorder's first use on the GPU imports hundreds of
-            # torch's modules (dynamo, inductor, sympy), and something among
-            # them makes system calls the policy forbids (a socket on the
-            # H200): the recorder is made and used once here, before the
-            # policy, on the kinds of work a candidate's forward does.
-            mark("recorder")
-            st.recorder = Recorder()
-            with torch.no_grad(), st.recorder.mode:
-                t = torch.ones(8, 8, device=st.device)
-                (torch.exp(t - t.max(dim=1, keepdim=True).values) / t.sum(dim=1, keepdim=True)).relu_()
-                with torch.cuda.stream(torch.cuda.Stream()):
-                    (t @ t).add_(1)
-            sync()
-            st.recorder.ops.clear()
         if sandboxed and opts.get("seccomp"):
             mark("policy")
             lock = lockdown(opts, isolation, viol_fd)
@@ -1221,6 +1274,27 @@ class Host:
             elif line.startswith("sandbox violation") and not self.violation:
                 self.violation = line.strip()
 
+    def set_up(self, seconds):
+        """Whether the host reached its wait for a program (its side pipe's
+        "stage program") within `seconds`: a host forked ahead of its
+        request (run_request) is then ready but for its program."""
+        deadline = time.monotonic() + seconds
+        while "stage program" not in self.side:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            try:
+                r, _, _ = select.select([self.viol_r], [], [], left)
+                if not r:
+                    return False
+                chunk = os.read(self.viol_r, 4096)
+            except OSError:
+                return False
+            if not chunk:
+                return False
+            self.side += chunk.decode("utf-8", "replace")
+        return True
+
     def nothing_waiting(self, what):
         """Before a message: no byte of the host's may be waiting on its
         socket. Nothing in a reply names the message it answers, so a host
@@ -1597,6 +1671,10 @@ class PhaseClock:
         self.steps = [("wait", self.t0 - since)] if since is not None else []
         self.parts = {}
         self.scope = ""   # "timing." once the timing began: its parts apart
+        # Moments on the system's monotonic clock (comparable between the
+        # judges of one evaluator): when its set-up began and ended, when
+        # its request was read, when its timing began, when it ended.
+        self.at = {}
 
 
     def mark(self, name):
@@ -1612,7 +1690,8 @@ class PhaseClock:
         total = time.monotonic() - self.t0
         steps = " ".join("%s=%.3f" % kv for kv in self.steps)
         parts = " ".join("%s=%.3f" % kv for kv in sorted(self.parts.items()))
-        return "kevo-torch-judge phases: total=%.3f | %s | %s" % (total, steps, parts)
+        at = " ".join("%s=%.6f" % kv for kv in sorted(self.at.items()))
+        return "kevo-torch-judge phases: total=%.3f | %s | %s | at %s" % (total, steps, parts, at)
 
 
 def timed_part(name):
@@ -1630,13 +1709,56 @@ def timed_part(name):
     return wrap
 
 
+class GpuKit:
+    """The judge's own GPU set-up, made before its request is read when its
+    hosts are forked ahead (run_request): the context, the L2 flush and probe
+    buffers, the mask generator, and the kernels a judgement launches
+    (comparison in float64, the keystream, input draws) loaded by a first
+    launch on a few elements (CUDA loads a kernel at its first launch: the
+    comparisons of a judgement's first trial took about 0.2 s on the H200).
+    Nothing here depends on the request."""
+
+    def __init__(self):
+        torch.cuda.set_device(0)
+        dev = torch.device("cuda", 0)
+        self.flush_buf = torch.empty(FLUSH_BYTES // 4, dtype=torch.float32, device=dev)
+        self.probe_buf = torch.zeros(256, dtype=torch.float32, device=dev)
+        self.mask_gen = torch.Generator(device=dev)
+        props = torch.cuda.get_device_properties(0)
+        self.device_name = "%s (%d SMs)" % (props.name, props.multi_processor_count)
+        tol = {"atol": 1e-5, "rtol": 1e-5, "rel_l2": 1e-5}
+        a = torch.randn(64, device=dev)
+        torch.rand(64, device=dev)
+        torch.randint(0, 8, (64,), device=dev)
+        b = a.clone()
+        b[3] = float("nan")
+        for dt in (torch.float32, torch.float16, torch.bfloat16):
+            compare(a.to(dt), a.to(dt), tol)
+            compare(a.to(dt), b.to(dt), tol)
+        compare(a.to(torch.int64), a.to(torch.int64), tol)
+        words = torch.empty(64, dtype=torch.int64, device=dev)
+        torch.bitwise_xor(words, keystream(self.mask_gen, fresh_key(), words), out=words)
+        self.flush_buf.zero_()
+        self.probe_buf.add_(1.0)
+        torch.cuda.synchronize()
+
+
 class Judge:
-    def __init__(self, req, opts, out, waiting_since=None, spare=None):
+    def __init__(self, req, opts, out, waiting_since=None, spare=None, trusted=(), gpu=None, next_ready=None):
         self.phases = PhaseClock(waiting_since)
         self.req = req
         # (Host, its output file, the input file): the candidate's host,
         # forked before the request was read (run_request).
         self.spare = spare
+        # The reference's host forked blank before the request, and the
+        # judge's GPU set-up made then (GpuKit): a judge forked ahead
+        # (serve) did that while the previous judgement ran.
+        self.trusted = list(trusted)
+        self.gpu = gpu
+        # The pipe on which the judge forked ahead of this one says it is
+        # set up: its processes start their CUDA contexts, which must not
+        # overlap this judgement's timing (Judge.timing waits for it).
+        self.next_ready = next_ready
         self.opts = opts
         self.out = out
         self.nonce = req["nonce"]
@@ -2250,14 +2372,15 @@ class Judge:
             # not find their device memory taken (the GPU red team: a
             # candidate that took the free memory before its end failed the
             # next judgement's allocations).
-            for h in self.hosts:
+            for h in self.hosts + self.trusted:
                 h.kill()
-            for h in self.hosts:
+            for h in self.hosts + self.trusted:
                 h.reap()
         if self.device_name:
             v["device"] = self.device_name
         if os.environ.get("KEVO_TORCH_JUDGE_PHASES"):
             self.phases.mark("end")
+            self.phases.at["end"] = time.monotonic()
             write_all(2, (self.phases.line() + "\n").encode())
         if v["status"] not in ("correct", "internal_error") and self.at_shape is not None \
                 and self.at_shape["kind"] == "hidden":
@@ -2358,8 +2481,15 @@ class Judge:
         if program is not None and role == "candidate" and spare is not None:
             cand, spare = spare, None
         elif program is not None:
-            # torch.compile's baseline (trusted code, not sandboxed), or no
-            # spare: forked now.
+            # torch.compile's baseline (trusted code, not sandboxed; kevo
+            # measures baselines with --baselines, a judge of its own), or
+            # no spare: forked now, which a process that has used CUDA
+            # cannot do.
+            if self.gpu is not None:
+                if spare is not None:
+                    spare.kill()
+                raise Verdict("internal_error", "this judge made its GPU set-up before its request and cannot fork "
+                              "a %s host now (baselines are measured with --baselines)" % role)
             cand = spawn_host(role, dict(self.opts, isolate=self.opts.get("isolate") and role == "candidate"),
                               self.in_mem)
         if spare is not None:
@@ -2369,7 +2499,12 @@ class Judge:
             self.isolation = cand.isolation
             if not self.cuda:
                 cand.send_program(program)
-        ref = spawn_host("reference", dict(self.opts, isolate=False), self.in_mem)
+        ref = self.trusted.pop(0) if self.trusted else spawn_host("reference", dict(self.opts, isolate=False),
+                                                                     self.in_mem)
+        for h in self.trusted:
+            h.kill()
+            h.reap()
+        self.trusted = []
         self.hosts.append(ref)
         ref.send_program(ref_prog)
         self.phases.mark("hosts")
@@ -2378,12 +2513,11 @@ class Judge:
             for h in self.hosts:
                 h.spin_s = JUDGE_SPIN_S
                 h.masked = True
-            torch.cuda.set_device(0)
-            self.flush_buf = torch.empty(FLUSH_BYTES // 4, dtype=torch.float32, device=self.device)
-            self.probe_buf = torch.zeros(256, dtype=torch.float32, device=self.device)
-            self.mask_gen = torch.Generator(device=self.device)
-            props = torch.cuda.get_device_properties(0)
-            self.device_name = "%s (%d SMs)" % (props.name, props.multi_processor_count)
+            # Made before the request when this judge was forked ahead; now
+            # otherwise (every host is forked by now).
+            kit = self.gpu or GpuKit()
+            self.flush_buf, self.probe_buf = kit.flush_buf, kit.probe_buf
+            self.mask_gen, self.device_name = kit.mask_gen, kit.device_name
             # The idle probe, measured before the candidate's program is
             # sent: no code of the candidate's has run yet, so no kernel of
             # it can be resident to slow these probes (and so loosen every
@@ -2428,8 +2562,8 @@ class Judge:
                 v["message"] += "; its output copies took less than the reference's (the same bytes), charged up " \
                     "to them: " + ", ".join(self.floor_notes)
             if unstable:
-                v["message"] += "; timing unstable on %s (IQR over %.0f%% of the median after a re-timing)" % (
-                    ", ".join(unstable), 100 * float(self.req["timing_options"]["max_iqr_fraction"]))
+                v["message"] += "; timing unstable on %s (%s, after a re-timing)" % (
+                    ", ".join(unstable), unstable_rule(self.req["timing_options"]))
             return v, timings
         return {"status": "correct", "stage": "correctness", "message": "correct (not timed)",
                 "feedback": "correct on every shape and trial"}, None
@@ -2729,7 +2863,25 @@ class Judge:
         write_all(1, (json.dumps(line) + "\n").encode())
 
     # -- timing
+    def wait_for_next(self):
+        """Before the timing: the judge forked ahead of this one (serve)
+        done with its set-up (CUDA contexts made, kernels loaded), or gone,
+        so that none of it runs beside the timed calls."""
+        if self.next_ready is None:
+            return
+        try:
+            r, _, _ = select.select([self.next_ready], [], [], NEXT_READY_SECONDS)
+            if r:
+                os.read(self.next_ready, 16)
+        except OSError:
+            pass
+        finally:
+            os.close(self.next_ready)
+            self.next_ready = None
+
     def timing(self, ref, cand):
+        self.wait_for_next()
+        self.phases.at["timing"] = time.monotonic()
         topt = self.req["timing_options"]
         out = []
         self.timing_started = True
@@ -2744,11 +2896,10 @@ class Judge:
         for s in self.shapes(("visible",)):
             result = self.time_shape(ref, cand, s, topt, 1)
             self.phases.mark("time_shape")
-            if result["iqr_frac"] > float(topt["max_iqr_fraction"]):
+            if result.pop("unstable_now"):
                 result = self.time_shape(ref, cand, s, topt, 2)
                 self.phases.mark("time_shape_again")
-                result["unstable"] = result["iqr_frac"] > float(topt["max_iqr_fraction"])
-            result.pop("iqr_frac")
+                result["unstable"] = result.pop("unstable_now")
             charged = result.pop("prime_charged_ns", 0.0)
             if charged:
                 self.prime_notes.append("%.1f us charged at %s" % (charged / 1e3, s["label"]))
@@ -2833,13 +2984,18 @@ class Judge:
         # budget: most of a candidate's 10 s of judging).
         if self.in_device_memory:
             cand.out_need = max(cand.out_need, layout(expect)[1])
-        t0 = time.monotonic()
+        # The least pair: the first pays first-call costs (on the H200 the
+        # mean of two sized the loop to about half its budget, too few
+        # pairs to know a median to 5%, and the shape was timed again).
+        pairs = []
         for w in range(warm):
+            t0 = time.monotonic()
             self.present((ref, cand), self.draw_inputs(
                 derive_seed(self.secret, self.seed, s["label"], "warm", attempt, w)))
             for h in (ref, cand):
                 self.turn(h, h is cand, s, "the warm-up", "a warm-up call")
-        per_pair = max(1e-4, (time.monotonic() - t0) / warm)
+            pairs.append(time.monotonic() - t0)
+        per_pair = max(1e-4, min(pairs))
         self.drain(self.call_timeout)   # nothing of the warm-up runs into the first timed step
         for h in (ref, cand):
             h.null_ns = min(h.null_ns, self.calibrate(h))   # calibrate: the least of two moments
@@ -2971,7 +3127,8 @@ class Judge:
         # (prime_excess). CPU: no prime (zeros).
         charged = prime_excess([c - r for c, r in zip(cand_prime, ref_prime)])
         out = {"shape": s["label"], "cand_median_ns": cm + charged, "cand_iqr_ns": ciqr, "ref_median_ns": rm,
-               "ref_iqr_ns": riqr, "repeats": n, "iqr_frac": max(ciqr / (cm + charged), riqr / rm)}
+               "ref_iqr_ns": riqr, "repeats": n,
+               "unstable_now": is_unstable([c + charged for c in cand_ns], ref_ns, topt)}
         if charged:
             out["prime_charged_ns"] = charged
         if self.cuda and busy_charge > STEP_FLOOR_NS:
@@ -3181,31 +3338,99 @@ class RequestLines:
         return line, started
 
 
-def run_request(opts, waiting_since, done_w):
+def say_ready(ready_w):
+    """To the judge before this one (its timing waits for it): this one's
+    set-up is done, nothing of it runs on the GPU any more."""
+    if ready_w is None:
+        return
+    try:
+        os.write(ready_w, b"r")
+    except OSError:
+        pass
+    os.close(ready_w)
+
+
+def run_request(opts, waiting_since, done_w, ready_w=None, next_ready=None):
     """One judgement, in a judge forked before anything of its request was
-    read: it forks the candidate's host (blank: set up, waiting for its
-    program), then reads the request (one line, a byte at a time, so that
+    read: it forks its hosts (blank: set up, waiting for their programs:
+    the candidate's, sandboxed, and the reference's), makes its own GPU
+    set-up (GpuKit), says so on
+    ready_w, then reads the request (one line, a byte at a time, so that
     nothing of the next is read: the zygote never reads a request, and no
-    host is forked from a process that did), then judges. Tells the zygote
-    on done_w: b"E" at the end of the input, b"N" and the nonce once read,
-    b"R" once answered."""
+    host is forked from a process that did), then judges. The zygote forks
+    the next judge as soon as this one has read its request (serve), so that
+    all of this set-up (about a second on the H200: three CUDA contexts, the
+    op recorder's first use, the judge's first kernels) runs while the
+    previous judgement does, not before this one. Tells the zygote on
+    done_w: b"E" at the end of the input, b"N" and the nonce once read,
+    b"R" once answered; b"F" when it was forked ahead and a host's set-up
+    failed (it then reads no request)."""
     in_mem = Shared("kevo-inputs")
-    spare, failed = None, None
+    spare, trusted, failed, gpu = None, [], None, None
+    t_setup = time.monotonic()
     try:
         spare = spawn_host("candidate", dict(opts, isolate=opts.get("isolate")), in_mem)
+        trusted = [spawn_host("reference", dict(opts, isolate=False), in_mem)]
     except Exception as e:
         # Still read and answer the request (kevo's failure, named), so that
         # a host that cannot start never leaves the engine waiting.
         failed = "the candidate's host could not be started: %s" % e
+    ahead = ready_w is not None
+    if not failed:
+        # Every host set up but for its program (CUDA contexts made) and the
+        # judge's own GPU set-up, all before ready_w. A judge forked ahead
+        # makes its GPU set-up beside its hosts' (its forks are done).
+        if ahead and opts["device"] == "cuda":
+            try:
+                gpu = GpuKit()
+            except Exception:
+                gpu = None   # made after the request (Judge.judge)
+        ok = all(h.set_up(SETUP_SECONDS) for h in [spare] + trusted)
+        if not ok and ahead:
+            # A host whose set-up failed (the candidate of the judgement
+            # running beside it filled the GPU's memory, say): this judge
+            # reads no request and ends (b"F"); the zygote forks a judge
+            # after that judgement has ended and reaped its hosts, which
+            # sets itself up then, and names what fails if it fails again.
+            for h in [spare] + trusted:
+                h.kill()
+                h.reap()
+            say_ready(ready_w)
+            os.write(done_w, b"F")
+            return
+        if not ok:
+            # Forked again (this judge has not touched the GPU); one that
+            # fails again reports its set-up's last step when its program
+            # is sent (Judge.wait_ready).
+            for h in [spare] + trusted:
+                h.kill()
+                h.reap()
+            spare, trusted = None, []
+            try:
+                spare = spawn_host("candidate", dict(opts, isolate=opts.get("isolate")), in_mem)
+            except Exception as e:
+                failed = "the candidate's host could not be started: %s" % e
+        elif not ahead and opts["device"] == "cuda":
+            try:
+                gpu = GpuKit()
+            except Exception:
+                gpu = None
+    if ready_w is not None and os.environ.get("KEVO_TORCH_TEST_SLOW_SETUP"):
+        # For tests (tests/torch/judge_ahead_test.py): a set-up that ends
+        # well after the previous judgement's timing would have begun, had
+        # it not waited for it.
+        time.sleep(float(os.environ["KEVO_TORCH_TEST_SLOW_SETUP"]))
+    setup_s = time.monotonic() - t_setup
+    say_ready(ready_w)
     try:
-        line, started = RequestLines(0).next(waiting_since)
+        line, started = RequestLines(0).next(time.monotonic() if waiting_since is None else waiting_since)
     except BaseException:
-        if spare:
-            spare.kill()
+        for h in ([spare] if spare else []) + trusted:
+            h.kill()
         raise
-    if spare and not line.strip():
-        spare.kill()
     if not line.strip():
+        for h in ([spare] if spare else []) + trusted:
+            h.kill()
         os.write(done_w, b"E" if not line else b"S")
         return
     try:
@@ -3214,48 +3439,91 @@ def run_request(opts, waiting_since, done_w):
         if not isinstance(nonce, str):
             raise TypeError()
     except (ValueError, KeyError, TypeError):
-        if spare:
-            spare.kill()
+        for h in ([spare] if spare else []) + trusted:
+            h.kill()
         write_all(1, (json.dumps({"event": "fatal", "nonce": "", "message": "unreadable request"}) + "\n").encode())
         os.write(done_w, b"S")
         return
     os.write(done_w, b"N" + nonce.encode("utf-8", "replace").replace(b"\n", b" ") + b"\n")
     if failed:
+        for h in ([spare] if spare else []) + trusted:
+            h.kill()
         write_all(1, (json.dumps({"nonce": nonce, "event": "fatal", "message": failed}) + "\n").encode())
         os.write(done_w, b"R")
         return
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
-    Judge(req, opts, None, started, spare=(spare, in_mem)).run()
+    judge = Judge(req, opts, None, started, spare=(spare, in_mem), trusted=trusted, gpu=gpu, next_ready=next_ready)
+    # The set-up made before the request (its hosts' and its GPU's), in the
+    # phase line apart: with the judge forked ahead it ran beside the
+    # previous judgement.
+    judge.phases.add("setup_before_request", setup_s)
+    judge.phases.at.update({"setup_start": t_setup, "setup_done": t_setup + setup_s, "request": time.monotonic()})
+    judge.run()
     os.write(done_w, b"R")
+
+
+def start_judge(opts, waiting_since, ready_w):
+    """Forks a judge (run_request). It says on ready_w when it is set up;
+    it gets the read end of a new pipe on which the judge forked after it
+    will say so. Returns (pid, done_r, the new pipe's write end, for that
+    next judge)."""
+    done_r, done_w = os.pipe()
+    next_r, next_w = os.pipe()
+    pid = fork_clean()
+    if pid == 0:
+        try:
+            os.close(done_r)
+            os.close(next_w)
+            run_request(opts, waiting_since, done_w, ready_w, next_r)
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            os._exit(0)
+    os.close(done_w)
+    os.close(next_r)
+    if ready_w is not None:
+        os.close(ready_w)
+    return pid, done_r, next_w
+
+
+def read_until_request(done_r):
+    """What a judge said on its done pipe until it read its request (b"N",
+    the nonce and a line end) or said it read none (b"E", b"S"; b"F": its
+    set-up ahead failed), or ended."""
+    said = b""
+    while not (said.startswith(b"N") and b"\n" in said) and not said.startswith((b"E", b"S", b"F")):
+        chunk = os.read(done_r, 4096)
+        if not chunk:
+            break
+        said += chunk
+    return said
 
 
 def serve(args):
     parent_ns = setup_zygote(args)
     opts = {"device": args.device, "isolate": bool(args.pyhost) and not (args.no_namespaces and args.no_seccomp),
             "namespaces": not args.no_namespaces, "seccomp": not args.no_seccomp, "parent_ns": parent_ns, "binds": []}
-    waiting_since = PROCESS_T0
+    cur = start_judge(opts, PROCESS_T0, None)
     while True:
-        done_r, done_w = os.pipe()
-        pid = fork_clean()
-        if pid == 0:
-            try:
-                os.close(done_r)
-                run_request(opts, waiting_since, done_w)
-            except BaseException:
-                traceback.print_exc()
-            finally:
-                os._exit(0)
-        os.close(done_w)
-        _, status = os.waitpid(pid, 0)
-        said = b""
+        pid, done_r, next_w = cur
+        said = read_until_request(done_r)
+        nxt = None
+        if said.startswith(b"N") and b"\n" in said:
+            # Its request read: the next judge is forked now and sets itself
+            # up (hosts, CUDA contexts) while this one judges; this one's
+            # timing waits until that is done (Judge.wait_for_next).
+            nxt = start_judge(opts, None, next_w)
+        else:
+            os.close(next_w)
         while True:
             chunk = os.read(done_r, 4096)
             if not chunk:
                 break
             said += chunk
         os.close(done_r)
+        _, status = os.waitpid(pid, 0)
         if said.startswith(b"E"):
             return 0
         if not said:
@@ -3267,7 +3535,7 @@ def serve(args):
             why = ("signal %d" % os.WTERMSIG(status)) if os.WIFSIGNALED(status) else ("exit %d" % os.WEXITSTATUS(status))
             write_all(1, (json.dumps({"nonce": nonce, "event": "fatal",
                                       "message": "the torch judge process ended without a result (%s)" % why}) + "\n").encode())
-        waiting_since = time.monotonic()
+        cur = nxt or start_judge(opts, time.monotonic(), None)
 
 
 def probe(args):

@@ -56,6 +56,9 @@ struct Timing {
   int max_repeats = 100;
   double budget_seconds = 0.25;
   double max_iqr_fraction = 0.25;
+  // A timing whose median's 95% interval is wider than +-this share of it
+  // is unstable (0: not asked; the torch judge's default rule).
+  double max_ci_fraction = 0.0;
 };
 
 struct CommandOptions {

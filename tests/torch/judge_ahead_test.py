@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""The torch judge forked ahead (backends/torch/python/kevo_torch_eval.py,
+serve and run_request): each judge sets up its hosts (and, on the GPU, its
+CUDA contexts and first kernels) before its request is read, and the zygote
+forks the next judge as soon as the current one has read its request, so
+that the next judgement's set-up runs beside this one; this one's timing
+waits until that set-up is done, so that none of it runs beside the timed
+calls. Judged by a real `kevo eval` of three candidates in one evaluator,
+whose judges' phase lines (KEVO_TORCH_JUDGE_PHASES) give the moments.
+
+  judge_ahead_test.py KEVO PYTHON SOURCE_DIR WORK_DIR [DEVICE]
+
+Exit 77 (skipped) when PYTHON cannot import torch.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+
+# Each judge forked ahead takes this many seconds more to set up (the test
+# hook KEVO_TORCH_TEST_SLOW_SETUP): longer than from a judgement's request to
+# its timing, so that a timing that did not wait would begin first.
+SLOW = 4.0
+
+
+def phase_line(v):
+    lines = [x for x in (v.get("output_tail") or "").splitlines() if x.startswith("kevo-torch-judge phases:")]
+    if not lines:
+        raise AssertionError("no phase line in the verdict's output_tail: %r" % v.get("output_tail"))
+    return lines[-1]
+
+
+def moments(line):
+    at = {}
+    for kv in line.split(" | at ", 1)[1].split():
+        k, v = kv.split("=")
+        at[k] = float(v)
+    return at
+
+
+def parts(line):
+    out = {}
+    for kv in line.split("|")[2].split():
+        k, v = kv.split("=")
+        out[k] = float(v)
+    return out
+
+
+def main():
+    kevo, python, src, work = sys.argv[1:5]
+    device = sys.argv[5] if len(sys.argv) > 5 else "cpu"
+    if subprocess.run([python, "-c", "import torch"], capture_output=True).returncode != 0:
+        print("SKIP: %s cannot import torch" % python)
+        return 77
+    adv = os.path.join(src, "tests", "torch", "adversarial")
+    task = os.path.join(src, "configs", "tasks", "torch", "torch_softmax")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    # Timed, failing at once, timed: in this order in one evaluator.
+    files = [os.path.join(adv, "honest.py"), os.path.join(adv, "returns_input.py"),
+             os.path.join(adv, "memo_by_sample.py")]
+    want = {"honest.py": "correct", "returns_input.py": "wrong_answer", "memo_by_sample.py": "correct"}
+    argv = [kevo, "eval", task] + files + [
+        "--json", "--no-prepare", "--seed", "5", "--set", "device=" + device, "python=" + python,
+        "cache_dir=" + os.path.join(work, "cache"), "timing.budget_seconds=0.2", "timing.min_repeats=5"]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=900,
+                       env=dict(os.environ, KEVO_TORCH_JUDGE_PHASES="1", KEVO_TORCH_TEST_SLOW_SETUP=str(SLOW)))
+    if p.returncode != 0:
+        raise AssertionError("kevo eval exited %d:\n%s" % (p.returncode, (p.stdout + p.stderr)[-3000:]))
+    judged = []
+    for line in p.stdout.splitlines():
+        if not line.strip():
+            continue
+        j = json.loads(line)
+        name = os.path.basename(j["candidate"])
+        v = j["verdict"]
+        if v["status"] != want[name]:
+            raise AssertionError("%s: %s (%s), expected %s" % (name, v["status"], v.get("message"), want[name]))
+        pl = phase_line(v)
+        judged.append((name, moments(pl), parts(pl)))
+        print("%-20s %-13s %s" % (name, v["status"], pl))
+    if len(judged) != 3:
+        raise AssertionError("%d verdicts, expected 3" % len(judged))
+    judged.sort(key=lambda x: x[1]["request"])
+    for name, at, pt in judged:
+        # Every judge set itself up before its request was read.
+        if not at["setup_start"] <= at["setup_done"] <= at["request"]:
+            raise AssertionError("%s: set up at %.3f-%.3f, its request read at %.3f" % (
+                name, at["setup_start"], at["setup_done"], at["request"]))
+        if "setup_before_request" not in pt:
+            raise AssertionError("%s: no setup_before_request in its phase line" % name)
+    waited = 0
+    for (pname, pat, _), (name, at, _) in zip(judged, judged[1:]):
+        # Forked ahead: its set-up began while the previous judgement ran,
+        # before the previous judgement's end ...
+        if not at["setup_start"] < pat["end"]:
+            raise AssertionError("%s was not forked ahead: its set-up began at %.3f, after %s ended at %.3f" % (
+                name, at["setup_start"], pname, pat["end"]))
+        # ... and was done before the previous judgement's timing began.
+        if "timing" in pat:
+            waited += 1
+            if not at["setup_done"] <= pat["timing"] or not at["setup_done"] - at["setup_start"] >= SLOW:
+                raise AssertionError("%s's set-up ended at %.3f, after %s's timing began at %.3f" % (
+                    name, at["setup_done"], pname, pat["timing"]))
+    # Two of the three are timed, so at least one timed judgement has a next.
+    if not waited:
+        raise AssertionError("no timed judgement had a judge forked after it: nothing checked the wait")
+    print("OK: 3 judges, each set up before its request; the 2nd and 3rd forked ahead and set up before the "
+          "previous timing began")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
