@@ -377,6 +377,25 @@ def main():
         if not found or found["status"] != "correct":
             failures.append("native_find_state.py: expected correct (no mark of the candidate before), got %s"
                             % (found and (found["status"], found["message"][:300])))
+    # GPU: the judge forked ahead sets itself up (CUDA contexts) while the
+    # previous judgement runs. fill_memory takes the GPU's free memory in
+    # its judgement; the honest candidate judged next by the same zygote
+    # (in order: one build at a time) must still be judged correct, not fail
+    # for want of memory in a host set up beside fill_memory.
+    if device != "cpu" and (not only or "native_fill_memory" in only or "fill_memory" in only):
+        paths = [os.path.join(work, "native_fill_memory.py"), os.path.join(work, "native_honest.py")]
+        got = judge(grown, paths, wall=40, sets=["build.jobs=1"])
+        filled, after = got.get(paths[0]), got.get(paths[1])
+        for name, v in (("fill_memory, then", filled), ("honest, next", after)):
+            if v:
+                results.append((name, v["status"], v.get("speedup", 0.0), v["message"][:110]))
+                print("%-34s %-14s %6.2fx  %s" % results[-1], flush=True)
+        if not filled or filled["status"] != "memory_limit":
+            failures.append("native_fill_memory.py (then honest): expected memory_limit, got %s"
+                            % (filled and (filled["status"], filled["message"][:300])))
+        if not after or after["status"] != "correct":
+            failures.append("native_honest.py after native_fill_memory.py in one evaluator: expected correct, got %s"
+                            % (after and (after["status"], after["message"][:300])))
     # After every attack, the honest candidate still judged correct.
     v = judge(softmax, [os.path.join(adv, "honest.py")])[os.path.join(adv, "honest.py")]
     if v["status"] != "correct":

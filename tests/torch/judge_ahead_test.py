@@ -5,8 +5,10 @@ CUDA contexts and first kernels) before its request is read, and the zygote
 forks the next judge as soon as the current one has read its request, so
 that the next judgement's set-up runs beside this one; this one's timing
 waits until that set-up is done, so that none of it runs beside the timed
-calls. Judged by a real `kevo eval` of three candidates in one evaluator,
-whose judges' phase lines (KEVO_TORCH_JUDGE_PHASES) give the moments.
+calls; a judge forked ahead whose set-up fails reads no request, and the
+next judge is forked after the previous judgement ended. Judged by real
+`kevo eval`s of three candidates in one evaluator, whose judges' phase lines
+(KEVO_TORCH_JUDGE_PHASES) give the moments.
 
   judge_ahead_test.py KEVO PYTHON SOURCE_DIR WORK_DIR [DEVICE]
 
@@ -48,12 +50,9 @@ def parts(line):
     return out
 
 
-def main():
-    kevo, python, src, work = sys.argv[1:5]
-    device = sys.argv[5] if len(sys.argv) > 5 else "cpu"
-    if subprocess.run([python, "-c", "import torch"], capture_output=True).returncode != 0:
-        print("SKIP: %s cannot import torch" % python)
-        return 77
+def judge_three(kevo, python, src, work, device, env):
+    """kevo eval of three candidates in one evaluator; [(name, moments,
+    parts)] in the order their requests were read."""
     adv = os.path.join(src, "tests", "torch", "adversarial")
     task = os.path.join(src, "configs", "tasks", "torch", "torch_softmax")
     shutil.rmtree(work, ignore_errors=True)
@@ -66,7 +65,7 @@ def main():
         "--json", "--no-prepare", "--seed", "5", "--set", "device=" + device, "python=" + python,
         "cache_dir=" + os.path.join(work, "cache"), "timing.budget_seconds=0.2", "timing.min_repeats=5"]
     p = subprocess.run(argv, capture_output=True, text=True, timeout=900,
-                       env=dict(os.environ, KEVO_TORCH_JUDGE_PHASES="1", KEVO_TORCH_TEST_SLOW_SETUP=str(SLOW)))
+                       env=dict(os.environ, KEVO_TORCH_JUDGE_PHASES="1", **env))
     if p.returncode != 0:
         raise AssertionError("kevo eval exited %d:\n%s" % (p.returncode, (p.stdout + p.stderr)[-3000:]))
     judged = []
@@ -91,6 +90,17 @@ def main():
                 name, at["setup_start"], at["setup_done"], at["request"]))
         if "setup_before_request" not in pt:
             raise AssertionError("%s: no setup_before_request in its phase line" % name)
+    return judged
+
+
+def main():
+    kevo, python, src, work = sys.argv[1:5]
+    device = sys.argv[5] if len(sys.argv) > 5 else "cpu"
+    if subprocess.run([python, "-c", "import torch"], capture_output=True).returncode != 0:
+        print("SKIP: %s cannot import torch" % python)
+        return 77
+    judged = judge_three(kevo, python, src, os.path.join(work, "ahead"), device,
+                         {"KEVO_TORCH_TEST_SLOW_SETUP": str(SLOW)})
     waited = 0
     for (pname, pat, _), (name, at, _) in zip(judged, judged[1:]):
         # Forked ahead: its set-up began while the previous judgement ran,
@@ -109,6 +119,17 @@ def main():
         raise AssertionError("no timed judgement had a judge forked after it: nothing checked the wait")
     print("OK: 3 judges, each set up before its request; the 2nd and 3rd forked ahead and set up before the "
           "previous timing began")
+    # A judge forked ahead whose set-up fails (its candidate's host dies
+    # before it is ready) reads no request: the zygote forks another after
+    # the previous judgement has ended, and every verdict is as expected.
+    judged = judge_three(kevo, python, src, os.path.join(work, "failed"), device,
+                         {"KEVO_TORCH_TEST_FAIL_AHEAD_SETUP": "1"})
+    for (pname, pat, _), (name, at, _) in zip(judged, judged[1:]):
+        if not at["setup_start"] >= pat["end"]:
+            raise AssertionError("%s's set-up began at %.3f, before %s ended at %.3f: the judge whose set-up "
+                                 "failed judged it" % (name, at["setup_start"], pname, pat["end"]))
+    print("OK: with every set-up ahead failing, 3 verdicts as expected, each from a judge forked after the "
+          "previous judgement ended")
     return 0
 
 

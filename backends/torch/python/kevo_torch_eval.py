@@ -3376,6 +3376,11 @@ def run_request(opts, waiting_since, done_w, ready_w=None, next_ready=None):
         # a host that cannot start never leaves the engine waiting.
         failed = "the candidate's host could not be started: %s" % e
     ahead = ready_w is not None
+    if ahead and not failed and os.environ.get("KEVO_TORCH_TEST_FAIL_AHEAD_SETUP"):
+        # For tests (tests/torch/judge_ahead_test.py): the set-up of a judge
+        # forked ahead fails, as when the candidate judged beside it filled
+        # the GPU's memory.
+        spare.kill()
     if not failed:
         # Every host set up but for its program (CUDA contexts made) and the
         # judge's own GPU set-up, all before ready_w. A judge forked ahead
