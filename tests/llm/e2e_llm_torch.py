@@ -98,7 +98,7 @@ try:
               "--set", "backend.torch.baselines.enabled=false",
               "--set", "backend.torch.cache_dir=" + os.path.join(work, "torch-cache"),
               "--set", "backend.torch.trials=1", "--set", "backend.torch.timing.budget_seconds=0.1",
-              "--set", "backend.torch.timing.max_iqr_fraction=100",
+              "--set", "backend.torch.timing.max_ci_fraction=0",   # no stability rule: never timed again
               "--set", "progress.mode=off", "--set", "lineage.flush_records=8"]
 
     def run(name, *extra):
