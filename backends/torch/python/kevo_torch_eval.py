@@ -2366,6 +2366,9 @@ class Judge:
                           "feedback": cut(traceback.format_exc())}, None
         try:
             if self.cuda and v["status"] == "internal_error":
+                # The judge forked ahead done with its set-up first: its
+                # allocations would move the free memory the blame reads.
+                self.wait_for_next()
                 v = self.blame_memory(v)
         finally:
             # Reaped before the verdict goes out: the next judgement must
@@ -3000,7 +3003,7 @@ class Judge:
         for h in (ref, cand):
             h.null_ns = min(h.null_ns, self.calibrate(h))   # calibrate: the least of two moments
         budget = float(topt["budget_seconds"]) * attempt
-        n = int(min(max(int(topt["min_repeats"]), budget / per_pair), int(topt["max_repeats"]) * attempt))
+        n = int(min(max(int(topt["min_repeats"]) * attempt, budget / per_pair), int(topt["max_repeats"]) * attempt))
         n = max(n, 2)
         rng = random.Random(derive_seed(self.secret, self.seed, "check", s["label"], attempt))
         checked = {n - 1, rng.randrange(0, n - 1)}
@@ -3381,15 +3384,23 @@ def run_request(opts, waiting_since, done_w, ready_w=None, next_ready=None):
         # forked ahead fails, as when the candidate judged beside it filled
         # the GPU's memory.
         spare.kill()
+    if failed and ahead:
+        # A judge forked ahead that cannot start its hosts reads no request
+        # (b"F"): the zygote forks another once the previous judgement has
+        # ended, and that one answers its request, naming the failure.
+        for h in ([spare] if spare else []) + trusted:
+            h.kill()
+            h.reap()
+        say_ready(ready_w)
+        os.write(done_w, b"F")
+        return
     if not failed:
-        # Every host set up but for its program (CUDA contexts made) and the
-        # judge's own GPU set-up, all before ready_w. A judge forked ahead
-        # makes its GPU set-up beside its hosts' (its forks are done).
-        if ahead and opts["device"] == "cuda":
-            try:
-                gpu = GpuKit()
-            except Exception:
-                gpu = None   # made after the request (Judge.judge)
+        # Every host set up but for its program (CUDA contexts made), then
+        # the judge's own GPU set-up, all before ready_w. (Its GPU set-up
+        # only once its hosts are ready: a judge forked ahead whose host
+        # failed, the GPU's memory taken by the candidate judged beside it,
+        # then ends without having held memory of its own there, which the
+        # memory blame of that judgement would count.)
         ok = all(h.set_up(SETUP_SECONDS) for h in [spare] + trusted)
         if not ok and ahead:
             # A host whose set-up failed (the candidate of the judgement
@@ -3415,11 +3426,11 @@ def run_request(opts, waiting_since, done_w, ready_w=None, next_ready=None):
                 spare = spawn_host("candidate", dict(opts, isolate=opts.get("isolate")), in_mem)
             except Exception as e:
                 failed = "the candidate's host could not be started: %s" % e
-        elif not ahead and opts["device"] == "cuda":
+        elif opts["device"] == "cuda":
             try:
                 gpu = GpuKit()
             except Exception:
-                gpu = None
+                gpu = None   # made after the request (Judge.judge)
     if ready_w is not None and os.environ.get("KEVO_TORCH_TEST_SLOW_SETUP"):
         # For tests (tests/torch/judge_ahead_test.py): a set-up that ends
         # well after the previous judgement's timing would have begun, had
@@ -3476,7 +3487,12 @@ def start_judge(opts, waiting_since, ready_w):
     next judge)."""
     done_r, done_w = os.pipe()
     next_r, next_w = os.pipe()
-    pid = fork_clean()
+    try:
+        pid = fork_clean()
+    except OSError:
+        for fd in (done_r, done_w, next_r, next_w):
+            os.close(fd)
+        raise
     if pid == 0:
         try:
             os.close(done_r)
@@ -3519,7 +3535,13 @@ def serve(args):
             # Its request read: the next judge is forked now and sets itself
             # up (hosts, CUDA contexts) while this one judges; this one's
             # timing waits until that is done (Judge.wait_for_next).
-            nxt = start_judge(opts, None, next_w)
+            try:
+                nxt = start_judge(opts, None, next_w)
+            except OSError:
+                # No judge ahead (a fork that failed): the next one is forked
+                # after this one ends, as below.
+                os.close(next_w)
+                nxt = None
         else:
             os.close(next_w)
         while True:
