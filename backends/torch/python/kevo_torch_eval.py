@@ -3353,6 +3353,17 @@ def say_ready(ready_w):
     os.close(ready_w)
 
 
+def give_up_ahead(hosts, ready_w, done_w):
+    """A judge forked ahead whose set-up failed: its hosts ended, it says
+    so (b"F") and reads no request; the zygote forks another judge once the
+    previous judgement has ended and reaped its hosts (serve)."""
+    for h in hosts:
+        h.kill()
+        h.reap()
+    say_ready(ready_w)
+    os.write(done_w, b"F")
+
+
 def run_request(opts, waiting_since, done_w, ready_w=None, next_ready=None):
     """One judgement, in a judge forked before anything of its request was
     read: it forks its hosts (blank: set up, waiting for their programs:
@@ -3385,14 +3396,10 @@ def run_request(opts, waiting_since, done_w, ready_w=None, next_ready=None):
         # the GPU's memory.
         spare.kill()
     if failed and ahead:
-        # A judge forked ahead that cannot start its hosts reads no request
-        # (b"F"): the zygote forks another once the previous judgement has
-        # ended, and that one answers its request, naming the failure.
-        for h in ([spare] if spare else []) + trusted:
-            h.kill()
-            h.reap()
-        say_ready(ready_w)
-        os.write(done_w, b"F")
+        # A judge forked ahead that cannot start its hosts: the one forked
+        # after the previous judgement answers its request, naming the
+        # failure.
+        give_up_ahead(([spare] if spare else []) + trusted, ready_w, done_w)
         return
     if not failed:
         # Every host set up but for its program (CUDA contexts made), then
@@ -3404,15 +3411,10 @@ def run_request(opts, waiting_since, done_w, ready_w=None, next_ready=None):
         ok = all(h.set_up(SETUP_SECONDS) for h in [spare] + trusted)
         if not ok and ahead:
             # A host whose set-up failed (the candidate of the judgement
-            # running beside it filled the GPU's memory, say): this judge
-            # reads no request and ends (b"F"); the zygote forks a judge
-            # after that judgement has ended and reaped its hosts, which
-            # sets itself up then, and names what fails if it fails again.
-            for h in [spare] + trusted:
-                h.kill()
-                h.reap()
-            say_ready(ready_w)
-            os.write(done_w, b"F")
+            # running beside it filled the GPU's memory, say): the judge
+            # forked after that judgement sets itself up then, and names
+            # what fails if it fails again.
+            give_up_ahead([spare] + trusted, ready_w, done_w)
             return
         if not ok:
             # Forked again (this judge has not touched the GPU); one that
