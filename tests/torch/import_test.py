@@ -15,13 +15,15 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_test_args import args_or_skip  # noqa: E402
+
 
 def main():
-    kevo, python, src, work = sys.argv[1:5]
-    device = sys.argv[5] if len(sys.argv) > 5 else "cpu"
-    if subprocess.run([python, "-c", "import torch"], capture_output=True).returncode != 0:
-        print("SKIP: %s cannot import torch" % python)
+    args = args_or_skip()
+    if args is None:
         return 77
+    kevo, python, src, work, device = args
     form = os.path.join(src, "tests", "torch", "kernelbench_form")
     shutil.rmtree(work, ignore_errors=True)
     out = os.path.join(work, "tasks")

@@ -20,6 +20,9 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_test_args import args_or_skip  # noqa: E402
+
 
 # Each judge forked ahead takes this many seconds more to set up (the test
 # hook KEVO_TORCH_TEST_SLOW_SETUP): longer than from a judgement's request to
@@ -94,11 +97,10 @@ def judge_three(kevo, python, src, work, device, env):
 
 
 def main():
-    kevo, python, src, work = sys.argv[1:5]
-    device = sys.argv[5] if len(sys.argv) > 5 else "cpu"
-    if subprocess.run([python, "-c", "import torch"], capture_output=True).returncode != 0:
-        print("SKIP: %s cannot import torch" % python)
+    args = args_or_skip()
+    if args is None:
         return 77
+    kevo, python, src, work, device = args
     judged = judge_three(kevo, python, src, os.path.join(work, "ahead"), device,
                          {"KEVO_TORCH_TEST_SLOW_SETUP": str(SLOW)})
     waited = 0

@@ -3390,6 +3390,9 @@ def run_request(opts, waiting_since, done_w, ready_w=None, next_ready=None):
         # a host that cannot start never leaves the engine waiting.
         failed = "the candidate's host could not be started: %s" % e
     ahead = ready_w is not None
+
+    def blank_hosts():
+        return ([spare] if spare else []) + trusted
     if ahead and not failed and os.environ.get("KEVO_TORCH_TEST_FAIL_AHEAD_SETUP"):
         # For tests (tests/torch/judge_ahead_test.py): the set-up of a judge
         # forked ahead fails, as when the candidate judged beside it filled
@@ -3399,7 +3402,7 @@ def run_request(opts, waiting_since, done_w, ready_w=None, next_ready=None):
         # A judge forked ahead that cannot start its hosts: the one forked
         # after the previous judgement answers its request, naming the
         # failure.
-        give_up_ahead(([spare] if spare else []) + trusted, ready_w, done_w)
+        give_up_ahead(blank_hosts(), ready_w, done_w)
         return
     if not failed:
         # Every host set up but for its program (CUDA contexts made), then
@@ -3443,11 +3446,11 @@ def run_request(opts, waiting_since, done_w, ready_w=None, next_ready=None):
     try:
         line, started = RequestLines(0).next(time.monotonic() if waiting_since is None else waiting_since)
     except BaseException:
-        for h in ([spare] if spare else []) + trusted:
+        for h in blank_hosts():
             h.kill()
         raise
     if not line.strip():
-        for h in ([spare] if spare else []) + trusted:
+        for h in blank_hosts():
             h.kill()
         os.write(done_w, b"E" if not line else b"S")
         return
@@ -3457,14 +3460,14 @@ def run_request(opts, waiting_since, done_w, ready_w=None, next_ready=None):
         if not isinstance(nonce, str):
             raise TypeError()
     except (ValueError, KeyError, TypeError):
-        for h in ([spare] if spare else []) + trusted:
+        for h in blank_hosts():
             h.kill()
         write_all(1, (json.dumps({"event": "fatal", "nonce": "", "message": "unreadable request"}) + "\n").encode())
         os.write(done_w, b"S")
         return
     os.write(done_w, b"N" + nonce.encode("utf-8", "replace").replace(b"\n", b" ") + b"\n")
     if failed:
-        for h in ([spare] if spare else []) + trusted:
+        for h in blank_hosts():
             h.kill()
         write_all(1, (json.dumps({"nonce": nonce, "event": "fatal", "message": failed}) + "\n").encode())
         os.write(done_w, b"R")

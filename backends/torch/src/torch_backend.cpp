@@ -133,6 +133,17 @@ void remember_probe(const fs::path& memo, nlohmann::json j) {
   if (ec) fs::remove(tmp, ec);
 }
 
+// What a Python process of the backend gets of kevo's environment: the
+// names in `base`, then those the backend passes (kPassEnv and the like).
+std::vector<std::string> passed_env(std::initializer_list<const char*> base, const std::vector<std::string>& pass) {
+  std::vector<std::string> env;
+  for (const char* n : base)
+    if (const char* v = std::getenv(n)) env.push_back(std::string(n) + "=" + v);
+  for (const auto& n : pass)
+    if (const char* v = std::getenv(n.c_str())) env.push_back(n + "=" + v);
+  return env;
+}
+
 // One line of JSON from `python kevo_torch_eval.py --probe`, or the same
 // remembered (probe_memo): its `import torch` took about 4 s of every kevo
 // start on the H200.
@@ -144,11 +155,7 @@ nlohmann::json probe(const TorchOptions& o, StrictObject& obj) {
   std::error_code ec;
   if (!fs::is_regular_file(script, ec))
     obj.fail("scripts", "a folder holding " + std::string(kEval) + " (" + script.string() + " is missing)");
-  std::vector<std::string> env;
-  for (const char* n : {"PATH", "HOME", "LANG"})
-    if (const char* v = std::getenv(n)) env.push_back(std::string(n) + "=" + v);
-  for (const auto& n : kPassEnv)
-    if (const char* v = std::getenv(n.c_str())) env.push_back(n + "=" + v);
+  const std::vector<std::string> env = passed_env({"PATH", "HOME", "LANG"}, kPassEnv);
   const fs::path memo = probe_memo(o, py, script, env);
   if (auto j = recall_probe(memo)) return *j;
   sb::ScratchDir s = sb::ScratchDir::create(sb::default_scratch_base(), "kevo-torch-probe");
@@ -382,10 +389,7 @@ nlohmann::json measure_baselines(const TorchOptions& o, const std::vector<std::s
     sb::ScratchDir s = sb::ScratchDir::create(sb::default_scratch_base(), "kevo-torch-baselines");
     sb::Spec spec;
     spec.argv = argv;
-    for (const char* n : {"PATH", "HOME", "LANG", "KEVO_DEVICE_INDEX"})
-      if (const char* v = std::getenv(n)) spec.env.push_back(std::string(n) + "=" + v);
-    for (const auto& n : c.pass_env)
-      if (const char* v = std::getenv(n.c_str())) spec.env.push_back(n + "=" + v);
+    spec.env = passed_env({"PATH", "HOME", "LANG", "KEVO_DEVICE_INDEX"}, c.pass_env);
     for (const auto& [k, v] : c.env) spec.env.push_back(k + "=" + v);
     spec.env.push_back("TMPDIR=" + s.path().string());
     spec.cwd = s.path();
