@@ -105,8 +105,10 @@ TEST(Seccomp, SignallingItselfIsAllowed) {
   EXPECT_EQ(f.output, "raise 0\n");
 }
 
-TEST(Seccomp, ReplacingTheSigsysHandlerKillsTheProcess) {
+TEST(Seccomp, ReplacingTheSigsysHandlerIsAViolationReportedByTheHandler) {
+  // The attempt is trapped before it takes effect: the handler still in
+  // place names it, and the probe never prints "replaced".
   auto f = probe({"sigsys-handler"});
-  EXPECT_EQ(f.outcome, sb::Outcome::signaled) << f.output;
-  EXPECT_EQ(f.signal, SIGSYS);
+  expect_violation(f, "rt_sigaction");
+  EXPECT_EQ(f.output.find("replaced"), std::string::npos) << f.output;
 }

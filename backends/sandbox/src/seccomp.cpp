@@ -429,8 +429,12 @@ void add_checked_rules(Prog& p, const PolicyOptions& o) {
                     static_cast<long>(__NR_timer_create)})
       p.simple(nr, kAllow);
   }
-  // Replacing the violation handler ends the process at once.
-  p.one_of(__NR_rt_sigaction, 0, {SIGSYS}, kKill, kAllow);
+  // The violation handler cannot be replaced (or even read back): any
+  // rt_sigaction on SIGSYS is itself a violation, trapped before it takes
+  // effect, so the handler still in place reports it by name (Triton's LLVM
+  // calls it at a compile; killing at once left "SIGSYS" without a number).
+  // A thread that blocks SIGSYS is still killed by the kernel.
+  p.one_of(__NR_rt_sigaction, 0, {SIGSYS}, kTrap, kAllow);
   // Scheduling, affinity, limits: on itself (pid 0 or its own number); in a
   // PID namespace of its own, every number it can name is its own thread.
   for (long nr : {static_cast<long>(__NR_sched_setaffinity), static_cast<long>(__NR_sched_getaffinity),

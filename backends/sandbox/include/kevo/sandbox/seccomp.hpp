@@ -9,8 +9,9 @@
 // A forbidden call traps (SIGSYS). The handler installed with the filter
 // records the call (set_violation_report / set_violation_slot) and exits
 // with kViolationExitCode; if the handler cannot run (SIGSYS blocked), the
-// kernel kills the process with SIGSYS. Changing the SIGSYS handler kills
-// the process at once. clone3 and openat2 fail with ENOSYS (their flags sit
+// kernel kills the process with SIGSYS. Any rt_sigaction on SIGSYS is a
+// violation too, trapped before it takes effect (the handler in place
+// reports it). clone3 and openat2 fail with ENOSYS (their flags sit
 // in memory, out of the filter's reach: glibc then uses clone and openat).
 #pragma once
 
