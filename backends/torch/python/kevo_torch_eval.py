@@ -64,6 +64,7 @@ sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import kevo_torch_common as kc  # noqa: E402
+import kevo_torch_triton  # noqa: E402
 
 kv = None   # kevo_torch_vmm (the judge's device memory), imported by the zygote after torch
 
@@ -568,6 +569,11 @@ def host_main(role, sock_fd, in_fd, viol_fd, opts):
             # failed the import with EROFS on the H200).
             os.environ["USER"] = os.environ["LOGNAME"] = "kevo-candidate"
             os.environ["TORCHINDUCTOR_CACHE_DIR"] = "/"
+        triton_ready = cuda and role == "candidate" and kevo_torch_triton.STATE["ready"]
+        if triton_ready:
+            # Triton's kernels reach the driver as PTX (kevo_torch_triton):
+            # its compile cache would be a file.
+            os.environ["CUDA_CACHE_DISABLE"] = "1"
         if cuda:
             # The device first, while the machine's files are still there.
             mark("cuda-init")
@@ -577,6 +583,9 @@ def host_main(role, sock_fd, in_fd, viol_fd, opts):
         if role == "candidate":
             import importlib
             importlib.import_module("torch.utils.cpp_extension")   # after the device: see setup_zygote
+        if triton_ready:
+            mark("triton")
+            kevo_torch_triton.adapt_host()
         if sandboxed:
             mark("private-root")
             isolation = isolate_self(opts, viol_fd)
@@ -624,6 +633,10 @@ def host_main(role, sock_fd, in_fd, viol_fd, opts):
         faulthandler.cancel_dump_traceback_later()
         program = receive_program(sock_fd)
         faulthandler.dump_traceback_later(SETUP_SECONDS / 3, exit=False, file=viol_fd)
+        if program.get("uses_triton") and not triton_ready:
+            send_kind(sock_fd, b"j", {"error": "the candidate uses Triton, which candidates cannot use here: %s" % (
+                "no GPU" if not cuda else kevo_torch_triton.STATE["why"])})
+            os._exit(0)
         if program["kind"] == "candidate":
             mark("extensions")
             import torch.utils.cpp_extension as ce
@@ -3270,9 +3283,11 @@ def setup_zygote(args):
         t = torch.ones(8, 8)
         (torch.exp(t - t.max(dim=1, keepdim=True).values) / t.sum(dim=1, keepdim=True)).relu_()
         (t @ t).add_(1)
-    # Triton is not imported here: its import may touch the driver, and a
-    # zygote that has touched CUDA cannot fork judges that use it. A
-    # candidate that imports it does so in its own host.
+    # Triton's probes and modules, made here so that a sandboxed host's
+    # first launch needs no exec and no new file (kevo_torch_triton; none of
+    # it asks the driver: the check below holds for it too).
+    if args.device == "cuda":
+        kevo_torch_triton.warm_in_zygote(os.path.join(HERE, "kevo_triton_launch.c"))
     if args.device == "cuda" and torch.cuda.is_initialized():
         raise RuntimeError("CUDA was initialised in the zygote: its forks could not use the GPU")
     import warnings
