@@ -17,6 +17,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_test_args import verdicts_of  # noqa: E402
+
 SECRET = "sk-kevo-fake-secret-7f3a9c2e"
 
 
@@ -50,14 +53,7 @@ def main():
             raise AssertionError("the fake API key appears in kevo's output")
         if p.returncode != 0:
             raise AssertionError("kevo eval exited %d:\n%s" % (p.returncode, everything[-3000:]))
-        if len(paths) == 1:
-            return {paths[0]: json.loads(p.stdout)}
-        out = {}
-        for line in p.stdout.splitlines():
-            if line.strip():
-                j = json.loads(line)
-                out[j["candidate"]] = j["verdict"]
-        return out
+        return verdicts_of(p.stdout, paths)
 
     # name -> (task, statuses allowed, text the message must contain, extra check)
     def fast(v):

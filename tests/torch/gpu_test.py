@@ -7,12 +7,14 @@ adversarial suite with device cuda.
 
   gpu_test.py KEVO PYTHON SOURCE_DIR WORK_DIR
 """
-import json
 import os
 import shutil
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_test_args import verdicts_of  # noqa: E402
 
 
 def main():
@@ -46,14 +48,7 @@ def main():
         if p.returncode != 0:
             fails.append("kevo eval %s exited %d: %s" % (task, p.returncode, p.stderr[-2000:]))
             return {}
-        if len(files) == 1:
-            out = {files[0]: json.loads(p.stdout)}
-        else:
-            out = {}
-            for line in p.stdout.splitlines():
-                if line.strip():
-                    j = json.loads(line)
-                    out[j["candidate"]] = j["verdict"]
+        out = verdicts_of(p.stdout, files)
         for f, v in out.items():
             print("%-28s %-14s %7.3fx  cand %9.1f us  ref %9.1f us  compile %5.1f s  %s" % (
                 os.path.basename(f), v["status"], v.get("speedup", 0), v.get("cand_median_ns", 0) / 1e3,

@@ -1,5 +1,8 @@
 """The command line of the torch integration test scripts (import_test.py,
-judge_ahead_test.py): KEVO PYTHON SOURCE_DIR WORK_DIR [DEVICE]."""
+judge_ahead_test.py, triton_test.py): KEVO PYTHON SOURCE_DIR WORK_DIR
+[DEVICE]; and the verdicts of a `kevo eval --json` (adversarial_test.py,
+gpu_test.py, triton_test.py)."""
+import json
 import subprocess
 import sys
 
@@ -13,3 +16,17 @@ def args_or_skip():
         print("SKIP: %s cannot import torch" % python)
         return None
     return kevo, python, src, work, device
+
+
+def verdicts_of(stdout, paths):
+    """path -> verdict from the stdout of `kevo eval TASK PATHS... --json`:
+    one verdict object for one candidate, one line per candidate
+    ({"candidate", "verdict"}) for several."""
+    if len(paths) == 1:
+        return {paths[0]: json.loads(stdout)}
+    out = {}
+    for line in stdout.splitlines():
+        if line.strip():
+            j = json.loads(line)
+            out[j["candidate"]] = j["verdict"]
+    return out

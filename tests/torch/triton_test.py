@@ -15,13 +15,12 @@ layernorm_triton.py: an fp32 scalar too) judged `correct` under the full
 sandbox (namespaces and the system-call policy), each with its timing, on
 the visible and hidden shapes; and the zygote's Triton state.
 """
-import json
 import os
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_test_args import args_or_skip  # noqa: E402
+from torch_test_args import args_or_skip, verdicts_of  # noqa: E402
 
 
 def evaluate(kevo, task, files, common):
@@ -29,14 +28,20 @@ def evaluate(kevo, task, files, common):
                        capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit("kevo eval %s exited %d:\n%s" % (task, p.returncode, p.stderr[-3000:]))
-    if len(files) == 1:
-        return {files[0]: json.loads(p.stdout)}
-    out = {}
-    for line in p.stdout.splitlines():
-        if line.strip():
-            j = json.loads(line)
-            out[j["candidate"]] = j["verdict"]
-    return out
+    return verdicts_of(p.stdout, files)
+
+
+def diagnose(kevo, task, path, common):
+    """A Triton candidate that failed under the sandbox, judged again with
+    the policy off and with the namespaces (private root) off: which of the
+    two its failure needs (printed for the next run's reader; the test
+    still fails)."""
+    for off in ("sandbox.seccomp=false", "sandbox.namespaces=false"):
+        try:
+            v = evaluate(kevo, task, [path], common + [off])[path]
+            print("  diagnosis, %s with %s: %s %s" % (os.path.basename(path), off, v["status"], v["message"][:300]))
+        except SystemExit as e:
+            print("  diagnosis, %s with %s: %s" % (os.path.basename(path), off, str(e)[:500]))
 
 
 def codes_checks(src):
@@ -80,6 +85,7 @@ def main():
     else:
         if v["status"] != "correct":
             fails.append("softmax_triton.py: %s %s\n%s" % (v["status"], v["message"][:500], v.get("feedback", "")[:3000]))
+            diagnose(kevo, os.path.join(tasks, "torch_softmax"), os.path.join(gpu, "softmax_triton.py"), common)
         ln = evaluate(kevo, os.path.join(tasks, "torch_layernorm"), [os.path.join(gpu, "layernorm_triton.py")], common)
         w = ln[os.path.join(gpu, "layernorm_triton.py")]
         print("layernorm_triton.py: %s %.3fx cand %.1f us ref %.1f us: %s" % (
@@ -87,6 +93,7 @@ def main():
             w["message"][:300]))
         if w["status"] != "correct":
             fails.append("layernorm_triton.py: %s %s\n%s" % (w["status"], w["message"][:500], w.get("feedback", "")[:3000]))
+            diagnose(kevo, os.path.join(tasks, "torch_layernorm"), os.path.join(gpu, "layernorm_triton.py"), common)
     if fails:
         print("FAILED:\n  " + "\n  ".join(fails))
         return 1
