@@ -15,6 +15,10 @@ then the `cuda` system-call policy. The parent is the zygote's stand-in.
   Triton's cache folder already holding that kernel (another process
   compiled it: a later kevo run on the same machine); the host compiles
   both kernels under the policy and hands back PTX.
+* signal: after the warm compile a SIGTERM to the host meets the host's own
+  disposition, not LLVM's handler, which would put back every disposition
+  it replaced, SIGSYS's among them: a violation (warm_compile takes LLVM's
+  handlers back).
 * control: the parent made no warm compile; the host's first compile has
   Triton's LLVM install its crash handlers, rt_sigaction(SIGSYS), which the
   policy traps: a violation naming system call 13. (On the H200, where the
@@ -24,8 +28,10 @@ import ctypes
 import json
 import linecache
 import os
+import signal
 import subprocess
 import sys
+import time
 import types
 
 KERNELS = [
@@ -69,7 +75,7 @@ def host(scripts, src, mode):
         ktt.warm_compile()
         print(json.dumps({"populated": True}))
         return 0
-    if mode == "sandboxed":
+    if mode in ("sandboxed", "signal"):
         ktt.warm_compile()
     sources = {f: open(os.path.join(src, "tests", "torch", "gpu", f)).read() for f, _, _, _ in KERNELS}
     viol_r, viol_w = os.pipe()
@@ -89,6 +95,15 @@ def host(scripts, src, mode):
             opts = {"device": "cuda", "parent_ns": parent_ns, "binds": [], "seccomp": True}
             iso = kte.isolate_self(opts, viol_w)
             lock = kte.lockdown(opts, iso, viol_w)
+            if mode == "signal":
+                # A SIGTERM to itself (a host is its PID namespace's first
+                # process: with no handler of its own the signal is ignored).
+                # LLVM's handler, were it still there, would put back every
+                # disposition it replaced, SIGSYS's among them: the violation.
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(0.2)
+                os.write(out_w, json.dumps({"survived": True}).encode())
+                os._exit(42)
             import triton
             from triton.compiler import ASTSource
             from triton.backends.compiler import GPUTarget
@@ -171,6 +186,11 @@ def main():
             else:
                 print("  %s: %d bytes of PTX for sm_90a" % (kernel, len(ptx)))
     ctl = run(python, scripts, src, "control", env)
+    sig = run(python, scripts, src, "signal", env)
+    print("a SIGTERM to a host forked after the warm compile: %s %s" % (sig["status"], sig["violation"]))
+    if sig["status"] != "exit 42" or sig["violation"]:
+        fails.append("a SIGTERM after the warm compile should meet the host's own disposition (LLVM's handlers "
+                     "taken back), got %s %s" % (sig["status"], sig["violation"]))
     lib = ctypes.CDLL(os.path.join(scripts, "libkevo_pyhost.so"))
     lib.kevo_pyhost_syscall_name.argtypes = [ctypes.c_long, ctypes.c_char_p, ctypes.c_int]
     names = []

@@ -59,8 +59,11 @@ def codes_checks(src):
         except RuntimeError as e:
             if bad.split("<")[0] not in str(e):
                 fails.append("the refusal of %s does not name it: %s" % (bad, e))
-    if ktt.flatten([1, (2, (3, 4)), 5]) != [1, 2, 3, 4, 5]:
-        fails.append("flatten")
+    # A tuple argument is flattened as its type is; a constexpr whose value
+    # is a tuple stays one item (its code is one '-').
+    got = ktt.flatten_by(["*fp32", ("i32", ("i64", "fp32")), "constexpr"], [1, (2, (3, 4.0)), (16, 32)])
+    if got != [1, 2, 3, 4.0, (16, 32)]:
+        fails.append("flatten_by: %r" % (got,))
     return fails
 
 

@@ -25,11 +25,19 @@ typedef CUresult (*launch_ex_t)(const CUlaunchConfig *, CUfunction, void **, voi
 typedef CUresult (*pointer_attribute_t)(void *, CUpointer_attribute, CUdeviceptr);
 typedef CUresult (*error_string_t)(CUresult, const char **);
 typedef CUresult (*func_set_attribute_t)(CUfunction, CUfunction_attribute, int);
+typedef CUresult (*ctx_get_current_t)(CUcontext *);
+typedef CUresult (*ctx_set_current_t)(CUcontext);
+typedef CUresult (*device_get_t)(CUdevice *, int);
+typedef CUresult (*primary_ctx_retain_t)(CUcontext *, CUdevice);
 
 static launch_ex_t launch_ex;
 static pointer_attribute_t pointer_attribute;
 static error_string_t error_string;
 static func_set_attribute_t func_set_attribute;
+static ctx_get_current_t ctx_get_current;
+static ctx_set_current_t ctx_set_current;
+static device_get_t device_get;
+static primary_ctx_retain_t primary_ctx_retain;
 
 /* The driver's functions, from the libcuda.so.1 the process has loaded
  * already (torch initialised the device before this runs): no file is
@@ -48,11 +56,39 @@ static int resolve_driver(void) {
   pointer_attribute = (pointer_attribute_t)dlsym(lib, "cuPointerGetAttribute");
   error_string = (error_string_t)dlsym(lib, "cuGetErrorString");
   func_set_attribute = (func_set_attribute_t)dlsym(lib, "cuFuncSetAttribute");
-  if (!launch_ex || !pointer_attribute || !error_string || !func_set_attribute) {
+  ctx_get_current = (ctx_get_current_t)dlsym(lib, "cuCtxGetCurrent");
+  ctx_set_current = (ctx_set_current_t)dlsym(lib, "cuCtxSetCurrent");
+  device_get = (device_get_t)dlsym(lib, "cuDeviceGet");
+  primary_ctx_retain = (primary_ctx_retain_t)dlsym(lib, "cuDevicePrimaryCtxRetain_v2");
+  if (!primary_ctx_retain)
+    primary_ctx_retain = (primary_ctx_retain_t)dlsym(lib, "cuDevicePrimaryCtxRetain");
+  if (!launch_ex || !pointer_attribute || !error_string || !func_set_attribute || !ctx_get_current ||
+      !ctx_set_current || !device_get || !primary_ctx_retain) {
     launch_ex = NULL;
     PyErr_SetString(PyExc_RuntimeError, "kevo's Triton launcher: the driver lacks cuLaunchKernelEx");
     return -1;
   }
+  return 0;
+}
+
+static int cuda_failed(CUresult r, const char *what);
+
+/* As Triton's launcher: a thread with no current context (a thread of the
+ * candidate's own) gets the device's primary context. */
+static int ensure_context(void) {
+  CUcontext ctx = NULL;
+  CUresult r = ctx_get_current(&ctx);
+  if (r != CUDA_SUCCESS)
+    return cuda_failed(r, "cuCtxGetCurrent");
+  if (ctx)
+    return 0;
+  CUdevice dev;
+  if ((r = device_get(&dev, 0)) != CUDA_SUCCESS)
+    return cuda_failed(r, "cuDeviceGet");
+  if ((r = primary_ctx_retain(&ctx, dev)) != CUDA_SUCCESS)
+    return cuda_failed(r, "cuDevicePrimaryCtxRetain");
+  if ((r = ctx_set_current(ctx)) != CUDA_SUCCESS)
+    return cuda_failed(r, "cuCtxSetCurrent");
   return 0;
 }
 
@@ -109,13 +145,12 @@ static uint16_t half_bits(double value) {
   return bits;
 }
 
+/* The upper half of the float, as Triton's own launcher passes a bf16
+ * scalar (truncated: a kernel gets the value it would get under Triton). */
 static uint16_t bfloat_bits(double value) {
   float f = (float)value;
   uint32_t bits;
   memcpy(&bits, &f, sizeof bits);
-  if ((bits & 0x7fffffffu) > 0x7f800000u)
-    return (uint16_t)((bits >> 16) | 0x40u); /* a NaN stays a NaN */
-  bits += 0x7fffu + ((bits >> 16) & 1u);  /* round to nearest, ties to even */
   return (uint16_t)(bits >> 16);
 }
 
@@ -174,6 +209,13 @@ static int pack(char code, PyObject *obj, Py_ssize_t index, slot_t *slot) {
   Py_DECREF(as_int);
   if (v == -1 && PyErr_Occurred())
     return -1;
+  /* Out of the type's range is an error, as in Triton's launcher (a byte
+   * may be given signed or unsigned). */
+  if ((code == 'i' && (v < INT32_MIN || v > INT32_MAX)) || (code == 'h' && (v < INT16_MIN || v > INT16_MAX)) ||
+      (code == 'b' && (v < INT8_MIN || v > UINT8_MAX))) {
+    PyErr_Format(PyExc_OverflowError, "argument %zd: %lld is out of the range of its type", index, v);
+    return -1;
+  }
   switch (code) {
   case 'l': slot->i64 = (int64_t)v; return 0;
   case 'i': slot->i32 = (int32_t)v; return 0;
@@ -203,7 +245,7 @@ static PyObject *launch(PyObject *self, PyObject *args) {
                  PyTuple_GET_SIZE(call_args));
     return NULL;
   }
-  if (resolve_driver() != 0)
+  if (resolve_driver() != 0 || ensure_context() != 0)
     return NULL;
   Py_ssize_t nparams = 2;
   for (Py_ssize_t i = 0; i < ncodes; ++i)
