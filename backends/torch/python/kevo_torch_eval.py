@@ -585,7 +585,7 @@ def host_main(role, sock_fd, in_fd, viol_fd, opts):
             importlib.import_module("torch.utils.cpp_extension")   # after the device: see setup_zygote
         if triton_ready:
             mark("triton")
-            kevo_torch_triton.adapt_host()
+            triton_ready = kevo_torch_triton.adapt_host_or_say_why()
         if sandboxed:
             mark("private-root")
             isolation = isolate_self(opts, viol_fd)

@@ -344,23 +344,32 @@ def adapt_host():
     return STATE
 
 
-TRIVIAL_PTX = b""".version 7.0
-.target sm_50
-.address_size 64
-.visible .entry kevo_ptx_probe() { ret; }
-\0"""
+def adapt_host_or_say_why():
+    """adapt_host, or (a failure here must not fail the host of a candidate
+    that does not use Triton) False with STATE's reason set."""
+    try:
+        adapt_host()
+        return STATE["ready"]
+    except Exception as e:   # noqa: BLE001
+        STATE.update(ready=False, why="the host's Triton set-up failed: %s: %s" % (type(e).__name__, e))
+        return False
 
 
 def _load_ptx_compiler():
     """The driver loads its PTX compiler (libnvidia-ptxjitcompiler) at the
     first PTX it is given: that happens now, while the machine's library
-    folders are still there, not inside a candidate's first call."""
+    folders are still there, not inside a candidate's first call. A PTX of
+    the device's own architecture (8.0: CUDA 12.0 drivers and later)."""
     import ctypes
+    import torch
+    major, minor = torch.cuda.get_device_capability()
+    ptx = (".version 8.0\n.target sm_%d%d\n.address_size 64\n.visible .entry kevo_ptx_probe() { ret; }\n"
+           % (major, minor)).encode() + b"\0"
     cuda = ctypes.CDLL("libcuda.so.1")
     module = ctypes.c_void_p()
-    r = cuda.cuModuleLoadData(ctypes.byref(module), ctypes.c_char_p(TRIVIAL_PTX))
+    r = cuda.cuModuleLoadData(ctypes.byref(module), ctypes.c_char_p(ptx))
     if r != 0:
-        raise RuntimeError("the driver could not compile a trivial PTX (CUDA error %d)" % r)
+        raise RuntimeError("the driver could not compile a PTX for sm_%d%d (CUDA error %d)" % (major, minor, r))
     cuda.cuModuleUnload(module)
 
 
