@@ -9,16 +9,17 @@ that under kevo's system-call policy (no exec, no file creation). So:
   would otherwise run at a first launch (`ldconfig` for libcuda, `file` for
   the platform key, `ptxas --version` per architecture), builds and loads
   Triton's own `cuda_utils` module, builds and loads kevo's launcher
-  (kevo_triton_launch.c: one module for every signature) in place of
-  Triton's per-signature ones, and compiles one kernel of its own for no
-  GPU, so that LLVM's signal handlers are installed before any fork
-  (`warm_in_zygote`, `warm_compile`);
+  (kevo_triton_launch.c: one module for every signature, for use in place
+  of Triton's per-signature ones), and compiles one kernel of its own for no
+  GPU, so that LLVM counts its signal handlers as installed before any
+  fork, then takes them back (`warm_in_zygote`, `warm_compile`);
 * **the candidate's host**, before the policy (`adapt_host`): Triton's
   cache lives in the process's memory (`MemoryCache`; the stages' "files"
   are read from it), and the `cubin` stage hands the PTX itself to the
   driver, which compiles it in the process (`cuModuleLoadData` takes PTX) in
-  place of a `ptxas` run. The driver's own disk cache is off
-  (`CUDA_CACHE_DISABLE`, set before the host's CUDA context).
+  place of a `ptxas` run; kevo's launcher replaces Triton's there. The
+  driver's own disk cache is off (`CUDA_CACHE_DISABLE`, set before the
+  host's CUDA context).
 
 All of it runs in the candidate's own process, which holds nothing of the
 judge's: a candidate that changes any of it changes only what its own
@@ -146,12 +147,12 @@ def kevo_warm(x_ptr, y_ptr, n, eps, BLOCK: tl.constexpr):
 
 def warm_compile():
     """One compile through every stage, for sm_90 without a GPU. Triton's
-    LLVM installs its crash handlers (SIGSYS among them) at its first
-    compile; under the policy that rt_sigaction is a violation that kills
-    the host (seen on the H200: every Triton candidate died of SIGSYS in its
-    first call). Made here, the handlers come with every fork and LLVM
-    does not install them again; kevo's host replaces the SIGSYS one with
-    its own at the policy. It also loads LLVM's and MLIR's state once."""
+    LLVM installs its signal handlers (SIGSYS's among them) at a process's
+    first compile; under the policy that rt_sigaction is a violation (seen
+    on the H200: Triton candidates died of SIGSYS in their first call).
+    Made here, LLVM counts them as installed in every fork and never
+    installs them again; the dispositions before the compile are then put
+    back (see below). It also loads LLVM's and MLIR's state once."""
     import linecache
     import types
     import triton
