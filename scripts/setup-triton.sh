@@ -7,6 +7,7 @@
 #   folder: $KEVO_TRITON_HOME, default /opt/kevo/triton-VERSION as root,
 #   else ${XDG_DATA_HOME:-~/.local/share}/kevo/triton-VERSION
 # Idempotent: a second run checks the import and installs nothing.
+# `setup-triton.sh --site` prints the folder Triton is (or would be) in.
 # The sandboxed host must be able to read it: not under /tmp (its private
 # root is a tmpfs over /tmp) and not in root's home (mode 700, which the
 # host, in a user namespace of its own, cannot enter).
@@ -15,6 +16,7 @@ version=3.6.0
 if [ "$(id -u)" -eq 0 ]; then default=/opt/kevo/triton-$version; else
   default=${XDG_DATA_HOME:-$HOME/.local/share}/kevo/triton-$version; fi
 home=${KEVO_TRITON_HOME:-$default}
+if [ "${1:-}" = --site ]; then echo "$home/site"; exit 0; fi
 py=/usr/bin/python3
 if PYTHONPATH="$home/site" "$py" -c "import triton, sys; sys.exit(triton.__version__ != '$version')" 2> /dev/null; then
   echo "setup-triton: triton $version present in $home"

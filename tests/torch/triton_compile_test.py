@@ -43,13 +43,11 @@ KERNELS = [
 ]
 
 
-def triton_site():
-    """Where scripts/setup-triton.sh puts Triton (the same rule)."""
-    home = os.environ.get("KEVO_TRITON_HOME")
-    if not home:
-        home = "/opt/kevo/triton-3.6.0" if os.getuid() == 0 else os.path.join(
-            os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share"), "kevo", "triton-3.6.0")
-    return os.path.join(home, "site")
+def triton_site(src):
+    """Where scripts/setup-triton.sh puts Triton (it says, installing nothing)."""
+    p = subprocess.run(["bash", os.path.join(src, "scripts", "setup-triton.sh"), "--site"], capture_output=True,
+                       text=True)
+    return p.stdout.strip()
 
 
 def host(scripts, src, mode):
@@ -61,11 +59,7 @@ def host(scripts, src, mode):
     import kevo_torch_triton as ktt
     from triton.runtime import build
     from triton.backends.nvidia import compiler as nc
-    lib = ctypes.PyDLL(os.path.join(scripts, "libkevo_pyhost.so"))
-    for fn in ("kevo_pyhost_clone", "kevo_pyhost_harden", "kevo_pyhost_lockdown", "kevo_pyhost_namespace_ids",
-               "kevo_pyhost_mount_proc"):
-        getattr(lib, fn).restype = ctypes.c_int
-    kte.PYHOST = lib
+    lib = kte.PYHOST = kte.load_pyhost(os.path.join(scripts, "libkevo_pyhost.so"))
     buf = ctypes.create_string_buffer(512)
     lib.kevo_pyhost_namespace_ids(buf, len(buf))
     parent_ns = buf.value.decode()
@@ -161,7 +155,7 @@ def main():
     if sys.argv[1] == "--host":
         return host(*sys.argv[2:5])
     kevo, python, src, work = sys.argv[1:5]
-    site = triton_site()
+    site = triton_site(src)
     env = dict(os.environ, PYTHONPATH=site, TRITON_CACHE_DIR=os.path.join(os.path.abspath(work), "triton-cache"))
     if subprocess.run([python, "-c", "import torch, triton"], env=env, capture_output=True).returncode != 0:
         print("SKIP: %s cannot import torch and triton (from %s: scripts/setup-triton.sh)" % (python, site))
@@ -191,15 +185,10 @@ def main():
     if sig["status"] != "exit 42" or sig["violation"]:
         fails.append("a SIGTERM after the warm compile should meet the host's own disposition (LLVM's handlers "
                      "taken back), got %s %s" % (sig["status"], sig["violation"]))
-    lib = ctypes.CDLL(os.path.join(scripts, "libkevo_pyhost.so"))
-    lib.kevo_pyhost_syscall_name.argtypes = [ctypes.c_long, ctypes.c_char_p, ctypes.c_int]
-    names = []
-    for v in ctl["violation"]:
-        nr = v.split()[-1]
-        if nr.isdigit():
-            b = ctypes.create_string_buffer(64)
-            lib.kevo_pyhost_syscall_name(int(nr), b, len(b))
-            names.append(b.value.decode())
+    sys.path.insert(0, scripts)
+    import kevo_torch_eval as kte
+    kte.PYHOST = kte.load_pyhost(os.path.join(scripts, "libkevo_pyhost.so"))
+    names = [kte.syscall_name(int(v.split()[-1])) for v in ctl["violation"] if v.split()[-1].isdigit()]
     print("control (no warm compile): %s %s %s" % (ctl["status"], ctl["violation"], names))
     if ctl["status"] != "exit 159" or "rt_sigaction" not in names:
         fails.append("without the warm compile the host's first compile should be the violation rt_sigaction: "

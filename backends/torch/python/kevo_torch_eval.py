@@ -704,9 +704,7 @@ def blocked_in(pid):
             continue
         name = "running (in no system call)" if nr == "running" else nr
         if nr.lstrip("-").isdigit() and PYHOST is not None and int(nr) >= 0:
-            buf = ctypes.create_string_buffer(256)
-            PYHOST.kevo_pyhost_syscall_name(int(nr), buf, len(buf))
-            name = buf.value.decode() or nr
+            name = syscall_name(int(nr)) or nr
         item = "%s%s" % (name, " (%s)" % wchan if wchan and wchan != "0" else "")
         if item not in seen:
             seen.append(item)
@@ -1242,9 +1240,7 @@ class Host:
             # ASCII digits only: "²".isdigit() is true and int("²") raises
             # (the red team's odd_violation crashed the judge so).
             if PYHOST is not None and re.fullmatch(r"[0-9]{1,5}", nr):
-                buf = ctypes.create_string_buffer(256)
-                PYHOST.kevo_pyhost_syscall_name(int(nr), buf, len(buf))
-                name = buf.value.decode()
+                name = syscall_name(int(nr))
             why = "sandbox violation: forbidden system call %s%s%s during %s" % (
                 nr, " (%s)" % name if name else "", " on '%s'" % self.violation_path if self.violation_path else "",
                 during)
@@ -3295,16 +3291,30 @@ def setup_zygote(args):
     global RAW_FORK
     RAW_FORK = args.device == "cuda" and fork_would_be_bad()
     if args.pyhost:
-        PYHOST = ctypes.PyDLL(args.pyhost)
-        for fn in ("kevo_pyhost_clone", "kevo_pyhost_harden", "kevo_pyhost_lockdown", "kevo_pyhost_non_dumpable",
-                   "kevo_pyhost_namespace_ids", "kevo_pyhost_syscall_name"):
-            getattr(PYHOST, fn).restype = ctypes.c_int
-        PYHOST.kevo_pyhost_syscall_name.argtypes = [ctypes.c_long, ctypes.c_char_p, ctypes.c_int]
+        PYHOST = load_pyhost(args.pyhost)
         PYHOST.kevo_pyhost_non_dumpable()
         buf = ctypes.create_string_buffer(512)
         PYHOST.kevo_pyhost_namespace_ids(buf, len(buf))
         return buf.value.decode()
     return ""
+
+
+def load_pyhost(path):
+    """libkevo_pyhost (the sandbox for candidate hosts) with its functions'
+    types: the zygote's PYHOST."""
+    lib = ctypes.PyDLL(path)
+    for fn in ("kevo_pyhost_clone", "kevo_pyhost_harden", "kevo_pyhost_lockdown", "kevo_pyhost_non_dumpable",
+               "kevo_pyhost_namespace_ids", "kevo_pyhost_syscall_name", "kevo_pyhost_mount_proc"):
+        getattr(lib, fn).restype = ctypes.c_int
+    lib.kevo_pyhost_syscall_name.argtypes = [ctypes.c_long, ctypes.c_char_p, ctypes.c_int]
+    return lib
+
+
+def syscall_name(nr):
+    """The name of system call `nr` ("" when PYHOST does not know it)."""
+    buf = ctypes.create_string_buffer(256)
+    PYHOST.kevo_pyhost_syscall_name(nr, buf, len(buf))
+    return buf.value.decode()
 
 
 def fork_would_be_bad():
