@@ -229,7 +229,7 @@ bool Island::propose() {
     if (auto h = held_.find(id); h != held_.end() && h->second.proposal) {
       const auto& pr = *h->second.proposal;
       const auto point = pr.point ? pr.point : point_from_source(t.task->space, pr.source);
-      if (point) t.seen_points.insert(variant_key(source_hashes(pr.source).body, *point));
+      if (point) t.seen_points.insert(variant_key(source_hashes(pr.source, t.task->syntax()).body, *point));
     }
   } else {
     Slot& s = slots_.at(id);
@@ -282,8 +282,7 @@ void Island::accept_source(Slot& slot, std::string source, std::optional<Point> 
   c.source = std::move(source);
   // A torch task's source is Python: C's normalisation would merge programs
   // that differ in indentation or after a `//` (floor division).
-  const auto hashes =
-      source_hashes(c.source, t.task->is_torch() ? SourceSyntax::python : SourceSyntax::c_like);
+  const auto hashes = source_hashes(c.source, t.task->syntax());
   c.hash = hashes.full;
   c.body_hash = hashes.body;
   c.point = std::move(point);
@@ -585,7 +584,7 @@ void Island::restore(std::size_t i, std::vector<Candidate> members,
     // known points by the parent's body hash.
     if (!m.source.empty())
       m.body_hash =
-          source_hashes(m.source, t.task->is_torch() ? SourceSyntax::python : SourceSyntax::c_like).body;
+          source_hashes(m.source, t.task->syntax()).body;
     if (!t.best || m.fitness() > t.best->fitness()) t.best = m;
     insert_member(t, m);
   }

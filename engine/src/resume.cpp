@@ -179,7 +179,7 @@ Prior read_prior(const fs::path& run_dir, const std::vector<std::string>& names,
         const std::string& source = sources[k - at];
         if (!source.empty()) {
           const Task& task = *all_tasks[local[c.task]];
-          c.body_hash = source_hashes(source, task.is_torch() ? SourceSyntax::python : SourceSyntax::c_like).body;
+          c.body_hash = source_hashes(source, task.syntax()).body;
           c.point = point_from_source(all_tasks[local[c.task]]->space, source);
         }
         p.history.push_back(std::move(x));

@@ -127,6 +127,51 @@ TEST(SearchSpace, PointFromSourceReadsTheBlockBack) {
   EXPECT_EQ(defines[3], (std::pair<std::string, std::string>{"ORDER", "ikj"}));
 }
 
+// A Python source's block (a torch task): module-level constants, strings
+// quoted, reals kept floats; replaced where it stands, so a docstring and
+// `from __future__` stay first.
+TEST(SearchSpace, APythonBlockIsReplacedWhereItStandsAndReadBack) {
+  const SearchSpace s({Param{"BLOCK", ints({64, 128})}, Param{"SHIFT", {Value::string("max"), Value::string("none")}},
+                       Param{"ALPHA", {Value::real(1.0), Value::real(0.25)}}},
+                      {}, SourceSyntax::python);
+  EXPECT_EQ(s.render_block({1, 0, 0}),
+            "# kevo:params begin\n"
+            "BLOCK = 128\n"
+            "SHIFT = \"max\"\n"
+            "ALPHA = 1.0\n"
+            "# kevo:params end\n");
+  const std::string head = "\"\"\"Doc.\"\"\"\nfrom __future__ import annotations\n\n";
+  const std::string tail = "\nimport torch\n\n\nclass ModelNew:\n    n = BLOCK // 4\n";
+  const std::string source = head + s.render_block({0, 1, 1}) + tail;
+  for (const Point& p : s.enumerate()) {
+    const std::string child = apply_point(s, p, source);
+    EXPECT_EQ(child, head + s.render_block(p) + tail);
+    EXPECT_EQ(point_from_source(s, child), p);
+    // Same body, another point: the body hash is shared, the full one is not.
+    const auto a = source_hashes(child, SourceSyntax::python);
+    const auto b = source_hashes(source, SourceSyntax::python);
+    EXPECT_EQ(a.body, b.body);
+    EXPECT_EQ(a.full == b.full, p == Point({0, 1, 1}));
+  }
+  // No block yet: one is put at the top.
+  EXPECT_EQ(apply_point(s, {0, 0, 0}, tail), s.render_block({0, 0, 0}) + tail);
+  // A C-like block is not a Python one, nor the other way round.
+  EXPECT_FALSE(point_from_source(s, "// kevo:params begin\n#define BLOCK 64\n// kevo:params end\n").has_value());
+  EXPECT_TRUE(split_params_block(source).block.empty());
+  // Written by a person or a model: single quotes, spacing and a comment.
+  const std::string by_hand = "# kevo:params begin\nBLOCK=128   # rows per program\n  SHIFT = 'none'\n"
+                              "ALPHA = 0.250\n# kevo:params end\n";
+  EXPECT_EQ(point_from_source(s, by_hand), (Point{1, 1, 1}));
+  EXPECT_EQ(block_assignment(by_hand, SourceSyntax::python),
+            (std::vector<std::pair<std::string, std::string>>{{"BLOCK", "128"}, {"SHIFT", "none"}, {"ALPHA", "0.250"}}));
+  EXPECT_FALSE(point_from_source(s, "# kevo:params begin\nBLOCK = 96\nSHIFT = 'max'\nALPHA = 1.0\n# kevo:params end\n")
+                   .has_value());
+  // Without a block the keys are those of the whole source, as before.
+  const auto plain = source_hashes(tail, SourceSyntax::python);
+  EXPECT_EQ(plain.full, plain.body);
+  EXPECT_EQ(plain.body, fnv1a64(normalise_python_source(tail)));
+}
+
 // to_json writes its text without a DOM where it can: the same bytes as the
 // ordered DOM's dump, for every kind of value; names that repeat and text
 // that is not plain ASCII go through the DOM.

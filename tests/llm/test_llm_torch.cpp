@@ -239,8 +239,53 @@ TEST(LlmTorchPrompts, TheCandidateFormTheRulesAndTheDevice) {
     EXPECT_EQ(rewrite.find("```cpp"), std::string::npos) << rewrite;
     EXPECT_NE(rewrite.find("Sizes: rows, cols (globals of the reference module"), std::string::npos) << rewrite;
     EXPECT_NE(rewrite.find("- rows=1024,cols=4096"), std::string::npos) << rewrite;
-    EXPECT_EQ(rewrite.find("kevo:params"), std::string::npos) << rewrite;
+    EXPECT_EQ(rewrite.find("// kevo:params"), std::string::npos) << rewrite;
+    EXPECT_NE(rewrite.find("Keep the `# kevo:params` block"), std::string::npos) << rewrite;
+    EXPECT_NE(system.find("Search space of this task's parameters:\n(no parameters)"), std::string::npos) << system;
   }
+}
+
+// A torch task with a search space: the system prompt lists it, the
+// parameter hint shows the program as Python, and the hinted child is the
+// parent with its "# kevo:params" block rewritten where it stands.
+TEST(LlmTorchPrompts, ASearchSpaceIsShownAndAHintRewritesThePythonBlockInPlace) {
+  static const Task t = load_task(kSource / "tests/torch/tasks/params_softmax");
+  test::FakeServer s(json{{"log_content", true}, {"sequence", {{{"kind", "param_hint"}}, {{"kind", "param_hint"}}}}});
+  ASSERT_TRUE(s.up());
+  auto svc = std::make_shared<Service>(test::service_config(s.url(), "openai-compatible", {{"hardware", ""}}));
+  svc->set_device("torch", "cpu");
+  Candidate parent = correct_parent(t, "");
+  parent.point = t.seed_point;
+  Request r(t, parent);
+  const auto slots = prompt_slots(r.req, *svc, 0);
+  const std::string system = svc->prompt("system_torch").render(slots);
+  EXPECT_NE(system.find("Search space of this task's parameters:\n- CHUNK: [1, 16, 64, 1024]\n- SHIFT: [max, none]\n"
+                        "- restriction: CHUNK >= 16 || SHIFT == \"max\"\n"),
+            std::string::npos)
+      << system;
+  const std::string hint = svc->prompt("param_hint", "torch").render(slots);
+  EXPECT_NE(hint.find("```python\n" + t.seed_source + "```"), std::string::npos) << hint;
+  EXPECT_EQ(hint.find("```cpp"), std::string::npos) << hint;
+
+  LlmOperator op("llm_param_hint", svc, {Kind::param_hint});
+  // The fake server's first hint is CHUNK 1 with SHIFT none, which the
+  // restriction excludes: the parent's point is kept, saying why.
+  const auto refused = test::await_outcome(op, r.req);
+  ASSERT_TRUE(refused.proposal) << refused.failure;
+  EXPECT_EQ(refused.proposal->point, t.seed_point);
+  EXPECT_NE(refused.proposal->note.find("invalid parameter hint"), std::string::npos) << refused.proposal->note;
+  r.req.id = 10;
+  const auto out = test::await_outcome(op, r.req);
+  ASSERT_TRUE(out.proposal) << out.failure;
+  ASSERT_TRUE(out.proposal->point);
+  EXPECT_TRUE(t.space.valid(*out.proposal->point));
+  EXPECT_NE(*out.proposal->point, *t.seed_point);
+  const std::string& child = out.proposal->source;
+  EXPECT_EQ(child, apply_point(t.space, *out.proposal->point, t.seed_source));
+  EXPECT_EQ(point_from_source(t.space, child), out.proposal->point);
+  // The docstring and the __future__ import still come first.
+  EXPECT_EQ(child.rfind("\"\"\"Row softmax", 0), 0u) << child;
+  EXPECT_LT(child.find("from __future__ import annotations"), child.find("# kevo:params begin")) << child;
 }
 
 TEST(LlmTorchPrompts, AnAllowListIsStated) {

@@ -2,7 +2,7 @@
 # Runs on the GPU machine: builds what the torch backend needs and runs its
 # GPU checks and benchmarks, each phase with its own time limit; logs go to
 # $OUT (docs/torch.md, docs/benchmarks.md#torch-backend).
-#   tests/torch/run_h200.sh PHASE...   build vmm gpu adversarial ahead triton drain noise
+#   tests/torch/run_h200.sh PHASE...   build vmm gpu adversarial ahead triton params drain noise
 #   (ADV_ONLY=name,... for a part of the adversarial suite)
 set -u
 OUT=${OUT:-/tmp/kevo-torch-out}
@@ -58,6 +58,11 @@ triton)
   step "Triton candidates under the sandbox (tests/torch/triton_test.py)"
   timeout ${TRITON_TIMEOUT:-300} $PY tests/torch/triton_test.py $B/kevo $PY "$PWD" /tmp/kevo-torch-triton cuda 2>&1 |
     tee "$OUT/triton.log" | cut -c1-3000 | tail -60
+  ;;
+params)
+  step "a Triton task's launch as a search space, kevo run with the parameter operators (tests/torch/params_test.py)"
+  timeout ${PARAMS_TIMEOUT:-300} $PY tests/torch/params_test.py $B/kevo $PY "$PWD" /tmp/kevo-torch-params cuda 2>&1 |
+    tee "$OUT/params.log" | cut -c1-400 | tail -40
   ;;
 vmm)
   step "the judge's device memory, exported and mapped by another process (tests/torch/vmm_test.py)"

@@ -87,11 +87,40 @@ TEST(TorchTask, CKeysAndBadValuesNameTheirKey) {
   expect_error_at(task_with(d, "/torch/inputs/signed", "yes"), "/torch/inputs/signed", "true, false, or a list");
   expect_error_at(task_with(d, "/torch/stress/0/name", "Big"), "/torch/stress/0/name", "lower-case");
   expect_error_at(task_with(d, "/torch/colour", 1), "/torch/colour", "unknown key");
-  expect_error_at(task_with(d, "/search_space", nlohmann::json::object()), "/search_space", "no search space");
   expect_error_at(task_with(d, "/shapes/visible/0/m", 3), "/shapes/visible/0/m", "unknown key");
   expect_error_at(task_with(d, "/reference", "reference.txt"), "/reference", "a Python file name");
   expect_error_at(task_with(d, "", nullptr, "class Model:\n    pass\n"), "/reference", "def get_inputs");
   expect_error_at(task_with(d, "", nullptr, kReference, "class Model:\n    pass\n"), "/seed", "class ModelNew");
+}
+
+// A torch task's search space: module-level constants in a "# kevo:params"
+// block of the seed (docs/tasks.md#search_space).
+TEST(TorchTask, ASearchSpaceIsReadFromThePythonBlockOfTheSeed) {
+  test::TempDir d;
+  const std::string seed = std::string("# kevo:params begin\nSCALE = 2\nMODE = \"mul\"\n# kevo:params end\n") + kSeed;
+  const nlohmann::json space = {{"params", {{{"name", "SCALE"}, {"values", {1, 2, 4}}},
+                                            {{"name", "MODE"}, {"values", {"mul", "add"}}}}}};
+  const Task t = load_task(task_with(d, "/search_space", space, kReference, seed));
+  EXPECT_EQ(t.space.syntax(), SourceSyntax::python);
+  ASSERT_TRUE(t.seed_point.has_value());
+  EXPECT_EQ(t.space.key(*t.seed_point), "SCALE=2,MODE=mul");
+
+  nlohmann::json with_point = space;
+  with_point["seed_point"] = {{"SCALE", 4}, {"MODE", "mul"}};
+  expect_error_at(task_with(d, "/search_space", with_point, kReference, seed), "/search_space/seed_point",
+                  "the point of the params block in seed.py (SCALE=2,MODE=mul)");
+  expect_error_at(task_with(d, "/search_space", space), "/search_space/seed_point",
+                  "'# kevo:params begin' ... '# kevo:params end' block in seed.py");
+  const std::string odd = std::string("# kevo:params begin\nSCALE = 3\nMODE = 'mul'\n# kevo:params end\n") + kSeed;
+  expect_error_at(task_with(d, "/search_space", space, kReference, odd), "/search_space/seed_point",
+                  "SCALE = 3 is not one of: 1, 2, 4");
+  for (const char* name : {"class", "2x", "ModelNew", "get_inputs", "torch", "n"}) {
+    nlohmann::json bad = space;
+    bad["params"][0]["name"] = name;
+    expect_error_at(task_with(d, "/search_space", bad, kReference, seed), "/search_space/params/0/name",
+                    std::string(name) == "class" || std::string(name) == "2x" ? "a Python identifier"
+                                                                               : "does not bind otherwise");
+  }
 }
 
 TEST(TorchTask, ATorchSectionInACTaskIsAnError) {

@@ -14,18 +14,43 @@ std::string_view trim(std::string_view s) {
   return s.substr(first, last - first + 1);
 }
 
-// The "#define NAME value" lines of the params block of `source`, as views
-// into it. Parsed by hand (no streams, no copies): the null backend reads a
-// block per candidate, and so does the island.
-std::vector<std::pair<std::string_view, std::string_view>> block_defines(std::string_view source) {
+// A Python block line "NAME = value" (a trailing "# comment" ignored), as
+// views; an empty name when the line is not one.
+std::pair<std::string_view, std::string_view> python_assignment(std::string_view line) {
+  const auto eq = line.find('=');
+  if (eq == std::string_view::npos || eq == 0) return {};
+  const std::string_view name = trim(line.substr(0, eq));
+  std::string_view value = trim(line.substr(eq + 1));
+  if (name.empty() || value.empty() || value.front() == '=') return {};   // "==" is no assignment
+  if (value.front() == '"' || value.front() == '\'') {
+    const auto close = value.find(value.front(), 1);
+    if (close == std::string_view::npos) return {};
+    value = value.substr(1, close - 1);
+  } else {
+    value = trim(value.substr(0, value.find('#')));
+  }
+  return {name, value};
+}
+
+// The assignments of the params block of `source`, as views into it. Parsed
+// by hand (no streams, no copies): the null backend reads a block per
+// candidate, and so does the island.
+std::vector<std::pair<std::string_view, std::string_view>> block_defines(std::string_view source,
+                                                                         SourceSyntax syntax) {
   std::vector<std::pair<std::string_view, std::string_view>> out;
-  const auto [begin, end] = params_block_span(source);
+  const auto [begin, end] = params_block_span(source, syntax);
   if (begin == std::string_view::npos) return out;
   std::string_view rest = source.substr(begin, end - begin);
   while (!rest.empty()) {
     const auto nl = rest.find('\n');
     std::string_view line = trim(rest.substr(0, nl));
     rest = nl == std::string_view::npos ? std::string_view{} : rest.substr(nl + 1);
+    if (syntax == SourceSyntax::python) {
+      if (line.empty() || line.front() == '#') continue;
+      const auto assignment = python_assignment(line);
+      if (!assignment.first.empty()) out.push_back(assignment);
+      continue;
+    }
     constexpr std::string_view kDefine = "#define";
     if (line.substr(0, kDefine.size()) != kDefine) continue;
     line = trim(line.substr(kDefine.size()));
@@ -42,15 +67,15 @@ std::vector<std::pair<std::string_view, std::string_view>> block_defines(std::st
 
 }  // namespace
 
-std::vector<std::pair<std::string, std::string>> block_assignment(std::string_view source) {
+std::vector<std::pair<std::string, std::string>> block_assignment(std::string_view source, SourceSyntax syntax) {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& [name, value] : block_defines(source)) out.emplace_back(std::string(name), std::string(value));
+  for (const auto& [name, value] : block_defines(source, syntax)) out.emplace_back(std::string(name), std::string(value));
   return out;
 }
 
 std::optional<Point> point_from_source(const SearchSpace& space, std::string_view source) {
   if (space.empty()) return std::nullopt;
-  const auto all = block_defines(source);
+  const auto all = block_defines(source, space.syntax());
   // String parameters also define NAME_value markers: keep the real names only.
   std::vector<std::pair<std::string, std::string>> assignment;
   assignment.reserve(space.params().size());
@@ -89,9 +114,17 @@ std::string normalise_python_source(std::string_view source) {
 
 SourceHashes source_hashes(std::string_view source, SourceSyntax syntax) {
   if (syntax == SourceSyntax::c_like) return source_hashes(source);
+  const auto [begin, end] = params_block_span(source, SourceSyntax::python);
   SourceHashes h;
-  h.body = fnv1a64(normalise_python_source(source));
-  h.full = h.body;
+  if (begin == std::string_view::npos) {
+    h.body = fnv1a64(normalise_python_source(source));
+    h.full = h.body;
+    return h;
+  }
+  std::string body(source.substr(0, begin));
+  body += source.substr(end);
+  h.body = fnv1a64(normalise_python_source(body));
+  h.full = fnv1a64(normalise_python_source(source.substr(begin, end - begin)), h.body);
   return h;
 }
 

@@ -14,8 +14,10 @@
 namespace kevo {
 namespace {
 
-constexpr const char* kBegin = "// kevo:params begin";
-constexpr const char* kEnd = "// kevo:params end";
+constexpr std::string_view kBegin = "// kevo:params begin";
+constexpr std::string_view kEnd = "// kevo:params end";
+constexpr std::string_view kPyBegin = "# kevo:params begin";
+constexpr std::string_view kPyEnd = "# kevo:params end";
 
 // An Env over a point that borrows the space: only for use inside one call.
 Env borrowed_env(const std::vector<Param>& params, const Point& p) {
@@ -60,8 +62,8 @@ bool matches(const Value& v, const std::string& raw) {
 
 }  // namespace
 
-SearchSpace::SearchSpace(std::vector<Param> params, std::vector<Expr> restrictions)
-    : params_(std::move(params)), restrictions_(std::move(restrictions)) {
+SearchSpace::SearchSpace(std::vector<Param> params, std::vector<Expr> restrictions, SourceSyntax syntax)
+    : params_(std::move(params)), restrictions_(std::move(restrictions)), syntax_(syntax) {
   for (const auto& p : params_)
     if (p.values.empty()) throw std::invalid_argument("search space parameter '" + p.name + "' has no values");
 }
@@ -225,11 +227,15 @@ std::string SearchSpace::key(const Point& p) const {
 }
 
 std::string SearchSpace::render_block(const Point& p) const {
-  std::string out = std::string(kBegin) + "\n";
+  std::string out = std::string(params_begin_marker(syntax_)) + "\n";
   for (std::size_t k = 0; k < params_.size() && k < p.size(); ++k) {
     const Value v = value(p, k);
     const std::string& name = params_[k].name;
-    if (v.kind == Value::Kind::string) {
+    if (syntax_ == SourceSyntax::python) {
+      // Values are integers, reals (written with a '.' or an exponent, so
+      // they stay floats) or strings of letters, digits and '_'.
+      out += name + " = " + (v.kind == Value::Kind::string ? c_string_literal(v.s) : v.to_string()) + "\n";
+    } else if (v.kind == Value::Kind::string) {
       // NAME_value lets the body select code with #ifdef / #if defined().
       out += "#define " + name + "_" + v.s + " 1\n";
       out += "#define " + name + " " + c_string_literal(v.s) + "\n";
@@ -239,11 +245,19 @@ std::string SearchSpace::render_block(const Point& p) const {
       out += "#define " + name + " " + v.to_string() + "\n";
     }
   }
-  out += std::string(kEnd) + "\n";
+  out += std::string(params_end_marker(syntax_)) + "\n";
   return out;
 }
 
-std::pair<std::size_t, std::size_t> params_block_span(std::string_view source) {
+std::string_view params_begin_marker(SourceSyntax syntax) {
+  return syntax == SourceSyntax::python ? kPyBegin : kBegin;
+}
+
+std::string_view params_end_marker(SourceSyntax syntax) { return syntax == SourceSyntax::python ? kPyEnd : kEnd; }
+
+std::pair<std::size_t, std::size_t> params_block_span(std::string_view source, SourceSyntax syntax) {
+  const std::string_view begin_marker = params_begin_marker(syntax);
+  const std::string_view end_marker = params_end_marker(syntax);
   // Find the marker lines (whole lines, surrounding blanks ignored).
   std::size_t begin_line = std::string_view::npos;
   std::size_t pos = 0;
@@ -252,8 +266,8 @@ std::pair<std::size_t, std::size_t> params_block_span(std::string_view source) {
     const std::size_t next = eol == std::string_view::npos ? source.size() : eol + 1;
     const std::string_view line = trim(source.substr(pos, next - pos - (eol == std::string_view::npos ? 0 : 1)));
     if (begin_line == std::string_view::npos) {
-      if (line == kBegin) begin_line = pos;
-    } else if (line == kEnd) {
+      if (line == begin_marker) begin_line = pos;
+    } else if (line == end_marker) {
       return {begin_line, next};
     }
     pos = next;
@@ -261,8 +275,8 @@ std::pair<std::size_t, std::size_t> params_block_span(std::string_view source) {
   return {std::string_view::npos, std::string_view::npos};
 }
 
-SplitSource split_params_block(std::string_view source) {
-  const auto [begin_line, end_after] = params_block_span(source);
+SplitSource split_params_block(std::string_view source, SourceSyntax syntax) {
+  const auto [begin_line, end_after] = params_block_span(source, syntax);
   SplitSource out;
   if (begin_line == std::string_view::npos) {
     out.body = std::string(source);
@@ -275,6 +289,14 @@ SplitSource split_params_block(std::string_view source) {
 }
 
 std::string apply_point(const SearchSpace& space, const Point& p, std::string_view source) {
+  if (space.syntax() == SourceSyntax::python) {
+    const auto [begin, end] = params_block_span(source, SourceSyntax::python);
+    if (begin == std::string_view::npos) return space.render_block(p) + std::string(source);
+    std::string out(source.substr(0, begin));
+    out += space.render_block(p);
+    out += source.substr(end);
+    return out;
+  }
   return space.render_block(p) + split_params_block(source).body;
 }
 

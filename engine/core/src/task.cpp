@@ -267,6 +267,19 @@ bool is_c_identifier(const std::string& s) {
   });
 }
 
+bool is_python_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+bool is_python_keyword(const std::string& s) {
+  static const std::set<std::string> keywords = {
+      "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def",
+      "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is",
+      "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while", "with", "yield"};
+  return keywords.count(s) != 0;
+}
+
 std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& s : items) {
@@ -424,12 +437,13 @@ std::vector<std::pair<std::string, std::string>> block_defines(const std::string
 
 // The point a seed's params block spells, or a reason why there is none.
 std::optional<Point> point_from_block(const SearchSpace& space, const std::string& block, std::string& why) {
-  const auto defines = block_defines(block);
+  const bool python = space.syntax() == SourceSyntax::python;
+  const auto defines = python ? block_assignment(block, SourceSyntax::python) : block_defines(block);
   std::vector<std::pair<std::string, std::string>> assignment;
   for (const Param& p : space.params()) {
     const auto it = std::find_if(defines.begin(), defines.end(), [&](const auto& d) { return d.first == p.name; });
     if (it == defines.end()) {
-      why = "no #define for parameter " + p.name;
+      why = (python ? "no assignment to parameter " : "no #define for parameter ") + p.name;
       return std::nullopt;
     }
     assignment.emplace_back(p.name, it->second);
@@ -447,7 +461,7 @@ std::optional<Point> point_from_block(const SearchSpace& space, const std::strin
         if (one.find({{name, text}})) known = true;
       }
       if (!known) {
-        why = "#define " + name + " " + text + " is not one of: " + join(values);
+        why = (python ? name + " = " : "#define " + name + " ") + text + " is not one of: " + join(values);
         break;
       }
     }
@@ -682,7 +696,21 @@ Param read_param(const nlohmann::json& j, const std::string& pp, const std::vect
   StrictObject p(j, file, pp);
   Param param;
   param.name = p.string("name");
-  if (!is_c_identifier(param.name)) p.fail("name", "a C identifier (it becomes a macro), got \"" + param.name + "\"");
+  if (t.is_torch()) {
+    // A module-level constant of the candidate: the names the module's own
+    // definitions and imports bind would rebind it after the block.
+    static const std::set<std::string> taken = {"Model", "ModelNew", "get_inputs", "get_init_inputs", "torch",
+                                                "nn", "F", "triton", "tl", "math"};
+    if (!is_python_identifier(param.name) || is_python_keyword(param.name) || param.name.size() > 64)
+      p.fail("name", "a Python identifier, not a keyword (it becomes a module-level constant), got \"" +
+                         param.name + "\"");
+    const auto& sizes = t.torch->sizes;
+    if (taken.count(param.name) || std::find(sizes.begin(), sizes.end(), param.name) != sizes.end())
+      p.fail("name", "a name that the candidate's module does not bind otherwise (not a size, ModelNew, Model, "
+                     "get_inputs, get_init_inputs, torch, nn, F, triton, tl or math), got \"" + param.name + "\"");
+  } else if (!is_c_identifier(param.name)) {
+    p.fail("name", "a C identifier (it becomes a macro), got \"" + param.name + "\"");
+  }
   for (std::size_t k = 0; k < earlier.size(); ++k)
     if (earlier[k].name == param.name)
       p.fail("name", "a unique parameter name (\"" + param.name + "\" is " + base + "/" + idx(k) + "/name too)");
@@ -705,8 +733,10 @@ Param read_param(const nlohmann::json& j, const std::string& pp, const std::vect
       if (value.s.empty() || !std::all_of(value.s.begin(), value.s.end(), [](char c) {
             return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
           }))
-        throw InputError(file, vp, "a non-empty string of letters, digits and '_' (it becomes the macro " +
-                                       param.name + "_<value>), got " + shown(v));
+        throw InputError(file, vp, "a non-empty string of letters, digits and '_' (" +
+                                       (t.is_torch() ? std::string("a Python string literal in the params block")
+                                                     : "it becomes the macro " + param.name + "_<value>") +
+                                       "), got " + shown(v));
     } else {
       throw InputError(file, vp, "a number or a string, got " + shown(v));
     }
@@ -768,11 +798,12 @@ Point read_seed_point_object(StrictObject& sp, const Task& t, const SplitSource&
 }
 
 Point read_seed_point(StrictObject& ss, const Task& t) {
-  const SplitSource seed_split = split_params_block(t.seed_source);
+  const SplitSource seed_split = split_params_block(t.seed_source, t.syntax());
   if (auto sp = ss.optional_object("seed_point")) return read_seed_point_object(*sp, t, seed_split);
   const std::string seed_file = t.seed_path.filename().string();
   if (seed_split.block.empty())
-    ss.fail("seed_point", "a seed point, or a '// kevo:params begin' ... '// kevo:params end' block in " + seed_file +
+    ss.fail("seed_point", "a seed point, or a '" + std::string(params_begin_marker(t.syntax())) + "' ... '" +
+                              std::string(params_end_marker(t.syntax())) + "' block in " + seed_file +
                               " (the seed has neither)");
   std::string why;
   const auto point = point_from_block(t.space, seed_split.block, why);
@@ -812,7 +843,7 @@ void read_search_space(StrictObject& root, Task& t) {
   for (std::size_t i = 0; i < params.size(); ++i)
     list.push_back(read_param(params[i], ss->pointer("params") + "/" + idx(i), list, t));
   std::vector<Expr> restrictions = read_restrictions(*ss, list);
-  t.space = SearchSpace(std::move(list), std::move(restrictions));
+  t.space = SearchSpace(std::move(list), std::move(restrictions), t.syntax());
   t.seed_point = read_seed_point(*ss, t);
   check_seed_point(*ss, t);
   ss->finish();
@@ -983,11 +1014,6 @@ void read_libraries(StrictObject& root, Task& t) {
   }
 }
 
-bool is_python_identifier(const std::string& s) {
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
-}
-
 // "torch": {"sizes", "inputs", "allow", "forbid_reference_ops", "languages",
 // "level", "degenerate"} (docs/torch.md#tasks).
 void read_torch(StrictObject& root, Task& t) {
@@ -1109,9 +1135,7 @@ Task load_task(const fs::path& dir_in) {
     t.reference_source =
         read_python_file(root, "reference", t.dir, {"class Model", "def get_inputs", "def get_init_inputs"}, t.reference_path);
     t.seed_source = read_python_file(root, "seed", t.dir, {"class ModelNew"}, t.seed_path);
-    if (root.has("search_space"))
-      root.fail("search_space", "no search space in a torch task yet (docs/torch.md#not-done-yet); evolve it with the "
-                                "LLM operators");
+    read_search_space(root, t);
     read_count(root, "flops", t, t.flops);
     read_count(root, "bytes", t, t.bytes);
     root.finish();

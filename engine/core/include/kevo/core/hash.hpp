@@ -69,8 +69,9 @@ SourceHashes source_hashes(std::string_view source);
 // is floor division (`x // 4` and `x // 8` would be one program) and the
 // kernel sources in its strings keep their own comments and directives.
 std::string normalise_python_source(std::string_view source);
-// The dedup keys of a source in `syntax`: a Python source has no params
-// block (`full` == `body`, its normalise_python_source hashed).
+// The dedup keys of a source in `syntax`. A Python source's `body` hashes it
+// without its "# kevo:params" block, normalise_python_source'd; `full`
+// combines the normalised block with it, and is `body` when there is none.
 enum class SourceSyntax { c_like, python };
 SourceHashes source_hashes(std::string_view source, SourceSyntax syntax);
 

@@ -10,9 +10,19 @@
 //   // kevo:params end
 //
 // and the rest of the source (the template body) refers to the macros.
+//
+// A Python source (a torch task's candidate) has the same block as
+// module-level constants, where the seed put it (kept in place, so that a
+// module docstring or `from __future__` stays first):
+//
+//   # kevo:params begin
+//   BLOCK = 1024
+//   ORDER = "ikj"
+//   # kevo:params end
 #pragma once
 
 #include "kevo/core/expr.hpp"
+#include "kevo/core/hash.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -34,11 +44,14 @@ using Point = std::vector<std::uint32_t>;  // value index per parameter, in Para
 class SearchSpace {
  public:
   SearchSpace() = default;
-  SearchSpace(std::vector<Param> params, std::vector<Expr> restrictions);
+  SearchSpace(std::vector<Param> params, std::vector<Expr> restrictions,
+              SourceSyntax syntax = SourceSyntax::c_like);
 
   const std::vector<Param>& params() const { return params_; }
   const std::vector<Expr>& restrictions() const { return restrictions_; }
   bool empty() const { return params_.empty(); }
+  // How the params block of this space's sources is written.
+  SourceSyntax syntax() const { return syntax_; }
 
   // Number of points before restrictions (saturates at UINT64_MAX).
   std::uint64_t cardinality() const;
@@ -63,13 +76,19 @@ class SearchSpace {
   std::string to_json(const Point& p) const;
   std::string key(const Point& p) const;     // "TILE_M=32,ORDER=ikj"
 
-  // The '// kevo:params' block for a point.
+  // The params block for a point, in the space's syntax.
   std::string render_block(const Point& p) const;
 
  private:
   std::vector<Param> params_;
   std::vector<Expr> restrictions_;
+  SourceSyntax syntax_ = SourceSyntax::c_like;
 };
+
+// The marker lines of a params block in `syntax`: "// kevo:params begin" or
+// "# kevo:params begin", and "... end".
+std::string_view params_begin_marker(SourceSyntax syntax);
+std::string_view params_end_marker(SourceSyntax syntax);
 
 // Splits a candidate source into (params block, body). When the source has no
 // block, the block is empty and the body is the whole source.
@@ -77,16 +96,21 @@ struct SplitSource {
   std::string block;
   std::string body;
 };
-SplitSource split_params_block(std::string_view source);
+SplitSource split_params_block(std::string_view source, SourceSyntax syntax = SourceSyntax::c_like);
 // Where the params block is in `source`: [begin, end) spans its lines, the
 // end marker's line end included; begin == end == npos when it has none.
-std::pair<std::size_t, std::size_t> params_block_span(std::string_view source);
-// body with a fresh block for `p` at the top.
+std::pair<std::size_t, std::size_t> params_block_span(std::string_view source,
+                                                      SourceSyntax syntax = SourceSyntax::c_like);
+// The source with a fresh block for `p`: C-like, the body with the block at
+// the top; Python, the block replaced where it is (put at the top when the
+// source has none).
 std::string apply_point(const SearchSpace& space, const Point& p, std::string_view source);
 
-// The "#define NAME value" lines of a source's params block, in order, with
-// string literals unquoted (implemented in params_block.cpp).
-std::vector<std::pair<std::string, std::string>> block_assignment(std::string_view source);
+// The assignments of a source's params block, in order, with string literals
+// unquoted: "#define NAME value" lines (C-like) or "NAME = value" lines
+// (Python; a trailing "# comment" ignored). Implemented in params_block.cpp.
+std::vector<std::pair<std::string, std::string>> block_assignment(std::string_view source,
+                                                                  SourceSyntax syntax = SourceSyntax::c_like);
 // The point a source's params block names; nullopt when the source has no
 // block or the block names a value outside the space.
 std::optional<Point> point_from_source(const SearchSpace& space, std::string_view source);

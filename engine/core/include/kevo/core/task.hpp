@@ -175,6 +175,8 @@ struct Task {
   std::optional<TorchTaskInfo> torch;
 
   bool is_torch() const { return torch.has_value(); }
+  // How its sources are written: Python (a torch task) or C-like.
+  SourceSyntax syntax() const { return is_torch() ? SourceSyntax::python : SourceSyntax::c_like; }
   // The file name a source of this task is saved as: "candidate.py" for a
   // torch task, "candidate.cpp" otherwise (best/<task>.<ext>).
   std::string source_extension() const { return is_torch() ? ".py" : ".cpp"; }
