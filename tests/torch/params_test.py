@@ -14,6 +14,11 @@ block spells; and the judge ran what the block says: every point with
 SHIFT "max" is correct and every point with SHIFT "none" (no max
 subtraction) fails the stress trial as a wrong answer.
 
+Without a GPU, where scripts/setup-triton.sh's Triton is installed, the
+Triton task's seed is also compiled to PTX for sm_90 at every point of its
+space (its block rewritten as kevo rewrites it), and each kernel's
+`.reqntid` must be 32 x NUM_WARPS: the parameters reach Triton's launch.
+
   params_test.py KEVO PYTHON SOURCE_DIR WORK_DIR [DEVICE]
 
 Exit 77 (skipped) when PYTHON cannot import torch.
@@ -66,6 +71,57 @@ def block_point(source):
         name, value = [x.strip() for x in line.split("=", 1)]
         point[name] = json.loads(value)
     return point
+
+
+COMPILE_POINTS = r"""
+import importlib.util, itertools, json, re, sys
+import triton
+from triton.backends.compiler import GPUTarget
+seed_path, work = sys.argv[1], sys.argv[2]
+seed = open(seed_path).read()
+block = re.compile(r"^# kevo:params begin\n.*?^# kevo:params end\n", re.S | re.M)
+sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "stride": "i32", "rows": "i32", "cols": "i32", "BLOCK": "constexpr",
+       "ROWS_PER": "constexpr", "SUB_MAX": "constexpr"}
+done = 0
+for warps, rows, shift in itertools.product([1, 2, 4, 8], [1, 2, 4], ["max", "none"]):
+    if warps * rows > 16:
+        continue
+    text = block.sub("# kevo:params begin\nNUM_WARPS = %d\nROWS = %d\nSHIFT = %s\n# kevo:params end\n"
+                     % (warps, rows, json.dumps(shift)), seed)
+    path = "%s/seed_%d_%d_%s.py" % (work, warps, rows, shift)
+    open(path, "w").write(text)
+    spec = importlib.util.spec_from_file_location("seed_%d_%d_%s" % (warps, rows, shift), path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert (mod.NUM_WARPS, mod.ROWS, mod.SHIFT) == (warps, rows, shift)
+    k = triton.compile(triton.compiler.ASTSource(mod.softmax_rows, signature=sig, constexprs={
+        "BLOCK": 2048, "ROWS_PER": mod.ROWS, "SUB_MAX": mod.SHIFT == "max"}), target=GPUTarget("cuda", 90, 32),
+        options={"num_warps": mod.NUM_WARPS})
+    got = re.findall(r"\.reqntid (\d+)", k.asm["ptx"])
+    assert got == [str(32 * warps)], (warps, rows, shift, got)
+    done += 1
+print("points compiled:", done)
+"""
+
+
+def compile_every_triton_point(python, src, work):
+    """The Triton task's seed compiled at every point of its space (no GPU);
+    False when scripts/setup-triton.sh's Triton is not there."""
+    p = subprocess.run(["bash", os.path.join(src, "scripts", "setup-triton.sh"), "--site"], capture_output=True,
+                       text=True)
+    site = p.stdout.strip()
+    if p.returncode != 0 or not os.path.isdir(os.path.join(site, "triton")):
+        print("no Triton from scripts/setup-triton.sh: the Triton task's points are not compiled")
+        return False
+    seed = os.path.join(src, "tests", "torch", "tasks", "params_softmax_triton", "seed.py")
+    out = os.path.join(work, "triton-points")
+    os.makedirs(out, exist_ok=True)
+    p = subprocess.run([python, "-c", COMPILE_POINTS, seed, out], capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, PYTHONPATH=site, TRITON_CACHE_DIR=os.path.join(out, "cache")))
+    print(p.stdout.strip(), p.stderr[-2000:] if p.returncode else "")
+    if p.returncode != 0 or "points compiled: 22" not in p.stdout:
+        raise AssertionError("the Triton task's seed does not compile at every point")
+    return True
 
 
 def main():
@@ -122,6 +178,8 @@ def main():
     assert len(set(points)) == len(points), "a point was judged twice: %s" % sorted(points)
     shifts = {json.loads(r["params"])["SHIFT"] for r in children}
     assert shifts == {"max", "none"}, "the children's SHIFT values: %s" % shifts
+    if device != "cuda":
+        compile_every_triton_point(python, src, work)
     print("PASS")
     return 0
 
