@@ -189,4 +189,14 @@ int cmd_import_kernelbench(const ImportKernelBenchArgs& args) {
   return run_python_tool(args.python, "kevo_torch_tasks.py", rest, args.stdout_fd);
 }
 
+int cmd_triton_space(const TritonSpaceArgs& args) {
+  if (!fs::is_regular_file(args.file)) throw InputError(args.file, "", "a Python file holding an autotuned Triton kernel");
+  std::vector<std::string> rest = {"triton-space", args.file};
+  if (!args.kernel.empty()) rest.insert(rest.end(), {"--kernel", args.kernel});
+  if (args.product) rest.push_back("--product");
+  if (args.json) rest.push_back("--json");
+  // Read as a syntax tree by the tool; nothing of the file runs.
+  return run_python_tool(args.python, "kevo_torch_tasks.py", rest, -1);
+}
+
 }  // namespace kevo::app

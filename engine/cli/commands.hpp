@@ -57,6 +57,16 @@ struct ImportKernelBenchArgs {
 };
 int cmd_import_kernelbench(const ImportKernelBenchArgs& args);
 
+// kevo tasks triton-space FILE: a Triton kernel's @triton.autotune
+// configurations as a torch task's search space (docs/torch.md#search-space).
+struct TritonSpaceArgs {
+  std::string file, kernel;
+  std::string python = "python3";
+  bool product = false;
+  bool json = false;
+};
+int cmd_triton_space(const TritonSpaceArgs& args);
+
 int cmd_run(const RunArgs& args, const std::atomic<int>& stop, const engine::StopSignal* stop_signal = nullptr);
 int cmd_resume(const ResumeArgs& args, const std::atomic<int>& stop, const engine::StopSignal* stop_signal = nullptr);
 int cmd_eval(const EvalArgs& args);

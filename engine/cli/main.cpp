@@ -92,6 +92,14 @@ int main(int argc, char** argv) {
   kb->add_option("--max-mb", kb_args.max_mb, "Largest working set kept; larger problems get smaller sizes")
       ->check(CLI::Range(1.0, 1e6));
   kb->add_option("--only", kb_args.only, "Comma-separated problem numbers or file stems");
+  kevo::app::TritonSpaceArgs ts_args;
+  auto* ts = tasks->add_subcommand("triton-space",
+                                   "Print the search space spanning a Triton kernel's @triton.autotune configurations");
+  ts->add_option("file", ts_args.file, "A Python file holding the autotuned kernel")->required();
+  ts->add_option("--kernel", ts_args.kernel, "The kernel, when the file has several");
+  ts->add_flag("--product", ts_args.product, "Every combination of the configurations' values (no restriction)");
+  ts->add_flag("--json", ts_args.json, "Print JSON");
+  ts->add_option("--python", ts_args.python, "Python 3 that runs the tool");
 
   auto* campaign = app.add_subcommand("campaign", "Configurations x seeds over task suites (docs/campaigns.md)");
   campaign->require_subcommand(1);
@@ -156,6 +164,7 @@ int main(int argc, char** argv) {
     if (*report) return kevo::app::cmd_report(report_args);
     if (*lineage) return kevo::app::cmd_lineage(lineage_args);
     if (*kb) return kevo::app::cmd_import_kernelbench(kb_args);
+    if (*ts) return kevo::app::cmd_triton_space(ts_args);
     if (*tasks) return kevo::app::cmd_tasks(tasks_args);
     if (*merge) return kevo::app::cmd_merge(merge_args, g_stop);
     if (*plan) return kevo::app::cmd_campaign_plan(plan_args);

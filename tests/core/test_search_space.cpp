@@ -153,8 +153,9 @@ TEST(SearchSpace, APythonBlockIsReplacedWhereItStandsAndReadBack) {
     EXPECT_EQ(a.body, b.body);
     EXPECT_EQ(a.full == b.full, p == Point({0, 1, 1}));
   }
-  // No block yet: one is put at the top.
+  // No block yet: one is put at the top, or after the __future__ imports.
   EXPECT_EQ(apply_point(s, {0, 0, 0}, tail), s.render_block({0, 0, 0}) + tail);
+  EXPECT_EQ(apply_point(s, {0, 0, 0}, head + tail), head.substr(0, head.size() - 1) + s.render_block({0, 0, 0}) + "\n" + tail);
   // A C-like block is not a Python one, nor the other way round.
   EXPECT_FALSE(point_from_source(s, "// kevo:params begin\n#define BLOCK 64\n// kevo:params end\n").has_value());
   EXPECT_TRUE(split_params_block(source).block.empty());

@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
-"""KernelBench problems as kevo torch tasks (docs/torch.md#kernelbench).
+"""KernelBench problems as kevo torch tasks (docs/torch.md#kernelbench), and
+a Triton kernel's autotune configurations as a task's search space
+(docs/torch.md#search-space).
 
   kevo tasks import-kernelbench LEVEL_DIR --out OUT [--max-mb 256] [--only 1,2,23]
   (runs: kevo_torch_tasks.py import LEVEL_DIR --out OUT ...)
+  kevo tasks triton-space FILE [--kernel NAME] [--product] [--json]
+  (runs: kevo_torch_tasks.py triton-space FILE ...)
 
 One task folder per problem file (NN_Name.py) of LEVEL_DIR: the file copied
 unchanged as reference.py, a seed.py (the same program with Model renamed
@@ -31,6 +35,18 @@ A problem that does not define Model, get_inputs and get_init_inputs, that
 fails when run, or whose sizes cannot be overridden is reported with the
 file and the reason, and no task is written for it. Exit 0: every problem
 imported; 1: some were refused (the others are written); 2: bad usage.
+
+triton-space reads FILE's syntax tree (nothing of it runs) for a kernel
+decorated with @triton.autotune(configs=[triton.Config({...}, num_warps=..,
+num_stages=..), ...]) and prints the `search_space` that spans those
+configurations (each key a parameter, num_warps as NUM_WARPS and so on; the
+values each key takes; a restriction naming the configurations when they
+are not every combination, none with --product, which lets kevo search
+every combination; the first one the seed point) and the
+"# kevo:params" block to put in the seed, which then launches the kernel
+with those constants instead of autotuning. Exit 0, or 2 with the file, the
+line and the reason (no autotuned kernel, configurations computed at run
+time, a key missing from some configurations).
 """
 import argparse
 import ast
@@ -416,6 +432,199 @@ def cmd_import(args):
     return 0 if not refused else 1
 
 
+# triton.Config's keyword arguments that are launch options, and the
+# parameter each becomes; None: Triton's default when a configuration omits it.
+LAUNCH_OPTIONS = {"num_warps": ("NUM_WARPS", 4), "num_stages": ("NUM_STAGES", 3), "num_ctas": ("NUM_CTAS", 1),
+                  "maxnreg": ("MAXNREG", None)}
+
+
+class SpaceError(Exception):
+    pass
+
+
+def _chain(node):
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return tuple(reversed(parts))
+    return ()
+
+
+def _constant(node, where):
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        value = node.operand.value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return -value
+    if isinstance(node, ast.Constant):
+        v = node.value
+        if isinstance(v, bool):
+            return int(v)
+        if isinstance(v, (int, float)):
+            return v
+        if isinstance(v, str) and re.fullmatch(r"[A-Za-z0-9_]+", v):
+            return v
+    raise SpaceError("%s: expected a number or a string of letters, digits and '_' (a search-space value), got %s"
+                     % (where, ast.dump(node)[:80]))
+
+
+def autotune_configs(tree, path, kernel=None):
+    """(kernel name, [config dict], line) of the autotuned kernel of `tree`."""
+    module_lists = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            module_lists[node.targets[0].id] = node.value
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        for dec in node.decorator_list:
+            if isinstance(dec, ast.Call) and _chain(dec.func)[-1:] == ("autotune",):
+                found.append((node.name, dec))
+    if kernel:
+        found = [f for f in found if f[0] == kernel]
+    if not found:
+        raise SpaceError("%s: expected a kernel decorated with @triton.autotune(configs=[...])%s (none found)"
+                         % (path, " named " + kernel if kernel else ""))
+    if len(found) > 1:
+        raise SpaceError("%s: expected one autotuned kernel, or --kernel NAME (found %s)" % (path, ", ".join(f[0] for f in found)))
+    name, dec = found[0]
+    where = "%s:%d" % (path, dec.lineno)
+    configs = dec.args[0] if dec.args else next((k.value for k in dec.keywords if k.arg == "configs"), None)
+    if isinstance(configs, ast.Name) and configs.id in module_lists:
+        configs = module_lists[configs.id]
+    if not isinstance(configs, (ast.List, ast.Tuple)):
+        raise SpaceError("%s: expected configs as a list of triton.Config(...) written out (these are computed at run time; "
+                         "list them)" % where)
+    out = []
+    for i, c in enumerate(configs.elts):
+        at = "%s: configs[%d]" % (where, i)
+        if not (isinstance(c, ast.Call) and _chain(c.func)[-1:] == ("Config",)):
+            raise SpaceError("%s: expected a triton.Config(...) call" % at)
+        kw = c.args[0] if c.args else next((k.value for k in c.keywords if k.arg == "kwargs"), None)
+        if not isinstance(kw, ast.Dict) or any(not (isinstance(k, ast.Constant) and isinstance(k.value, str))
+                                               for k in kw.keys):
+            raise SpaceError("%s: expected its meta-parameters as a dict literal with string keys" % at)
+        config = {k.value: _constant(v, "%s[%r]" % (at, k.value)) for k, v in zip(kw.keys, kw.values)}
+        for k in c.keywords:
+            if k.arg == "kwargs":
+                continue
+            if k.arg not in LAUNCH_OPTIONS:
+                raise SpaceError("%s: expected a launch option kevo tunes (%s), got %s="
+                                 % (at, ", ".join(LAUNCH_OPTIONS), k.arg))
+            if not (isinstance(k.value, ast.Constant) and k.value.value is None):
+                config[k.arg] = _constant(k.value, "%s: %s" % (at, k.arg))
+        out.append(config)
+    if not out:
+        raise SpaceError("%s: expected at least one configuration" % where)
+    return name, out, dec.lineno
+
+
+def triton_space(configs, path, product=False):
+    """(search_space, block, names) spanning `configs`: only those points
+    (a restriction naming them) unless `product`, every combination of the
+    values they take."""
+    meta = []
+    for c in configs:
+        for k in c:
+            if k not in LAUNCH_OPTIONS and k not in meta:
+                meta.append(k)
+    for i, c in enumerate(configs):
+        missing = [k for k in meta if k not in c]
+        if missing:
+            raise SpaceError("%s: expected every configuration to set every meta-parameter (configs[%d] has no %s)"
+                             % (path, i, ", ".join(missing)))
+    launch = [k for k in LAUNCH_OPTIONS if any(k in c for c in configs)]
+    for k in launch:
+        default = LAUNCH_OPTIONS[k][1]
+        for i, c in enumerate(configs):
+            if k not in c:
+                if default is None:
+                    raise SpaceError("%s: expected every configuration or none to set it (configs[%d] has no %s)" % (path, i, k))
+                c[k] = default
+    keys = meta + launch
+    names = {k: LAUNCH_OPTIONS[k][0] if k in LAUNCH_OPTIONS else k for k in keys}
+    clash = [k for k in meta if k in (v for v, _ in LAUNCH_OPTIONS.values())]
+    if clash:
+        raise SpaceError("%s: expected no meta-parameter named %s (the name kevo gives a launch option)" % (path, clash[0]))
+    params = []
+    for k in keys:
+        values = []
+        for c in configs:
+            if c[k] not in values:
+                values.append(c[k])
+        if all(isinstance(v, (int, float)) for v in values):
+            values.sort()
+        elif any(isinstance(v, (int, float)) for v in values):
+            raise SpaceError("%s: expected values of one kind per parameter (%s takes numbers and strings)" % (path, k))
+        params.append({"name": names[k], "values": values})
+    points = []
+    for c in configs:
+        p = tuple(c[k] for k in keys)
+        if p not in points:
+            points.append(p)
+    space = {"params": params}
+    full = 1
+    for p in params:
+        full *= len(p["values"])
+    if len(points) < full and not product:
+        def lit(v):
+            return json.dumps(v) if isinstance(v, str) else repr(v)
+        space["restrictions"] = [" or ".join(
+            "(" + " and ".join("%s == %s" % (names[k], lit(v)) for k, v in zip(keys, p)) + ")" for p in points)]
+    first = points[0]
+    space["seed_point"] = {names[k]: v for k, v in zip(keys, first)}
+    block = "# kevo:params begin\n" + "".join(
+        "%s = %s\n" % (names[k], json.dumps(v) if isinstance(v, str) else repr(v)) for k, v in zip(keys, first)) + \
+        "# kevo:params end\n"
+    return space, block, names
+
+
+def space_text(space):
+    """The search space as JSON, a parameter per line."""
+    lines = ["{", ' "params": [']
+    lines += ["  %s%s" % (json.dumps(p), "," if i + 1 < len(space["params"]) else "") for i, p in enumerate(space["params"])]
+    lines.append(" ],")
+    if "restrictions" in space:
+        lines.append(' "restrictions": %s,' % json.dumps(space["restrictions"]))
+    lines.append(' "seed_point": %s' % json.dumps(space["seed_point"]))
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def cmd_triton_space(args):
+    path = args.file
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        print("kevo: error: %s: expected a readable Python file (%s)" % (path, e.strerror), file=sys.stderr)
+        return 2
+    try:
+        try:
+            tree = ast.parse(text, filename=path)
+        except SyntaxError as e:
+            raise SpaceError("%s:%s: expected Python source (SyntaxError: %s)" % (path, e.lineno, e.msg))
+        kernel, configs, line = autotune_configs(tree, path, args.kernel or None)
+        space, block, names = triton_space(configs, path, args.product)
+    except SpaceError as e:
+        print("kevo: error: %s" % e, file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps({"kernel": kernel, "line": line, "search_space": space, "block": block}, indent=1))
+        return 0
+    launch = ", ".join("%s=%s" % (k, names[k]) for k in names)
+    print("# %s:%d: @triton.autotune of %s, %d configuration(s)" % (path, line, kernel, len(configs)))
+    print("# task.json, \"search_space\":")
+    print(space_text(space))
+    print("# the seed: this block at module level (after any `from __future__` import),")
+    print("# no @triton.autotune, and the launch given the constants: %s[grid](..., %s)" % (kernel, launch))
+    print(block, end="")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description="kevo's KernelBench importer (docs/torch.md#kernelbench)")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -424,9 +633,16 @@ def main():
     im.add_argument("--out", required=True)
     im.add_argument("--max-mb", type=float, default=256.0)
     im.add_argument("--only", default="", help="comma-separated problem numbers or stems")
+    ts = sub.add_parser("triton-space")
+    ts.add_argument("file")
+    ts.add_argument("--kernel", default="")
+    ts.add_argument("--json", action="store_true")
+    ts.add_argument("--product", action="store_true")
     a = ap.parse_args()
     if a.cmd == "import":
         return cmd_import(a)
+    if a.cmd == "triton-space":
+        return cmd_triton_space(a)
     return 2
 
 

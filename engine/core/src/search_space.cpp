@@ -291,7 +291,20 @@ SplitSource split_params_block(std::string_view source, SourceSyntax syntax) {
 std::string apply_point(const SearchSpace& space, const Point& p, std::string_view source) {
   if (space.syntax() == SourceSyntax::python) {
     const auto [begin, end] = params_block_span(source, SourceSyntax::python);
-    if (begin == std::string_view::npos) return space.render_block(p) + std::string(source);
+    if (begin == std::string_view::npos) {
+      // After the last `from __future__` import (which must come first in
+      // a module), else at the top.
+      std::size_t at = 0;
+      for (std::size_t pos = 0; pos < source.size();) {
+        const std::size_t eol = source.find('\n', pos);
+        const std::size_t next = eol == std::string_view::npos ? source.size() : eol + 1;
+        if (source.substr(pos, 16) == "from __future__ ") at = next;
+        pos = next;
+      }
+      std::string out(source.substr(0, at));
+      if (!out.empty() && out.back() != '\n') out += '\n';
+      return out + space.render_block(p) + std::string(source.substr(at));
+    }
     std::string out(source.substr(0, begin));
     out += space.render_block(p);
     out += source.substr(end);

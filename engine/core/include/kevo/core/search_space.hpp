@@ -102,8 +102,8 @@ SplitSource split_params_block(std::string_view source, SourceSyntax syntax = So
 std::pair<std::size_t, std::size_t> params_block_span(std::string_view source,
                                                       SourceSyntax syntax = SourceSyntax::c_like);
 // The source with a fresh block for `p`: C-like, the body with the block at
-// the top; Python, the block replaced where it is (put at the top when the
-// source has none).
+// the top; Python, the block replaced where it is (when the source has none,
+// put after its last `from __future__` import, else at the top).
 std::string apply_point(const SearchSpace& space, const Point& p, std::string_view source);
 
 // The assignments of a source's params block, in order, with string literals
