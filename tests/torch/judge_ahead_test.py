@@ -81,12 +81,12 @@ def judge_three(kevo, python, src, work, device, env):
         if v["status"] != want[name]:
             raise AssertionError("%s: %s (%s), expected %s" % (name, v["status"], v.get("message"), want[name]))
         pl = phase_line(v)
-        judged.append((name, moments(pl), parts(pl)))
+        judged.append((name, moments(pl), parts(pl), v.get("message", "")))
         print("%-20s %-13s %s" % (name, v["status"], pl))
     if len(judged) != 3:
         raise AssertionError("%d verdicts, expected 3" % len(judged))
     judged.sort(key=lambda x: x[1]["request"])
-    for name, at, pt in judged:
+    for name, at, pt, _ in judged:
         # Every judge set itself up before its request was read.
         if not at["setup_start"] <= at["setup_done"] <= at["request"]:
             raise AssertionError("%s: set up at %.3f-%.3f, its request read at %.3f" % (
@@ -104,7 +104,7 @@ def main():
     judged = judge_three(kevo, python, src, os.path.join(work, "ahead"), device,
                          {"KEVO_TORCH_TEST_SLOW_SETUP": str(SLOW)})
     waited = 0
-    for (pname, pat, _), (name, at, _) in zip(judged, judged[1:]):
+    for (pname, pat, _, pmsg), (name, at, _, _) in zip(judged, judged[1:]):
         # Forked ahead: its set-up began while the previous judgement ran,
         # before the previous judgement's end ...
         if not at["setup_start"] < pat["end"]:
@@ -116,17 +116,35 @@ def main():
             if not at["setup_done"] <= pat["timing"] or not at["setup_done"] - at["setup_start"] >= SLOW:
                 raise AssertionError("%s's set-up ended at %.3f, after %s's timing began at %.3f" % (
                     name, at["setup_done"], pname, pat["timing"]))
+            if "beside the next judgement's set-up" in pmsg:
+                raise AssertionError("%s: %s" % (pname, pmsg))
     # Two of the three are timed, so at least one timed judgement has a next.
     if not waited:
         raise AssertionError("no timed judgement had a judge forked after it: nothing checked the wait")
     print("OK: 3 judges, each set up before its request; the 2nd and 3rd forked ahead and set up before the "
           "previous timing began")
+    # A set-up ahead that outlasts the wait (here 0.5 s against a set-up
+    # longer than a judgement's correctness phase; 30 s in kevo): the timing
+    # goes on beside it, and its verdict says so.
+    judged = judge_three(kevo, python, src, os.path.join(work, "beside"), device,
+                         {"KEVO_TORCH_TEST_SLOW_SETUP": str(3 * SLOW), "KEVO_TORCH_TEST_NEXT_READY_SECONDS": "0.5"})
+    beside = 0
+    for (pname, pat, _, pmsg), (name, at, _, _) in zip(judged, judged[1:]):
+        if "timing" in pat:
+            told = "timed beside the next judgement's set-up (not done after 0.5 s of waiting)" in pmsg
+            if told != (at["setup_done"] > pat["timing"]):
+                raise AssertionError("%s: its timing began at %.3f, %s's set-up ended at %.3f, and its message is "
+                                     "%r" % (pname, pat["timing"], name, at["setup_done"], pmsg))
+            beside += told
+    if not beside:
+        raise AssertionError("no timing ran beside a set-up ahead: nothing checked the verdict's note")
+    print("OK: a timing that waited 0.5 s for a set-up ahead of 12 s went on beside it and its verdict says so")
     # A judge forked ahead whose set-up fails (its candidate's host dies
     # before it is ready) reads no request: the zygote forks another after
     # the previous judgement has ended, and every verdict is as expected.
     judged = judge_three(kevo, python, src, os.path.join(work, "failed"), device,
                          {"KEVO_TORCH_TEST_FAIL_AHEAD_SETUP": "1"})
-    for (pname, pat, _), (name, at, _) in zip(judged, judged[1:]):
+    for (pname, pat, _, _), (name, at, _, _) in zip(judged, judged[1:]):
         if not at["setup_start"] >= pat["end"]:
             raise AssertionError("%s's set-up began at %.3f, before %s ended at %.3f: the judge whose set-up "
                                  "failed judged it" % (name, at["setup_start"], pname, pat["end"]))

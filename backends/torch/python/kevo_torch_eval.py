@@ -1768,6 +1768,7 @@ class Judge:
         # set up: its processes start their CUDA contexts, which must not
         # overlap this judgement's timing (Judge.timing waits for it).
         self.next_ready = next_ready
+        self.beside_setup = None   # seconds waited for the judge ahead, when its set-up outlasted them
         self.opts = opts
         self.out = out
         self.nonce = req["nonce"]
@@ -2576,6 +2577,9 @@ class Judge:
             if unstable:
                 v["message"] += "; timing unstable on %s (%s, after a re-timing)" % (
                     ", ".join(unstable), unstable_rule(self.req["timing_options"]))
+            if self.beside_setup is not None:
+                v["message"] += "; timed beside the next judgement's set-up (not done after %g s of waiting)" % (
+                    self.beside_setup)
             return v, timings
         return {"status": "correct", "stage": "correctness", "message": "correct (not timed)",
                 "feedback": "correct on every shape and trial"}, None
@@ -2881,10 +2885,18 @@ class Judge:
         so that none of it runs beside the timed calls."""
         if self.next_ready is None:
             return
+        # KEVO_TORCH_TEST_NEXT_READY_SECONDS: shorter, for
+        # tests/torch/judge_ahead_test.py.
+        limit = float(os.environ.get("KEVO_TORCH_TEST_NEXT_READY_SECONDS") or NEXT_READY_SECONDS)
         try:
-            r, _, _ = select.select([self.next_ready], [], [], NEXT_READY_SECONDS)
+            r, _, _ = select.select([self.next_ready], [], [], limit)
             if r:
-                os.read(self.next_ready, 16)
+                os.read(self.next_ready, 16)   # ready, or its end of file: gone
+            else:
+                # Not ready yet: timed beside it rather than stalled (a
+                # stuck set-up would make this judgement a timeout), and
+                # the verdict says so.
+                self.beside_setup = limit
         except OSError:
             pass
         finally:
@@ -2893,6 +2905,7 @@ class Judge:
 
     def timing(self, ref, cand):
         self.wait_for_next()
+        self.phases.mark("wait_for_next")
         self.phases.at["timing"] = time.monotonic()
         topt = self.req["timing_options"]
         out = []

@@ -43,8 +43,10 @@ const std::vector<std::string> kPassEnv = {"CUDA_VISIBLE_DEVICES", "PYTHONPATH",
                                            "CUDA_PATH", "VIRTUAL_ENV", "CXX", "TRITON_CACHE_DIR",
                                            // a diagnostic: where each judgement's seconds went (docs/torch.md)
                                            "KEVO_TORCH_JUDGE_PHASES",
-                                           // for tests: a judge's set-up before its request made slower, or failed
-                                           "KEVO_TORCH_TEST_SLOW_SETUP", "KEVO_TORCH_TEST_FAIL_AHEAD_SETUP"};
+                                           // for tests: a judge's set-up before its request made slower, or
+                                           // failed; a shorter wait for the judge forked ahead
+                                           "KEVO_TORCH_TEST_SLOW_SETUP", "KEVO_TORCH_TEST_FAIL_AHEAD_SETUP",
+                                           "KEVO_TORCH_TEST_NEXT_READY_SECONDS"};
 
 // The last non-empty line of a process's output (the scripts answer in one).
 std::string last_line(const std::string& out) {
