@@ -432,8 +432,9 @@ def cmd_import(args):
     return 0 if not refused else 1
 
 
-# triton.Config's keyword arguments that are launch options, and the
-# parameter each becomes; None: Triton's default when a configuration omits it.
+# triton.Config's keyword arguments that are launch options: the parameter
+# each becomes, and Triton's default for a configuration that omits it (None:
+# no default kevo can fill in).
 LAUNCH_OPTIONS = {"num_warps": ("NUM_WARPS", 4), "num_stages": ("NUM_STAGES", 3), "num_ctas": ("NUM_CTAS", 1),
                   "maxnreg": ("MAXNREG", None)}
 
