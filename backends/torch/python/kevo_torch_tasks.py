@@ -59,6 +59,8 @@ import traceback
 import types
 
 sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kevo_torch_common as kc  # noqa: E402  (the syntax-tree helpers)
 
 PRIMES = [1009, 1013, 1019, 1021, 1031, 1033, 1039, 1049, 1051, 1061, 1063, 1069, 1087, 1091, 1093, 1097, 1103,
           1109, 1117, 1123, 1129, 1151, 1153, 1163]
@@ -444,14 +446,7 @@ class SpaceError(Exception):
 
 
 def _chain(node):
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return tuple(reversed(parts))
-    return ()
+    return kc._attr_chain(node) or ()
 
 
 def _constant(node, where):
