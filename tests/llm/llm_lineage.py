@@ -4,7 +4,8 @@ the candidate rows, the `llm` event records and the notes.
     rows, llm, notes, manifests = read(run_dir)
 
 rows: dicts with id, parent0, parent1, op, status (its name), source,
-speedup, message and note (the operator's note), in id order; llm: (id,
+speedup, message, note (the operator's note) and params (the point's JSON
+text, "" without one), in id order; llm: (id,
 record) pairs, the record parsed from its JSON; notes: the texts of `note`
 events; manifests: the task manifests the file carries.
 replay_difference(a, b): "" or how two runs' rows differ in what a replay
@@ -34,7 +35,8 @@ def read(run_dir):
 
         rows = [{"id": int(r["id"]), "parent0": int(r["parent0"]), "parent1": int(r["parent1"]),
                  "op": r["op"].decode().rstrip("\0"), "status": status[r["status"]], "source": t(r["source"]),
-                 "speedup": float(r["speedup"]), "message": t(r["message"]), "note": t(r["op_note"])}
+                 "speedup": float(r["speedup"]), "message": t(r["message"]), "note": t(r["op_note"]),
+                 "params": t(r["params"])}
                 for r in f["candidates"][:] if r["id"] != NO_ID]
         llm, notes = [], []
         for e in f["events"][:]:

@@ -30,12 +30,10 @@ import shutil
 import subprocess
 import sys
 
-import h5py
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "llm"))
+import llm_lineage  # noqa: E402
 from torch_test_args import args_or_skip  # noqa: E402
-
-NO_ID = 2**64 - 1
 
 # Per task: the seed's point, and the points its restriction excludes.
 EXPECTED = {
@@ -43,23 +41,6 @@ EXPECTED = {
     "params_softmax_triton": ({"NUM_WARPS": 4, "ROWS": 1, "SHIFT": "max"}, lambda p: p["NUM_WARPS"] * p["ROWS"] > 16),
 }
 BLOCK = re.compile(r"^# kevo:params begin\n(.*?)^# kevo:params end\n", re.S | re.M)
-
-
-def rows_of(run_dir):
-    with h5py.File(os.path.join(run_dir, "lineage", "rank-0000.h5"), "r") as f:
-        text = f["text"]
-        status = {v: k for k, v in h5py.check_enum_dtype(f["candidates"].dtype["status"]).items()}
-
-        def t(i):
-            if i < 0:
-                return ""
-            s = text[i]
-            return s.decode() if isinstance(s, bytes) else s
-
-        return [{"id": int(r["id"]), "op": r["op"].decode().rstrip("\0"), "status": status[r["status"]],
-                 "source": t(r["source"]), "params": t(r["params"]), "message": t(r["message"]),
-                 "speedup": float(r["speedup"])}
-                for r in f["candidates"][:] if r["id"] != NO_ID]
 
 
 def block_point(source):
@@ -152,7 +133,7 @@ def main():
     print(p.stdout[-3000:], p.stderr[-3000:])
     if p.returncode != 0:
         raise AssertionError("kevo run exited %d" % p.returncode)
-    rows = rows_of(os.path.join(work, "run"))
+    rows = llm_lineage.read(os.path.join(work, "run"))[0]
     with open(os.path.join(task, "seed.py")) as f:
         seed = f.read()
     seed_head, seed_tail = seed[:BLOCK.search(seed).start()], seed[BLOCK.search(seed).end():]

@@ -518,6 +518,11 @@ def autotune_configs(tree, path, kernel=None):
     return name, out, dec.lineno
 
 
+def lit(v):
+    """A search-space value as Python (and kevo's expressions) write it."""
+    return json.dumps(v) if isinstance(v, str) else repr(v)
+
+
 def triton_space(configs, path, product=False):
     """(search_space, block, names) spanning `configs`: only those points
     (a restriction naming them) unless `product`, every combination of the
@@ -566,14 +571,12 @@ def triton_space(configs, path, product=False):
     for p in params:
         full *= len(p["values"])
     if len(points) < full and not product:
-        def lit(v):
-            return json.dumps(v) if isinstance(v, str) else repr(v)
         space["restrictions"] = [" or ".join(
             "(" + " and ".join("%s == %s" % (names[k], lit(v)) for k, v in zip(keys, p)) + ")" for p in points)]
     first = points[0]
     space["seed_point"] = {names[k]: v for k, v in zip(keys, first)}
     block = "# kevo:params begin\n" + "".join(
-        "%s = %s\n" % (names[k], json.dumps(v) if isinstance(v, str) else repr(v)) for k, v in zip(keys, first)) + \
+        "%s = %s\n" % (names[k], lit(v)) for k, v in zip(keys, first)) + \
         "# kevo:params end\n"
     return space, block, names
 
