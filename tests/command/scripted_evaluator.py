@@ -114,6 +114,10 @@ BEHAVIOURS  (--behaviour, comma-separated; default honest)
   die_after=N                ALL     --serve: exits 0 after N requests answered
   sleep_start=S              ALL     sleeps S seconds at start, before reading
 
+PROFILES  a timed judge request with "profile": true that is judged correct
+  gets "profile_ncu_csv": a small ncu raw page written here (one kernel,
+  scripted_kernel), which kevo condenses into the verdict's profile.
+
 LOG  (--log FILE: one JSON line appended per request or compile; run mode
   adds {"event": "run", "program", "calls": [{"shape", "trial", "time",
   "inputs_sha": sha256 of the in/inout buffers, "poison": [first 8 bytes of
@@ -150,6 +154,13 @@ VERDICT_MARKERS = ("KEVO_TEST_CRASH_HIDDEN", "KEVO_TEST_CRASH", "KEVO_TEST_WRONG
 FLOOD_BYTES = 10 * 1024 * 1024
 REF_NS = 2000.0
 DEFAULT_NS = 1000.0
+# ncu's raw page (--csv --page raw) as a profiler would print it, for "profile": true
+SCRIPTED_NCU_CSV = (
+    '"ID","Kernel Name","Grid Size","Block Size","gpu__time_duration.sum",'
+    '"dram__throughput.avg.pct_of_peak_sustained_elapsed","sm__throughput.avg.pct_of_peak_sustained_elapsed",'
+    '"launch__registers_per_thread"\n'
+    '"","","","","nsecond","%","%","register/thread"\n'
+    '"0","scripted_kernel(float*, int)","(64, 1, 1)","(256, 1, 1)","12,345","81.5","20.1","32"\n')
 
 
 def parse_behaviours(text):
@@ -566,6 +577,8 @@ class Answerer:
         timed_correct = verdict.get("status") == "correct" and timings is not None
         if timed_correct:
             self.stage(nonce, "timing")
+            if req.get("profile"):
+                verdict["profile_ncu_csv"] = SCRIPTED_NCU_CSV
         raw = None
         if misbehave and timed_correct:
             if "under_roofline" in b:

@@ -174,6 +174,47 @@ TEST_F(Fixture, HonestEvaluatorJudgesAndKevoRecomputesTheSpeedup) {
   EXPECT_EQ(judge(*b, "no marker at all\n").status, Status::compile_error);
 }
 
+// A profile: asked for by an operator (EvalRequest::profile) or picked by
+// profile_every; the evaluator answers ncu's raw page (profile_ncu_csv) and
+// kevo condenses it, headed by why it was taken (the torch judge's ncu
+// profiles take this path: docs/torch.md#profiler).
+Verdict judge_request(Backend& b, EvalRequest r) {
+  const std::uint64_t id = r.id;
+  b.submit(std::move(r));
+  for (int i = 0; i < 600; ++i)
+    for (auto& res : b.poll(std::chrono::milliseconds(100)))
+      if (res.id == id) return res.verdict;
+  ADD_FAILURE() << "no verdict for request " << id;
+  return {};
+}
+
+TEST_F(Fixture, AProfileAskedForIsNcusPageCondensedAndSaysWhyItWasTaken) {
+  auto b = prepared("honest");
+  EvalRequest r{1, task(), kSig + "KEVO_TEST_CORRECT\n", 7, "llm_analyst: parent 3 has no profile"};
+  Verdict v = judge_request(*b, r);
+  ASSERT_EQ(v.status, Status::correct) << v.message;
+  EXPECT_EQ(v.profile.rfind("[profiled: requested by llm_analyst: parent 3 has no profile]\n"
+                            "kernel scripted_kernel(float*, int) grid (64, 1, 1) block (256, 1, 1): 12.3 us; "
+                            "DRAM 81.5% of peak, SM 20.1% of peak; 32 registers/thread",
+                            0),
+            0u)
+      << v.profile;
+  // Not asked: no profile.
+  EXPECT_EQ(judge_request(*b, {2, task(), kSig + "KEVO_TEST_CORRECT\n", 7, ""}).profile, "");
+
+  // profile_on_request off: asking gets nothing; profile_every 2: every
+  // second candidate is profiled, asked or not.
+  auto opts = options_of(base_config("honest", log()), tmp.path);
+  opts.profile_on_request = false;
+  opts.profile_every = 2;
+  auto c = command::make_command_backend(opts);
+  c->prepare(*task());
+  EXPECT_EQ(judge_request(*c, {3, task(), kSig + "KEVO_TEST_CORRECT\n", 7, "llm_analyst: asked"}).profile, "");
+  const Verdict second = judge_request(*c, {4, task(), kSig + "KEVO_TEST_CORRECT\n", 7, ""});
+  EXPECT_EQ(second.profile.rfind("[profiled: every 2-th timed candidate (profile.every)]\nkernel scripted_kernel", 0), 0u)
+      << second.profile;
+}
+
 TEST_F(Fixture, HiddenShapeNamedByTheEvaluatorStaysOutOfFeedback) {
   auto b = prepared("leak_hidden");
   Verdict v = judge(*b, "KEVO_TEST_WRONG_HIDDEN\n");

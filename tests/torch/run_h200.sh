@@ -2,7 +2,7 @@
 # Runs on the GPU machine: builds what the torch backend needs and runs its
 # GPU checks and benchmarks, each phase with its own time limit; logs go to
 # $OUT (docs/torch.md, docs/benchmarks.md#torch-backend).
-#   tests/torch/run_h200.sh PHASE...   build vmm gpu adversarial ahead triton params drain noise
+#   tests/torch/run_h200.sh PHASE...   build vmm gpu adversarial ahead triton params profile drain noise
 #   (ADV_ONLY=name,... for a part of the adversarial suite)
 set -u
 OUT=${OUT:-/tmp/kevo-torch-out}
@@ -63,6 +63,12 @@ params)
   step "a Triton task's launch as a search space, kevo run with the parameter operators (tests/torch/params_test.py)"
   timeout ${PARAMS_TIMEOUT:-300} $PY tests/torch/params_test.py $B/kevo $PY "$PWD" /tmp/kevo-torch-params cuda 2>&1 |
     tee "$OUT/params.log" | cut -c1-400 | tail -40
+  ;;
+profile)
+  step "ncu on torch candidates for the analyst, in the profiler's sandbox (tests/torch/profile_test.py)"
+  n=$(command -v ncu || echo /usr/local/cuda/bin/ncu); echo "ncu: $n -> $(readlink -f "$n")" | tee -a "$OUT/steps.log"
+  timeout ${PROFILE_TIMEOUT:-300} $PY tests/torch/profile_test.py $B/kevo $PY "$PWD" /tmp/kevo-torch-profile cuda 2>&1 |
+    tee "$OUT/profile.log" | cut -c1-600 | tail -60
   ;;
 vmm)
   step "the judge's device memory, exported and mapped by another process (tests/torch/vmm_test.py)"

@@ -135,6 +135,7 @@ class CommandBackend final : public Backend {
     std::uint64_t seed = 0;
     std::string mode = "judge", null_kind;
     bool timing = true, profile = false;
+    std::string profile_reason;        // why a profile was asked for ("" = none)
     fs::path source_path, build_dir;   // build "" = no compile stage
     std::string build_key;
     sb::ScratchDir own;                // the job's folder (its source, an uncached build)
@@ -220,6 +221,7 @@ class CommandBackend final : public Backend {
   std::vector<Slot> slots_;
   std::vector<EvalResult> ready_;
   bool internal_done_ = false;   // a conformance job finished (do_poll returns)
+  std::uint64_t profiles_counted_ = 0;   // candidates submitted, for profile_every
   // manifest path -> (reference source path, reference build dir)
   std::map<std::string, std::pair<fs::path, fs::path>> prepared_;
   CommandStats stats_;
@@ -939,6 +941,7 @@ void CommandBackend::finish(Job& j) {
     j.v.message = "no verdict was reached";
   }
   j.v.message = clean_text(j.v.message);
+  if (!j.v.profile.empty() && !j.profile_reason.empty()) j.v.profile = "[profiled: " + j.profile_reason + "]\n" + j.v.profile;
   const std::string hidden = !j.hidden_label.empty() ? j.hidden_label : j.reader ? j.reader->hidden_label() : "";
   auto redact = [&](std::string s) {
     if (hidden.empty()) return s;
@@ -1042,7 +1045,16 @@ void CommandBackend::do_submit(EvalRequest request) {
   j.task = std::move(request.task);
   j.source = std::move(request.source);
   j.seed = request.seed;
-  j.profile = !request.profile.empty();
+  // Profiles: every n-th candidate (the policy), or one an operator asked
+  // for (the analyst, for a lineage without profiles).
+  const int every = opt_.profile_every;
+  const bool picked = every > 0 && ++profiles_counted_ % static_cast<std::uint64_t>(every) == 0;
+  const bool asked = opt_.profile_on_request && !request.profile.empty();
+  j.profile = picked || asked;
+  j.profile_reason = picked ? (every == 1 ? std::string("every timed candidate (profile.every 1)")
+                                          : "every " + std::to_string(every) + "-th timed candidate (profile.every)")
+                     : asked ? "requested by " + request.profile
+                             : std::string();
   add(std::move(j));
 }
 

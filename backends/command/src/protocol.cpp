@@ -2,6 +2,7 @@
 // every answer line (docs/command-backend.md, docs/schemas/).
 #include "kevo/command/command_backend.hpp"
 
+#include "kevo/core/ncu_summary.hpp"
 #include "kevo/core/verdict_text.hpp"
 
 #include <cmath>
@@ -242,7 +243,8 @@ void AnswerReader::result(const nlohmann::json& j) {
   if (!j.contains("verdict") || !j["verdict"].is_object()) throw Breach("the result has no verdict object");
   const nlohmann::json& vj = j["verdict"];
   static const std::set<std::string> keys = {"status",  "stage",         "message",  "feedback", "compile_log", "max_abs_error",
-                                             "rel_l2_error", "mismatch", "speedup", "profile",  "device", "failed_shape"};
+                                             "rel_l2_error", "mismatch", "speedup", "profile",  "device", "failed_shape",
+                                             "profile_ncu_csv"};
   for (const auto& [k, v] : vj.items())
     if (!keys.count(k)) throw Breach("the verdict has a key an evaluator may not set: \"" + cut(k, 60) + "\"");
   Verdict v;
@@ -271,6 +273,12 @@ void AnswerReader::result(const nlohmann::json& j) {
   text("feedback", v.feedback);
   text("compile_log", v.compile_log);
   text("profile", v.profile);
+  // ncu's raw CSV page: condensed by kevo (kevo/core/ncu_summary.hpp),
+  // which keeps numbers and up to three kernel names of it.
+  if (vj.contains("profile_ncu_csv")) {
+    if (!vj["profile_ncu_csv"].is_string()) throw Breach("the verdict's profile_ncu_csv is not a string");
+    v.profile = ncu_summary(vj["profile_ncu_csv"].get<std::string>());
+  }
   text("device", v.device);
   const bool wrong = v.status != Status::correct;
   for (const char* k : {"max_abs_error", "rel_l2_error"}) {

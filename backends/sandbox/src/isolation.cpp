@@ -427,7 +427,8 @@ bool bind_into(const std::string& from, const std::string& to, std::string& why)
 
 // A tmpfs over /tmp (in this mount namespace only) becomes the root.
 bool enter_private_root(IsolationReport& rep, const std::vector<std::string>& device_files,
-                        const std::function<void(const std::string&)>& step) {
+                        const std::function<void(const std::string&)>& step,
+                        const std::vector<std::string>& scratch, int scratch_mb) {
   const std::string root = "/tmp";
   std::string why;
   auto bind = [&](const std::string& from, const std::string& to) {
@@ -461,6 +462,18 @@ bool enter_private_root(IsolationReport& rep, const std::vector<std::string>& de
         return fail("mkdir " + file.substr(0, at) + ": " + errno_text(errno));
     if (!bind(file, root + file)) return fail(why);
   }
+  for (const std::string& dir : scratch) {
+    if (step) step("a writable tmpfs at " + dir);
+    if (dir.size() < 2 || dir[0] != '/' || dir.find("..") != std::string::npos)
+      return fail("scratch path " + dir + " is not absolute");
+    for (std::size_t at = dir.find('/', 1); at != std::string::npos; at = dir.find('/', at + 1))
+      if (::mkdir((root + dir.substr(0, at)).c_str(), 0755) != 0 && errno != EEXIST)
+        return fail("mkdir " + dir.substr(0, at) + ": " + errno_text(errno));
+    if (::mkdir((root + dir).c_str(), 01777) != 0 && errno != EEXIST) return fail("mkdir " + dir + ": " + errno_text(errno));
+    const std::string opts = "mode=1777,size=" + std::to_string(std::max(1, scratch_mb)) + "m";
+    if (::mount("kevo-scratch", (root + dir).c_str(), "tmpfs", MS_NOSUID | MS_NODEV, opts.c_str()) != 0)
+      return fail("mounting a tmpfs at " + dir + ": " + errno_text(errno));
+  }
   if (rep.pid_ns) {
     if (step) step("a /proc of its own");
     if (::mount("proc", (root + "/proc").c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0)
@@ -481,14 +494,16 @@ bool enter_private_root(IsolationReport& rep, const std::vector<std::string>& de
 }  // namespace
 
 void harden_filesystem(IsolationReport& rep, const std::vector<std::string>& device_files,
-                       const std::function<void(const std::string&)>& step) {
+                       const std::function<void(const std::string&)>& step,
+                       const std::vector<std::string>& scratch, int scratch_mb) {
   if (!rep.mount_ns) return;
   if (step) step("making mounts private");
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
     rep.notes.push_back("making mounts private: " + errno_text(errno));
     return;
   }
-  if (!enter_private_root(rep, device_files, step) && rep.pid_ns && !rep.private_proc) {
+  const bool rooted = enter_private_root(rep, device_files, step, scratch, scratch_mb);
+  if (!rooted && rep.pid_ns && !rep.private_proc) {
     if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0)
       rep.private_proc = true;
     else
@@ -502,6 +517,7 @@ void harden_filesystem(IsolationReport& rep, const std::vector<std::string>& dev
     if (f.size() >= 6) mounts.emplace_back(unescape(f[4]), f[5]);
   });
   for (const auto& [mp, options] : mounts) {
+    if (rooted && std::find(scratch.begin(), scratch.end(), mp) != scratch.end()) continue;   // left writable
     ++total;
     if (step) step("read-only remount of " + mp);
     if (::mount(nullptr, mp.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | kept_flags(options), nullptr) != 0) {

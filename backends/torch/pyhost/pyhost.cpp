@@ -13,6 +13,8 @@
 //                           given, a /proc of its PID namespace, read-only
 //   kevo_pyhost_lockdown    in the child: capabilities dropped, the
 //                           allow-list system-call policy installed
+//   kevo_pyhost_loopback_up in the child (the profiler's, before lockdown):
+//                           its network namespace's loopback brought up
 //   kevo_pyhost_non_dumpable, kevo_pyhost_namespace_ids, kevo_pyhost_syscall_name
 //
 // Each returns 0 (or a pid) on success and -1 on failure, and writes a JSON
@@ -25,7 +27,10 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -162,21 +167,32 @@ int kevo_pyhost_mount_proc(char* out, int cap) {
 
 // In the child, after the device is opened: the namespaces it got, a /proc
 // of its own, a private root with `binds` (a JSON array of paths: the
-// interpreter's trees, the candidate's build, device files), read-only.
+// interpreter's trees, the candidate's build, device files), read-only; or
+// an object {"binds": [...], "scratch": ["/tmp", "/dev/shm"], "scratch_mb":
+// 64}, whose scratch folders get a tmpfs each, left writable (the profiler).
 int kevo_pyhost_harden(const char* parent_ns_ids, const char* binds_json, int stage_fd, char* out, int cap) {
   try {
     sb::IsolationReport rep;
     sb::detect_namespaces(parent_ns_ids ? parent_ns_ids : "", rep);
     std::vector<std::string> binds;
-    if (binds_json && *binds_json)
-      for (const auto& b : nlohmann::json::parse(binds_json)) binds.push_back(b.get<std::string>());
+    std::vector<std::string> scratch;
+    int scratch_mb = 64;
+    if (binds_json && *binds_json) {
+      const auto j = nlohmann::json::parse(binds_json);
+      const auto& list = j.is_object() ? j.at("binds") : j;
+      for (const auto& b : list) binds.push_back(b.get<std::string>());
+      if (j.is_object()) {
+        for (const auto& d : j.value("scratch", nlohmann::json::array())) scratch.push_back(d.get<std::string>());
+        scratch_mb = j.value("scratch_mb", scratch_mb);
+      }
+    }
     // Each step on the judge's side pipe ("stage private-root: ..."), so
     // that a stall names the mount it stopped at.
     sb::harden_filesystem(rep, binds, [stage_fd](const std::string& what) {
       if (stage_fd < 0) return;
       const std::string line = "stage private-root: " + what + "\n";
       [[maybe_unused]] const ssize_t n = ::write(stage_fd, line.data(), line.size());
-    });
+    }, scratch, scratch_mb);
     put(out, cap, rep.to_json().dump());
     return 0;
   } catch (const std::exception& e) {
@@ -209,6 +225,27 @@ int kevo_pyhost_lockdown(const char* policy, int own_pid_ns, int violation_fd, i
   } catch (const std::exception& e) {
     return error(out, cap, e.what());
   }
+}
+
+// In the child, in a network namespace of its own (whose loopback starts
+// down), before lockdown: "lo" brought up, so that a tool and the process
+// it starts can talk over 127.0.0.1 (ncu and its target do); nothing
+// outside the namespace is reachable.
+int kevo_pyhost_loopback_up(char* out, int cap) {
+  const int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return error(out, cap, std::string("socket: ") + std::strerror(errno));
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
+  int rc = ::ioctl(s, SIOCGIFFLAGS, &ifr);
+  if (rc == 0 && !(ifr.ifr_flags & IFF_UP)) {
+    ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP | IFF_RUNNING);
+    rc = ::ioctl(s, SIOCSIFFLAGS, &ifr);
+  }
+  const int e = errno;
+  ::close(s);
+  if (rc != 0) return error(out, cap, std::string("bringing up the loopback: ") + std::strerror(e));
+  put(out, cap, "{}");
+  return 0;
 }
 
 }  // extern "C"

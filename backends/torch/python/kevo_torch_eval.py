@@ -97,6 +97,9 @@ OOM_WORDS = ("out of memory", "out_of_memory", "alloc_failed", "cublas_status_no
 # microseconds of noise against kernels of microseconds.
 HOST_SPIN_S = 0.001
 JUDGE_SPIN_S = 0.05
+# ncu's raw page a verdict carries at most (kevo condenses it; a line of
+# the protocol is limited by the config's output_kb)
+PROFILE_CSV_CAP = 40000
 
 torch = None          # imported by the zygote
 PYHOST = None         # ctypes.PyDLL of libkevo_pyhost, or None
@@ -2580,9 +2583,69 @@ class Judge:
             if self.beside_setup is not None:
                 v["message"] += "; timed beside the next judgement's set-up (not done after %g s of waiting)" % (
                     self.beside_setup)
+            if self.req.get("profile") and program is not None and program["kind"] == "candidate":
+                v.update(self.profile(program))
+                self.phases.mark("profile")
             return v, timings
         return {"status": "correct", "stage": "correctness", "message": "correct (not timed)",
                 "feedback": "correct on every shape and trial"}, None
+
+    def profile(self, program):
+        """ncu on the candidate's kernels at the first visible shape, in a
+        sandbox of its own (kevo_torch_profile.py; docs/torch.md#profiler):
+        {"profile_ncu_csv": ncu's raw page}, which kevo condenses, or
+        {"profile": why there is none}. The verdict stands either way."""
+        ncu = self.opts.get("ncu")
+        if not self.cuda or not ncu:
+            return {}
+        seconds = min(float(self.opts.get("profile_seconds", 120.0)), self.left() - 5.0)
+        if seconds < 10:
+            return {"profile": "profiler: no time left in this judgement for ncu (%.0f s)" % max(0.0, seconds)}
+        with open(program["path"], "r", encoding="utf-8", errors="replace") as f:
+            source = f.read()
+        with open(self.info["reference"], "r", encoding="utf-8", errors="replace") as f:
+            reference = f.read()
+        shape = self.shapes(["visible"])[0]
+        fds, exts = [], []
+        try:
+            for e in program.get("extensions", []):
+                fd = os.open(os.path.join(program["build"], e["path"]), os.O_RDONLY)
+                fds.append(fd)
+                exts.append(dict(e, fd=fd))
+            spec = {"ncu": ncu, "python": sys.executable, "pyhost": self.opts.get("pyhost", ""),
+                    "namespaces": self.opts.get("namespaces", True), "source": source,
+                    "reference_source": reference, "extensions": exts, "dims": shape["dims"],
+                    "seed": self.seed, "device": "cuda", "uses_triton": program.get("uses_triton", False)}
+            import subprocess
+            p = subprocess.Popen([sys.executable, "-s", os.path.join(HERE, "kevo_torch_profile.py"), "--launch"],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 pass_fds=fds, start_new_session=True)
+        except OSError as e:
+            return {"profile": "profiler: could not start: %s" % (e.strerror or e)}
+        finally:
+            for fd in fds:
+                os.close(fd)
+        try:
+            out, err = p.communicate(json.dumps(spec).encode(), timeout=seconds)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            p.communicate()
+            return {"profile": "profiler: ncu did not finish within %.0f s (profile.wall_seconds)" % seconds}
+        text = out.decode("utf-8", "replace")
+        lines = text.splitlines()
+        start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
+        if p.returncode == 0 and start is not None:
+            table = "\n".join(ln for ln in lines[start:] if not ln.startswith("=="))
+            if len(table) > PROFILE_CSV_CAP:
+                table = table[:PROFILE_CSV_CAP].rsplit("\n", 1)[0]   # whole rows only
+            return {"profile_ncu_csv": table}
+        said = [ln for ln in (err.decode("utf-8", "replace") + "\n" + text).splitlines()
+                if ln.startswith(("==ERROR==", "==WARNING==", "kevo-profile:")) or "Error" in ln]
+        return {"profile": "profiler: ncu exited %d without a report: %s" % (
+            p.returncode, cut(" | ".join(said[-4:]) or last_line(err.decode("utf-8", "replace")), 400))}
 
     def wait_ready(self, h):
         limit = min(self.left(), SETUP_SECONDS)
@@ -3568,7 +3631,8 @@ def read_until_request(done_r):
 def serve(args):
     parent_ns = setup_zygote(args)
     opts = {"device": args.device, "isolate": bool(args.pyhost) and not (args.no_namespaces and args.no_seccomp),
-            "namespaces": not args.no_namespaces, "seccomp": not args.no_seccomp, "parent_ns": parent_ns, "binds": []}
+            "namespaces": not args.no_namespaces, "seccomp": not args.no_seccomp, "parent_ns": parent_ns, "binds": [],
+            "ncu": args.ncu, "profile_seconds": args.profile_seconds, "pyhost": args.pyhost}
     cur = start_judge(opts, PROCESS_T0, None)
     while True:
         pid, done_r, next_w = cur
@@ -3639,6 +3703,8 @@ def main():
     ap.add_argument("--pyhost", default="", help="libkevo_pyhost.so (the sandbox for candidate hosts)")
     ap.add_argument("--no-seccomp", action="store_true")
     ap.add_argument("--no-namespaces", action="store_true")
+    ap.add_argument("--ncu", default="", help="ncu, for the profiles that requests ask for (docs/torch.md#profiler)")
+    ap.add_argument("--profile-seconds", type=float, default=120.0, help="one profile's limit")
     ap.add_argument("--baselines", action="store_true", help="time torch eager and torch.compile of the task in "
                     "the request on stdin (one JSON line out)")
     ap.add_argument("--no-compile", action="store_true", help="with --baselines: torch eager only")

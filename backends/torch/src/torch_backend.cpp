@@ -262,6 +262,30 @@ TorchOptions parse_torch_options(StrictObject& obj) {
     o.baselines_wall_seconds = b->number("wall_seconds", o.baselines_wall_seconds, 10, 86400);
     b->finish();
   }
+  if (auto p = obj.optional_object("profile")) {
+    o.profile_every = static_cast<int>(p->integer("every", o.profile_every, 0, 1000000));
+    o.profile_on_request = p->boolean("on_request", o.profile_on_request);
+    o.profiler_path = p->string("path", o.profiler_path);
+    o.profile_wall_seconds = p->number("wall_seconds", o.profile_wall_seconds, 10, 3600);
+    if (o.profile_every > 0 && o.device != "cuda")
+      p->fail("every", "0 on device \"" + o.device + "\" (ncu profiles GPU kernels; a profile needs device \"cuda\")");
+    p->finish();
+  }
+  if (o.device != "cuda") o.profile_on_request = false;   // nothing to profile: requests are ignored
+  if (o.profile_every > 0 || o.profile_on_request) {
+    // Looked up now: a missing ncu is a clear error where the config asks
+    // for profiles, and turns requests off otherwise (the effective config
+    // says so), as for the CUDA backend.
+    std::string path_value = std::getenv("PATH") ? std::getenv("PATH") : "";
+    for (const char* home : {"CUDA_HOME", "CUDA_PATH"})
+      if (const char* h = std::getenv(home); h && *h) path_value += std::string(":") + h + "/bin";
+    path_value += ":/usr/local/cuda/bin";
+    const std::string found = sb::find_in_path(o.profiler_path, path_value);
+    if (found.empty() && o.profile_every > 0)
+      obj.fail("profile", "ncu in PATH or at profile.path (\"" + o.profiler_path + "\" not found)");
+    if (found.empty()) o.profile_on_request = false;
+    else o.profiler_path = found;
+  }
   o.cache_dir = obj.string("cache_dir", default_cache_dir());
   o.scratch_dir = obj.string("scratch_dir", "");
   if (!o.scratch_dir.empty() && !fs::is_directory(o.scratch_dir))
@@ -302,6 +326,9 @@ nlohmann::json to_json(const TorchOptions& o) {
           {"limits", {{"output_kb", o.output_kb}}},
           {"roofline", {{"peak_gflops", o.peak_gflops}, {"peak_gbps", o.peak_gbps}, {"floor_fraction", o.floor_fraction}}},
           {"baselines", {{"enabled", o.baselines}, {"compile", o.baselines_compile}, {"wall_seconds", o.baselines_wall_seconds}}},
+          {"profile",
+           {{"every", o.profile_every}, {"on_request", o.profile_on_request}, {"path", o.profiler_path},
+            {"wall_seconds", o.profile_wall_seconds}}},
           {"cache_dir", o.cache_dir},
           {"scratch_dir", o.scratch_dir}};
 }
@@ -332,6 +359,11 @@ command::CommandOptions command_options(const TorchOptions& o) {
   c.run.argv = {py, dir + "/" + kEval, "--serve", "--device", o.device, "--pyhost", pyhost_library(o).string()};
   if (!o.seccomp) c.run.argv.push_back("--no-seccomp");
   if (!o.namespaces) c.run.argv.push_back("--no-namespaces");
+  if (o.profile_every > 0 || o.profile_on_request) {
+    c.run.argv.insert(c.run.argv.end(), {"--ncu", o.profiler_path, "--profile-seconds", fmt::format("{}", o.profile_wall_seconds)});
+    c.profile_every = o.profile_every;
+  }
+  c.profile_on_request = o.profile_on_request;
   c.run.wall_seconds = o.run_wall_seconds;
   c.run.jobs = 1;
   c.run.accelerator = o.device == "cuda";

@@ -89,6 +89,12 @@ struct CommandOptions {
   // carry ("isolation" in a result line).
   std::string backend_name = "command";
   bool bundled = false;
+  // Profiles ("profile": true in a request): also every n-th timed
+  // candidate (0: never), and where an operator asks for one
+  // (EvalRequest::profile, the analyst). A verdict's profile is then headed
+  // by why it was taken ("[profiled: ...]").
+  int profile_every = 0;
+  bool profile_on_request = true;
 };
 
 // Reads "backend": {"command": {...}} strictly. Commands are looked up now:

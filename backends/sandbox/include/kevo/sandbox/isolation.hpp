@@ -79,9 +79,13 @@ void detect_namespaces(const std::string& parent_ids, IsolationReport& report);
 // `device_files`: more paths bound into the new root (the GPU's device
 // files for a CUDA host; paths that do not exist are skipped). `step`, when
 // given, hears each step before it is taken (a host that stalls can say
-// where).
+// where). `scratch`: absolute paths (such as "/tmp" and "/dev/shm") made
+// in the new root, each with a fresh tmpfs of `scratch_mb` MiB on it, the
+// only mounts left writable (the torch profiler's: ncu keeps its lock,
+// temporary files and shared memory there; docs/torch.md#profiler).
 void harden_filesystem(IsolationReport& report, const std::vector<std::string>& device_files = {},
-                       const std::function<void(const std::string&)>& step = {});
+                       const std::function<void(const std::string&)>& step = {},
+                       const std::vector<std::string>& scratch = {}, int scratch_mb = 64);
 // Drops every capability (effective, permitted, inheritable, ambient and
 // the bounding set) and locks the securebits, so that uid 0 regains none.
 void drop_capabilities(IsolationReport& report);

@@ -46,6 +46,13 @@ struct TorchOptions {
   bool baselines = true;            // torch.compile (and eager) timed when a run starts
   bool baselines_compile = true;
   double baselines_wall_seconds = 900;
+  // ncu on a correct candidate's kernels for the analyst (docs/torch.md#profiler):
+  // every n-th timed candidate (0: never) and where an operator asks; the
+  // profiler found in PATH or CUDA's bin at config time; one profile's limit.
+  int profile_every = 0;
+  bool profile_on_request = true;
+  std::string profiler_path = "ncu";
+  double profile_wall_seconds = 120;
   std::string cache_dir, scratch_dir;
   std::string config_file, pointer;
 };
