@@ -9,8 +9,13 @@ Everywhere (CI has no GPU and no ncu):
   for ncu (tests/torch/profile/fake_ncu, tests only), which reports what it
   finds there: PID 1 of its namespace, none of the source tree, a read-only
   root, a writable /tmp and /dev/shm, no capabilities, a working loopback and no network;
-  it runs the target as ncu would (the softmax task's seed at its visible
-  shape, on the CPU), and its raw page comes back on stdout.
+  it runs the target as ncu would (the softmax task's seed at a small
+  shape, on the CPU), and its raw page comes back on stdout;
+* an attacker's candidate there (tests/torch/profile/escape.py: no policy
+  holds it, so it does from Python what native code could) finds the
+  source tree, /etc/passwd, home folders, processes outside, the network
+  and abstract sockets outside out of reach, and cannot write outside the
+  tmpfs or mount.
 
 On a GPU (DEVICE cuda, tests/torch/run_h200.sh profile): `kevo eval` of a
 CUDA (load_inline) and a Triton softmax with `profile.every` 1, each verdict
@@ -19,6 +24,7 @@ SM throughput.
 """
 import json
 import os
+import socket
 import subprocess
 import sys
 
@@ -29,11 +35,20 @@ CHECKS = ("options", "pid-1-of-its-namespace", "no-source-tree", "read-only-root
           "no-capabilities", "loopback", "no-network")
 
 
-def launcher_with_stand_in(kevo, python, src):
+ESCAPES = ("read-source-tree", "read-passwd", "read-home", "write-usr", "write-root", "see-other-processes",
+           "signal-outside", "connect-out", "unix-socket-outside", "loopback-outside", "mount")
+
+
+def launch(kevo, python, src, candidate_path, subst=None):
+    """kevo_torch_profile.py --launch with the stand-in ncu on the softmax
+    task at a small shape, the candidate given (its @NAME@ placeholders
+    replaced from subst): the finished process."""
     bindir = os.path.dirname(os.path.realpath(kevo))
     task = os.path.join(src, "configs", "tasks", "torch", "torch_softmax")
-    with open(os.path.join(task, "seed.py")) as f:
+    with open(candidate_path) as f:
         seed = f.read()
+    for k, v in (subst or {}).items():
+        seed = seed.replace("@%s@" % k, str(v))
     with open(os.path.join(task, "reference.py")) as f:
         reference = f.read()
     spec = {"ncu": os.path.join(src, "tests", "torch", "profile", "fake_ncu"), "python": python,
@@ -43,6 +58,36 @@ def launcher_with_stand_in(kevo, python, src):
     p = subprocess.run([python, "-s", os.path.join(bindir, "kevo_torch_profile.py"), "--launch"],
                        input=json.dumps(spec), capture_output=True, text=True, timeout=300)
     print("launcher exit %d\nstdout:\n%s\nstderr (tail):\n%s" % (p.returncode, p.stdout, p.stderr[-3000:]))
+    return p
+
+
+def escapes_blocked(kevo, python, src):
+    """tests/torch/profile/escape.py: what an attacker's code tries under the
+    profiler, each attempt blocked by the sandbox."""
+    # What it reaches for is there: the source tree's root, an abstract
+    # socket and a TCP port listening on this machine.
+    abstract = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    abstract.bind("\0kevo-profile-escape-%d" % os.getpid())
+    abstract.listen(1)
+    tcp = socket.socket()
+    tcp.bind(("127.0.0.1", 0))
+    tcp.listen(1)
+    try:
+        p = launch(kevo, python, src, os.path.join(src, "tests", "torch", "profile", "escape.py"),
+                   {"SOURCE_TREE": os.path.abspath(src), "ABSTRACT": "kevo-profile-escape-%d" % os.getpid(),
+                    "PORT": tcp.getsockname()[1]})
+    finally:
+        abstract.close()
+        tcp.close()
+    fails = []
+    for name in ESCAPES:
+        if "escape: %s blocked" % name not in p.stderr:
+            fails.append("the profiler's sandbox let the attacker's candidate through: %s" % name)
+    return fails
+
+
+def launcher_with_stand_in(kevo, python, src):
+    p = launch(kevo, python, src, os.path.join(src, "configs", "tasks", "torch", "torch_softmax", "seed.py"))
     fails = []
     if p.returncode != 0:
         fails.append("the launcher with the stand-in ncu exited %d" % p.returncode)
@@ -98,6 +143,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     fails = cpu_profile_is_an_input_error(kevo, python, src, work)
     fails += launcher_with_stand_in(kevo, python, src)
+    fails += escapes_blocked(kevo, python, src)
     if device == "cuda":
         gpu_fails = gpu_profiles(kevo, python, src, work)
         if gpu_fails:
