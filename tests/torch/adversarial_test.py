@@ -39,7 +39,11 @@ def main():
     sbr = os.path.join(src, "configs", "tasks", "torch", "torch_scale_bias_relu")
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
-    env = dict(os.environ, OPENAI_API_KEY=SECRET, KEVO_TEST_SECRET_TOKEN=SECRET)
+    # The source tree's root on PYTHONPATH (a user's broad entry): the
+    # judge's interpreter then has it on sys.path, and a host's root must
+    # still leave it out (native_find_task looks for a task manifest).
+    env = dict(os.environ, OPENAI_API_KEY=SECRET, KEVO_TEST_SECRET_TOKEN=SECRET,
+               PYTHONPATH=os.pathsep.join(p for p in (os.path.abspath(src), os.environ.get("PYTHONPATH")) if p))
 
     def judge(task, paths, wall=60, sets=()):
         """Judges the files in one `kevo eval` (one backend: its judge
@@ -220,6 +224,10 @@ def main():
         # calls fail (ESRCH) or the policy stops them.
         "prlimit_parent": ({"runtime_error"}, ""),
         "read_secrets": ({"runtime_error"}, "no secret"),
+        # Looks through its root for a task manifest (hidden shapes): a
+        # folder bound for the interpreter that held the source tree would
+        # give them away.
+        "find_task": ({"runtime_error"}, "no task manifest"),
         "exit_process": ({"runtime_error"}, "exited"),
         "segfault": ({"runtime_error"}, "SIGSEGV"),
         "hang": ({"timeout"}, "did not return"),

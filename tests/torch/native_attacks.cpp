@@ -20,6 +20,8 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <dirent.h>
 #include <thread>
 #include <vector>
 #include <unistd.h>
@@ -82,6 +84,55 @@ torch::Tensor prlimit_parent(torch::Tensor x) {
   for (pid_t p = 2; p < 4096; ++p)
     if (p != ::getpid() && ::prlimit(p, RLIMIT_NOFILE, &rl, nullptr) == 0) return got_through(x, "prlimit on another process");
   throw std::runtime_error("prlimit reached no other process");
+}
+
+// Looks through the whole file tree it can see (6 levels deep, 20000
+// entries at most) for a task manifest, whose hidden shapes it would
+// special-case: a host's root must hold none (a folder bound for the
+// interpreter's modules that held the source tree would give them away).
+struct Dirent64 {
+  std::uint64_t ino;
+  std::int64_t off;
+  unsigned short reclen;
+  unsigned char type;
+  char name[1];
+};
+
+static bool find_manifest(const std::string& dir, int depth, int& budget, std::string& found) {
+  if (depth > 6 || budget <= 0) return false;
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0) return false;
+  char buf[16384];
+  std::vector<std::string> subdirs;
+  for (;;) {
+    const long n = ::syscall(SYS_getdents64, fd, buf, sizeof buf);
+    if (n <= 0) break;
+    for (long at = 0; at < n;) {
+      const auto* d = reinterpret_cast<const Dirent64*>(buf + at);
+      at += d->reclen;
+      const std::string name = d->name;
+      if (--budget <= 0) break;
+      if (name == "." || name == ".." || (depth == 0 && (name == "proc" || name == "sys" || name == "dev"))) continue;
+      const std::string path = (dir == "/" ? "" : dir) + "/" + name;
+      if (d->type == DT_DIR) subdirs.push_back(path);
+      else if (name == "task.json") {
+        found = path;
+        ::close(fd);
+        return true;
+      }
+    }
+  }
+  ::close(fd);
+  for (const auto& s : subdirs)
+    if (find_manifest(s, depth + 1, budget, found)) return true;
+  return false;
+}
+
+torch::Tensor find_task(torch::Tensor x) {
+  int budget = 20000;
+  std::string found;
+  if (find_manifest("/", 0, budget, found)) throw std::runtime_error("the attack got through: read " + found);
+  throw std::runtime_error("no task manifest in this root");
 }
 
 // Everything it can read of environments and of other processes; it says

@@ -176,6 +176,34 @@ def torch_section(task_dir):
     }
 
 
+def sandbox_binds(paths, scripts_dir):
+    """The folders and files to bind into a sandboxed process's private
+    root (a candidate's host, the profiler): `paths` made real, those that
+    exist, none under another. A path that holds the folder this process
+    runs in, the user's home, or the tree kevo's scripts are in (their
+    folder's parent: the build folder, and its parent, the source tree, with
+    the task manifests and their hidden shapes) is left out: a broad
+    PYTHONPATH entry (the source tree, a home folder, "/") would otherwise
+    bring all of it into the root. Returns (kept, left_out)."""
+    guarded = [os.getcwd(), os.path.expanduser("~"), os.path.dirname(scripts_dir),
+               os.path.dirname(os.path.dirname(scripts_dir))]
+    guarded = [os.path.realpath(g) for g in guarded if g and os.path.isabs(g)]
+    real, left_out = set(), []
+    for p in paths:
+        if not p or not os.path.isabs(p) or not os.path.exists(p):
+            continue
+        r = os.path.realpath(p)
+        if any(g == r or g.startswith(r.rstrip("/") + "/") for g in guarded):
+            left_out.append(r)
+        else:
+            real.add(r)
+    kept = []
+    for p in sorted(real, key=len):
+        if not any(p == k or p.startswith(k.rstrip("/") + "/") for k in kept):
+            kept.append(p)
+    return kept, sorted(set(left_out))
+
+
 def sha256_text(*parts):
     h = hashlib.sha256()
     for p in parts:

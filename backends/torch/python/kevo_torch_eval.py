@@ -744,28 +744,19 @@ def diff_flags(before, after):
 def isolate_self(opts, stage_fd):
     """In a cloned host: a root of its own with the interpreter's trees and
     the program's folder, /proc of its PID namespace."""
-    binds = set()
-    for p in [sys.prefix, sys.base_prefix, sys.exec_prefix] + [p for p in sys.path if p]:
-        if p and os.path.isabs(p) and os.path.exists(p):
-            binds.add(os.path.realpath(p))
-    for p in opts.get("binds", []):
-        if os.path.exists(p):
-            binds.add(os.path.realpath(p))
+    import glob
+    paths = [sys.prefix, sys.base_prefix, sys.exec_prefix] + [p for p in sys.path if p] + list(opts.get("binds", []))
     if opts["device"] == "cuda":
-        import glob
-        binds.update(glob.glob("/dev/nvidia*"))
-    # Drop paths under another bind (a bind inside a bind would write into
-    # the machine's tree).
-    ordered = sorted(binds, key=len)
-    kept = []
-    for p in ordered:
-        if not any(p == k or p.startswith(k.rstrip("/") + "/") for k in kept):
-            kept.append(p)
+        paths += glob.glob("/dev/nvidia*")
+    kept, left_out = kc.sandbox_binds(paths, HERE)
     buf = ctypes.create_string_buffer(8192)
     PYHOST.kevo_pyhost_harden(opts["parent_ns"].encode(), json.dumps(kept).encode(), stage_fd, buf, len(buf))
     rep = json.loads(buf.value.decode() or "{}")
     if "error" in rep:
         raise RuntimeError("isolation: " + rep["error"])
+    if left_out:
+        rep.setdefault("notes", []).append("left out of the private root (they hold kevo's tree, the working "
+                                           "folder or the home folder): " + ", ".join(left_out))
     return rep
 
 

@@ -30,10 +30,13 @@ import glob
 import json
 import os
 import shutil
+import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True
+sys.path.insert(0, HERE)
+import kevo_torch_common as kc  # noqa: E402 (no torch)
 
 # What ncu collects (the CUDA backend's sections, docs/cuda.md#profiler-feedback)
 SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "WarpStateStats")
@@ -55,14 +58,24 @@ def ncu_argv(ncu, python, spec_path):
     return argv + [python, "-s", os.path.join(HERE, "kevo_torch_profile.py"), "--target", spec_path]
 
 
-def tree_of(ncu):
-    """The folder to bind for ncu: its install tree (ncu, under CUDA's bin, is
-    often a link into /opt/nvidia/nsight-compute/<version>/)."""
-    real = os.path.realpath(ncu)
-    top = os.path.dirname(real)
-    # (The tree holds ncu's launcher script and the binaries it runs, in
-    # folders beside it.)
-    return top
+def ncu_trees(ncu):
+    """The folders to bind for ncu: its own (a link resolved), and where
+    CUDA's `ncu` wrapper script looks for Nsight Compute: nsight-compute*
+    beside CUDA's bin folder, and /opt/nvidia/nsight-compute."""
+    top = os.path.dirname(os.path.realpath(ncu))
+    return [top] + glob.glob(os.path.join(os.path.dirname(top), "nsight-compute*")) + \
+        glob.glob("/opt/nvidia/nsight-compute")
+
+
+def interpreter_paths(python):
+    """The target interpreter's module folders, as it finds them run here
+    (its user site depends on HOME, which the sandbox changes): bound into
+    the root and given to the target as PYTHONPATH."""
+    p = subprocess.run([python, "-c", "import json, sys; print(json.dumps([sys.prefix, sys.base_prefix] + "
+                        "[p for p in sys.path if p]))"], capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        fail("the interpreter %s does not start: %s" % (python, p.stderr.strip()[-300:]))
+    return json.loads(p.stdout)
 
 
 def write_room(spec, room):
@@ -89,13 +102,15 @@ def write_room(spec, room):
 
 def launch():
     spec = json.loads(sys.stdin.read())
-    ncu, python = spec["ncu"], spec.get("python") or sys.executable
+    ncu = spec["ncu"]
+    python = shutil.which(spec.get("python") or sys.executable) or spec.get("python")
+    modules = [p for p in interpreter_paths(python) if os.path.isabs(p)]
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "USER": "kevo-candidate",
            "LOGNAME": "kevo-candidate", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
            "TRITON_CACHE_DIR": "/tmp/triton", "TORCHINDUCTOR_CACHE_DIR": "/tmp/inductor",
            "TORCH_EXTENSIONS_DIR": "/tmp/torch_extensions"}
-    for k in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "PYTHONPATH", "NCCL_NVLS_ENABLE",
-              "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS"):
+    for k in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+              "NVSHMEM_DISABLE_NVLS"):
         if os.environ.get(k):
             env[k] = os.environ[k]
     if not spec.get("pyhost") or not spec.get("namespaces", True):
@@ -106,6 +121,7 @@ def launch():
         env.update(TMPDIR=room, HOME=room, TRITON_CACHE_DIR=os.path.join(room, "triton"),
                    TORCHINDUCTOR_CACHE_DIR=os.path.join(room, "inductor"))
         spec_path = write_room(spec, room)
+        env["PYTHONPATH"] = ":".join(p for p in modules if os.path.isdir(p))
         sys.stderr.write("kevo-profile: without namespaces (sandbox.namespaces false)\n")
         sys.stderr.flush()
         os.execve(ncu, ncu_argv(ncu, python, spec_path), env)
@@ -140,16 +156,13 @@ def launch():
 
     if os.getpid() == 1:
         step("kevo_pyhost_mount_proc")
-    binds = set()
-    for p in [sys.prefix, sys.base_prefix, sys.exec_prefix, HERE, os.path.dirname(os.path.realpath(python)),
-              tree_of(ncu)] + [p for p in sys.path if p] + spec.get("binds", []):
-        if p and os.path.isabs(p) and os.path.exists(p):
-            binds.add(os.path.realpath(p))
-    binds.update(glob.glob("/dev/nvidia*"))
-    kept = []
-    for p in sorted(binds, key=len):
-        if not any(p == k or p.startswith(k.rstrip("/") + "/") for k in kept):
-            kept.append(p)
+    kept, left_out = kc.sandbox_binds([sys.prefix, sys.base_prefix, sys.exec_prefix, HERE,
+                                       os.path.dirname(os.path.realpath(python))] + modules + ncu_trees(ncu) +
+                                      spec.get("binds", []) + glob.glob("/dev/nvidia*"), HERE)
+    env["PYTHONPATH"] = ":".join(p for p in modules if os.path.isdir(p) and os.path.realpath(p) not in left_out)
+    if left_out:
+        sys.stderr.write("kevo-profile: left out of the private root (they hold kevo's tree, the working folder "
+                         "or the home folder): %s\n" % ", ".join(left_out))
     rep = step("kevo_pyhost_harden", parent_ns.encode(),
                json.dumps({"binds": kept, "scratch": ["/tmp", "/dev/shm"],
                            "scratch_mb": int(spec.get("scratch_mb", 512))}).encode(),
