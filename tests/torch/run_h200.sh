@@ -67,6 +67,8 @@ params)
 profile)
   step "ncu on torch candidates for the analyst, in the profiler's sandbox (tests/torch/profile_test.py)"
   n=$(command -v ncu || echo /usr/local/cuda/bin/ncu); echo "ncu: $n -> $(readlink -f "$n")" | tee -a "$OUT/steps.log"
+  echo "PYTHONPATH=${PYTHONPATH:-} cwd=$PWD HOME=${HOME:-}; $PY: $($PY -c 'import sys; print(sys.executable, sys.path)')" |
+    tee -a "$OUT/steps.log"
   timeout ${PROFILE_TIMEOUT:-300} $PY tests/torch/profile_test.py $B/kevo $PY "$PWD" /tmp/kevo-torch-profile cuda 2>&1 |
     tee "$OUT/profile.log" | cut -c1-600 | tail -60
   ;;
