@@ -29,7 +29,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_test_args import args_or_skip, verdicts_of  # noqa: E402
+from torch_test_args import args_or_skip, outcome, verdicts_of  # noqa: E402
 
 CHECKS = ("options", "pid-1-of-its-namespace", "no-source-tree", "read-only-root", "writable-tmp", "writable-shm",
           "no-capabilities", "loopback", "no-network")
@@ -152,11 +152,7 @@ def main():
             print("-- again with sandbox.namespaces false, to tell ncu's failure from the sandbox's:")
             gpu_profiles(kevo, python, src, work, ["sandbox.namespaces=false", "sandbox.seccomp=false"])
         fails += gpu_fails
-    if fails:
-        print("FAILED:\n  " + "\n  ".join(fails))
-        return 1
-    print("profiles (%s): every check passed" % device)
-    return 0
+    return outcome(fails, "profiles (%s): every check passed" % device)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """The command line of the torch integration test scripts (import_test.py,
 judge_ahead_test.py, triton_test.py): KEVO PYTHON SOURCE_DIR WORK_DIR
-[DEVICE]; and the verdicts of a `kevo eval --json` (adversarial_test.py,
+[DEVICE]; a test's outcome; and the verdicts of a `kevo eval --json` (adversarial_test.py,
 gpu_test.py, triton_test.py)."""
 import json
 import subprocess
@@ -16,6 +16,15 @@ def args_or_skip():
         print("SKIP: %s cannot import torch" % python)
         return None
     return kevo, python, src, work, device
+
+
+def outcome(fails, passed):
+    """A test's last words and exit status: its failures, or `passed`."""
+    if fails:
+        print("FAILED:\n  " + "\n  ".join(fails))
+        return 1
+    print(passed)
+    return 0
 
 
 def verdicts_of(stdout, paths):

@@ -20,7 +20,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_test_args import args_or_skip, verdicts_of  # noqa: E402
+from torch_test_args import args_or_skip, outcome, verdicts_of  # noqa: E402
 
 
 def evaluate(kevo, task, files, common):
@@ -97,11 +97,7 @@ def main():
         if w["status"] != "correct":
             fails.append("layernorm_triton.py: %s %s\n%s" % (w["status"], w["message"][:500], w.get("feedback", "")[:3000]))
             diagnose(kevo, os.path.join(tasks, "torch_layernorm"), os.path.join(gpu, "layernorm_triton.py"), common)
-    if fails:
-        print("FAILED:\n  " + "\n  ".join(fails))
-        return 1
-    print("Triton candidates (%s): every check passed" % device)
-    return 0
+    return outcome(fails, "Triton candidates (%s): every check passed" % device)
 
 
 if __name__ == "__main__":
