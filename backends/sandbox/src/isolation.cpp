@@ -439,6 +439,20 @@ bool enter_private_root(IsolationReport& rep, const std::vector<std::string>& de
     rep.notes.push_back("a root of its own: " + what);
     return false;
   };
+  // The machine's /tmp, before the root's tmpfs hides it: paths to bind
+  // from under it (a build or a tool kept there) are reached through it.
+  const int old_tmp = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  struct CloseOnExit {
+    int fd;
+    ~CloseOnExit() {
+      if (fd >= 0) ::close(fd);
+    }
+  } close_old_tmp{old_tmp};
+  auto source_of = [&](const std::string& path) {
+    if (old_tmp >= 0 && path.rfind(root + "/", 0) == 0)
+      return "/proc/self/fd/" + std::to_string(old_tmp) + path.substr(root.size());
+    return path;
+  };
   if (step) step("a tmpfs for the root");
   if (::mount("kevo-root", root.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") != 0)
     return fail("mounting a tmpfs: " + errno_text(errno));
@@ -449,19 +463,8 @@ bool enter_private_root(IsolationReport& rep, const std::vector<std::string>& de
   for (const char* file : {"/etc/ld.so.cache", "/etc/alternatives", "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
                            "/sys/devices/system/cpu"})
     if (!bind(file, root + file)) return fail(why);
-  for (const std::string& file : device_files) {
-    // Paths under a tree bound above are visible already; others get their
-    // parent folders made in the new root first (an interpreter's tree
-    // under /opt, say).
-    bool covered = false;
-    for (const std::string top : {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"})
-      covered = covered || file == top || file.rfind(top + "/", 0) == 0;
-    if (covered || file.empty() || file[0] != '/') continue;
-    for (std::size_t at = file.find('/', 1); at != std::string::npos; at = file.find('/', at + 1))
-      if (::mkdir((root + file.substr(0, at)).c_str(), 0755) != 0 && errno != EEXIST)
-        return fail("mkdir " + file.substr(0, at) + ": " + errno_text(errno));
-    if (!bind(file, root + file)) return fail(why);
-  }
+  // Scratch folders first: paths bound below may lie under them (a tree
+  // under /tmp, bound into the scratch /tmp).
   for (const std::string& dir : scratch) {
     if (step) step("a writable tmpfs at " + dir);
     if (dir.size() < 2 || dir[0] != '/' || dir.find("..") != std::string::npos)
@@ -473,6 +476,19 @@ bool enter_private_root(IsolationReport& rep, const std::vector<std::string>& de
     const std::string opts = "mode=1777,size=" + std::to_string(std::max(1, scratch_mb)) + "m";
     if (::mount("kevo-scratch", (root + dir).c_str(), "tmpfs", MS_NOSUID | MS_NODEV, opts.c_str()) != 0)
       return fail("mounting a tmpfs at " + dir + ": " + errno_text(errno));
+  }
+  for (const std::string& file : device_files) {
+    // Paths under a tree bound above are visible already; others get their
+    // parent folders made in the new root first (an interpreter's tree
+    // under /opt, say).
+    bool covered = false;
+    for (const std::string top : {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"})
+      covered = covered || file == top || file.rfind(top + "/", 0) == 0;
+    if (covered || file.empty() || file[0] != '/') continue;
+    for (std::size_t at = file.find('/', 1); at != std::string::npos; at = file.find('/', at + 1))
+      if (::mkdir((root + file.substr(0, at)).c_str(), 0755) != 0 && errno != EEXIST)
+        return fail("mkdir " + file.substr(0, at) + ": " + errno_text(errno));
+    if (!bind(source_of(file), root + file)) return fail(why);
   }
   if (rep.pid_ns) {
     if (step) step("a /proc of its own");

@@ -178,7 +178,8 @@ def torch_section(task_dir):
 
 def sandbox_binds(paths, scripts_dir):
     """The folders and files to bind into a sandboxed process's private
-    root (a candidate's host, the profiler): `paths` made real, those that
+    root (a candidate's host, the profiler), or to let the build stage's
+    compilers read (its Landlock rules): `paths` made real, those that
     exist, none under another. A path that holds the folder this process
     runs in, the user's home, or the tree kevo's scripts are in (their
     folder's parent: the build folder, and its parent, the source tree, with
