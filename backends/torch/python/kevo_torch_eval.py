@@ -2606,7 +2606,7 @@ class Judge:
             spec = {"ncu": ncu, "python": sys.executable, "pyhost": self.opts.get("pyhost", ""),
                     "namespaces": self.opts.get("namespaces", True), "source": source,
                     "reference_source": reference, "extensions": exts, "dims": shape["dims"],
-                    "seed": self.seed, "device": "cuda", "uses_triton": program.get("uses_triton", False)}
+                    "seed": self.seed, "device": "cuda"}
             import subprocess
             p = subprocess.Popen([sys.executable, "-s", os.path.join(HERE, "kevo_torch_profile.py"), "--launch"],
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

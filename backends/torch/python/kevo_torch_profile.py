@@ -93,7 +93,7 @@ def write_room(spec, room):
             shutil.copyfileobj(src, dst)
         exts.append(dict(e, path=path))
     target = {"extensions": exts, "dims": spec["dims"], "seed": spec["seed"], "device": spec.get("device", "cuda"),
-              "uses_triton": spec.get("uses_triton", False), "room": room}
+              "room": room}
     path = os.path.join(room, "spec.json")
     with open(path, "w") as f:
         json.dump(target, f)
