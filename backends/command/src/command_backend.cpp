@@ -4,6 +4,7 @@
 // (protocol.cpp). docs/command-backend.md.
 #include "kevo/command/command_backend.hpp"
 
+#include "kevo/core/ncu_summary.hpp"
 #include "kevo/core/error.hpp"
 #include "kevo/core/hash.hpp"
 #include "kevo/core/rng.hpp"
@@ -1051,10 +1052,7 @@ void CommandBackend::do_submit(EvalRequest request) {
   const bool picked = every > 0 && ++profiles_counted_ % static_cast<std::uint64_t>(every) == 0;
   const bool asked = opt_.profile_on_request && !request.profile.empty();
   j.profile = picked || asked;
-  j.profile_reason = picked ? (every == 1 ? std::string("every timed candidate (profile.every 1)")
-                                          : "every " + std::to_string(every) + "-th timed candidate (profile.every)")
-                     : asked ? "requested by " + request.profile
-                             : std::string();
+  j.profile_reason = profile_reason(picked, every, asked, request.profile);
   add(std::move(j));
 }
 

@@ -3,6 +3,7 @@
 #include "kevo/core/process.hpp"
 #include "kevo/core/error.hpp"
 #include "kevo/core/hash.hpp"
+#include "kevo/core/ncu_summary.hpp"
 #include "kevo/core/rng.hpp"
 #include "kevo/core/text.hpp"
 #include "kevo/core/verdict_text.hpp"
@@ -498,10 +499,7 @@ void NativeBackend::Impl::start_eval(Job& j) {
     const bool picked = every > 0 && ++timed_started % static_cast<std::uint64_t>(every) == 0;
     const bool asked = opt.flavour.profile_on_request && !j.profile_request.empty();
     req.flavour["profile"] = picked || asked;
-    j.profile_reason = picked ? (every == 1 ? std::string("every timed candidate (profile.every 1)")
-                                            : "every " + std::to_string(every) + "-th timed candidate (profile.every)")
-                       : asked ? "requested by " + j.profile_request
-                               : std::string();
+    j.profile_reason = profile_reason(picked, every, asked, j.profile_request);
   }
 
   sb::Spec s;

@@ -40,6 +40,13 @@ std::string format_number(double v, int precision) {
   return o.str();
 }
 
+std::string profile_reason(bool picked, int every, bool asked, const std::string& request) {
+  if (picked)
+    return every == 1 ? std::string("every timed candidate (profile.every 1)")
+                      : "every " + std::to_string(every) + "-th timed candidate (profile.every)";
+  return asked ? "requested by " + request : std::string();
+}
+
 std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> row;

@@ -2,7 +2,8 @@
 // verdict's `profile` and a prompt carry: the CUDA worker's profiles
 // (docs/cuda.md#profiler-feedback) and the torch judge's
 // (docs/torch.md#profiler), whose raw page reaches kevo as the verdict's
-// `profile_ncu_csv` (docs/command-backend.md).
+// `profile_ncu_csv` (docs/command-backend.md); and the heading that says
+// why a profile was taken.
 #pragma once
 
 #include <string>
@@ -22,5 +23,11 @@ std::string ncu_summary(const std::string& csv);
 
 // Rows of a CSV text (RFC 4180 quoting), for ncu_summary and its tests.
 std::vector<std::vector<std::string>> parse_csv(const std::string& text);
+
+// Why a candidate was profiled, for the "[profiled: ...]" heading of its
+// profile: picked by profile.every (`every`), or asked for by an operator
+// (`request`, EvalRequest::profile); "" when neither. Counting the picks is
+// the backend's.
+std::string profile_reason(bool picked, int every, bool asked, const std::string& request);
 
 }  // namespace kevo
