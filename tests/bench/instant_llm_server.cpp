@@ -5,13 +5,22 @@
 // Test scaffolding: HTTP/1.1 on 127.0.0.1, keep-alive, TCP_NODELAY, one
 // write per answer, one thread (epoll).
 //
-//   kevo_bench_instant_llm_server --port-file F --prefix A --suffix B
+//   kevo_bench_instant_llm_server --port-file F --prefix A --suffix B [--realtime]
+//
+// --realtime: the server asks for SCHED_FIFO (priority 1) so that it answers
+// at once. On a machine with fewer free cores than busy threads (the 2-core
+// development machine: kevo's island, kevo's lineage thread, this server),
+// the default policy left a woken server queued behind a running thread
+// for up to 3 ms while the client's core sat idle (perf sched: 25-45% of
+// kevo's search time). Its CPU still comes from the same cores. Refused
+// without the privilege (CAP_SYS_NICE, or an RLIMIT_RTPRIO above 0): the
+// server then runs under the default policy, and /stats says which.
 //
 // Every POST .../chat/completions is answered 200 with the bytes of file A,
 // the number of chat requests answered so far (this one included), then the
 // bytes of file B (the Python side splits one chat completion around that
 // number); GET .../models lists one model; GET /stats gives
-// {"posts", "gets", "connections", "cpu_s"}; anything else 404. A body must
+// {"posts", "gets", "connections", "cpu_s", "realtime"}; anything else 404. A body must
 // come with a Content-Length (chunked: 411, and the connection closes);
 // "Expect: 100-continue" gets its interim answer. The port goes to F (written
 // to F.tmp, then renamed) once the server listens; SIGTERM ends it.
@@ -19,6 +28,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -45,6 +55,7 @@ struct Conn {
 };
 
 long long posts = 0, gets = 0, connections = 0;
+bool realtime = false;   // SCHED_FIFO granted (--realtime)
 std::string prefix, suffix;
 
 std::string read_file(const char* path) {
@@ -139,8 +150,8 @@ void serve(Conn& c) {
     } else if (method == "GET" && path == "/stats") {
       char stats[200];
       const int n = std::snprintf(stats, sizeof stats,
-                                  R"({"posts": %lld, "gets": %lld, "connections": %lld, "cpu_s": %.6f})", posts, gets,
-                                  connections, cpu_seconds());
+                                  R"({"posts": %lld, "gets": %lld, "connections": %lld, "cpu_s": %.6f, "realtime": %s})",
+                                  posts, gets, connections, cpu_seconds(), realtime ? "true" : "false");
       answer(c, 200, std::string_view(stats, static_cast<std::size_t>(n)));
     } else {
       answer(c, 404, R"({"error": {"message": "no such endpoint"}})");
@@ -152,15 +163,25 @@ void serve(Conn& c) {
 
 int main(int argc, char** argv) {
   const char *port_file = nullptr, *prefix_file = nullptr, *suffix_file = nullptr;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  bool want_realtime = false, bad = false;
+  for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
-    if (a == "--port-file") port_file = argv[i + 1];
-    else if (a == "--prefix") prefix_file = argv[i + 1];
-    else if (a == "--suffix") suffix_file = argv[i + 1];
+    if (a == "--realtime") want_realtime = true;
+    else if (i + 1 >= argc) bad = true;
+    else if (a == "--port-file") port_file = argv[++i];
+    else if (a == "--prefix") prefix_file = argv[++i];
+    else if (a == "--suffix") suffix_file = argv[++i];
+    else bad = true;
   }
-  if (!port_file || !prefix_file || !suffix_file) {
-    std::fprintf(stderr, "usage: %s --port-file F --prefix A --suffix B\n", argv[0]);
+  if (bad || !port_file || !prefix_file || !suffix_file) {
+    std::fprintf(stderr, "usage: %s --port-file F --prefix A --suffix B [--realtime]\n", argv[0]);
     return 2;
+  }
+  if (want_realtime) {
+    sched_param sp{};
+    sp.sched_priority = 1;
+    realtime = ::sched_setscheduler(0, SCHED_FIFO, &sp) == 0;
+    if (!realtime) std::fprintf(stderr, "instant server: SCHED_FIFO refused (%s): default policy\n", std::strerror(errno));
   }
   prefix = read_file(prefix_file);
   suffix = read_file(suffix_file);

@@ -13,7 +13,11 @@ the same OpenAI chat-completion reply: one ```cpp block holding the toy task's
 seed (tests/engine/data/toy) plus a line `static const int kevo_bench_variant
 = N;`, N counting the requests, so that every reply is a new program (kevo
 would record a repeated one as a duplicate, unjudged; OpenEvolve would keep
-it). The server counts the requests it answered and its own CPU time.
+it). The server counts the requests it answered and its own CPU time. The
+C++ server runs under SCHED_FIFO where it may (`--server-sched realtime`, the
+default), so that it answers at once; one more kevo run, against a server at
+the default policy, is printed for comparison
+(docs/benchmarks.md#server-scheduling).
 
 kevo: `kevo run configs/llm.json` on the toy task with the null backend
 (instant verdicts), llm_rewrite the only operator, one rank (no mpirun), the
@@ -174,7 +178,7 @@ class Server:
     """The instant server as a child process: the C++ one when `exe` is given,
     else this script's `serve` (Python asyncio); the same answers."""
 
-    def __init__(self, work, exe=None):
+    def __init__(self, work, exe=None, realtime=False):
         port_file = os.path.join(work, "server.port")
         if os.path.exists(port_file):
             os.remove(port_file)
@@ -188,6 +192,8 @@ class Server:
                 with open(parts[-1], "wb") as f:
                     f.write(data)
             cmd = [exe, "--port-file", port_file, "--prefix", parts[0], "--suffix", parts[1]]
+            if realtime:
+                cmd.append("--realtime")
         else:
             cmd = [sys.executable, os.path.abspath(__file__), "serve", "--port-file", port_file]
         self.p = subprocess.Popen(cmd)
@@ -202,6 +208,9 @@ class Server:
             sys.exit("the instant server wrote no port in 10 s")
         self.port = int(open(port_file).read())
         self.url = "http://127.0.0.1:%d/v1" % self.port
+        # Whether it runs under SCHED_FIFO (only the C++ server asks for it).
+        self.realtime = bool(self.stats().get("realtime", False))
+        self.kind += ", SCHED_FIFO 1 (answers at once)" if self.realtime else ", default scheduling policy"
 
     def stats(self):
         with urllib.request.urlopen("http://127.0.0.1:%d/stats" % self.port, timeout=10) as r:
@@ -463,7 +472,7 @@ def compare(args):
     exe = None if args.server == "python" else cpp_server(args.kevo)
     if args.server == "cpp" and not exe:
         sys.exit("no kevo_bench_instant_llm_server next to %s (build it: scripts/build.sh)" % args.kevo)
-    server = Server(args.work, exe)
+    server = Server(args.work, exe, realtime=args.server_sched == "realtime")
     try:
         kevo = [run_kevo(args, server, "pop12", {})]
         if args.kevo_pop1000:
@@ -471,12 +480,24 @@ def compare(args):
         oe = run_openevolve(args, server) if args.openevolve else None
     finally:
         server.stop()
+    # For comparison, the same kevo run with the server at the default policy
+    # (where the server's real time priority was granted): on a machine with
+    # fewer free cores than busy threads, the difference is the server
+    # waiting for a core, not kevo's work.
+    reference = None
+    if server.realtime:
+        plain = Server(args.work, exe, realtime=False)
+        try:
+            reference = run_kevo(args, plain, "pop12-default", {})
+        finally:
+            plain.stop()
     parts = run_parts(args) if args.parts else {}
     load1 = os.getloadavg()
 
     import statistics
     P = print
-    names = {"pop12": "population 12 (llm.json)", "pop1000": "population 1000"}
+    names = {"pop12": "population 12 (llm.json)", "pop1000": "population 1000",
+             "pop12-default": "pop. 12, server default"}
     if oe:
         P("kevo against OpenEvolve %s: controller overhead per candidate (issue 19)" % oe["version"])
     else:
@@ -489,11 +510,13 @@ def compare(args):
     P("per candidate = search time (report.json elapsed_seconds) / candidates, the LLM round trip included")
     P("%-25s %10s %9s %6s %9s %13s %12s" % ("configuration", "candidates", "requests", "conns", "search s",
                                            "us/candidate", "CPU us/cand"))
-    for k in kevo:
+    for k in kevo + ([reference] if reference else []):
         P("%-25s %10d %9d %6d %9.2f %13.1f %12.1f" % (names[k["label"]], k["candidates"], k["posts"],
                                                       k["connections"], k["search_s"], k["us"], k["cpu_us"]))
+    if reference:
+        P("(the last row, for comparison: the server at the default scheduling policy, not used for the targets)")
     problems = []
-    for k in kevo:
+    for k in kevo + ([reference] if reference else []):
         if k["posts"] != k["requests"] or k["requests"] != k["candidates"] - 1 or k["cached"] or k["failures"]:
             problems.append("kevo %s: %d candidates, %d requests reported (%d cached, %d failed), %d answered"
                             % (k["label"], k["candidates"], k["requests"], k["cached"], k["failures"], k["posts"]))
@@ -608,6 +631,11 @@ if __name__ == "__main__":
     ap.add_argument("--server", choices=["auto", "cpp", "python"], default="auto",
                     help="the instant LLM server: the C++ one built next to kevo (auto: when it is there) or "
                          "this script's Python one")
+    ap.add_argument("--server-sched", choices=["realtime", "default"], default="realtime",
+                    help="the C++ server's scheduling: realtime asks for SCHED_FIFO 1 (needs CAP_SYS_NICE or an "
+                         "RLIMIT_RTPRIO; refused, it runs at the default policy and the output says so) so that "
+                         "it answers at once, and adds a kevo run with the server at the default policy for "
+                         "comparison")
     ap.add_argument("--no-openevolve", dest="openevolve", action="store_false",
                     help="kevo's runs only (no OpenEvolve, no ratios)")
     a = ap.parse_args()
