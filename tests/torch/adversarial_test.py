@@ -362,6 +362,23 @@ def main():
         if first["status"] != "wrong_answer" or first["message"] == second["message"]:
             failures.append("partial_write.py judged twice with one seed: the same inputs (%s | %s)"
                             % (first["message"][:160], second["message"][:160]))
+    # The timing loop's length: a candidate slow only in its warm-up calls
+    # (untimed, unchecked) cut its loop to min_repeats pairs; the loop now
+    # follows the timed pairs too. Judged beside the honest softmax, with a
+    # budget that fits many more pairs than min_repeats.
+    if not only or "steers_warmup" in only or "steers_warmup.py" in only:
+        hp, sp = os.path.join(adv, "honest.py"), os.path.join(adv, "steers_warmup.py")
+        got = judge(softmax, [hp, sp], sets=["timing.budget_seconds=1.0"])
+        h, st = got.get(hp), got.get(sp)
+        for name, v in (("honest.py (budget 1 s)", h), ("steers_warmup.py (budget 1 s)", st)):
+            if v:
+                results.append((name, v["status"], v.get("speedup", 0.0), "%d timed pairs" % v.get("repeats", 0)))
+                print("%-34s %-14s %6.2fx  %s" % results[-1], flush=True)
+        if not h or not st or h["status"] != "correct" or st["status"] != "correct" or \
+                st.get("repeats", 0) * 2 < h.get("repeats", 0) or st.get("speedup", 0.0) > 5.0:
+            failures.append("steers_warmup.py: expected correct with at least half the honest softmax's timed pairs, "
+                            "got %s against %s" % (st and (st["status"], st.get("repeats"), st["message"][:200]),
+                                                   h and (h["status"], h.get("repeats"))))
     # State left for the next candidate through the judge's zygote, which
     # a crash does not replace (run.restart_on "breach"): leave_state marks
     # every shared mapping it may write and raises (a crash, so the zygote
