@@ -366,11 +366,28 @@ def main():
     # (untimed, unchecked) cut its loop to min_repeats pairs; the loop now
     # follows the timed pairs too. Judged beside the honest softmax, with a
     # budget that fits many more pairs than min_repeats.
-    if not only or "steers_warmup" in only or "steers_warmup.py" in only:
+    if not only or any(n in only or n + ".py" in only for n in ("steers_warmup", "steers_then_reference_op",
+                                                                "steers_then_skimps")):
         hp, sp = os.path.join(adv, "honest.py"), os.path.join(adv, "steers_warmup.py")
-        got = judge(softmax, [hp, sp], sets=["timing.budget_seconds=1.0"])
-        h, st = got.get(hp), got.get(sp)
-        for name, v in (("honest.py (budget 1 s)", h), ("steers_warmup.py (budget 1 s)", st)):
+        op = os.path.join(adv, "steers_then_reference_op.py")
+        sk = os.path.join(adv, "steers_then_skimps.py")
+        # Never timed again (max_ci_fraction 0): a second timing makes
+        # fresh models, whose calls a candidate counts from one again. At
+        # most 20 pairs: a steered loop is lengthened from 5 pairs to 20
+        # (steers_then_skimps.py counts on it).
+        got = judge(softmax, [hp, sp, op, sk], sets=["timing.budget_seconds=1.0", "timing.max_ci_fraction=0",
+                                                    "timing.max_repeats=20"])
+        h, st, ro, ski = got.get(hp), got.get(sp), got.get(op), got.get(sk)
+        # The lengthened part of the loop has a full check of its own.
+        if not ski or ski["status"] != "wrong_answer" or "timed call" not in ski["message"]:
+            failures.append("steers_then_skimps.py: expected wrong_answer in a timed call, got %s"
+                            % str(ski and (ski["status"], ski.get("repeats"), ski["message"][:200])))
+        # The lengthened part of the loop has a recorded call of its own.
+        if not ro or ro["status"] != "forbidden" or "aten::_softmax" not in ro["message"]:
+            failures.append("steers_then_reference_op.py: expected forbidden (aten::_softmax), got %s"
+                            % str(ro and (ro["status"], ro.get("repeats"), ro["message"][:200])))
+        for name, v in (("honest.py (budget 1 s)", h), ("steers_warmup.py (budget 1 s)", st),
+                        ("steers_then_reference_op.py", ro), ("steers_then_skimps.py", ski)):
             if v:
                 results.append((name, v["status"], v.get("speedup", 0.0), "%d timed pairs" % v.get("repeats", 0)))
                 print("%-34s %-14s %6.2fx  %s" % results[-1], flush=True)

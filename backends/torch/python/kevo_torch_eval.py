@@ -3108,6 +3108,7 @@ class Judge:
         cand_store, ref_store = [], []
         busied = []
         poison_bytes = sum(tensor_bytes(m["shape"], m["dtype"]) for m in expect)
+        recorded_too = -1
         k = -1
         while True:
             k += 1
@@ -3115,15 +3116,35 @@ class Judge:
                 lengthened = True
                 more = pairs_for(max(1e-4, quantile(pair_s, 0.5)))
                 if more * 2 > n * 3:
+                    # The lengthened part gets a recorded call of its own:
+                    # a candidate that knew how many pairs were planned
+                    # (min_repeats, after its slow warm-up) used the
+                    # reference's operation only past them, where the
+                    # recorded call never fell (steers_then_reference_op.py:
+                    # correct at 0.99x against the honest 0.47x).
+                    if recorded_at >= 0:
+                        recorded_too = rng.randrange(n, more)
+                    # And a full comparison at a random place (CPU; on the
+                    # GPU every pair is compared): a candidate that knew
+                    # where the added pairs lay skimped on all but the last,
+                    # which the spot checks let through where the error was
+                    # within each element's tolerance (steers_then_skimps.py;
+                    # the red team's finding).
+                    if more - 1 > n:
+                        checked.add(rng.randrange(n, more - 1))
                     n = more
                     checked.add(n - 1)
             if k >= n:
                 break
-            t_pair = time.monotonic()
-            if k == recorded_at:
+            if k == recorded_at or k == recorded_too:
+                # Fresh inputs for each (inputs seen before would tell it).
                 self.present((cand,), self.draw_inputs(
-                    derive_seed(self.secret, self.seed, s["label"], "record", attempt)), poison_bytes)
+                    derive_seed(self.secret, self.seed, s["label"], "record", attempt, *([k] if k == recorded_too else []))),
+                    poison_bytes)
                 self.turn(cand, True, s, "timing", "a timed call", record=True)
+            # A pair's time as a warm-up pair's was measured: drawing its
+            # inputs, writing them, both turns (not the recorded call).
+            t_pair = time.monotonic()
             inputs = self.draw_inputs(derive_seed(self.secret, self.seed, s["label"], "time", attempt, k))
             # Fresh inputs for every pair, written while both hosts are
             # stopped (present): no step of a host's but its timed call (on
@@ -3158,6 +3179,10 @@ class Judge:
             # The GPU's waits while every host was stopped (put_arena), the
             # reference's and the candidate's: charged below.
             busied.append((busy[ref], busy[cand]))
+            # What the pair cost as a warm-up pair does (the checks below
+            # are the judge's, and cost a compared pair 10 times the rest on
+            # the CPU).
+            pair_s.append(time.monotonic() - t_pair)
             try:
                 if self.in_device_memory:
                     # GPU: every timed call's outputs, in the judge's memory,
@@ -3188,7 +3213,6 @@ class Judge:
                         not e.v["message"].startswith(("the output of a timed call", "the candidate's input")):
                     e.v["message"] = "the output of a timed call is wrong: " + e.v["message"]
                 raise
-            pair_s.append(time.monotonic() - t_pair)
         if self.cuda:
             # Each candidate call is charged its drain beyond the median of
             # the reference's (what an honest host's reply costs the next
