@@ -6,7 +6,8 @@ before the timed calls (the paired differences' median, charged only when
 clear of three standard errors of a median and of the floor); and the null
 round trip subtracted from every timed call (Judge.calibrate), which a
 moment of load must not inflate; and the rule that re-times a shape and
-flags it unstable (is_unstable: the median's 95% interval).
+flags it unstable (is_unstable: the median's 95% interval); and the CPU's
+spot checks' median relative error (sampled_median_error).
 
   charges_test.py SOURCE_DIR
 """
@@ -123,6 +124,49 @@ class FakeHost:
 
     def stop(self, wait=False):
         self.stopped += 1
+
+
+class SpotCheckMedian(unittest.TestCase):
+    """sampled_median_error: the CPU's spot checks' bound on the elements
+    drawn from a timed call's output, beside each element's tolerance."""
+
+    def setUp(self):
+        try:
+            import torch
+        except ImportError:
+            self.skipTest("no torch in this interpreter")
+        self.torch = torch
+        ev.torch = torch   # the judge's module imports torch in its zygote
+        g = torch.Generator().manual_seed(5)
+        # A softmax row's values over 4096 columns: all below an atol of 1e-3.
+        self.small = torch.rand(64, generator=g, dtype=torch.float64) * 4e-4 + 1e-5
+        self.normal = torch.randn(64, generator=g, dtype=torch.float64)
+        self.bound = max(ev.SPOT_MEDIAN_ERROR, 100 * 1e-4)
+
+    def test_zeros_where_every_value_is_below_atol_are_far_off(self):
+        self.assertAlmostEqual(ev.sampled_median_error(self.small, self.torch.zeros_like(self.small)), 1.0)
+        self.assertGreater(ev.sampled_median_error(self.small, self.torch.zeros_like(self.small)), self.bound)
+
+    def test_float32_rounding_and_a_small_relative_error_pass(self):
+        w = self.normal
+        self.assertLess(ev.sampled_median_error(w, w.to(self.torch.float32)), 1e-6)
+        self.assertLess(ev.sampled_median_error(w, w * (1 + 1e-3)), self.bound)
+
+    def test_a_reference_zero_is_not_divided_by_zero(self):
+        # ReLU-like outputs: half the reference's values exactly 0, the
+        # candidate's there a rounding away from it.
+        w = self.normal.clamp(min=0.0)
+        g = self.torch.where(w == 0, self.torch.full_like(w, 1e-9), w)
+        self.assertLess(ev.sampled_median_error(w, g), 1e-6)
+
+    def test_one_far_element_does_not_move_the_median(self):
+        g = self.normal.clone()
+        g[3] += 5.0
+        self.assertLess(ev.sampled_median_error(self.normal, g), 1e-12)
+
+    def test_nan_where_the_reference_has_a_number_is_far_off(self):
+        g = self.torch.full_like(self.normal, float("nan"))
+        self.assertGreater(ev.sampled_median_error(self.normal, g), self.bound)
 
 
 class NullRoundTrip(unittest.TestCase):

@@ -74,6 +74,10 @@ MAX_MSG = 4 << 20
 FEEDBACK_CAP = 3000
 NULL_CALLS = 15
 SPOT_ELEMENTS = 64   # elements of each output compared after every timed call on the CPU (Judge.spot_check)
+# The spot checks' median relative error (sampled_median_error) above which
+# a timed call's output is wrong even where every element drawn is within
+# its tolerance: at least this, and 100 times the task's rel_l2.
+SPOT_MEDIAN_ERROR = 0.1
 SETUP_SECONDS = 90.0   # a host's set-up: device, sandbox, the program's module
 NEXT_READY_SECONDS = 30.0   # the longest a judgement's timing waits for the judge forked ahead to set up
 FLUSH_BYTES = 256 << 20
@@ -1603,6 +1607,24 @@ def list_fds():
 
 # ---- comparing --------------------------------------------------------------------
 
+def sampled_median_error(want, got):
+    """The median over the elements drawn of |got - want| / |want|, each
+    |want| taken as at least a thousandth of their RMS (an element the
+    reference gives as 0 is not divided by 0). Per-element tolerances let
+    an output whose values all lie below atol through as zeros; the
+    relative L2 bound that would catch it belongs to the full comparisons.
+    For an output that passes the full comparison this median stays near
+    its relative L2 error unless the reference's values are heavy-tailed
+    (the median |want| under a hundredth of their RMS)."""
+    w = want.to(torch.float64).nan_to_num(0.0, 0.0, 0.0)
+    g = got.to(torch.float64).nan_to_num(float("inf"), float("inf"), float("-inf"))
+    if w.numel() == 0:
+        return 0.0
+    floor = max(1e-3 * float(torch.linalg.vector_norm(w)) / math.sqrt(w.numel()), 1e-300)
+    rel = (g - w).abs() / w.abs().clamp(min=floor)
+    return float(rel.nan_to_num(float("inf")).median())
+
+
 def compare(want, got, tol):
     """(ok, detail): got against want with atol + rtol*|want| per element
     and the relative L2 bound, in float64 on the judge's device."""
@@ -2278,6 +2300,16 @@ class Judge:
                 raise Verdict("wrong_answer", "the output of a timed call is wrong: output %d at %s: expected %.9g, "
                               "got %s (%s)" % (i, where_at[d["flat"]], d["expected"], fmt_num(d["got"]), where),
                               stage="timing")
+            # Every element within its tolerance, and yet the values far
+            # off: zeros where the reference's values all lie below atol
+            # (a red team's reading; attack zeros_below_atol.py).
+            if dtype.is_floating_point:
+                med = sampled_median_error(w, g)
+                if med > max(SPOT_MEDIAN_ERROR, 100.0 * self.tol["rel_l2"]):
+                    raise Verdict("wrong_answer", "the output of a timed call is wrong: output %d at %s: the %d "
+                                  "elements drawn are off by %s of their values in the median, though each is "
+                                  "within atol %g + rtol %g" % (i, where, len(picks), fmt_num(med), self.tol["atol"],
+                                                              self.tol["rtol"]), stage="timing")
 
     def read_inputs_direct(self, h, inputs_msg, where):
         """A direct host's inputs as its process holds them now (its writes
