@@ -74,10 +74,10 @@ MAX_MSG = 4 << 20
 FEEDBACK_CAP = 3000
 NULL_CALLS = 15
 SPOT_ELEMENTS = 64   # elements of each output compared after every timed call on the CPU (Judge.spot_check)
-# The spot checks' median relative error (sampled_median_error) above which
-# a timed call's output is wrong even where every element drawn is within
-# its tolerance: at least this, and 100 times the task's rel_l2.
-SPOT_MEDIAN_ERROR = 0.1
+# The spot checks' bound on the median error of the elements drawn
+# (spot_far_off), in multiples of what the full comparison's relative L2
+# bound allows an element's error to be in RMS.
+SPOT_SLACK = 10.0
 SETUP_SECONDS = 90.0   # a host's set-up: device, sandbox, the program's module
 NEXT_READY_SECONDS = 30.0   # the longest a judgement's timing waits for the judge forked ahead to set up
 FLUSH_BYTES = 256 << 20
@@ -1607,22 +1607,37 @@ def list_fds():
 
 # ---- comparing --------------------------------------------------------------------
 
-def sampled_median_error(want, got):
-    """The median over the elements drawn of |got - want| / |want|, each
-    |want| taken as at least a thousandth of their RMS (an element the
-    reference gives as 0 is not divided by 0). Per-element tolerances let
-    an output whose values all lie below atol through as zeros; the
-    relative L2 bound that would catch it belongs to the full comparisons.
-    For an output that passes the full comparison this median stays near
-    its relative L2 error unless the reference's values are heavy-tailed
-    (the median |want| under a hundredth of their RMS)."""
-    w = want.to(torch.float64).nan_to_num(0.0, 0.0, 0.0)
-    g = got.to(torch.float64).nan_to_num(float("inf"), float("inf"), float("-inf"))
+def rms_of(t):
+    """The RMS of a tensor's finite values (0 for none; complex by modulus)."""
+    x = t.to(torch.complex128 if t.is_complex() else torch.float64)
+    x = x[torch.isfinite(x)]
+    return float(torch.linalg.vector_norm(x)) / math.sqrt(x.numel()) if x.numel() else 0.0
+
+
+def spot_far_off(want, got, tol, ref_rms):
+    """(far, median error, bound) of the elements drawn from a timed call's
+    output by a spot check, each element already within its tolerance.
+    Per-element tolerances let an output whose values all lie below atol
+    through as zeros; the relative L2 bound that catches it belongs to the
+    full comparisons, which allow an RMS error of rel_l2 * max(RMS of the
+    reference's values, atol). The median |got - want| over the elements
+    drawn is far off above SPOT_SLACK times that, the scale being the
+    largest of the reference's RMS in this timing's warm-up (`ref_rms`),
+    the sample's and atol. For an output that passes the full comparison
+    the median error is at most sqrt(2) times its RMS error (Markov's
+    inequality), so the slack leaves room for a sample's luck. Positions
+    where both sides are NaN, or the same infinity, count as equal (as in
+    compare); NaN or an infinity the reference does not have, as far off."""
+    w = want.to(torch.complex128 if want.is_complex() else torch.float64)
+    g = got.to(w.dtype)
     if w.numel() == 0:
-        return 0.0
-    floor = max(1e-3 * float(torch.linalg.vector_norm(w)) / math.sqrt(w.numel()), 1e-300)
-    rel = (g - w).abs() / w.abs().clamp(min=floor)
-    return float(rel.nan_to_num(float("inf")).median())
+        return False, 0.0, 0.0
+    diff = (g - w).abs()
+    same = (torch.isnan(w) & torch.isnan(g)) | (torch.isinf(w) & (g == w))
+    diff = torch.where(same, torch.zeros_like(diff), diff).nan_to_num(float("inf"))
+    bound = SPOT_SLACK * tol["rel_l2"] * max(ref_rms, rms_of(want), tol["atol"])
+    med = float(diff.median())
+    return med > bound, med, bound
 
 
 def compare(want, got, tol):
@@ -1802,6 +1817,7 @@ class Judge:
         self.in_device_memory = self.cuda
         self.pending = []   # GPU: the tensors of the inputs last drawn (what put() writes)
         self.last_inputs = None   # the inputs message of what the input file holds now
+        self.spot_scales = []     # the RMS of each of the reference's outputs in a timing's warm-up (CPU)
         self.info = kc.torch_section(self.task["dir"])
         # The engine's wall clock runs from when it wrote the request, which
         # may have waited in the pipe while this process imported torch: the
@@ -2303,13 +2319,14 @@ class Judge:
             # Every element within its tolerance, and yet the values far
             # off: zeros where the reference's values all lie below atol
             # (a red team's reading; attack zeros_below_atol.py).
-            if dtype.is_floating_point:
-                med = sampled_median_error(w, g)
-                if med > max(SPOT_MEDIAN_ERROR, 100.0 * self.tol["rel_l2"]):
+            if dtype.is_floating_point or dtype.is_complex:
+                far, med, bound = spot_far_off(w, g, self.tol, self.spot_scales[i] if i < len(self.spot_scales) else 0.0)
+                if far:
                     raise Verdict("wrong_answer", "the output of a timed call is wrong: output %d at %s: the %d "
-                                  "elements drawn are off by %s of their values in the median, though each is "
-                                  "within atol %g + rtol %g" % (i, where, len(picks), fmt_num(med), self.tol["atol"],
-                                                              self.tol["rtol"]), stage="timing")
+                                  "elements drawn are off by %s in the median (at most %s passes), though each is "
+                                  "within atol %g + rtol %g of its value" % (
+                                      i, where, len(picks), fmt_num(med), fmt_num(bound), self.tol["atol"],
+                                      self.tol["rtol"]), stage="timing")
 
     def read_inputs_direct(self, h, inputs_msg, where):
         """A direct host's inputs as its process holds them now (its writes
@@ -3084,8 +3101,12 @@ class Judge:
         self.init_both(ref, cand, s, model_seed)
         warm = max(1, int(topt["warmup"]))
         inputs_msg = self.write_inputs(self.draw_inputs(derive_seed(self.secret, self.seed, s["label"], "warm", attempt)))
-        rst, _ = self.run_ref(ref, inputs_msg, "warm-up", s)
+        rst, warm_outs = self.run_ref(ref, inputs_msg, "warm-up", s)
         expect = rst["outputs"]
+        # The scale of the reference's values, for the spot checks' bound
+        # (CPU: on the GPU every timed call is compared in full).
+        self.spot_scales = [] if self.in_device_memory else [
+            rms_of(o) if o.dtype.is_floating_point or o.dtype.is_complex else 0.0 for o in warm_outs]
         # Warm-up (untimed): whole pairs as the loop below makes them (fresh
         # inputs drawn and written, each side flushed, loaded, called and
         # drained), so that what a pair costs sizes the loop to

@@ -1,6 +1,6 @@
-# steers_warmup.py's slow warm-up, then answers that are off by one part in
-# 100,000 (per element within the softmax task's tolerances and the spot
-# checks' median bound, but over its relative L2 bound: what
+# steers_warmup.py's slow warm-up, then answers that are off by 4 parts in
+# a million (per element within the softmax task's tolerances and under the
+# spot checks' median bound, but over its relative L2 bound of 1e-6: what
 # lower-precision work would give) in calls 9
 # to 23 of a model, honest in call 24. Judged with max_repeats 20 and
 # min_repeats 5, those are the pairs a lengthened loop adds, but its last.
@@ -24,5 +24,5 @@ class ModelNew(nn.Module):
             e = torch.exp(x - x.max(dim=1, keepdim=True).values)
             y = e / e.sum(dim=1, keepdim=True)
         if 9 <= self.calls <= 23:
-            return y * 1.00001
+            return y * 1.000004
         return y
