@@ -217,6 +217,37 @@ class SpotCheck(unittest.TestCase):
         self.assertFalse(self.far(w, g, self.F32, ref_rms=1.0))
 
 
+class CompareComplex(unittest.TestCase):
+    """compare, the full comparison, on complex outputs: it compared only
+    their real parts (a red team's finding), so a conjugate passed."""
+
+    TOL = {"atol": 1e-3, "rtol": 1e-3, "rel_l2": 1e-4}
+
+    def setUp(self):
+        try:
+            import torch
+        except ImportError:
+            self.skipTest("no torch in this interpreter")
+        self.torch = torch
+        ev.torch = torch
+        g = torch.Generator().manual_seed(7)
+        self.w = (torch.randn(256, generator=g) + 1j * torch.randn(256, generator=g)).to(torch.complex64)
+
+    def test_the_conjugate_and_a_lost_imaginary_part_are_wrong(self):
+        self.assertFalse(ev.compare(self.w, self.w.conj().resolve_conj(), self.TOL)[0])
+        self.assertFalse(ev.compare(self.w, self.w.real.to(self.w.dtype), self.TOL)[0])
+
+    def test_the_same_values_and_rounding_pass(self):
+        self.assertTrue(ev.compare(self.w, self.w.clone(), self.TOL)[0])
+        self.assertTrue(ev.compare(self.w, self.w.to(self.torch.complex128), self.TOL)[0])
+
+    def test_equal_nans_and_infinities_pass(self):
+        w = self.w.clone()
+        w[::3] = complex(float("nan"), 0.0)
+        w[1::5] = complex(float("inf"), 0.0)
+        self.assertTrue(ev.compare(w, w.clone(), self.TOL)[0])
+
+
 class NullRoundTrip(unittest.TestCase):
     """Judge.calibrate: what is subtracted from every timed call. On the
     H200 one calibration beside running builds took 70 ms instead of 1 ms;
