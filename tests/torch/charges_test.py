@@ -126,6 +126,17 @@ class FakeHost:
         self.stopped += 1
 
 
+def torch_or_skip(case):
+    """torch, also handed to the judge's module (which imports it in its
+    zygote), or the test case skipped where this interpreter lacks it."""
+    try:
+        import torch
+    except ImportError:
+        case.skipTest("no torch in this interpreter")
+    ev.torch = torch
+    return torch
+
+
 class SpotCheck(unittest.TestCase):
     """spot_far_off: the CPU's spot checks' bound on the median error of
     the elements drawn from a timed call's output, beside each element's
@@ -135,12 +146,7 @@ class SpotCheck(unittest.TestCase):
     F16 = {"atol": 2e-2, "rtol": 2e-2, "rel_l2": 1e-2}
 
     def setUp(self):
-        try:
-            import torch
-        except ImportError:
-            self.skipTest("no torch in this interpreter")
-        self.torch = torch
-        ev.torch = torch   # the judge's module imports torch in its zygote
+        torch = self.torch = torch_or_skip(self)
         self.g = torch.Generator().manual_seed(5)
 
     def far(self, want, got, tol, ref_rms=None):
@@ -224,12 +230,7 @@ class CompareComplex(unittest.TestCase):
     TOL = {"atol": 1e-3, "rtol": 1e-3, "rel_l2": 1e-4}
 
     def setUp(self):
-        try:
-            import torch
-        except ImportError:
-            self.skipTest("no torch in this interpreter")
-        self.torch = torch
-        ev.torch = torch
+        torch = self.torch = torch_or_skip(self)
         g = torch.Generator().manual_seed(7)
         self.w = (torch.randn(256, generator=g) + 1j * torch.randn(256, generator=g)).to(torch.complex64)
 
