@@ -302,16 +302,30 @@ def main():
         no_gain = set()
     failures = []
     results = []
+    def softmax_variant(name, edit):
+        """A copy of the softmax task in the work folder, its manifest
+        changed by `edit(spec)`: the copy's folder."""
+        path = os.path.join(work, name)
+        shutil.rmtree(path, ignore_errors=True)
+        shutil.copytree(softmax, path)
+        with open(os.path.join(path, "task.json"), encoding="utf-8") as f:
+            spec = json.load(f)
+        spec["name"] = name
+        edit(spec)
+        with open(os.path.join(path, "task.json"), "w", encoding="utf-8") as f:
+            json.dump(spec, f, indent=2)
+        return path
+
+    def show(name, v, note=None):
+        """One judged candidate in the output and the results."""
+        if v:
+            results.append((name, v["status"], v.get("speedup", 0.0), note or v["message"][:110]))
+            print("%-34s %-14s %6.2fx  %s" % results[-1], flush=True)
+
     # The softmax with a hidden shape larger than the visible one (the
     # reference and the judge need new device memory there: fill_memory).
-    grown = os.path.join(work, "torch_softmax_grown")
-    shutil.copytree(softmax, grown)
-    with open(os.path.join(grown, "task.json"), encoding="utf-8") as f:
-        spec = json.load(f)
-    spec["name"] = "torch_softmax_grown"
-    spec["shapes"]["hidden"].append({"rows": 4096, "cols": 4096})
-    with open(os.path.join(grown, "task.json"), "w", encoding="utf-8") as f:
-        json.dump(spec, f, indent=2)
+    grown = softmax_variant("torch_softmax_grown", lambda spec: spec["shapes"]["hidden"].append({"rows": 4096,
+                                                                                                 "cols": 4096}))
     task_of = {"fill_memory": grown}
     todo = [(n, os.path.join(adv, n)) + cases[n] for n in cases] + \
         [("include_secret.py", os.path.join(work, "include_secret.py"), softmax, {"compile_error"}, "", None)] + \
@@ -339,8 +353,7 @@ def main():
                 "got through" not in v["message"] + v["feedback"]
             if ok and extra is not None:
                 ok = extra(v)
-            results.append((name, v["status"], v.get("speedup", 0.0), v["message"][:110]))
-            print("%-34s %-14s %6.2fx  %s" % results[-1], flush=True)
+            show(name, v)
             if not ok:
                 failures.append("%s: got %s (%s), expected %s%s" % (name, v["status"], v["message"][:300],
                                                                   sorted(allowed), " with '%s'" % text if text else ""))
@@ -388,9 +401,7 @@ def main():
                             % str(ro and (ro["status"], ro.get("repeats"), ro["message"][:200])))
         for name, v in (("honest.py (budget 1 s)", h), ("steers_warmup.py (budget 1 s)", st),
                         ("steers_then_reference_op.py", ro), ("steers_then_skimps.py", ski)):
-            if v:
-                results.append((name, v["status"], v.get("speedup", 0.0), "%d timed pairs" % v.get("repeats", 0)))
-                print("%-34s %-14s %6.2fx  %s" % results[-1], flush=True)
+            show(name, v, v and "%d timed pairs" % v.get("repeats", 0))
         if not h or not st or h["status"] != "correct" or st["status"] != "correct" or \
                 st.get("repeats", 0) * 2 < h.get("repeats", 0) or st.get("speedup", 0.0) > 5.0:
             failures.append("steers_warmup.py: expected correct with at least half the honest softmax's timed pairs, "
@@ -401,23 +412,14 @@ def main():
     # tolerance. On a softmax with the float32 tolerance of KernelBench
     # imports (atol 1e-3), one timed call answered with zeros.
     if not only or "zeros_below_atol" in only or "zeros_below_atol.py" in only:
-        loose = os.path.join(work, "torch_softmax_loose")
-        shutil.rmtree(loose, ignore_errors=True)
-        shutil.copytree(softmax, loose)
-        with open(os.path.join(loose, "task.json"), encoding="utf-8") as f:
-            spec = json.load(f)
-        spec["name"] = "torch_softmax_loose"
-        spec["tolerance"] = {"atol": 1e-3, "rtol": 1e-3, "rel_l2": 1e-4}
-        with open(os.path.join(loose, "task.json"), "w", encoding="utf-8") as f:
-            json.dump(spec, f, indent=2)
+        loose = softmax_variant("torch_softmax_loose",
+                                lambda spec: spec.update(tolerance={"atol": 1e-3, "rtol": 1e-3, "rel_l2": 1e-4}))
         hp, zp = os.path.join(adv, "honest.py"), os.path.join(adv, "zeros_below_atol.py")
         got = judge(loose, [hp, zp], sets=["timing.budget_seconds=1.0", "timing.max_ci_fraction=0",
                                            "timing.max_repeats=20"])
         h, z = got.get(hp), got.get(zp)
         for name, v in (("honest.py (atol 1e-3)", h), ("zeros_below_atol.py", z)):
-            if v:
-                results.append((name, v["status"], v.get("speedup", 0.0), v["message"][:110]))
-                print("%-34s %-14s %6.2fx  %s" % results[-1], flush=True)
+            show(name, v)
         if not h or h["status"] != "correct":
             failures.append("honest.py on the softmax with atol 1e-3: %s" % str(h and (h["status"], h["message"][:200])))
         if not z or z["status"] != "wrong_answer" or "timed call" not in z["message"]:
@@ -433,9 +435,7 @@ def main():
         got = judge(softmax, paths, sets=["build.jobs=1"])
         left, found = got.get(paths[0]), got.get(paths[1])
         for name, v in zip(in_order, (left, found)):
-            if v:
-                results.append((name, v["status"], v.get("speedup", 0.0), v["message"][:110]))
-                print("%-34s %-14s %6.2fx  %s" % results[-1], flush=True)
+            show(name, v)
         if not left or left["status"] != "runtime_error" or "leave_state marked" not in left["message"]:
             failures.append("native_leave_state.py: expected its own runtime_error (a crash, the zygote kept), got %s"
                             % (left and (left["status"], left["message"][:300])))
@@ -452,9 +452,7 @@ def main():
         got = judge(grown, paths, wall=40, sets=["build.jobs=1"])
         filled, after = got.get(paths[0]), got.get(paths[1])
         for name, v in (("fill_memory, then", filled), ("honest, next", after)):
-            if v:
-                results.append((name, v["status"], v.get("speedup", 0.0), v["message"][:110]))
-                print("%-34s %-14s %6.2fx  %s" % results[-1], flush=True)
+            show(name, v)
         if not filled or filled["status"] != "memory_limit":
             failures.append("native_fill_memory.py (then honest): expected memory_limit, got %s"
                             % (filled and (filled["status"], filled["message"][:300])))

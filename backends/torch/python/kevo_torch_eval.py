@@ -1607,9 +1607,22 @@ def list_fds():
 
 # ---- comparing --------------------------------------------------------------------
 
+def widened(t):
+    """float64, or complex128 for complex values: what comparisons run in."""
+    return t.to(torch.complex128 if t.is_complex() else torch.float64)
+
+
+def errors(w, g):
+    """|g - w| of two widened tensors, 0 where both are NaN or both the same
+    infinity (equal, as far as the checks go); NaN where only one is."""
+    diff = (g - w).abs()
+    same = (torch.isnan(w) & torch.isnan(g)) | (torch.isinf(w) & (g == w))
+    return torch.where(same, torch.zeros_like(diff), diff)
+
+
 def rms_of(t):
     """The RMS of a tensor's finite values (0 for none; complex by modulus)."""
-    x = t.to(torch.complex128 if t.is_complex() else torch.float64)
+    x = widened(t)
     x = x[torch.isfinite(x)]
     return float(torch.linalg.vector_norm(x)) / math.sqrt(x.numel()) if x.numel() else 0.0
 
@@ -1628,13 +1641,10 @@ def spot_far_off(want, got, tol, ref_rms):
     inequality), so the slack leaves room for a sample's luck. Positions
     where both sides are NaN, or the same infinity, count as equal (as in
     compare); NaN or an infinity the reference does not have, as far off."""
-    w = want.to(torch.complex128 if want.is_complex() else torch.float64)
-    g = got.to(w.dtype)
+    w = widened(want)
     if w.numel() == 0:
         return False, 0.0, 0.0
-    diff = (g - w).abs()
-    same = (torch.isnan(w) & torch.isnan(g)) | (torch.isinf(w) & (g == w))
-    diff = torch.where(same, torch.zeros_like(diff), diff).nan_to_num(float("inf"))
+    diff = errors(w, got.to(w.dtype)).nan_to_num(float("inf"))
     bound = SPOT_SLACK * tol["rel_l2"] * max(ref_rms, rms_of(want), tol["atol"])
     med = float(diff.median())
     return med > bound, med, bound
@@ -1646,13 +1656,9 @@ def compare(want, got, tol):
     if want.dtype.is_floating_point or want.dtype.is_complex:
         # Complex values compared as complex (their real parts alone let a
         # conjugate pass: a red team's finding), by modulus.
-        w = want.to(torch.complex128 if want.dtype.is_complex else torch.float64)
+        w = widened(want)
         g = got.to(w.dtype)
-        both_nan = torch.isnan(w) & torch.isnan(g)
-        diff = (g - w).abs()
-        diff = torch.where(both_nan, torch.zeros_like(diff), diff)
-        same_inf = torch.isinf(w) & (g == w)
-        diff = torch.where(same_inf, torch.zeros_like(diff), diff)
+        diff = errors(w, g)
         wabs = w.abs()
         bound = tol["atol"] + tol["rtol"] * wabs.nan_to_num(posinf=0.0, neginf=0.0)
         bad = (diff > bound) | torch.isnan(diff)
@@ -3198,9 +3204,9 @@ class Judge:
                 break
             if k == recorded_at or k == recorded_too:
                 # Fresh inputs for each (inputs seen before would tell it).
-                self.present((cand,), self.draw_inputs(
-                    derive_seed(self.secret, self.seed, s["label"], "record", attempt, *([k] if k == recorded_too else []))),
-                    poison_bytes)
+                seed = derive_seed(self.secret, self.seed, s["label"], "record", attempt) if k == recorded_at else \
+                    derive_seed(self.secret, self.seed, s["label"], "record", attempt, k)
+                self.present((cand,), self.draw_inputs(seed), poison_bytes)
                 self.turn(cand, True, s, "timing", "a timed call", record=True)
             # A pair's time as a warm-up pair's was measured: drawing its
             # inputs, writing them, both turns (not the recorded call).
