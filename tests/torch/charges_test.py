@@ -251,6 +251,43 @@ class CompareComplex(unittest.TestCase):
         self.assertTrue(ev.compare(w, w.clone(), self.TOL)[0])
 
 
+class CompareHugeAndTinyValues(unittest.TestCase):
+    """compare's relative L2 bound on float64 outputs whose squares leave
+    float64's range: the norms were inf (values above about 1e154) or 0
+    (below about 1e-154), and the bound inf / inf, which nothing fails."""
+
+    TOL = {"atol": 0.0, "rtol": 0.1, "rel_l2": 1e-2}
+
+    def setUp(self):
+        torch = self.torch = torch_or_skip(self)
+        g = torch.Generator().manual_seed(3)
+        self.shape = torch.randn(512, generator=g, dtype=torch.float64)
+
+    def test_a_five_percent_error_on_values_of_1e200_is_over_the_l2_bound(self):
+        w = self.shape * 1e200
+        ok, detail = ev.compare(w, w * 1.05, self.TOL)
+        self.assertFalse(ok)
+        self.assertTrue(detail.get("rel_over"))
+        self.assertAlmostEqual(detail["rel_l2"], 0.05, delta=1e-6)
+
+    def test_the_same_error_on_values_of_1e_minus_200_is_over_it_too(self):
+        w = self.shape * 1e-200
+        ok, detail = ev.compare(w, w * 1.05, self.TOL)
+        self.assertFalse(ok)
+        self.assertAlmostEqual(detail["rel_l2"], 0.05, delta=1e-6)
+
+    def test_huge_values_within_the_bound_pass(self):
+        w = self.shape * 1e200
+        self.assertTrue(ev.compare(w, w * (1 + 1e-4), self.TOL)[0])
+        self.assertAlmostEqual(ev.rms_of(w) / ev.rms_of(self.shape), 1e200, delta=1e190)
+
+    def test_an_infinite_difference_is_still_over_the_bound(self):
+        w = self.shape * 1e300
+        g = w.clone()
+        g[7] = float("inf")
+        self.assertFalse(ev.compare(w, g, {"atol": 0.0, "rtol": 1e9, "rel_l2": 1e9})[0])
+
+
 class WithoutSteps(unittest.TestCase):
     """without_steps (GPU): the reference's steps around its forward (the
     message and unmask before it, the output copy after it) taken out of

@@ -1644,11 +1644,25 @@ def errors(w, g):
     return torch.where(same, torch.zeros_like(diff), diff)
 
 
+def norm2(x):
+    """The L2 norm of a widened tensor (complex by modulus), scaled by its
+    largest |value| first so that no square overflows or underflows
+    (float64 values above about 1e154 made the norm infinite, and the
+    relative L2 bound inf / inf, which no comparison fails). An infinite or
+    NaN value gives inf or NaN."""
+    if x.numel() == 0:
+        return 0.0
+    top = float(x.abs().max())
+    if top == 0.0 or not math.isfinite(top):
+        return top
+    return top * float(torch.linalg.vector_norm(x / top))
+
+
 def rms_of(t):
     """The RMS of a tensor's finite values (0 for none; complex by modulus)."""
     x = widened(t)
     x = x[torch.isfinite(x)]
-    return float(torch.linalg.vector_norm(x)) / math.sqrt(x.numel()) if x.numel() else 0.0
+    return norm2(x) / math.sqrt(x.numel()) if x.numel() else 0.0
 
 
 def spot_far_off(want, got, tol, ref_rms):
@@ -1668,7 +1682,7 @@ def spot_far_off(want, got, tol, ref_rms):
     w = widened(want)
     if w.numel() == 0:
         return False, 0.0, 0.0
-    diff = errors(w, got.to(w.dtype)).nan_to_num(float("inf"))
+    diff = errors(w, got.to(w.dtype)).nan_to_num(float("inf"), float("inf"))
     bound = SPOT_SLACK * tol["rel_l2"] * max(ref_rms, rms_of(want), tol["atol"])
     med = float(diff.median())
     return med > bound, med, bound
@@ -1689,8 +1703,8 @@ def compare(want, got, tol):
         finite = torch.isfinite(diff)
         max_abs = float(diff[finite].max()) if bool(finite.any()) else 0.0
         n = w.numel()
-        wn = float(torch.linalg.vector_norm(wabs.nan_to_num(0.0, 0.0, 0.0))) if n else 0.0
-        dn = float(torch.linalg.vector_norm(diff.nan_to_num(float("inf")))) if n else 0.0
+        wn = norm2(wabs.nan_to_num(0.0, 0.0, 0.0))
+        dn = norm2(diff.nan_to_num(float("inf"), float("inf")))
         rel = dn / max(wn, tol["atol"] * math.sqrt(max(n, 1)), 1e-300)
     else:
         bad = got != want
