@@ -346,33 +346,47 @@ def prime_excess(diffs):
     return med if med > 3.0 * stderr and med > STEP_FLOOR_NS else 0.0
 
 
-def store_floor(cand_store, ref_store):
-    """GPU: what each candidate call is charged on top of its output copy into
-    the judge's memory, which is part of every call's time on both sides:
-    the shortfall of its copy step from the median of the reference's (the
-    same bytes copied, and the host's own checks around the copy). A host
-    that writes its outputs into the judge's memory itself and skips the
-    step was correct at 1.14x against the honest 0.69x without the floor
+def store_floor(stores, ref_store):
+    """GPU: what each call is charged on top of its output copy into the
+    judge's memory, which is part of every call's time on both sides: the
+    shortfall of its copy step from the median of the reference's (the same
+    bytes copied, and the host's own checks around the copy). A host that
+    writes its outputs into the judge's memory itself and skips the step
+    was correct at 1.14x against the honest 0.69x without the floor
     (native_arena_output, H200); with it, it saves no more than the copy
     kernel (work fused into the step, native_store_fused, is timed)."""
     if not ref_store:
-        return [0.0] * len(cand_store)
+        return [0.0] * len(stores)
     med = quantile(ref_store, 0.5)
-    return [max(0.0, med - c) for c in cand_store]
+    return [max(0.0, med - c) for c in stores]
 
 
-def without_copy(ref_ns, cand_ns, ref_store):
+def without_copy(ref_ns, cand_ns, ref_store, cand_store):
     """GPU: both sides' calls (ns, the null round trip already out) less the
     median of the reference's copy steps (`ref_store`: its outputs copied
     into the judge's memory, the host's checks and an answer around the
-    copy). The same amount comes off every call of both sides; a candidate
-    cannot gain by a shorter copy step of its own, since store_floor charges
-    each of its calls up to that same median. (Only the copy: a candidate's
+    copy), each call's copy step counted as no less than that median
+    (store_floor), on both sides alike. Returns (ref_ns, cand_ns, the
+    candidate's floor per call).
+
+    The same amount comes off every call of both sides; a candidate cannot
+    gain by a shorter copy step of its own, since the floor charges each of
+    its calls up to that median. The reference's calls get the same floor,
+    so that an honest candidate, whose copy steps vary as the reference's
+    do, is charged as the reference is: with the floor on the candidate's
+    side alone, it was judged about 1% slower than an identical reference
+    (charges_test WithoutCopy). (Only the copy comes off: a candidate's
     unmask step is its own process's to shorten, and with the reference's
     taken out of its time, every us shaved there would count against a far
     smaller base: a red team's reading.)"""
     step = quantile(ref_store, 0.5) if ref_store else 0.0
-    return [max(1.0, r - step) for r in ref_ns], [max(1.0, c - step) for c in cand_ns]
+    ref_floor = store_floor(ref_store, ref_store) if ref_store else [0.0] * len(ref_ns)
+    cand_floor = store_floor(cand_store, ref_store) if cand_store else [0.0] * len(cand_ns)
+    if len(ref_floor) != len(ref_ns) or len(cand_floor) != len(cand_ns):
+        raise ValueError("without_copy: %d/%d calls against %d/%d copy steps" % (
+            len(ref_ns), len(cand_ns), len(ref_floor), len(cand_floor)))
+    return ([max(1.0, r - step + f) for r, f in zip(ref_ns, ref_floor)],
+            [max(1.0, c - step + f) for c, f in zip(cand_ns, cand_floor)], cand_floor)
 
 
 def layout(metas, start=0):
@@ -3330,10 +3344,12 @@ class Judge:
             # calls (without_copy): with it in, a 22.5 us softmax measured
             # 284 us on the H200 and every short kernel's speedup was
             # pulled towards 1. A candidate's own copy step is in its time
-            # and charged up to that median (store_floor, below), so work
+            # and counts as no less than that median (store_floor), so work
             # moved into it is timed (native_store_fused) and a skipped one
-            # saves nothing (native_arena_output).
-            ref_ns, cand_ns = without_copy(ref_ns, cand_ns, ref_store)
+            # saves nothing (native_arena_output); the reference's calls
+            # get the same floor, so that an honest candidate is not
+            # charged for the spread of its copy steps alone.
+            ref_ns, cand_ns, floor = without_copy(ref_ns, cand_ns, ref_store, cand_store)
             # Each candidate call is charged its drain beyond the median of
             # the reference's (what an honest host's reply costs the next
             # probe). Every call's time on both sides runs to its outputs
@@ -3351,8 +3367,6 @@ class Judge:
             base = quantile(drains["ref_call"], 0.5)
             least = min(drains["ref_call"])
             cand_ns = [max(1.0, c + max(d, least) - base) for c, d in zip(cand_ns, drains["cand_call"])]
-            floor = store_floor(cand_store, ref_store)
-            cand_ns = [c + x for c, x in zip(cand_ns, floor)]
             # The waits for an idle GPU while every host was stopped, before
             # and after its inputs were written (put_arena): the median of
             # the candidate's beyond the median of the reference's, charged
