@@ -4,12 +4,17 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <charconv>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 namespace kevo::operators::llm {
@@ -225,36 +230,118 @@ std::string kernel_name(const std::string& mangled) {
 
 }  // namespace
 
+namespace {
+
+// The compile log's lines are the candidate's to write too (`#pragma
+// message`, up to the log's 16 KB cap), so they are read by plain scans:
+// std::regex recursed once per character of a long run (a 16 KB line of
+// digits overflowed a 4 MB stack) and std::stol threw on a number too long
+// for a long (a red team's finding; it ended the run).
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+
+// A run of digits as a count, saturated at the largest long.
+long count_of(std::string_view v) {
+  long out = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  (void)end;
+  return ec == std::errc::result_out_of_range ? std::numeric_limits<long>::max() : out;
+}
+
+// The text after the first `marker` in `line` up to (not with) `stop`, or
+// nullopt when there is none or it would be empty.
+std::optional<std::string_view> after(std::string_view line, std::string_view marker, char stop) {
+  const std::size_t at = line.find(marker);
+  if (at == std::string_view::npos) return std::nullopt;
+  const std::size_t b = at + marker.size();
+  const std::size_t e = line.find(stop, b);
+  if (e == std::string_view::npos || e == b) return std::nullopt;
+  return line.substr(b, e - b);
+}
+
+// The digits right before position `pos` of `line` (empty: none).
+std::string_view digits_before(std::string_view line, std::size_t pos) {
+  std::size_t b = pos;
+  while (b > 0 && is_digit(line[b - 1])) --b;
+  return line.substr(b, pos - b);
+}
+
+// The digits at `pos`, followed by `tail`; nullopt when they are not.
+std::optional<std::string_view> digits_then(std::string_view line, std::size_t pos, std::string_view tail) {
+  std::size_t e = pos;
+  while (e < line.size() && is_digit(line[e])) ++e;
+  if (e == pos || line.substr(e, tail.size()) != tail) return std::nullopt;
+  return line.substr(pos, e - pos);
+}
+
+// "N bytes stack frame, N bytes spill stores, N bytes spill loads": the
+// first place in the line where all three follow one another.
+std::optional<std::array<long, 3>> frame_of(std::string_view line) {
+  static constexpr std::string_view k1 = " bytes stack frame, ", k2 = " bytes spill stores, ",
+                                    k3 = " bytes spill loads";
+  for (std::size_t at = line.find(k1); at != std::string_view::npos; at = line.find(k1, at + 1)) {
+    const std::string_view a = digits_before(line, at);
+    if (a.empty()) continue;
+    const auto b = digits_then(line, at + k1.size(), k2);
+    if (!b) continue;
+    const auto c = digits_then(line, at + k1.size() + b->size() + k2.size(), k3);
+    if (!c) continue;
+    return std::array<long, 3>{count_of(a), count_of(*b), count_of(*c)};
+  }
+  return std::nullopt;
+}
+
+// "Used N registers": N.
+std::optional<long> registers_of(std::string_view line) {
+  static constexpr std::string_view k = "Used ";
+  for (std::size_t at = line.find(k); at != std::string_view::npos; at = line.find(k, at + 1))
+    if (const auto n = digits_then(line, at + k.size(), " registers")) return count_of(*n);
+  return std::nullopt;
+}
+
+// "N bytes smem": N.
+std::optional<long> smem_of(std::string_view line) {
+  static constexpr std::string_view k = " bytes smem";
+  for (std::size_t at = line.find(k); at != std::string_view::npos; at = line.find(k, at + 1))
+    if (const std::string_view n = digits_before(line, at); !n.empty()) return count_of(n);
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::string register_report(const std::string& compile_log) {
   struct Kernel {
     long registers = -1, stack = 0, spill_stores = 0, spill_loads = 0, smem = 0;
   };
   if (compile_log.empty()) return {};   // g++ and a cached compile say nothing
-  static const std::regex entry("Compiling entry function '([^']+)'");
-  static const std::regex props("Function properties for (\\S+)");
-  static const std::regex frame("(\\d+) bytes stack frame, (\\d+) bytes spill stores, (\\d+) bytes spill loads");
-  static const std::regex used("Used (\\d+) registers");
-  static const std::regex smem("(\\d+) bytes smem");
   std::vector<std::string> order;
   std::map<std::string, Kernel> kernels, functions;
   std::string current, described;
-  std::istringstream in(compile_log);
-  std::smatch m;
-  for (std::string line; std::getline(in, line);) {
-    if (std::regex_search(line, m, entry)) {
-      current = m[1];
+  std::string_view rest = compile_log;
+  while (!rest.empty()) {
+    const std::size_t nl = rest.find('\n');
+    const std::string_view line = rest.substr(0, nl);
+    rest = nl == std::string_view::npos ? std::string_view{} : rest.substr(nl + 1);
+    if (const auto name = after(line, "Compiling entry function '", '\'')) {
+      current = std::string(*name);
       if (!kernels.count(current)) order.push_back(current);
       kernels[current];
-    } else if (std::regex_search(line, m, props)) {
-      described = m[1];
-    } else if (std::regex_search(line, m, frame)) {
+    } else if (const std::size_t at = line.find("Function properties for ");
+               at != std::string_view::npos && at + 24 < line.size() && !is_space(line[at + 24])) {
+      std::size_t e = at + 24;
+      while (e < line.size() && !is_space(line[e])) ++e;
+      described = std::string(line.substr(at + 24, e - at - 24));
+    } else if (const auto f = frame_of(line)) {
       Kernel& k = functions[described];
-      k.stack = std::stol(m[1]);
-      k.spill_stores = std::stol(m[2]);
-      k.spill_loads = std::stol(m[3]);
-    } else if (!current.empty() && std::regex_search(line, m, used)) {
-      kernels[current].registers = std::stol(m[1]);
-      if (std::regex_search(line, m, smem)) kernels[current].smem = std::stol(m[1]);
+      k.stack = (*f)[0];
+      k.spill_stores = (*f)[1];
+      k.spill_loads = (*f)[2];
+    } else if (!current.empty()) {
+      if (const auto r = registers_of(line)) {
+        kernels[current].registers = *r;
+        if (const auto m = smem_of(line)) kernels[current].smem = *m;
+      }
     }
   }
   std::string out;

@@ -190,6 +190,49 @@ TEST(Island, AsynchronousArrivalOrderChangesNothing) {
   }
 }
 
+// An operator whose proposal throws for every third child, as a parser of a
+// parent's texts (which a candidate writes: its compile log, its output)
+// threw out of range on a number too long for a long (a red team's
+// finding: `#pragma message` in a correct kernel ended the run).
+class Throwing final : public MutationOperator {
+ public:
+  explicit Throwing(std::unique_ptr<MutationOperator> inner)
+      : MutationOperator(inner->name(), inner->arity()), inner_(std::move(inner)) {}
+  bool applicable(const Task& t) const override { return inner_->applicable(t); }
+
+ protected:
+  std::optional<OperatorOutcome> do_begin(const OperatorRequest& req) override {
+    if (req.id % 3 == 0) (void)std::stol("99999999999999999999999");   // throws std::out_of_range
+    return inner_->begin(req);
+  }
+
+ private:
+  std::unique_ptr<MutationOperator> inner_;
+};
+
+// An exception out of an operator's proposal is that child's operator
+// failure, with the reason; the run goes on and spends its budget.
+TEST(Island, AnOperatorThatThrowsFailsItsChildOnly) {
+  auto doc = toy_config();
+  doc["budget"]["evaluations_per_task"] = 30;
+  const auto r = run_toy(doc, [](engine::Config& config) {
+    config.operators[0].op = std::make_unique<Throwing>(std::move(config.operators[0].op));
+  });
+  int failed = 0, judged = 0;
+  for (const auto& c : r.rows) {
+    if (c.verdict.message.find("could not make this child") != std::string::npos) {
+      ++failed;
+      EXPECT_EQ(c.verdict.status, Status::invalid);
+      EXPECT_NE(c.verdict.message.find("stol"), std::string::npos) << c.verdict.message;
+      EXPECT_EQ(c.id % 3, 0u) << c.id;
+    } else if (c.verdict.status != Status::invalid && c.verdict.status != Status::pending) {
+      ++judged;
+    }
+  }
+  EXPECT_GE(failed, 3);
+  EXPECT_GE(judged, 10);
+}
+
 // Records, at each proposal, how many candidates the island had committed
 // (observe() sees every commit) and how many were in flight with it
 // (created, the seed included, less committed).

@@ -15,10 +15,12 @@
 #include "../core/test_util.hpp"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <optional>
 #include <regex>
@@ -227,6 +229,55 @@ TEST(LlmCudaPrompts, RegisterReportReadsPtxasLines) {
             "- reduce<256>: 255 registers, SPILLS: 8 bytes stored and 12 bytes loaded to local memory, 8 bytes stack "
             "frame, 1024 bytes static shared memory\n");
   EXPECT_EQ(register_report("g++: warning: nothing to see\n"), "");
+}
+
+// The compile log is the candidate's to write (`#pragma message`): numbers
+// too long for a long saturate (std::stol threw out of the prompt's making).
+TEST(LlmCudaPrompts, RegisterReportSurvivesNumbersTooLong) {
+  const std::string huge = "99999999999999999999999999";
+  const std::string log = "ptxas info    : Compiling entry function 'k' for 'sm_90'\n"
+                          "ptxas info    : Function properties for k\n"
+                          "note: #pragma message: " + huge + " bytes stack frame, " + huge + " bytes spill stores, 0 "
+                          "bytes spill loads\n"
+                          "ptxas info    : Used " + huge + " registers, " + huge + " bytes smem\n";
+  const std::string report = register_report(log);
+  const std::string top = std::to_string(std::numeric_limits<long>::max());
+  EXPECT_NE(report.find("- k: " + top + " registers, SPILLS: " + top + " bytes stored"), std::string::npos) << report;
+}
+
+// ... and lines as long as the log's cap (16 KB) are read without a depth
+// that grows with them: std::regex recursed once per character of a run
+// (a 16 KB line of digits overflowed a 4 MB stack). Read here on a thread
+// with a 256 KB stack, where that crashed the test.
+TEST(LlmCudaPrompts, RegisterReportReadsLongLinesInLittleStack) {
+  const std::string run(16 * 1024, '7');
+  const std::string log = "ptxas info    : Compiling entry function '" + std::string(16 * 1024, 'k') + "' for 'sm_90'\n"
+                          "ptxas info    : Function properties for " + std::string(16 * 1024, 'k') + "\n" +
+                          run + " bytes stack frame, " + run + " bytes spill stores, 1 bytes spill loads\n"
+                          "ptxas info    : Used 12 registers, " + run + " bytes smem\n";
+  struct Job {
+    const std::string* log;
+    std::string report;
+  } job{&log, {}};
+  pthread_attr_t attr;
+  ASSERT_EQ(pthread_attr_init(&attr), 0);
+  ASSERT_EQ(pthread_attr_setstacksize(&attr, 256 * 1024), 0);
+  pthread_t th;
+  ASSERT_EQ(pthread_create(
+                &th, &attr,
+                [](void* p) -> void* {
+                  auto* j = static_cast<Job*>(p);
+                  j->report = register_report(*j->log);
+                  return nullptr;
+                },
+                &job),
+            0);
+  pthread_join(th, nullptr);
+  pthread_attr_destroy(&attr);
+  const std::string top = std::to_string(std::numeric_limits<long>::max());
+  EXPECT_EQ(job.report, "- " + std::string(16 * 1024, 'k') + ": 12 registers, SPILLS: " + top +
+                            " bytes stored and 1 bytes loaded to local memory, " + top + " bytes stack frame, " + top +
+                            " bytes static shared memory\n");
 }
 
 // The parent's ncu summary, which the backend also quotes in its feedback,

@@ -46,7 +46,21 @@ std::optional<OperatorOutcome> MutationOperator::begin(const OperatorRequest& re
     if (!request.inspirations[k])
       throw Failure(who + "inspiration " + std::to_string(k) + " of request " + std::to_string(request.id) +
                     " is null");
-  std::optional<OperatorOutcome> out = do_begin(request);
+  std::optional<OperatorOutcome> out;
+  try {
+    out = do_begin(request);
+  } catch (const InputError&) {
+    throw;
+  } catch (const Failure&) {
+    throw;
+  } catch (const std::exception& e) {
+    // An operator reads its parents' texts, which candidates write (their
+    // compile logs, their output): whatever it throws while making one
+    // child fails that child, not the run (a number too long for stol in a
+    // `#pragma message` of a correct kernel ended it: a red team's finding).
+    // The engine's own errors (InputError, Failure) still end the run.
+    out = OperatorOutcome::failed(request.id, who + "could not make this child: " + e.what());
+  }
   if (out && out->id != request.id)
     throw Failure(who + "answered request " + std::to_string(request.id) + " with id " + std::to_string(out->id));
   if (out) check_outcome(*out);

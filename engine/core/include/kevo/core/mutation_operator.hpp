@@ -81,6 +81,9 @@ class MutationOperator {
 
   // Checks the request (parent count, task) and returns the outcome when the
   // operator is synchronous, nullopt when it will arrive through poll().
+  // An exception out of do_begin other than InputError and Failure (the
+  // engine's own) becomes that child's failure, with its text as the reason:
+  // the parents' texts an operator reads are a candidate's to write.
   // Outcomes (of begin and poll) leave with their texts made safe: the
   // source and the LLM records valid UTF-8 without NUL (kStoredText), the
   // failure reason, note and profile reason without control bytes but
