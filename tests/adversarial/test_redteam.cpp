@@ -138,7 +138,8 @@ const std::map<std::string, Honest> kCorrectnessAttacks = {
 };
 
 // Candidates of redteam/ with a test of their own.
-const std::set<std::string> kOwnTests = {"echo_hidden_shape", "hidden_blas", "read_manifest", "thread_storm"};
+const std::set<std::string> kOwnTests = {"echo_hidden_shape", "echo_hidden_later", "hidden_blas", "read_manifest",
+                                         "thread_storm",      "wrong_after_hidden"};
 
 kevo::Verdict judge_one(kevo::cpu::CpuBackend& backend, const std::shared_ptr<kevo::Task>& task, const fs::path& file,
                         std::uint64_t seed = 3) {
@@ -324,6 +325,31 @@ TEST(RedTeam, AHiddenShapeEchoedByTheCandidateDoesNotReachTheFeedback) {
   for (const char* leak : {"rows 7", "cols 33", "M=7", "N=33"})
     EXPECT_EQ(v.feedback.find(leak), std::string::npos) << "'" << leak << "' in the feedback:\n" << v.feedback;
   EXPECT_NE(v.feedback.find("a hidden test shape"), std::string::npos) << v.feedback;
+}
+
+// The candidate's process lives for the whole judgement: once it has been
+// called at a hidden shape, it can fail later, at a visible shape, with
+// the hidden sizes in what it prints and throws (echo_hidden_later) or in
+// the values it computes, which the feedback's errors quote
+// (wrong_after_hidden: a maximum absolute error of 7033 for M=7, N=33).
+// The feedback of any failure after a hidden shape has run shows none of
+// it (red team 22: it was redacted only for failures at a hidden shape).
+TEST(RedTeam, AFailureAfterAHiddenShapeDoesNotCarryItIntoTheFeedback) {
+  auto task = small_task();
+  kevo::cpu::CpuBackend backend(small_options(20));
+  backend.prepare(*task);
+  const kevo::Verdict echo = judge_one(backend, task, kAttacks / "echo_hidden_later.cpp");
+  EXPECT_EQ(echo.status, Status::runtime_error) << echo.message;
+  // It got there: the judge's own record keeps what it printed.
+  EXPECT_NE(echo.output_tail.find("rows 7 cols 33"), std::string::npos) << echo.output_tail;
+  const kevo::Verdict wrong = judge_one(backend, task, kAttacks / "wrong_after_hidden.cpp");
+  EXPECT_EQ(wrong.status, Status::wrong_answer) << wrong.message;
+  EXPECT_NEAR(wrong.max_abs_error, 7033.0, 1.0) << wrong.message;
+  for (const kevo::Verdict* v : {&echo, &wrong}) {
+    for (const char* leak : {"rows 7", "cols 33", "703", "7.03", "M=7", "N=33"})
+      EXPECT_EQ(v->feedback.find(leak), std::string::npos) << "'" << leak << "' in the feedback:\n" << v->feedback;
+    EXPECT_NE(v->feedback.find("hidden test shape"), std::string::npos) << v->feedback;
+  }
 }
 
 // HOLE 4: limits.processes (RLIMIT_NPROC, set by the runner) does not bind

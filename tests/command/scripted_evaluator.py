@@ -50,6 +50,11 @@ RUN MODE  (mode "run", backend.command.judge = "kevo": kevo compares)
   KEVO_TEST_RUN_WRONG        element min(7, n-1) of each output + 1, every call
   KEVO_TEST_RUN_WRONG_HIDDEN the same, on hidden shapes only
   KEVO_TEST_RUN_WRONG_STRESS the same, on stress trials only
+  KEVO_TEST_RUN_WRONG_AFTER_HIDDEN  element min(7, n-1) of each output plus
+                             the largest N of the hidden shapes called so
+                             far, on the visible shapes' calls after one (a candidate that
+                             remembers a hidden size and spells it out in a
+                             later value)
   KEVO_TEST_RUN_WRONG_TIMED  the same, on the calls with "time" only (the
                              outputs of the last timed run)
   KEVO_TEST_RUN_UNWRITTEN    the last element of each output keeps its
@@ -511,6 +516,7 @@ class Answerer:
         args = [a for a in req["task"]["args"] if a["role"] != "scalar"]
         kinds = {s["label"]: s.get("kind") for s in req["task"]["shapes"]}
         seen = []
+        hidden_n = None   # KEVO_TEST_RUN_WRONG_AFTER_HIDDEN
         with open(req["files"]["in"], "rb") as f:
             data = f.read()
         result = bytearray(data)   # the out file has the in file's layout
@@ -527,6 +533,12 @@ class Answerer:
                     ("KEVO_TEST_RUN_WRONG_STRESS" in src and call["trial"].startswith("stress")) or \
                     ("KEVO_TEST_RUN_WRONG_TIMED" in src and call.get("time")) or \
                     re.search(r"KEVO_TEST_RUN_WRONG(?![_A-Z])", src) is not None
+            spoil_by = 1
+            if "KEVO_TEST_RUN_WRONG_AFTER_HIDDEN" in src:
+                if kinds.get(call["shape"]) == "hidden":
+                    hidden_n = max(hidden_n or 0, int(re.search(r"N=(\d+)", call["shape"]).group(1)))
+                elif kinds.get(call["shape"]) == "visible" and hidden_n is not None:
+                    spoil, spoil_by = True, hidden_n
             ins = [array.array(codes[a["dtype"]], loaded[a["name"]]) for a in args if a["role"] == "in"]
             for a in args:
                 if a["role"] == "in":
@@ -538,7 +550,7 @@ class Answerer:
                 else:
                     out = array.array(code, [sum(x[i % len(x)] for x in ins if len(x)) for i in range(n)])
                     if spoil and n:
-                        out[min(7, n - 1)] += 1
+                        out[min(7, n - 1)] += spoil_by
                 data_out = out.tobytes()
                 if "KEVO_TEST_RUN_UNWRITTEN" in src and n:
                     data_out = data_out[:-out.itemsize] + loaded[a["name"]][-out.itemsize:]

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -667,6 +668,19 @@ TEST_F(Fixture, KevoJudgedModeCatchesWhatTheEvaluatorNeverChecks) {
   EXPECT_EQ(v.message.find("hidden N="), std::string::npos) << v.message;
   EXPECT_EQ(v.feedback.find("hidden N="), std::string::npos) << v.feedback;
   EXPECT_NE(v.message.find("a hidden test shape"), std::string::npos) << v.message;
+
+  // Wrong at a visible shape after a hidden one, by that shape's N (the
+  // candidate lives in the evaluator's process through every call): the
+  // feedback says only that it failed on or after a hidden shape (red team
+  // 22: it quoted the value, and so the hidden size).
+  v = judge(*b, ok + "KEVO_TEST_RUN_WRONG_AFTER_HIDDEN\n");
+  ASSERT_EQ(v.status, Status::wrong_answer) << v.message;
+  ASSERT_TRUE(v.mismatch.has_value());
+  EXPECT_EQ(v.mismatch->shape.rfind("hidden ", 0), std::string::npos) << v.mismatch->shape;
+  const std::string hidden_n = std::to_string(static_cast<long>(std::lround(v.mismatch->got - v.mismatch->expected)));
+  EXPECT_GT(std::lround(v.mismatch->got - v.mismatch->expected), 1) << v.message;
+  EXPECT_EQ(v.feedback.find(hidden_n), std::string::npos) << hidden_n << " in the feedback:\n" << v.feedback;
+  EXPECT_NE(v.feedback.find("a hidden test shape"), std::string::npos) << v.feedback;
 
   v = judge(*b, ok + "KEVO_TEST_RUN_WRONG_STRESS\n");
   ASSERT_EQ(v.status, Status::wrong_answer) << v.message;

@@ -98,6 +98,8 @@ def main():
         # Raises later, at a drawn shape, with every shape it saw: the
         # feedback keeps only kevo's words once the hidden shapes have run.
         "echo_hidden_later.py": (softmax, {"runtime_error"}, "", hidden_later_quiet),
+        # A wrong answer there, whose values spell a hidden size: the same.
+        "wrong_after_hidden.py": (softmax, {"wrong_answer"}, "", hidden_later_quiet),
         "partial_write.py": (softmax, {"wrong_answer"}, "differs from the reference", None),
         "wrong_dtype.py": (softmax, {"wrong_answer"}, "dtype float64", None),
         "forges_result.py": (softmax, {"wrong_answer"}, "differs from the reference", None),

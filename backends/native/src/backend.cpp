@@ -640,6 +640,10 @@ struct Events {
   // violation: a judge that runs the candidate in its own process (the CUDA
   // worker, until it has kernel hosts) reports a forbidden call itself.
   std::optional<nlohmann::json> result, fatal, last_call, violation;
+  // The first call at a hidden shape: from then on the candidate's process
+  // has seen those sizes, and whatever it prints, throws or computes may
+  // carry them (the feedback of any failure is redacted).
+  std::optional<nlohmann::json> first_hidden_call;
   std::string stage;
   int ignored = 0;
 };
@@ -660,7 +664,10 @@ Events parse_events(const std::string& text, const std::string& nonce) {
     const std::string e = j["event"].get<std::string>();
     if (e == "result" && !ev.result) ev.result = j;
     else if (e == "fatal") ev.fatal = j;
-    else if (e == "call") ev.last_call = j;
+    else if (e == "call") {
+      if (!ev.first_hidden_call && j.value("hidden", false)) ev.first_hidden_call = j;
+      ev.last_call = j;
+    }
     else if (e == "violation") ev.violation = j;
     else if (e == "stage" && j.contains("stage") && j["stage"].is_string()) ev.stage = j["stage"].get<std::string>();
   }
@@ -686,6 +693,13 @@ void NativeBackend::Impl::on_eval_done(Job& j, sb::Finished& f) {
     where = " during " + c.value("trial", std::string("?")) + " on shape " + c.value("shape", std::string("?"));
     if (c.value("hidden", false)) j.hidden_label = c.value("shape", std::string());
   }
+  // A failure after a hidden shape has run (at a visible or a drawn one,
+  // the candidate's process having lived through the hidden ones) is
+  // redacted as one at the hidden shape: the process could fail on purpose
+  // later, with the sizes in its output, its exception or its values (red
+  // team 22: echo_hidden_later, wrong_after_hidden).
+  if (j.hidden_label.empty() && ev.first_hidden_call)
+    j.hidden_label = ev.first_hidden_call->value("shape", std::string("hidden"));
   // The judge is kevo's code and the candidate never reaches it: its result
   // is the verdict. What the runner saw of the whole process group (the
   // judge and its kernel hosts) comes first: the caps and the wall clock.

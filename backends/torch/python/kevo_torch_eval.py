@@ -2515,13 +2515,17 @@ class Judge:
             # the lineage.
             v["failed_shape"] = self.at_shape["label"]
             v["feedback"] = ""
-        elif v["status"] in ("runtime_error", "memory_limit") and self.last_hidden:
-            # Later (at a drawn shape, in the timing) the same: what the
-            # candidate wrote could hold the hidden sizes it saw (the red
-            # team recorded them and raised them at a drawn shape). The
-            # verdict names the last hidden shape that ran, so that kevo's
-            # feedback withholds the candidate's text as for a failure
-            # there; the message (the lineage) says where it failed.
+        elif v["status"] not in ("correct", "internal_error", "forbidden") and self.last_hidden:
+            # Later (at a drawn shape, in the timing) the same, whatever the
+            # failure (but `forbidden`, whose message is kevo's: the
+            # operation it used): what the candidate wrote or computed could hold the
+            # hidden sizes it saw (the red team recorded them and raised
+            # them at a drawn shape: echo_hidden_later; red team 22 put one
+            # into a wrong value, which the mismatch quotes:
+            # wrong_after_hidden). The verdict names the last hidden shape
+            # that ran, so that kevo's feedback withholds the candidate's
+            # text and values as for a failure there; the message (the
+            # lineage) says where it failed.
             v["failed_shape"] = self.last_hidden
             v["feedback"] = ""
             v["message"] += " (after the hidden shapes ran: the feedback withholds what the candidate wrote)"

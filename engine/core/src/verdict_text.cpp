@@ -57,9 +57,12 @@ std::string verdict_feedback(const Verdict& v, const Task& task, const std::stri
     // code or signal, an allocation's size, the values and the index of a
     // mismatch) could spell the sizes out, and the feedback is the next
     // prompt. The lineage keeps the whole verdict.
+    // The same once a hidden shape has run: the candidate's process lived
+    // through it and could fail later on purpose (hidden_label is then the
+    // first hidden shape's).
     std::string o = v.status == Status::wrong_answer ? "Wrong answer" : "Failed (" + std::string(to_string(v.status)) + ")";
-    o += " on a hidden test shape. What the candidate printed, threw or computed there is not shown (it could carry "
-         "the hidden sizes). Make the kernel correct for every size the signature allows: remainders of the block "
+    o += " on a hidden test shape, or after one had run. What the candidate printed, threw or computed is not shown "
+         "(it could carry the hidden sizes). Make the kernel correct for every size the signature allows: remainders of the block "
          "and vector widths, sizes smaller than one block, sizes of 1, and sizes that are not powers of two.";
     return o;
   }
