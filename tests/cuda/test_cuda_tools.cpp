@@ -182,6 +182,21 @@ TEST(Ncu, SummaryFromRawCsv) {
   EXPECT_EQ(s.find("math_pipe"), std::string::npos) << "only three stalls: " << s;
 }
 
+// The table is ncu's output, which the candidate's process can write into
+// (red team 22): a units row shorter than the header (here empty) was
+// indexed by the header's columns, read out of bounds. Such a row has no
+// units: the times are taken as they are.
+TEST(Ncu, AUnitsRowShorterThanTheHeaderIsReadWithinIt) {
+  const std::string csv =
+      "\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\",\"launch__shared_mem_per_block_static\"\n"
+      "\"\"\n"
+      "\"0\",\"k\",\"12\",\"64\"\n";
+  const std::string s = cw::ncu_summary(csv);
+  EXPECT_NE(s.find("kernel k"), std::string::npos) << s;
+  EXPECT_NE(s.find(": 12 us"), std::string::npos) << s;
+  EXPECT_NE(s.find("shared 64 byte/block"), std::string::npos) << s;
+}
+
 TEST(Ncu, NoKernelProfiledIsSaid) {
   EXPECT_NE(cw::ncu_summary("==PROF== Connected\n==PROF== Disconnected\n").find("no kernel"), std::string::npos);
 }

@@ -125,7 +125,9 @@ std::string ncu_summary(const std::string& csv) {
     std::string s = "kernel " + name + " grid " + get(r, "Grid Size") + " block " + get(r, "Block Size");
     double t = num(r, "gpu__time_duration.sum");
     if (!std::isnan(t)) {
-      const std::string u = col.count("gpu__time_duration.sum") ? units[col["gpu__time_duration.sum"]] : "";
+      // The units row is as ncu (or whatever wrote into its output: the
+      // candidate's process can) made it: read within it.
+      const std::string u = get(units, "gpu__time_duration.sum");
       if (u == "nsecond" || u == "ns") t /= 1e3;
       else if (u == "msecond" || u == "ms") t *= 1e3;
       else if (u == "second" || u == "s") t *= 1e6;
@@ -149,9 +151,7 @@ std::string ncu_summary(const std::string& csv) {
     const double ss = num(r, "launch__shared_mem_per_block_static"), sd = num(r, "launch__shared_mem_per_block_dynamic");
     if (!std::isnan(ss) || !std::isnan(sd)) {
       const double b = (std::isnan(ss) ? 0 : ss) + (std::isnan(sd) ? 0 : sd);
-      const std::string u = col.count("launch__shared_mem_per_block_static")
-                                ? units[col["launch__shared_mem_per_block_static"]]
-                                : std::string("byte");
+      const std::string u = get(units, "launch__shared_mem_per_block_static");
       const std::string unit = u.empty() ? "byte" : u;
       s += ", shared " + fmt(b) + " " + unit + (unit.find("/block") == std::string::npos ? "/block" : "");
     }
