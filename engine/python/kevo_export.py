@@ -4,7 +4,7 @@
     kevo_export.py RUN_DIR [--format jsonl] [--out FILE] [--correct-only]
                    [--min-speedup P] [--dedupe]
                    [--reward speedup|log_speedup|binary|none] [--fail-reward R]
-                   [--include repairs,generations,analyses]
+                   [--include repairs,generations,analyses] [--keep-special-tokens]
 
 Reads RUN_DIR/lineage/rank-*.h5 (docs/lineage.md): the candidate rows and
 the `llm` events, one per LLM request. Writes one JSON object per line in the
@@ -24,6 +24,14 @@ Every string of a record is scrubbed of what looks like a credential
 (authorization headers, bearer tokens, sk-... keys, the values of the
 config's api_key_env variables where they are set here), although the
 lineage never holds one.
+
+The messages' contents hold what candidates wrote (their sources, output
+and errors quoted in later prompts), so the control strings of chat
+templates in them (<|im_start|>, <|eot_id|> and every other <|...|>,
+[INST], <<SYS>>, <start_of_turn>, ...) are broken with a zero-width space
+after their first character: a trainer whose tokenizer reads special tokens
+in text would otherwise see a turn the candidate forged.
+--keep-special-tokens leaves them as they are.
 
 Exit status: 0 done; 2 RUN_DIR has no lineage, a file cannot be read or
 written, or an option is bad (the message names it); 1 anything else.
@@ -74,6 +82,33 @@ _SECRET_PATTERNS = [
     (re.compile(r'\b(?:gh[pousr]_[A-Za-z0-9]{20,}|hf_[A-Za-z0-9]{20,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_\-]{30,})'),
      lambda m: REDACTED),
 ]
+
+
+# Chat templates' control strings: <|...|> (ChatML, Llama 3, Phi, ...),
+# [INST] / [/INST] and <<SYS>> / <</SYS>> (Llama 2, Mistral), Gemma's turns.
+# Not <s> and </s>, which C++ templates may spell (a trainer that reads
+# special tokens in text should be told split_special_tokens).
+_SPECIAL_TOKENS = re.compile(r"<\|[A-Za-z0-9_./:-]{0,64}\|>|\[/?INST\]|<</?SYS>>|<(?:start|end)_of_turn>")
+_ZWSP = "\u200b"
+
+
+class SpecialTokens:
+    """Breaks chat templates' control strings in message contents."""
+
+    def __init__(self, keep=False):
+        self.keep = keep
+        self.count = 0
+
+    def _break(self, m):
+        self.count += 1
+        t = m.group(0)
+        return t[0] + _ZWSP + t[1:]
+
+    def record(self, rec):
+        if not self.keep:
+            for msg in rec["messages"]:
+                msg["content"] = _SPECIAL_TOKENS.sub(self._break, msg["content"])
+        return rec
 
 
 class Scrubber:
@@ -401,6 +436,9 @@ def parse_args(argv):
     ap.add_argument("--min-speedup", type=_number, metavar="P",
                     help="only correct records with speedup > P (implies --correct-only)")
     ap.add_argument("--dedupe", action="store_true", help="keep the first record per candidate source hash")
+    ap.add_argument("--keep-special-tokens", action="store_true",
+                    help="leave chat templates' control strings (<|im_end|>, [INST], ...) in message contents as "
+                         "they are (default: broken with a zero-width space)")
     ap.add_argument("--reward", choices=REWARDS, default="log_speedup", help="reward (default log_speedup)")
     ap.add_argument("--fail-reward", type=_number, default=-1.0, metavar="R",
                     help="log_speedup reward of a failed candidate (default -1)")
@@ -428,6 +466,7 @@ def main(argv=None):
         ex = Exporter(ranks, run_name, args)
         records = ex.records()
         scrub = Scrubber(key_literals(ranks))
+        special = SpecialTokens(args.keep_special_tokens)
         correct_only = args.correct_only or args.min_speedup is not None
         kept, filtered, seen = [], 0, set()
         for rec in records:
@@ -445,7 +484,7 @@ def main(argv=None):
                     filtered += 1
                     continue
                 seen.add(h)
-            kept.append(scrub.value(rec))
+            kept.append(special.record(scrub.value(rec)))
         lines = [json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n" for rec in kept]
         data = "".join(lines).encode("utf-8")
         if args.out:
@@ -462,8 +501,8 @@ def main(argv=None):
         return 2
     chains = sum(1 for r in kept if r["kevo"]["purpose"] == "repair")
     print("%s: %d records written (%d repair chains) from %s, %d filtered out, %d requests skipped "
-          "(no usable reply), %d secrets scrubbed"
-          % (PROG, len(kept), chains, args.run_dir, filtered, ex.skipped, scrub.count), file=sys.stderr)
+          "(no usable reply), %d secrets scrubbed, %d chat-template control strings broken"
+          % (PROG, len(kept), chains, args.run_dir, filtered, ex.skipped, scrub.count, special.count), file=sys.stderr)
     return 0
 
 
