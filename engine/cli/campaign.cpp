@@ -108,6 +108,17 @@ nlohmann::json Campaign::to_json() const {
 
 namespace {
 
+// A word for the batch script's shell, whatever it holds: in single
+// quotes, each ' written as '\''.
+std::string shell_quoted(const std::string& s) {
+  std::string out = "'";
+  for (char ch : s) {
+    if (ch == '\'') out += "'\\''";
+    else out += ch;
+  }
+  return out + "'";
+}
+
 // The importer's stamp: what a reuse must match.
 nlohmann::json import_key(const KernelBenchSuite& s) {
   return {{"level", s.level.string()}, {"only", s.only}, {"max_mb", s.max_mb}};
@@ -277,6 +288,11 @@ Campaign load_campaign(const std::string& path) {
     if (c.slurm.time.empty() || c.slurm.time.find_first_not_of("0123456789:-") != std::string::npos)
       sl->fail("time", "a Slurm time limit such as \"01:00:00\" or \"1-00:00:00\"");
     c.slurm.partition = sl->string("partition", "");
+    // Written into the batch script's #SBATCH line: a Slurm name list, no
+    // newline or shell text.
+    if (c.slurm.partition.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.,-") !=
+        std::string::npos)
+      sl->fail("partition", "a Slurm partition name, or names separated by commas (letters, digits, _ . -)");
     c.slurm.signal_seconds = static_cast<int>(sl->integer("signal_seconds", 120, 10, 86400));
     c.slurm.max_parallel = static_cast<int>(sl->integer("max_parallel", 0, 0, 100000));
     c.slurm.extra = sl->strings("extra", std::vector<std::string>{});
@@ -760,6 +776,10 @@ int cmd_campaign_cell(const CampaignCellArgs& args, const std::atomic<int>& stop
 int cmd_campaign_sbatch(const CampaignSbatchArgs& args) {
   const Campaign c = load_campaign(args.file);
   const fs::path dir = fs::absolute(args.out.empty() ? fs::path(c.out_dir) / c.name : fs::path(args.out));
+  // The directory is named in #SBATCH --output, which no quoting reaches.
+  if (dir.string().find_first_of("\n\r") != std::string::npos)
+    throw InputError("--out", "", "a campaign directory whose path holds no line break (it is written into the "
+                                  "batch script's #SBATCH lines)");
   prepare_directory(c, dir, args.file);
   fs::create_directories(dir / "slurm");
   std::vector<std::string> indices;
@@ -787,8 +807,8 @@ int cmd_campaign_sbatch(const CampaignSbatchArgs& args) {
   script += "#SBATCH --requeue\n#SBATCH --open-mode=append\n";
   script += "#SBATCH --output=" + (dir / "logs" / "slurm-%A_%a.out").string() + "\n";
   script += "set -uo pipefail\n";
-  script += "kevo=" + kevo_executable() + "\n";
-  script += "dir=" + dir.string() + "\n";
+  script += "kevo=" + shell_quoted(kevo_executable()) + "\n";
+  script += "dir=" + shell_quoted(dir.string()) + "\n";
   script += "cell=\"$(sed -n \"$((SLURM_ARRAY_TASK_ID + 1))p\" \"$dir/slurm/cells.txt\")\"\n";
   script += "stopping=0\n";
   script += "trap 'stopping=1; [ -n \"${pid:-}\" ] && kill -USR1 \"$pid\" 2>/dev/null' USR1\n";

@@ -89,6 +89,10 @@ bad = [
     ("no seeds", dict(good, seeds=[]), "/seeds", "at least one"),
     ("bad name", dict(good, configurations={"no crossover": {}}), "/configurations/no crossover", "letters"),
     ("llm budget without llm", dict(good, budget={"llm_usd": 1.0}), "/budget/llm_usd", "llm section"),
+    # A partition goes into the written batch script's #SBATCH line: a
+    # newline there added lines of shell to it (red team 22).
+    ("partition with a newline", dict(good, slurm={"partition": "gpu\necho injected"}), "/slurm/partition",
+     "Slurm partition"),
 ]
 for what, doc, key, text in bad:
     path = write("bad.json", doc)
