@@ -43,12 +43,12 @@ std::string read_all(std::FILE* f) {
 // state as a machine without torch, on every machine (the GPU host has torch).
 class NoTorch {
  public:
-  NoTorch() {
+  explicit NoTorch(const std::string& init = "raise ImportError(\"No module named 'torch' (test)\")\n") {
     std::string tmpl = (fs::temp_directory_path() / "kevo-notorch-XXXXXX").string();
     if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp");
     dir_ = tmpl;
     fs::create_directories(dir_ / "torch");
-    std::ofstream(dir_ / "torch" / "__init__.py") << "raise ImportError(\"No module named 'torch' (test)\")\n";
+    std::ofstream(dir_ / "torch" / "__init__.py") << init;
     const char* old = std::getenv("PYTHONPATH");
     had_ = old != nullptr;
     if (old) old_ = old;
@@ -138,6 +138,24 @@ TEST(CudaBaselines, WithoutTorchTheRunGetsANote) {
   EXPECT_NE(note.find("torch is not importable by python3"), std::string::npos) << note;
   EXPECT_NE(note.find("No module named 'torch' (test)"), std::string::npos) << note;
   EXPECT_NE(printed.find("kevo: library baselines: torch is not importable"), std::string::npos) << printed;
+}
+
+// The script runs the task's reference (a KernelBench file is someone
+// else's code) with the engine's environment: never its secrets (red team
+// 22: it had all of it). The fake torch names, in its import error, the
+// variables it was given that look like secrets.
+TEST(CudaBaselines, TheScriptGetsNoSecretOfTheEngine) {
+  NoTorch fake("import os\nraise ImportError('secrets here: [' + ','.join(sorted(k for k in os.environ if 'KEY' in k "
+               "or 'TOKEN' in k)) + '] PATH ' + str('PATH' in os.environ))\n");
+  setenv("KEVO_TEST_API_KEY", "sk-test-baselines-0123456789", 1);
+  setenv("KEVO_TEST_HF_TOKEN", "hf_test0123456789", 1);
+  const json doc = measure_baselines(setup_for_tests(), {bundled("axpy")}, 1, nullptr);
+  unsetenv("KEVO_TEST_API_KEY");
+  unsetenv("KEVO_TEST_HF_TOKEN");
+  const std::string note = doc.value("note", "");
+  EXPECT_NE(note.find("secrets here: []"), std::string::npos) << note;
+  EXPECT_NE(note.find("PATH True"), std::string::npos) << "the rest of the environment passes: " << note;
+  EXPECT_EQ(note.find("sk-test"), std::string::npos) << note;
 }
 
 TEST(CudaBaselines, MissingPiecesAreNotes) {

@@ -3,6 +3,7 @@
 
 #include "kevo/core/backend.hpp"
 #include "kevo/core/error.hpp"
+#include "kevo/core/process.hpp"
 #include "kevo/sandbox/runner.hpp"
 
 #include <unistd.h>
@@ -43,14 +44,6 @@ std::vector<std::string> read_argv(StrictObject& o, const std::string& key, cons
     o.fail(key, "a command this machine has: '" + prog +
                     (prog.find('/') == std::string::npos ? "' is not in PATH" : "' is not an executable file"));
   return argv;
-}
-
-bool looks_secret(const std::string& name) {
-  std::string up;
-  for (char c : name) up += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  for (const char* w : {"KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"})
-    if (up.find(w) != std::string::npos) return true;
-  return false;
 }
 
 bool is_env_name(const std::string& n) {

@@ -1,7 +1,7 @@
 #include "kevo/cuda/baselines.hpp"
 
-#include "kevo/core/process.hpp"
 #include "kevo/core/error.hpp"
+#include "kevo/core/process.hpp"
 #include "kevo/sandbox/runner.hpp"
 
 #include <fmt/format.h>
@@ -47,9 +47,12 @@ nlohmann::json last_json_line(const std::string& out) {
 }
 
 // The script is trusted code (ours, and the library's), but it loads a GPU
-// driver, compiles with nvcc and spawns inductor workers: it runs in the
-// sandbox runner for the process group and the wall-clock kill, with the
-// engine's environment (the user's python setup: PATH, PYTHONPATH, venvs).
+// driver, compiles with nvcc and spawns inductor workers, and runs the
+// task's reference (a KernelBench file is someone else's code): it runs in
+// the sandbox runner for the process group and the wall-clock kill, with
+// the engine's environment (the user's python setup: PATH, PYTHONPATH,
+// venvs) less every variable whose name looks like a secret (API keys
+// never reach code of a task's: red team 22).
 sb::Finished run_script(const BaselineSetup& setup, const fs::path& script, std::vector<std::string> args,
                         std::string input, double wall_seconds) {
   sb::Spec s;
@@ -57,7 +60,9 @@ sb::Finished run_script(const BaselineSetup& setup, const fs::path& script, std:
   for (auto& a : args) s.argv.push_back(std::move(a));
   for (char** e = environ; e && *e; ++e) {
     const std::string kv = *e;
-    if (kv.rfind("NVIDIA_TF32_OVERRIDE=", 0) != 0 && kv.rfind("TMPDIR=", 0) != 0) s.env.push_back(kv);
+    if (kv.rfind("NVIDIA_TF32_OVERRIDE=", 0) != 0 && kv.rfind("TMPDIR=", 0) != 0 &&
+        !looks_secret(std::string_view(kv).substr(0, kv.find('='))))
+      s.env.push_back(kv);
   }
   s.env.push_back("NVIDIA_TF32_OVERRIDE=0");   // as for every worker
   s.env.push_back("PYTHONUNBUFFERED=1");
