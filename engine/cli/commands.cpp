@@ -32,9 +32,30 @@ std::string read_text(const std::string& path, const std::string& what) {
   return s.str();
 }
 
+// Text the candidate had a hand in (its output, its compile log, a message
+// that quotes what it threw), each line after "  | ": no line of it passes
+// for one of kevo's own ("== other.cpp", "status:   correct"; red team 22).
+std::string quoted_lines(std::string_view text) {
+  std::string out;
+  while (!text.empty()) {
+    const std::size_t nl = text.find('\n');
+    out += "  | ";
+    out += text.substr(0, nl);
+    out += '\n';
+    if (nl == std::string_view::npos) break;
+    text.remove_prefix(nl + 1);
+  }
+  return out;
+}
+
 std::string describe(const Verdict& v) {
   std::string out = fmt::format("status:   {}\nstage:    {}\n", to_string(v.status), to_string(v.stage));
-  if (!v.message.empty()) out += fmt::format("message:  {}\n", v.message);
+  if (!v.message.empty()) {
+    const std::string_view m = v.message;
+    const std::size_t nl = m.find('\n');
+    out += fmt::format("message:  {}\n", m.substr(0, nl));
+    if (nl != std::string_view::npos) out += quoted_lines(m.substr(nl + 1));
+  }
   out += fmt::format("compile:  {:.3f} s{}\n", v.compile_seconds, v.compile_cached ? " (cached)" : "");
   if (v.status == Status::wrong_answer || v.max_abs_error > 0.0)
     out += fmt::format("error:    max abs {:.3g}, relative L2 {:.3g}\n", v.max_abs_error, v.rel_l2_error);
@@ -49,8 +70,8 @@ std::string describe(const Verdict& v) {
                        v.repeats, v.speedup);
   out += fmt::format("worker:   {:.3f} s, exit {}, signal {}, max RSS {} KiB\n", v.worker_seconds, v.exit_code,
                      v.signal, v.max_rss_kb);
-  if (!v.compile_log.empty() && v.status == Status::compile_error) out += "compiler output:\n" + v.compile_log + "\n";
-  if (!v.output_tail.empty()) out += "candidate output (tail):\n" + v.output_tail + "\n";
+  if (!v.compile_log.empty() && v.status == Status::compile_error) out += "compiler output:\n" + quoted_lines(v.compile_log);
+  if (!v.output_tail.empty()) out += "candidate output (tail):\n" + quoted_lines(v.output_tail);
   return out;
 }
 

@@ -90,7 +90,8 @@ candidate = (b'#include <cstdint>\n#include <cstdio>\n'
              b'  static bool said = false;\n'
              b'  if (!said) {\n'
              b'    said = true;\n'
-             b'    static const char bad[] = "out: ' + literal + b'\\x1b[2J|\\r|\\x00|end\\n";\n'
+             b'    static const char bad[] = "out: ' + literal + b'\\x1b[2J|\\r|\\x00|end\\n'
+             b'== other.cpp\\nstatus:   correct\\nspeedup:  99.000x\\n";\n'
              b'    fwrite(bad, 1, sizeof bad - 1, stdout);\n'
              b'    fwrite(bad, 1, sizeof bad - 1, stderr);\n'
              b'    fflush(stdout);\n'
@@ -127,6 +128,14 @@ p = run(["eval", task, cand_file])
 text = strict(p.stdout, "kevo eval's output")
 check(p.returncode == 0 and text is not None and no_controls(text) and FFFD in text,
       "kevo eval prints the verdict for a terminal: U+FFFD, no control byte but newline and tab")
+# The candidate printed lines of the shape of kevo's own: quoted, each after
+# "  | ", so none passes for one (red team 22).
+if text is not None:
+    lines = text.splitlines()
+    check(sum(l.startswith("status:") for l in lines) == 1 and not any(l.startswith(("== ", "speedup:  99"))
+                                                                          for l in lines),
+          "kevo eval's text quotes the candidate's output: no forged status, speedup or header line")
+    check("  | speedup:  99.000x" in lines, "the candidate's lines are shown, quoted")
 
 # ---- 2. a run whose seed is the candidate
 config = os.path.join(work, "run.json")
