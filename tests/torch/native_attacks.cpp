@@ -599,14 +599,20 @@ torch::Tensor fill_memory(torch::Tensor x) {
 // gain) to show what the judge sees: after every call, timed ones too, the
 // inputs in its memory must be the inputs (wrong_answer). (On the CPU there
 // is no mask: honest.)
+// The start of a replacement for the host's unmask_inputs (Python, for
+// once_in_host_module): the same checks and keystream generator as the
+// host's; the attacks below differ in what they do with the keystream.
+#define KEVO_UNMASK_PROLOGUE                                            \
+  "        def _unmask(st, key, _m=m):\n"                               \
+  "            if not key or st.mask is None:\n"                        \
+  "                return\n"                                            \
+  "            if st.mask_gen is None:\n"                               \
+  "                st.mask_gen = torch.Generator(device=st.device)\n"
+
 torch::Tensor unmask_elsewhere(torch::Tensor x) {
   static bool done = false;
   once_in_host_module(done, ", torch",
-                      "        def _unmask(st, key, _m=m):\n"
-                      "            if not key or st.mask is None:\n"
-                      "                return\n"
-                      "            if st.mask_gen is None:\n"
-                      "                st.mask_gen = torch.Generator(device=st.device)\n"
+                      KEVO_UNMASK_PROLOGUE
                       "            plain = torch.bitwise_xor(st.mask, _m.keystream(st.mask_gen, key, st.mask_words))\n"
                       "            pb = plain.view(torch.uint8)\n"
                       "            st.inputs = [_m.arena_view(pb, t.data_ptr() - st.arena.va, list(t.shape),\n"
@@ -628,11 +634,7 @@ torch::Tensor unmask_elsewhere(torch::Tensor x) {
 torch::Tensor lean_unmask(torch::Tensor x) {
   static bool done = false;
   once_in_host_module(done, ", torch",
-                      "        def _unmask(st, key, _m=m):\n"
-                      "            if not key or st.mask is None:\n"
-                      "                return\n"
-                      "            if st.mask_gen is None:\n"
-                      "                st.mask_gen = torch.Generator(device=st.device)\n"
+                      KEVO_UNMASK_PROLOGUE
                       "            st.mask.bitwise_xor_(_m.keystream(st.mask_gen, key, st.mask_words))\n"
                       "        m.unmask_inputs = _unmask\n");
   return softmax_rows(x);
