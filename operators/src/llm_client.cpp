@@ -145,8 +145,15 @@ HttpFailure classify_http_failure(int status, const std::string& body) {
   if (status == 402) return {"payment", true};
   // No such model, or no such endpoint at base_url: the same for every request.
   if (status == 404 || status == 405 || status == 501) return {"not_found", true};
+  // A prompt longer than the model takes: the prompt's, not the model's,
+  // failure (a candidate's source or output fills its children's prompts);
+  // Health leaves it out of the stop rule.
+  if (status == 413) return {"prompt_too_long", false};
   if (status == 400 || status == 422) {
     const std::string b = lower(body);
+    for (const char* says : {"context length", "context_length", "context window", "maximum context",
+                             "too many tokens", "prompt is too long", "input is too long", "too long for"})
+      if (b.find(says) != std::string::npos) return {"prompt_too_long", false};
     const bool about_model = b.find("model") != std::string::npos;
     for (const char* says : {"not found", "does not exist", "not exist", "unknown model", "invalid model",
                              "model_not_found", "no such model", "not supported"})

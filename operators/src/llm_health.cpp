@@ -47,6 +47,11 @@ void Health::trip(std::string reason, int code, double a, double b) {
 
 void Health::record(std::size_t model, const ChatResult& r) {
   if (!r.ok && r.failure == "budget") return;
+  // Failures of the prompt's making (too long for the model, its content
+  // refused) say nothing of the model's health, and a candidate whose source
+  // or output fills its children's prompts could cause them on purpose and
+  // so stop the run (red team 22): not counted.
+  if (!r.ok && (r.failure == "prompt_too_long" || r.failure == "refusal")) return;
   if (!r.ok && r.fatal && model < models_.size()) {
     trip(fatal_reason(model, r.http_status, r.failure, r.error), 1, r.http_status, static_cast<double>(model + 1));
     return;

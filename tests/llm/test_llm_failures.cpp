@@ -64,7 +64,11 @@ TEST(LlmFailures, ClassifiesHttpStatusesAndMarksTheOnesThatRepeat) {
       {402, "insufficient credit", "payment", true},
       {404, "The model `x` does not exist.", "not_found", true},
       {400, "{\"error\": {\"message\": \"model 'qwen9' not found\"}}", "not_found", true},
-      {400, "context length exceeded", "client", false},
+      {400, "context length exceeded", "prompt_too_long", false},
+      {400, "{\"error\": {\"message\": \"This model's maximum context length is 8192 tokens\"}}", "prompt_too_long",
+       false},
+      {413, "payload too large", "prompt_too_long", false},
+      {400, "prompt is too long: 210000 tokens > 200000 maximum", "prompt_too_long", false},
       {422, "temperature out of range", "client", false},
       {429, "slow down", "rate_limit", false},
       {500, "oops", "server", false},
@@ -161,6 +165,20 @@ TEST(LlmHealth, StopsPastTheShareOfTheWindowOnlyOnceTheWindowIsFull) {
   EXPECT_EQ(g.window_failures(), 2);
   g.record(0, outcome(false, "server"));   // window: false true false false
   EXPECT_TRUE(g.exhausted());
+
+  // Failures of the prompt's making (too long for the model's context, a
+  // refusal of its content) are not the model's health: a candidate whose
+  // source or output fills its children's prompts could otherwise stop the
+  // run (red team 22). Not counted.
+  Health p({0.5, 4}, one_model());
+  for (int k = 0; k < 20; ++k) p.record(0, outcome(false, k % 2 ? "prompt_too_long" : "refusal"));
+  EXPECT_FALSE(p.exhausted());
+  EXPECT_EQ(p.window_requests(), 0);
+  for (bool ok : {true, false, true, false}) p.record(0, outcome(ok, ok ? "" : "server"));
+  EXPECT_EQ(p.window_requests(), 4);
+  EXPECT_FALSE(p.exhausted()) << "2 of 4";
+  p.record(0, outcome(false, "server"));
+  EXPECT_TRUE(p.exhausted()) << "3 of 4";
 
   // Share 1: never on the share (a fatal failure still stops).
   Health never({1.0, 2}, one_model());
