@@ -218,10 +218,11 @@ def case_report():
     tokens_out = sum(e["output_tokens"] for e in posts)
     http400 = sum(1 for e in posts if e["status"] == 400)
     got = (llm["requests"] + llm["retries"], llm["input_tokens"], llm["output_tokens"],
-           llm["failures"], llm["failures_by_kind"].get("client", 0))
+           llm["failures"], llm["failures_by_kind"].get("prompt_too_long", 0))
     want = (len(posts), tokens_in, tokens_out, http400, http400)
     if got != want:
-        fail("report %s, server log %s (attempts, tokens in, out, failures, 400s)" % (got, want))
+        fail("report %s, server log %s (attempts, tokens in, out, failures, 400s: context length, prompt_too_long)"
+             % (got, want))
     if llm["retries"] < 2:
         fail("the 500 and the invalid JSON were not retried: %s" % llm)
     usd = (tokens_in * 1.5 + tokens_out * 4.0) / 1e6
@@ -232,7 +233,7 @@ def case_report():
     if sum(t["requests"] for t in llm["by_operator"].values()) != llm["requests"]:
         fail("per operator does not add up: %s" % llm["by_operator"])
     text = subprocess.run([KEVO, "report", out], capture_output=True, text=True, timeout=60).stdout
-    if "model local" not in text or "operator llm_" not in text or "client %d" % http400 not in text:
+    if "model local" not in text or "operator llm_" not in text or "prompt_too_long %d" % http400 not in text:
         fail("kevo report does not show the LLM table", text)
     print("report: %d requests + %d retries = %d POSTs; tokens %d in / %d out; %.6f USD; failures %s"
           % (llm["requests"], llm["retries"], len(posts), tokens_in, tokens_out, llm["usd"], llm["failures_by_kind"]))
