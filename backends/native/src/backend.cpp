@@ -155,6 +155,7 @@ struct NativeBackend::Impl {
     Verdict v;
     bool mismatch_hidden = false;
     std::string hidden_label;   // the hidden shape named in the verdict, to redact in feedback
+    std::string after_hidden;   // the first hidden shape the judgement ran (redacts later failures too)
     State state = State::compile_queued;
   };
   std::map<std::uint64_t, Job> jobs;
@@ -698,8 +699,7 @@ void NativeBackend::Impl::on_eval_done(Job& j, sb::Finished& f) {
   // redacted as one at the hidden shape: the process could fail on purpose
   // later, with the sizes in its output, its exception or its values (red
   // team 22: echo_hidden_later, wrong_after_hidden).
-  if (j.hidden_label.empty() && ev.first_hidden_call)
-    j.hidden_label = ev.first_hidden_call->value("shape", std::string("hidden"));
+  if (ev.first_hidden_call) j.after_hidden = ev.first_hidden_call->value("shape", std::string("hidden"));
   // The judge is kevo's code and the candidate never reaches it: its result
   // is the verdict. What the runner saw of the whole process group (the
   // judge and its kernel hosts) comes first: the caps and the wall clock.
@@ -826,7 +826,12 @@ void NativeBackend::Impl::finish(Job& j) {
     j.v.message = "no verdict was reached";
   }
   j.v.message = clean_text(j.v.message);
-  j.v.feedback = clean_text(verdict_feedback(j.v, *j.task, j.hidden_label));
+  // After a hidden shape, every failure's feedback is redacted but
+  // `forbidden`'s, whose message is kevo's own finding (the library symbol
+  // or kernel it found), as in the torch judge.
+  const std::string& hidden =
+      !j.hidden_label.empty() || j.v.status == Status::forbidden ? j.hidden_label : j.after_hidden;
+  j.v.feedback = clean_text(verdict_feedback(j.v, *j.task, hidden));
   if (!j.internal) {
     ready.push_back(EvalResult{j.request_id, std::move(j.v)});
     jobs.erase(j.key);
