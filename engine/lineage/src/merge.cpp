@@ -14,6 +14,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -104,6 +105,13 @@ void publish(const std::filesystem::path& from, const std::filesystem::path& to,
 
 }  // namespace
 
+namespace {
+
+MergeResult merge_once(const std::filesystem::path& run_dir, const std::filesystem::path& out,
+                       const MergeOptions& options);
+
+}  // namespace
+
 MergeResult merge_run(const std::filesystem::path& run_dir, const std::filesystem::path& out,
                       const MergeOptions& options) {
   std::error_code ec;
@@ -116,7 +124,27 @@ MergeResult merge_run(const std::filesystem::path& run_dir, const std::filesyste
   if (!std::filesystem::is_directory(folder, ec))
     throw InputError(out.string(), "", "a path in an existing folder");
   if (std::filesystem::is_directory(out, ec)) throw InputError(out.string(), "", "a file name, not a folder");
+  // A running run's rank file can change under its reader: a chunk that the
+  // writer appended after the open was read past the end of the file as the
+  // reader saw it (an HDF5 error, seen once in a clean-clone CI:
+  // tests/mpi/mpi_merge.py, part 4). Read again from a fresh open, a few
+  // times, before giving up; nothing is written before the files are read.
+  for (int attempt = 1;; ++attempt) {
+    try {
+      return merge_once(run_dir, out, options);
+    } catch (const h5::Error&) {
+      if (attempt >= 5) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20 << attempt));
+    }
+  }
+}
 
+namespace {
+
+MergeResult merge_once(const std::filesystem::path& run_dir, const std::filesystem::path& out,
+                       const MergeOptions& options) {
+  std::error_code ec;
+  const std::filesystem::path folder = out.parent_path().empty() ? std::filesystem::path(".") : out.parent_path();
   // Every rank file, in rank order: throws InputError naming the file that
   // cannot be read.
   const std::vector<LineageReader> readers = read_run_dir(run_dir, options.reader);
@@ -247,5 +275,7 @@ MergeResult merge_run(const std::filesystem::path& run_dir, const std::filesyste
   result.texts = text.texts().size();
   return result;
 }
+
+}  // namespace
 
 }  // namespace kevo::lineage
