@@ -20,6 +20,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -187,6 +188,53 @@ TEST(JudgeBfloat16, TheProtocolJudgesBfloat16Outputs) {
   // Wrong by far more than the tolerance: Y = X.
   const Verdict wrong = judge(t, [](ArgSet& a, const Case&) { std::memcpy(a.buf[1].data(), a.buf[0].data(), a.buf[0].bytes()); });
   EXPECT_EQ(wrong.status, Status::wrong_answer);
+}
+
+// The relative L2 bound on float64 outputs whose squares pass the largest
+// double (values above about 1e154): the sums were infinite and the error
+// inf / inf = NaN, which no bound fails, so an output wrong by just under
+// rtol everywhere passed a rel_l2 ten times tighter.
+Buffer f64_buffer(const std::vector<double>& v) {
+  Buffer b(v.size() * sizeof(double));
+  std::memcpy(b.data(), v.data(), b.bytes());
+  return b;
+}
+
+TEST(JudgeL2, HugeFloat64ValuesStillFailTheRelativeL2Bound) {
+  const Tolerance tol{0.0, 0.01, 0.001};
+  for (const double scale : {1.0, 1e200, 1e300}) {
+    std::vector<double> want(1000), got(1000);
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      want[i] = scale * (1.0 + static_cast<double>(i % 17));
+      got[i] = want[i] * 1.009;   // within rtol, 9x over rel_l2
+    }
+    const OutputDiff d = diff_output(host_space(), DType::f64, f64_buffer(want), f64_buffer(got),
+                                     static_cast<std::int64_t>(want.size()), tol, true);
+    EXPECT_GE(d.bad, 0) << "scale " << scale;
+    EXPECT_NEAR(d.rel_l2, 0.009, 1e-9) << "scale " << scale;
+    EXPECT_NE(d.why.find("relative L2 error"), std::string::npos) << d.why;
+  }
+}
+
+TEST(JudgeL2, HugeFloat64ValuesThatMatchPass) {
+  const Tolerance tol{0.0, 0.01, 0.001};
+  std::vector<double> want(1000), got(1000);
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    want[i] = 1e300 * (1.0 + static_cast<double>(i % 17));
+    got[i] = want[i] * (1.0 + 1e-6);
+  }
+  const OutputDiff d = diff_output(host_space(), DType::f64, f64_buffer(want), f64_buffer(got),
+                                   static_cast<std::int64_t>(want.size()), tol, true);
+  EXPECT_LT(d.bad, 0) << d.why;
+  EXPECT_NEAR(d.rel_l2, 1e-6, 1e-9);
+}
+
+TEST(JudgeL2, AnInfiniteDifferenceOfFiniteValuesFails) {
+  const Tolerance tol{0.0, 0.01, 0.001};
+  const OutputDiff d = diff_output(host_space(), DType::f64, f64_buffer({1e308, 1.0}), f64_buffer({-1e308, 1.0}), 2,
+                                   tol, true);
+  EXPECT_EQ(d.bad, 0);
+  EXPECT_TRUE(std::isinf(d.rel_l2)) << d.rel_l2;
 }
 
 }  // namespace

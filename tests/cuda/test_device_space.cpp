@@ -124,6 +124,28 @@ TEST(DeviceSpace, ComparisonMatchesTheHostOnTheSameBuffers) {
   }
 }
 
+// float64 outputs whose squares pass the largest double: both spaces give
+// diff_output the scaled sums, and the relative L2 error is the same finite
+// figure (before, inf / inf passed an output 9x over rel_l2).
+TEST(DeviceSpace, HugeFloat64ValuesGiveTheHostsRelativeL2Error) {
+  REQUIRE_GPU();
+  const kevo::Tolerance tol{0.0, 0.01, 0.001};
+  const std::int64_t n = 3 * w::kBlockElements / 2;
+  w::Buffer want(static_cast<std::size_t>(n) * sizeof(double)), got(want.bytes());
+  auto* pw = static_cast<double*>(want.data());
+  auto* pg = static_cast<double*>(got.data());
+  for (std::int64_t i = 0; i < n; ++i) {
+    pw[i] = 1e300 * (1.0 + static_cast<double>(i % 17));
+    pg[i] = pw[i] * 1.009;
+  }
+  const w::OutputDiff h = w::diff_output(w::host_space(), kevo::DType::f64, want, got, n, tol, true);
+  const w::OutputDiff d = w::diff_output(cw::device_space(), kevo::DType::f64, upload(want), upload(got), n, tol, true);
+  EXPECT_NEAR(h.rel_l2, 0.009, 1e-9);
+  EXPECT_NEAR(d.rel_l2, h.rel_l2, 1e-12);
+  EXPECT_GE(d.bad, 0);
+  EXPECT_EQ(d.why, h.why);
+}
+
 TEST(DeviceSpace, InputsAreDeterministicFreshPerTagAndOutputsPoisoned) {
   REQUIRE_GPU();
   w::Space& dev = cw::device_space();

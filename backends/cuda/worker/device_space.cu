@@ -225,7 +225,7 @@ __global__ void first_diff(const unsigned char* a, const unsigned char* b, int64
 
 // w::ComparePart without its initialisers, for device code.
 struct Part {
-  double diff2, want2, max_abs;
+  double diff2, want2, max_abs, diff2_scaled, want2_scaled;
   long long compared, bad, worst;
   int why;
 };
@@ -233,6 +233,8 @@ struct Part {
 __device__ inline void merge(Part& x, const Part& y) {
   x.diff2 += y.diff2;
   x.want2 += y.want2;
+  x.diff2_scaled += y.diff2_scaled;
+  x.want2_scaled += y.want2_scaled;
   x.compared += y.compared;
   if (y.max_abs > x.max_abs || (y.max_abs == x.max_abs && y.worst >= 0 && (x.worst < 0 || y.worst < x.worst))) {
     x.max_abs = y.max_abs;
@@ -255,7 +257,7 @@ __global__ void compare_blocks(int dt, const void* want, const void* got, int64_
   __shared__ Part s[kThreads];
   const int64_t lo = static_cast<int64_t>(blockIdx.x) * kBlock;
   const int64_t hi = min(n, lo + kBlock);
-  Part p{0.0, 0.0, 0.0, 0, -1, -1, 0};
+  Part p{0.0, 0.0, 0.0, 0.0, 0.0, 0, -1, -1, 0};
   auto mark = [&](int64_t i, w::Why why) {
     if (p.bad < 0) {   // indices rise within a thread: the first is the lowest
       p.bad = i;
@@ -279,6 +281,9 @@ __global__ void compare_blocks(int dt, const void* want, const void* got, int64_
     const double d = fabs(y - x);
     p.diff2 += d * d;
     p.want2 += x * x;
+    const double ds = d * w::kL2Scale, xs = x * w::kL2Scale;
+    p.diff2_scaled += ds * ds;
+    p.want2_scaled += xs * xs;
     ++p.compared;
     if (d > p.max_abs) {
       p.max_abs = d;
@@ -408,6 +413,8 @@ class DeviceSpace final : public w::Space {
       w::ComparePart& p = parts[b];
       p.diff2 = h.diff2;
       p.want2 = h.want2;
+      p.diff2_scaled = h.diff2_scaled;
+      p.want2_scaled = h.want2_scaled;
       p.max_abs = h.max_abs;
       p.compared = h.compared;
       p.bad = h.bad;

@@ -343,6 +343,9 @@ void compare_block(const Poison& P, DType dt, const void* w, const void* g, std:
     const double d = std::fabs(y - x);
     p.diff2 += d * d;
     p.want2 += x * x;
+    const double ds = d * kL2Scale, xs = x * kL2Scale;
+    p.diff2_scaled += ds * ds;
+    p.want2_scaled += xs * xs;
     ++p.compared;
     if (d > p.max_abs) {
       p.max_abs = d;
@@ -442,13 +445,15 @@ OutputDiff diff_output(Space& space, DType t, const Buffer& want, const Buffer& 
   // combined in block order, so that the figures do not depend on the
   // number of threads (or on the space).
   const std::vector<ComparePart> parts = space.compare(t, want, got, n, tol, against_reference);
-  double diff2 = 0.0, want2 = 0.0;
+  double diff2 = 0.0, want2 = 0.0, diff2_scaled = 0.0, want2_scaled = 0.0;
   std::int64_t compared = 0, worst = -1;
   OutputDiff d;
   Why why_code = Why::none;
   for (const ComparePart& p : parts) {
     diff2 += p.diff2;
     want2 += p.want2;
+    diff2_scaled += p.diff2_scaled;
+    want2_scaled += p.want2_scaled;
     compared += p.compared;
     if (p.max_abs > d.max_abs) {
       d.max_abs = p.max_abs;
@@ -460,7 +465,10 @@ OutputDiff diff_output(Space& space, DType t, const Buffer& want, const Buffer& 
     }
   }
   const double l2_floor = std::max(tol.atol * std::sqrt(static_cast<double>(compared)), 1e-30);
-  d.rel_l2 = std::sqrt(diff2) / std::max(std::sqrt(want2), l2_floor);
+  if (std::isfinite(diff2) && std::isfinite(want2))
+    d.rel_l2 = std::sqrt(diff2) / std::max(std::sqrt(want2), l2_floor);
+  else  // squares past the largest double: the scaled sums (an infinite difference stays infinite)
+    d.rel_l2 = std::sqrt(diff2_scaled) / std::max(std::sqrt(want2_scaled), l2_floor * kL2Scale);
   d.why = why_text(why_code);
   if (d.bad < 0 && d.rel_l2 > tol.rel_l2 && diff2 > 0.0) {
     d.bad = worst;
