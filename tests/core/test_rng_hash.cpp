@@ -94,6 +94,18 @@ TEST(Hash, Fnv1aKnownValues) {
   EXPECT_EQ(fnv1a64(bytes, 3), fnv1a64("foo"));
 }
 
+// The SipHash paper's test vectors: key 00 01 .. 0f; messages of 0 and of
+// 15 bytes (00 01 .. 0e), and the 64-byte reference table's 8th entry.
+TEST(Hash, Siphash24KnownValues) {
+  const std::uint64_t k0 = 0x0706050403020100ULL, k1 = 0x0f0e0d0c0b0a0908ULL;
+  std::string msg;
+  for (int i = 0; i < 15; ++i) msg.push_back(static_cast<char>(i));
+  EXPECT_EQ(siphash24("", k0, k1), 0x726fdb47dd0e0e31ULL);
+  EXPECT_EQ(siphash24(msg, k0, k1), 0xa129ca6149be45e5ULL);
+  EXPECT_EQ(siphash24(std::string_view(msg).substr(0, 8), k0, k1), 0x93f5f5799a932462ULL);
+  EXPECT_NE(siphash24(msg, k0, k1 ^ 1), siphash24(msg, k0, k1));
+}
+
 TEST(Rng, RandomHexIsHexAndFresh) {
   const std::string a = random_hex(8), b = random_hex(8);
   EXPECT_EQ(a.size(), 16u);

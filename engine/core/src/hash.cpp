@@ -45,6 +45,53 @@ std::uint64_t fnv1a64(const void* data, std::size_t size, std::uint64_t basis) {
   return h;
 }
 
+namespace {
+
+constexpr std::uint64_t rotl(std::uint64_t x, int b) { return (x << b) | (x >> (64 - b)); }
+
+struct SipState {
+  std::uint64_t v0, v1, v2, v3;
+  void round() noexcept {
+    v0 += v1;
+    v1 = rotl(v1, 13) ^ v0;
+    v0 = rotl(v0, 32);
+    v2 += v3;
+    v3 = rotl(v3, 16) ^ v2;
+    v0 += v3;
+    v3 = rotl(v3, 21) ^ v0;
+    v2 += v1;
+    v1 = rotl(v1, 17) ^ v2;
+    v2 = rotl(v2, 32);
+  }
+  void absorb(std::uint64_t m) noexcept {
+    v3 ^= m;
+    round();
+    round();
+    v0 ^= m;
+  }
+};
+
+std::uint64_t load_le64(const unsigned char* p, std::size_t n) noexcept {
+  std::uint64_t w = 0;
+  for (std::size_t i = 0; i < n; ++i) w |= static_cast<std::uint64_t>(p[i]) << (8 * i);
+  return w;
+}
+
+}  // namespace
+
+std::uint64_t siphash24(std::string_view data, std::uint64_t k0, std::uint64_t k1) noexcept {
+  SipState s{k0 ^ 0x736f6d6570736575ULL, k1 ^ 0x646f72616e646f6dULL, k0 ^ 0x6c7967656e657261ULL,
+             k1 ^ 0x7465646279746573ULL};
+  const auto* p = reinterpret_cast<const unsigned char*>(data.data());
+  const std::size_t n = data.size();
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) s.absorb(load_le64(p + i, 8));
+  s.absorb(load_le64(p + i, n - i) | (static_cast<std::uint64_t>(n & 0xff) << 56));
+  s.v2 ^= 0xff;
+  for (int r = 0; r < 4; ++r) s.round();
+  return s.v0 ^ s.v1 ^ s.v2 ^ s.v3;
+}
+
 std::string hex64(std::uint64_t v) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));

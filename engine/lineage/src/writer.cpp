@@ -1,5 +1,6 @@
 #include "kevo/lineage/writer.hpp"
 
+#include "kevo/core/hash.hpp"
 #include "kevo/core/text.hpp"
 #include "format.hpp"
 
@@ -10,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <iostream>
+#include <random>
 #include <thread>
 #include <unordered_map>
 
@@ -24,26 +26,12 @@ double unix_now() {
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-// A second 64-bit hash, independent of std::hash, eight bytes per step
-// (fnv1a64 goes byte by byte and cost more than the rest of append).
-std::uint64_t mix_hash(std::string_view s) {
-  constexpr std::uint64_t k = 0x9E3779B97F4A7C15ULL;
-  std::uint64_t h = 0x6A09E667F3BCC909ULL ^ (s.size() * k);
-  std::size_t i = 0;
-  for (; i + 8 <= s.size(); i += 8) {
-    std::uint64_t w;
-    std::memcpy(&w, s.data() + i, 8);
-    h = (h ^ (w * k)) * 0xBF58476D1CE4E5B9ULL;
-    h ^= h >> 31;
-  }
-  std::uint64_t tail = 0;
-  std::memcpy(&tail, s.data() + i, s.size() - i);
-  h = (h ^ (tail * k)) * 0x94D049BB133111EBULL;
-  return h ^ (h >> 29);
-}
-
 // Two independent 64-bit hashes and the length: a false match (two different
-// texts sharing one reference) needs a 128-bit collision.
+// texts sharing one reference) needs a 128-bit collision. The texts are
+// candidates' sources, outputs and LLM replies, written by an adversary; the
+// second hash is SipHash-2-4 under a key drawn per writer (red team 22: the
+// unkeyed hash it replaced, and std::hash, can be made to collide without a
+// key, and a chosen collision would log one candidate's text as another's).
 struct TextKey {
   std::uint64_t a, b;
   std::size_t size;
@@ -73,6 +61,7 @@ struct LineageWriter::Impl {
   std::uint64_t text_next = 0;        // position of the first buffered text in /text
   std::uint64_t text_extent_set = 0;  // largest /text extent this writer has set
   std::unordered_map<TextKey, std::int64_t, TextKeyHash> text_refs;
+  std::uint64_t text_key0 = 0, text_key1 = 0;   // the dedup's SipHash key (kernel randomness, per writer)
 
   h5::PropList fapl;
   h5::PropList dxpl;
@@ -92,6 +81,9 @@ struct LineageWriter::Impl {
     fapl = detail::writer_fapl();
     dxpl = detail::string_dxpl();
     str_type = h5::vlen_utf8();
+    std::random_device rd;
+    text_key0 = (static_cast<std::uint64_t>(rd()) << 32) | rd();
+    text_key1 = (static_cast<std::uint64_t>(rd()) << 32) | rd();
   }
 
   void warn(const std::string& message) const {
@@ -115,7 +107,7 @@ struct LineageWriter::Impl {
       fixed = sanitize_utf8(raw, kStoredText);
       text = fixed;
     }
-    const TextKey key{std::hash<std::string_view>{}(text), mix_hash(text), text.size()};
+    const TextKey key{std::hash<std::string_view>{}(text), siphash24(text, text_key0, text_key1), text.size()};
     const auto ref = static_cast<std::int64_t>(text_next + texts.size());
     if (text_refs.size() >= opt.dedupe_entries) text_refs.clear();
     const auto [it, inserted] = text_refs.try_emplace(key, ref);

@@ -17,6 +17,12 @@ std::uint64_t fnv1a64(const void* data, std::size_t size,
                       std::uint64_t basis = 0xcbf29ce484222325ULL);
 std::string hex64(std::uint64_t v);
 
+// SipHash-2-4 (Aumasson and Bernstein, 2012) under the 128-bit key (k0, k1),
+// each half read as the key's bytes in little-endian order: a keyed hash, for
+// tables whose keys an adversary writes (the lineage writer's text dedup),
+// where finding a collision needs the key.
+std::uint64_t siphash24(std::string_view data, std::uint64_t k0, std::uint64_t k1) noexcept;
+
 // Bytes as lowercase hex, two digits a byte.
 std::string to_hex(const void* data, std::size_t size);
 
