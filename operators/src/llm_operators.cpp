@@ -219,7 +219,23 @@ Template Template::from_text(std::string text, std::string origin) {
   Template t;
   for (std::size_t pos = text.find("{{"); pos != std::string::npos; pos = text.find("{{", pos + 2)) {
     const auto end = text.find("}}", pos);
-    t.parts_.push_back({pos, end + 2, Slots::index(std::string_view(text).substr(pos + 2, end - pos - 2))});
+    Part part{pos, end + 2, Slots::index(std::string_view(text).substr(pos + 2, end - pos - 2))};
+    // Fenced: the line before the slot opens with a run of backticks and
+    // the slot is followed by a run of the same length.
+    if (pos > 0 && text[pos - 1] == '\n') {
+      const std::size_t line = pos >= 2 ? text.rfind('\n', pos - 2) : std::string::npos;
+      const std::size_t open = line == std::string::npos ? 0 : line + 1;
+      const std::size_t stop = text.find_first_not_of('`', open);
+      const std::size_t run = stop == std::string::npos ? 0 : stop - open;
+      const std::size_t after = part.end;
+      const bool own_line = t.parts_.empty() || t.parts_.back().end <= open;   // no slot on the fence's line
+      if (own_line && run >= 3 && text.compare(after, run, std::string(run, '`')) == 0 &&
+          (after + run == text.size() || text[after + run] != '`')) {
+        part.open = open;
+        part.fence = run;
+      }
+    }
+    t.parts_.push_back(part);
     pos = end;
   }
   t.text_ = std::move(text);
@@ -229,6 +245,20 @@ Template Template::from_text(std::string text, std::string origin) {
 
 Template Template::load(const fs::path& file) { return from_text(read_text(file, "prompt template"), file.string()); }
 
+namespace {
+
+// The longest run of backticks in `s`.
+std::size_t longest_backtick_run(std::string_view s) {
+  std::size_t best = 0, run = 0;
+  for (const char c : s) {
+    run = c == '`' ? run + 1 : 0;
+    best = std::max(best, run);
+  }
+  return best;
+}
+
+}  // namespace
+
 std::string Template::render(const Slots& slots) const {
   // The text between slots and the slots' places, found once (from_text).
   std::size_t size = text_.size();
@@ -237,8 +267,20 @@ std::string Template::render(const Slots& slots) const {
   out.reserve(size);
   std::size_t at = 0;
   for (const Part& p : parts_) {
+    const std::string& value = slots[static_cast<Slot>(p.slot)];
+    const std::size_t need = p.fence ? longest_backtick_run(value) + 1 : 0;
+    if (need > p.fence) {
+      // A longer fence on both sides: the template's own runs replaced.
+      out.append(text_, at, p.open - at);
+      out.append(need, '`');
+      out.append(text_, p.open + p.fence, p.at - p.open - p.fence);
+      out += value;
+      out.append(need, '`');
+      at = p.end + p.fence;
+      continue;
+    }
     out.append(text_, at, p.at - at);
-    out += slots[static_cast<Slot>(p.slot)];
+    out += value;
     at = p.end;
   }
   out.append(text_, at, std::string::npos);

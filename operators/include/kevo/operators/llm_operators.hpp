@@ -81,6 +81,11 @@ class Slots {
 
 // Prompt templates: text with {{slot}} names. Unknown slots are an input error
 // when the template is loaded, so a typo never sends "{{parnet_source}}".
+// A slot alone in a fenced block (a line of three or more backticks before
+// it, the closing run right after it: "```cpp\n{{parent_source}}```") gets
+// fences longer than any run of backticks in its value, so that a source
+// holding a fence cannot close the block and write text of the prompt's own
+// shape after it (red team 22).
 class Template {
  public:
   static Template load(const std::filesystem::path& file);
@@ -91,6 +96,9 @@ class Template {
   struct Part {
     std::size_t at, end;   // "{{slot}}" spans [at, end) of text_
     std::size_t slot;      // its index in template_slots()
+    // Fenced: the opening run of backticks at [open, open + fence) of
+    // text_ and the closing one at [end, end + fence); fence 0: not fenced.
+    std::size_t open = 0, fence = 0;
   };
   std::string text_, origin_;
   std::vector<Part> parts_;
