@@ -97,6 +97,28 @@ TEST(SanitizeUtf8, ControlBytesBecomePicturesUnlessKept) {
   EXPECT_TRUE(is_clean_utf8("\f\r\n\x1b", kStoredText));
 }
 
+// Bidirectional controls reorder how a line shows: a candidate's printed
+// "status: wrong_answer" with U+202E before a reversed "tcerroc" reads as
+// "correct" on a terminal (red team 22). Shown texts replace them; stored
+// ones (sources) keep them as written.
+TEST(SanitizeUtf8, BidiControlsAreReplacedInShownText) {
+  const std::vector<std::vector<unsigned char>> bidi = {
+      {0xE2, 0x80, 0xAA}, {0xE2, 0x80, 0xAE}, {0xE2, 0x81, 0xA6}, {0xE2, 0x81, 0xA9},
+      {0xE2, 0x80, 0x8E}, {0xE2, 0x80, 0x8F}, {0xD8, 0x9C}};
+  for (const auto& b : bidi) {
+    const std::string in = "status: " + std::string(b.begin(), b.end()) + "tcerroc";
+    EXPECT_EQ(sanitize_utf8(in, kShownText), "status: " + R + "tcerroc");
+    EXPECT_EQ(sanitize_utf8(in, kTerminalText), "status: " + R + "tcerroc");
+    EXPECT_FALSE(is_clean_utf8(in, kShownText));
+    EXPECT_EQ(sanitize_utf8(in, kStoredText), in);
+  }
+  // Their neighbours stay: U+2029 (E2 80 A9), U+202F (E2 80 AF), U+2065 (E2 81 A5),
+  // U+206A (E2 81 AA), U+200D (E2 80 8D), U+061B (D8 9B).
+  const std::string kept = bytes({0xE2, 0x80, 0xA9}) + bytes({0xE2, 0x80, 0xAF}) + bytes({0xE2, 0x81, 0xA5}) +
+                           bytes({0xE2, 0x81, 0xAA}) + bytes({0xE2, 0x80, 0x8D}) + bytes({0xD8, 0x9B});
+  EXPECT_EQ(sanitize_utf8(kept, kShownText), kept);
+}
+
 TEST(SanitizeUtf8, LongLinesAreCutAtACharacterBoundaryUnderALimit) {
   const kevo::TextRules rules{false, 10};
   EXPECT_EQ(sanitize_utf8("0123456789", rules), "0123456789");

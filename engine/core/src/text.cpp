@@ -37,6 +37,18 @@ std::string_view control_picture(unsigned char c) {
   return {p.data(), p.size()};
 }
 
+// The bidirectional controls that reorder how a line shows ("Trojan
+// Source": a candidate's line that reads as kevo's, or as another order, on a
+// terminal or in a report): U+202A..U+202E (E2 80 AA..AE), U+2066..U+2069
+// (E2 81 A6..A9), LRM and RLM U+200E/U+200F (E2 80 8E/8F), ALM U+061C (D8 9C).
+bool is_bidi_control(std::string_view text, std::size_t at, std::size_t n) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(text[at + k]); };
+  if (n == 2) return b(0) == 0xD8 && b(1) == 0x9C;
+  if (n != 3 || b(0) != 0xE2) return false;
+  if (b(1) == 0x80) return (b(2) >= 0xAA && b(2) <= 0xAE) || b(2) == 0x8E || b(2) == 0x8F;
+  return b(1) == 0x81 && b(2) >= 0xA6 && b(2) <= 0xA9;
+}
+
 Step step(std::string_view text, std::size_t at, const TextRules& rules) {
   const auto c = static_cast<unsigned char>(text[at]);
   if (c < 0x80) {
@@ -49,6 +61,7 @@ Step step(std::string_view text, std::size_t at, const TextRules& rules) {
   // C1 controls: U+0080..U+009F are C2 80..C2 9F.
   if (!rules.keep_controls && c == 0xC2 && static_cast<unsigned char>(text[at + 1]) < 0xA0)
     return {n, false, kReplacement};
+  if (!rules.keep_controls && is_bidi_control(text, at, n)) return {n, false, kReplacement};
   return {n, true, {}};
 }
 

@@ -11,7 +11,9 @@
 //  * NUL becomes U+2400 (HDF5 strings end at NUL; C strings too);
 //  * unless the rules keep them, the other C0 controls and DEL become their
 //    Control Pictures (ESC -> U+241B, CR -> U+240D, DEL -> U+2421) and the C1
-//    controls (U+0080..U+009F) U+FFFD; '\n' and '\t' always stay;
+//    controls (U+0080..U+009F) and the bidirectional controls (U+202A..
+//    U+202E, U+2066..U+2069, U+200E, U+200F, U+061C: "Trojan Source"
+//    reordering of a shown line) U+FFFD; '\n' and '\t' always stay;
 //  * with a line limit, a longer line is cut at a character boundary and
 //    ends with "… [N bytes cut]".
 //
