@@ -41,6 +41,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -855,24 +856,31 @@ def cv_part(args, work, budget, res):
     cv = {"candidate": cand["path"], "k": args.k, "kevo": [], "kernelbench": {}}
     res["cv"] = cv
     common = kevo_common(args, os.path.join(work, "kevo-cache"))
-    log("CV: %d kevo judgements of %s" % (args.k, cand["path"]))
+    # --cv-masks: the judge's GPU input mask (KEVO_TORCH_MASK), each mode's
+    # judgements taken in turn, so that the series are side by side.
+    masks = [m for m in args.cv_masks.split(",") if m]
+    log("CV: %d kevo judgements of %s per input mask (%s)" % (args.k, cand["path"], ", ".join(masks)))
     for i in range(args.k):
-        if budget.spent():
-            cv["kevo"].append({"skipped": "budget"})
-            continue
-        argv = [args.kevo, "eval", task_dir, path, "--json", "--seed", str(1000 + i)] + \
-            (["--no-prepare"] if i > 0 else []) + common
-        r = run_proc(argv, budget.cap(args.timeout + 120))
-        v = parse_kevo_eval(r["out"], [path])[0].get(path, {})
-        item = {"rc": r["rc"], "timed_out": r["timed_out"], "wall_s": r["wall_s"], "status": v.get("status"),
-                "cand_median_ns": num(v.get("cand_median_ns")), "ref_median_ns": num(v.get("ref_median_ns")),
-                "cand_iqr_ns": num(v.get("cand_iqr_ns")), "repeats": v.get("repeats"),
-                "message": (v.get("message") or tail(r["err"], 300))[:300]}
-        cv["kevo"].append(item)
-        log("CV: kevo %d/%d %s cand %s us (ref %s us) in %.1f s%s" % (
-            i + 1, args.k, item["status"], fmt_us(item["cand_median_ns"] / 1e3), fmt_us(item["ref_median_ns"] / 1e3),
-            r["wall_s"], "" if item["status"] == "correct" else ": rc %s %s" % (
-                r["rc"], item["message"][-160:].replace("\n", " "))))
+        for mask in masks:
+            if budget.spent():
+                cv["kevo"].append({"skipped": "budget", "mask": mask})
+                continue
+            argv = [args.kevo, "eval", task_dir, path, "--json", "--seed", str(1000 + i)] + \
+                (["--no-prepare"] if cv["kevo"] else []) + common
+            r = run_proc(argv, budget.cap(args.timeout + 120), env=dict(os.environ, KEVO_TORCH_MASK=mask))
+            v = parse_kevo_eval(r["out"], [path])[0].get(path, {})
+            unmask = re.search(r"message and unmask of its inputs ([0-9.]+) us", json.dumps(v))
+            item = {"rc": r["rc"], "timed_out": r["timed_out"], "wall_s": r["wall_s"], "status": v.get("status"),
+                    "mask": mask, "cand_median_ns": num(v.get("cand_median_ns")),
+                    "ref_median_ns": num(v.get("ref_median_ns")), "cand_iqr_ns": num(v.get("cand_iqr_ns")),
+                    "repeats": v.get("repeats"), "ref_unmask_us": float(unmask.group(1)) if unmask else None,
+                    "message": (v.get("message") or tail(r["err"], 300))[:300]}
+            cv["kevo"].append(item)
+            log("CV: kevo %d/%d (mask %s) %s cand %s us (ref %s us; its message and unmask %s us) in %.1f s%s" % (
+                i + 1, args.k, mask, item["status"], fmt_us(item["cand_median_ns"] / 1e3),
+                fmt_us(item["ref_median_ns"] / 1e3), item["ref_unmask_us"], r["wall_s"],
+                "" if item["status"] == "correct" else ": rc %s %s" % (
+                    r["rc"], item["message"][-160:].replace("\n", " "))))
     if budget.spent():
         cv["kernelbench"] = {"skipped": "budget"}
         return
@@ -1110,10 +1118,22 @@ def report(res):
         p("")
         p("-- timing CV of %s (judgement to judgement) --" % cv.get("candidate"))
         series = []
-        kv = [x["cand_median_ns"] / 1e3 for x in cv.get("kevo", [])
-              if x.get("status") == "correct" and math.isfinite(x.get("cand_median_ns", float("nan")))]
-        if kv:
-            series.append(("kevo judgement cand_median", kv))
+        masks = []
+        for x in cv.get("kevo", []):
+            if x.get("mask", "fused") not in masks:
+                masks.append(x.get("mask", "fused"))
+        kv = []
+        for mask in masks:
+            got = [x for x in cv.get("kevo", []) if x.get("mask", "fused") == mask and x.get("status") == "correct"
+                   and math.isfinite(x.get("cand_median_ns", float("nan")))]
+            v = [x["cand_median_ns"] / 1e3 for x in got]
+            if v:
+                series.append(("kevo judgement cand_median" + ("" if masks == ["fused"] else " (mask %s)" % mask), v))
+                kv = kv or v
+            unmask = [x["ref_unmask_us"] for x in got if x.get("ref_unmask_us") is not None]
+            if unmask:
+                p("kevo (mask %s): the reference's message and unmask, median of %d judgements: %.1f us" % (
+                    mask, len(unmask), statistics.median(unmask)))
         kbcv = cv.get("kernelbench") or {}
         if kbcv.get("cuda_event_mean_ms"):
             series.append(("kernelbench cuda_event mean of %s" % kbcv.get("perf_trials"),
@@ -1138,6 +1158,8 @@ def report(res):
         ratios = {}
         if kv and len(kv) >= 3:
             for label, v in series[1:]:
+                if label.startswith("kevo"):
+                    continue
                 if len(v) >= 3 and statistics.stdev(v) > 0:
                     ratio, lo, hi = sd_ratio(kv, v)
                     say = ("kevo's timings vary less" if hi < 1 else "kevo's timings vary more" if lo > 1 else
@@ -1315,6 +1337,8 @@ def main():
     ap.add_argument("--parts", default="kevo,kernelbench,cv", help="comma-separated: kevo, kernelbench, cv")
     ap.add_argument("--only", help="comma-separated candidate ids (instead of all, or --quick's)")
     ap.add_argument("--k", type=int, help="judgements per series for the CV (10; 3 with --quick)")
+    ap.add_argument("--cv-masks", default="fused", help="comma-separated: the judge's GPU input masks to time "
+                    "the CV's judgements under, in turn (KEVO_TORCH_MASK: fused, generator)")
     ap.add_argument("--timeout", type=int, default=180,
                     help="seconds per candidate (KernelBench's eval_from_generations default, 180); kevo's "
                          "run.wall_seconds; the other timeouts derive from it")
@@ -1356,6 +1380,9 @@ def main():
     bad = [p for p in parts if p not in ("kevo", "kernelbench", "cv")]
     if bad:
         ap.error("unknown part(s) %s" % bad)
+    bad = [m for m in args.cv_masks.split(",") if m not in ("fused", "generator")]
+    if bad or not args.cv_masks:
+        ap.error("--cv-masks: expected fused and/or generator, comma-separated (got %r)" % args.cv_masks)
     if ("kevo" in parts or "cv" in parts) and not os.access(args.kevo, os.X_OK):
         ap.error("%s is not an executable" % args.kevo)
     if not os.path.isfile(os.path.join(args.kb_src, "kernelbench", "eval.py")):

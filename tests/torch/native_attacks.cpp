@@ -600,20 +600,21 @@ torch::Tensor fill_memory(torch::Tensor x) {
 // inputs in its memory must be the inputs (wrong_answer). (On the CPU there
 // is no mask: honest.)
 // The start of a replacement for the host's unmask_inputs (Python, for
-// once_in_host_module): the same checks and keystream generator as the
-// host's; the attacks below differ in what they do with the keystream.
+// once_in_host_module): the same checks as the host's; the attacks below
+// differ in where the host's own unmask (unmask_into: the one-pass kernel,
+// or the keystream generator with KEVO_TORCH_MASK=generator) writes and
+// whether they wait for it.
 #define KEVO_UNMASK_PROLOGUE                                            \
   "        def _unmask(st, key, _m=m):\n"                               \
   "            if not key or st.mask is None:\n"                        \
-  "                return\n"                                            \
-  "            if st.mask_gen is None:\n"                               \
-  "                st.mask_gen = torch.Generator(device=st.device)\n"
+  "                return\n"
 
 torch::Tensor unmask_elsewhere(torch::Tensor x) {
   static bool done = false;
   once_in_host_module(done, ", torch",
                       KEVO_UNMASK_PROLOGUE
-                      "            plain = torch.bitwise_xor(st.mask, _m.keystream(st.mask_gen, key, st.mask_words))\n"
+                      "            plain = torch.empty_like(st.mask)\n"
+                      "            _m.unmask_into(st, plain, key)\n"
                       "            pb = plain.view(torch.uint8)\n"
                       "            st.inputs = [_m.arena_view(pb, t.data_ptr() - st.arena.va, list(t.shape),\n"
                       "                                       _m.dtype_name(t.dtype))\n"
@@ -635,7 +636,7 @@ torch::Tensor lean_unmask(torch::Tensor x) {
   static bool done = false;
   once_in_host_module(done, ", torch",
                       KEVO_UNMASK_PROLOGUE
-                      "            st.mask.bitwise_xor_(_m.keystream(st.mask_gen, key, st.mask_words))\n"
+                      "            _m.unmask_into(st, st.mask, key)\n"
                       "        m.unmask_inputs = _unmask\n");
   return softmax_rows(x);
 }

@@ -2,7 +2,7 @@
 # Runs on the GPU machine: builds what the torch backend needs and runs its
 # GPU checks and benchmarks, each phase with its own time limit; logs go to
 # $OUT (docs/torch.md, docs/benchmarks.md#torch-backend).
-#   tests/torch/run_h200.sh PHASE...   build vmm gpu adversarial ahead triton params profile drain noise
+#   tests/torch/run_h200.sh PHASE...   build vmm unmask gpu adversarial ahead triton params profile drain noise
 #   (ADV_ONLY=name,... for a part of the adversarial suite)
 set -u
 OUT=${OUT:-/tmp/kevo-torch-out}
@@ -79,6 +79,10 @@ vmm)
 drain)
   step "the GPU drain's assumption and the context switch (tests/bench/torch_drain_probe.py)"
   timeout ${DRAIN_TIMEOUT:-120} $PY tests/bench/torch_drain_probe.py 2>&1 | tee "$OUT/drain.log"
+  ;;
+unmask)
+  step "the GPU host's unmask: the one-pass kernel against the generator's two (tests/bench/torch_unmask_cost.py)"
+  timeout ${UNMASK_TIMEOUT:-120} $PY tests/bench/torch_unmask_cost.py ${UNMASK_CALLS:-200} 2>&1 | tee "$OUT/unmask.log"
   ;;
 noise)
   step "where the timed calls' noise comes from (tests/bench/torch_timing_noise.py)"

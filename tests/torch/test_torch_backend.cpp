@@ -273,6 +273,32 @@ TEST(TorchOptions, AProbeThatPassedIsRememberedUntilTorchsVersionFileChanges) {
   EXPECT_EQ(runs("broken"), 2);
 }
 
+// KEVO_TORCH_MASK (the GPU input mask's design, for benchmarks) is the
+// judge's to check: a value it does not know is refused when the config is
+// read, with the variable and the values it takes, on the CPU too.
+TEST(TorchOptions, AnInputMaskTheJudgeDoesNotKnowIsRefusedNamingIt) {
+  if (!have_torch()) GTEST_SKIP() << KEVO_TORCH_PYTHON << " has no torch";
+  test::TempDir d;
+  const auto parse = [&] {
+    nlohmann::json j = options({{"cache_dir", (d.path() / "cache").string()}});
+    StrictObject obj(j, "run.json", "/backend/torch");
+    return torchb::parse_torch_options(obj);
+  };
+  ::setenv("KEVO_TORCH_MASK", "philox", 1);
+  try {
+    parse();
+    ADD_FAILURE() << "KEVO_TORCH_MASK=philox was accepted";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("KEVO_TORCH_MASK is 'philox'"), std::string::npos) << what;
+    EXPECT_NE(what.find("fused, generator"), std::string::npos) << what;
+  }
+  ::setenv("KEVO_TORCH_MASK", "generator", 1);
+  EXPECT_NO_THROW(parse());
+  ::unsetenv("KEVO_TORCH_MASK");
+  EXPECT_NO_THROW(parse());
+}
+
 // torch eager (and torch.compile where torch has it) of a bundled task,
 // timed by the judge when a run starts.
 TEST(TorchBaselines, EagerIsTimedAndCompileIsTimedOrSaysWhyNot) {

@@ -65,6 +65,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import kevo_torch_common as kc  # noqa: E402
 import kevo_torch_triton  # noqa: E402
+import kevo_torch_mask as km  # noqa: E402
 
 kv = None   # kevo_torch_vmm (the judge's device memory), imported by the zygote after torch
 
@@ -190,10 +191,11 @@ def fresh_key():
 
 
 def keystream(gen, key, out):
-    """The mask of a call's inputs on the GPU (Judge.put_arena, the host's
-    unmask_inputs): `out` (int64) filled with 64 random bits a word, drawn
-    from `key` by torch's counter-based generator, so that the judge's
-    context and the host's draw the same words."""
+    """The mask of a call's inputs on the GPU with KEVO_TORCH_MASK=generator
+    (the first design, kept for benchmarks; the default is kevo_torch_mask's
+    one pass): `out` (int64) filled with 64 random bits a word, drawn from
+    `key` by torch's counter-based generator, so that the judge's context and
+    the host's draw the same words."""
     gen.manual_seed(key)
     return out.random_(-2 ** 63, None, generator=gen)
 
@@ -500,8 +502,9 @@ class HostState:
         self.sock = None         # GPU: the judge's socket as an object, for the descriptors (recv_fd)
         self.out_region = (0, 0)
         self.mask = None         # GPU: the masked span of the inputs, as int64 words (unmask_inputs)
-        self.mask_words = None   # GPU: the keystream's words (unmask_inputs)
+        self.mask_words = None   # GPU, KEVO_TORCH_MASK=generator: the keystream's words (unmask_into)
         self.mask_gen = None
+        self.mask_kernel = None  # GPU: kevo_torch_mask's kernel (unmask_into), loaded before the policy
 
 
 def shim_load_inline(build_dir, extensions):
@@ -615,6 +618,9 @@ def host_main(role, sock_fd, in_fd, viol_fd, opts):
             torch.cuda.set_device(0)
             torch.empty(1, device="cuda")
             torch.cuda.synchronize()
+            # The input mask's kernel: PTX that the driver compiles here,
+            # while its PTX compiler's library can still be loaded.
+            mask_kernel = km.MaskKernel() if km.mode() == "fused" else None
         if role == "candidate":
             import importlib
             importlib.import_module("torch.utils.cpp_extension")   # after the device: see setup_zygote
@@ -634,6 +640,7 @@ def host_main(role, sock_fd, in_fd, viol_fd, opts):
             # The prime's kernel (serve_host), and the driver's functions
             # for the judge's memory (kevo_torch_vmm), before the policy.
             st.touch = torch.zeros(1, device=st.device)
+            st.mask_kernel = mask_kernel
             kv.driver()
             st.sock = socket.socket(fileno=os.dup(sock_fd))   # for recv_fd
         if st.direct:
@@ -930,13 +937,24 @@ def unmask_inputs(st, key):
     not written again since the last call (a second pass on them)."""
     if not key or st.mask is None:
         return
-    if st.mask_gen is None:
-        st.mask_gen = torch.Generator(device=st.device)
-    st.mask.bitwise_xor_(keystream(st.mask_gen, key, st.mask_words))
+    unmask_into(st, st.mask, key)
     # Done on the device before the forward begins: a forward that works on
     # a stream of its own without waiting for the current one (racy, but
     # right when inputs arrive synchronized) reads the inputs, not the mask.
     st.sync()
+
+
+def unmask_into(st, dst, key):
+    """dst (int64 words, as many as st.mask's; st.mask itself in place) =
+    the masked inputs XORed with key's keystream, queued on the current
+    stream: one pass of kevo_torch_mask's kernel, or (KEVO_TORCH_MASK=
+    generator) the keystream drawn into a buffer and XORed in."""
+    if st.mask_kernel is not None:
+        st.mask_kernel.xor(dst.data_ptr(), st.mask.data_ptr(), st.mask.numel(), key)
+        return
+    if st.mask_gen is None:
+        st.mask_gen = torch.Generator(device=st.device)
+    torch.bitwise_xor(st.mask, keystream(st.mask_gen, key, st.mask_words), out=dst)
 
 
 def is_oom(e):
@@ -1025,7 +1043,7 @@ def host_bind_arena(st, msg):
     st.input_spans = [(st.arena.va, st.arena.va + st.arena.size)]
     n = int(a.get("mask_bytes", 0)) // 8
     st.mask = st.arena.bytes[:n * 8].view(torch.int64) if n else None
-    if n and (st.mask_words is None or st.mask_words.numel() != n):
+    if n and st.mask_kernel is None and (st.mask_words is None or st.mask_words.numel() != n):
         st.mask_words = None
         st.mask_words = torch.empty(n, dtype=torch.int64, device=st.device)
     if msg.get("poison"):
@@ -1846,7 +1864,11 @@ class GpuKit:
             compare(a.to(dt), b.to(dt), tol)
         compare(a.to(torch.int64), a.to(torch.int64), tol)
         words = torch.empty(64, dtype=torch.int64, device=dev)
-        torch.bitwise_xor(words, keystream(self.mask_gen, fresh_key(), words), out=words)
+        self.mask_kernel = km.MaskKernel() if km.mode() == "fused" else None
+        if self.mask_kernel is not None:
+            self.mask_kernel.xor(words.data_ptr(), words.data_ptr(), words.numel(), fresh_key())
+        else:
+            torch.bitwise_xor(words, keystream(self.mask_gen, fresh_key(), words), out=words)
         self.flush_buf.zero_()
         self.probe_buf.add_(1.0)
         torch.cuda.synchronize()
@@ -1914,7 +1936,8 @@ class Judge:
         self.drain_timed_out = False
         self.timing_started = False
         self.call_timeout = 60.0
-        self.mask_gen = None        # GPU: the judge's generator of the input masks (put_arena)
+        self.mask_gen = None        # GPU: the judge's generator of the input masks (put_arena; KEVO_TORCH_MASK=generator)
+        self.mask_kernel = None     # GPU: kevo_torch_mask's kernel, which masks them in one pass (put_arena)
         self._scratch = {}   # GPU: the judge's buffers for the input masks (scratch)
         self.busy_notes = []   # GPU: waits for the candidate's work while it was stopped, charged, per shape
         self.max_abs = 0.0
@@ -2124,9 +2147,12 @@ class Judge:
             plain = self.scratch("plain", mask_bytes, torch.uint8)
             for t, m in zip(self.pending, tens):
                 arena_view(plain, m["offset"], m["shape"], m["dtype"]).copy_(t)
-            words = self.scratch("mask", mask_bytes // 8, torch.int64)
-            torch.bitwise_xor(plain.view(torch.int64), keystream(self.mask_gen, h.key, words),
-                              out=h.arena.bytes[:mask_bytes].view(torch.int64))
+            if self.mask_kernel is not None:
+                self.mask_kernel.xor(h.arena.bytes.data_ptr(), plain.data_ptr(), mask_bytes // 8, h.key)
+            else:
+                words = self.scratch("mask", mask_bytes // 8, torch.int64)
+                torch.bitwise_xor(plain.view(torch.int64), keystream(self.mask_gen, h.key, words),
+                                  out=h.arena.bytes[:mask_bytes].view(torch.int64))
         h.arena.bytes[out_off:out_off + min(out_bytes, max(h.out_need, ALIGN))].fill_(255)
         torch.cuda.synchronize()
         busy += self.idle_check("after the inputs of %s's call were written" % h.role)
@@ -2646,7 +2672,7 @@ class Judge:
             # otherwise (every host is forked by now).
             kit = self.gpu or GpuKit()
             self.flush_buf, self.probe_buf = kit.flush_buf, kit.probe_buf
-            self.mask_gen, self.device_name = kit.mask_gen, kit.device_name
+            self.mask_gen, self.mask_kernel, self.device_name = kit.mask_gen, kit.mask_kernel, kit.device_name
             # The idle probe, measured before the candidate's program is
             # sent: no code of the candidate's has run yet, so no kernel of
             # it can be resident to slow these probes (and so loosen every
@@ -3870,8 +3896,12 @@ def probe(args):
         out["triton"] = triton.__version__
     except Exception:
         out["triton"] = None
+    try:
+        out["mask"] = km.mode()
+    except ValueError as e:
+        out["error"] = str(e)
     print(json.dumps(out))
-    return 0 if out.get("torch") else 1
+    return 0 if out.get("torch") and "error" not in out else 1
 
 
 def main():

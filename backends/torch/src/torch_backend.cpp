@@ -43,6 +43,8 @@ const std::vector<std::string> kPassEnv = {"CUDA_VISIBLE_DEVICES", "PYTHONPATH",
                                            "CUDA_PATH", "VIRTUAL_ENV", "CXX", "TRITON_CACHE_DIR",
                                            // a diagnostic: where each judgement's seconds went (docs/torch.md)
                                            "KEVO_TORCH_JUDGE_PHASES",
+                                           // for benchmarks: the GPU input mask's first design (docs/torch.md)
+                                           "KEVO_TORCH_MASK",
                                            // for tests: a judge's set-up before its request made slower, or
                                            // failed; a shorter wait for the judge forked ahead
                                            "KEVO_TORCH_TEST_SLOW_SETUP", "KEVO_TORCH_TEST_FAIL_AHEAD_SETUP",
@@ -174,6 +176,9 @@ nlohmann::json probe(const TorchOptions& o, StrictObject& obj) {
   if (!j.is_object() || j.value("torch", nlohmann::json()).is_null())
     obj.fail("python", "a Python interpreter that imports torch; " + py + " said: " +
                            head(j.is_object() ? j.value("error", std::string("?")) : f.output + f.error_output, 400));
+  // A setting of the judge's environment that it refused (KEVO_TORCH_MASK).
+  if (j.contains("error") && j["error"].is_string())
+    throw InputError("", "environment", "a judge environment that " + py + " accepts: " + head(j["error"].get<std::string>(), 400));
   if (o.device == "cuda" && !j.value("cuda", false))
     obj.fail("device", "\"cpu\" on a machine where torch sees no GPU (torch " + j.value("torch", std::string("?")) +
                            " under " + py + ": torch.cuda.is_available() is false)");
