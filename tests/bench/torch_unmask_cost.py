@@ -11,9 +11,11 @@ two designs, side by side in one process:
 
 For each span size (the softmax task's input is 16 MiB) and each design, in
 turn, call after call: the host's step as the judge's clock sees it (the
-unmask and the synchronize after it, wall time on the CPU), its kernels'
-time by CUDA events, and for the fused kernel the launch alone (no
-synchronize). Medians of the calls, and generator / fused.
+unmask and the synchronize after it, wall time on the CPU, the GPU idle
+before it), its kernels' time by CUDA events with the launches queued
+behind other work (so that the events see the GPU's time, not the CPU's
+launch), and for the fused kernel the launch alone (no synchronize).
+Medians of the calls, and generator / fused.
 
   python3 tests/bench/torch_unmask_cost.py [CALLS]      (needs torch and a GPU)
 """
@@ -42,6 +44,7 @@ def main():
     for mib in (4, 16, 64):
         n = mib * (1 << 20) // 8
         span = torch.randint(-2 ** 62, 2 ** 62, (n,), dtype=torch.int64, device=dev)
+        busy = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
         words = torch.empty(n, dtype=torch.int64, device=dev)
         ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
         res = {"generator": ([], []), "fused": ([], []), "launch": ([], [])}
@@ -60,11 +63,14 @@ def main():
                 key += 2
                 torch.cuda.synchronize()
                 t0 = time.perf_counter_ns()
-                ev[0].record()
                 step(key)
-                ev[1].record()
                 torch.cuda.synchronize()
                 wall = time.perf_counter_ns() - t0
+                busy.fill_(1)
+                ev[0].record()
+                step(key + 1)
+                ev[1].record()
+                torch.cuda.synchronize()
                 if i >= 10:
                     res[name][0].append(wall / 1e3)
                     res[name][1].append(ev[0].elapsed_time(ev[1]) * 1e3)
@@ -81,7 +87,6 @@ def main():
                 mib, name, med[name][0], med[name][1], "%.1f" % med["launch"][0] if name == "fused" else "-"))
         print("%-8d generator / fused: step %.2fx, kernels %.2fx" % (
             mib, med["generator"][0] / med["fused"][0], med["generator"][1] / med["fused"][1]))
-        del span, words
     return 0
 
 
