@@ -98,6 +98,12 @@ class Ptx(unittest.TestCase):
         self.assertEqual(text.count("add.u32 %%k0, %%k0, %d;" % km.W0), km.ROUNDS - 1)
         self.assertIn("mov.u32 %%c2, %d;" % km.COUNTER_TAG, text)
 
+    def test_newer_devices_get_the_newest_target_this_isa_names(self):
+        self.assertIn(".target sm_90\n", km.ptx(10, 0))
+        self.assertIn(".target sm_90\n", km.ptx(12, 0))
+        self.assertIn(".target sm_86\n", km.ptx(8, 6))
+        self.assertEqual(km.ptx(9, 0), km.ptx(10, 3))
+
     def test_ptxas_assembles_it(self):
         ptxas = shutil.which("ptxas") or next(
             (p for p in ("/usr/local/cuda/bin/ptxas",) if os.access(p, os.X_OK)), None)
@@ -105,11 +111,12 @@ class Ptx(unittest.TestCase):
             self.skipTest("no ptxas here (the GPU test loads the PTX through the driver)")
         with tempfile.TemporaryDirectory() as d:
             src = os.path.join(d, "mask.ptx")
-            with open(src, "w") as f:
-                f.write(km.ptx(9, 0))
-            r = subprocess.run([ptxas, "-arch=sm_90", src, "-o", os.path.join(d, "mask.cubin")],
-                               capture_output=True, text=True, timeout=60)
-            self.assertEqual(r.returncode, 0, r.stderr)
+            for major, minor in ((9, 0), (8, 0), (8, 6), (10, 0)):   # sm_100: sm_90's PTX compiled forward
+                with open(src, "w") as f:
+                    f.write(km.ptx(major, minor))
+                r = subprocess.run([ptxas, "-arch=sm_%d%d" % (major, minor), src, "-o", os.path.join(d, "mask.cubin")],
+                                   capture_output=True, text=True, timeout=60)
+                self.assertEqual(r.returncode, 0, r.stderr)
 
 
 if __name__ == "__main__":

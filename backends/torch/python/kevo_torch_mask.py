@@ -75,10 +75,22 @@ def keystream_words(key, first, count):
 
 # ---- the kernel --------------------------------------------------------------------
 
+PTX_NEWEST = (9, 0)   # the newest target that PTX ISA 7.8 names
+
+
+def ptx_target(major, minor):
+    """The architecture the PTX names: the device's, or sm_90 for a newer
+    one (PTX ISA 7.8 names none past it; the driver compiles PTX of an
+    older target for any newer device, and a newer ISA would need a newer
+    driver)."""
+    return min((int(major), int(minor)), PTX_NEWEST)
+
+
 def ptx(major, minor):
-    """The kernel kevo_mask_xor(dst, src, n, key) as PTX for sm_<major><minor>
-    (PTX ISA 7.8 for sm_90; 8.0 names no architecture past it, and the
-    driver compiles it for the device it runs on)."""
+    """The kernel kevo_mask_xor(dst, src, n, key) as PTX for a device of
+    compute capability major.minor (ptx_target), which the driver compiles
+    in the process."""
+    major, minor = ptx_target(major, minor)
     lines = [
         ".version 7.8",
         ".target sm_%d%d" % (major, minor),
