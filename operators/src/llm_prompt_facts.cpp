@@ -292,21 +292,24 @@ std::optional<std::array<long, 3>> frame_of(std::string_view line) {
   return std::nullopt;
 }
 
-// "Used N registers": N.
-std::optional<long> registers_of(std::string_view line) {
-  static constexpr std::string_view k = "Used ";
-  for (std::size_t at = line.find(k); at != std::string_view::npos; at = line.find(k, at + 1))
-    if (const auto n = digits_then(line, at + k.size(), " registers")) return count_of(*n);
+// The count at the first `marker` in `line` that has digits right before it
+// (`tail` empty) or right after it, followed by `tail`.
+std::optional<long> count_at(std::string_view line, std::string_view marker, std::string_view tail) {
+  for (std::size_t at = line.find(marker); at != std::string_view::npos; at = line.find(marker, at + 1)) {
+    if (tail.empty()) {
+      if (const std::string_view n = digits_before(line, at); !n.empty()) return count_of(n);
+    } else if (const auto n = digits_then(line, at + marker.size(), tail)) {
+      return count_of(*n);
+    }
+  }
   return std::nullopt;
 }
 
+// "Used N registers": N.
+std::optional<long> registers_of(std::string_view line) { return count_at(line, "Used ", " registers"); }
+
 // "N bytes smem": N.
-std::optional<long> smem_of(std::string_view line) {
-  static constexpr std::string_view k = " bytes smem";
-  for (std::size_t at = line.find(k); at != std::string_view::npos; at = line.find(k, at + 1))
-    if (const std::string_view n = digits_before(line, at); !n.empty()) return count_of(n);
-  return std::nullopt;
-}
+std::optional<long> smem_of(std::string_view line) { return count_at(line, " bytes smem", ""); }
 
 }  // namespace
 
