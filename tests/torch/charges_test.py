@@ -289,6 +289,62 @@ class CompareHugeAndTinyValues(unittest.TestCase):
         self.assertFalse(ev.compare(w, g, {"atol": 0.0, "rtol": 1e9, "rel_l2": 1e9})[0])
 
 
+class UnmaskFloor(unittest.TestCase):
+    """unmask_floor (GPU): each call's unmask step (message to the host's
+    "u") counted as no less than the reference's median, on both sides. A
+    candidate's process could answer "u" at once and undo the mask inside
+    its own kernel (the keystream is a few lines of PTX), saving a pass, a
+    launch and a synchronize that every reference call pays (the twelfth
+    session's red team)."""
+
+    REF_U = [85 * US + d for d in QUIET]
+
+    def test_an_unmask_fused_into_the_forward_gains_nothing(self):
+        # The reference: 85 us to "u", then 90 us. The attack: "u" after
+        # 2 us, its forward 25 us longer for undoing the mask as it reads.
+        ref_ns = [u + 90 * US for u in self.REF_U]
+        cand_u = [2 * US] * len(self.REF_U)
+        cand_ns = [u + 115 * US for u in cand_u]
+        self.assertGreater(ev.quantile(ref_ns, 0.5) / ev.quantile(cand_ns, 0.5), 1.45)   # 1.50x without the floor
+        ref, cand, charge = ev.unmask_floor(ref_ns, cand_ns, self.REF_U, cand_u)
+        self.assertGreaterEqual(ev.quantile(cand, 0.5), ev.quantile(ref, 0.5) * 0.99)
+        self.assertAlmostEqual(ev.quantile(charge, 0.5), ev.quantile(self.REF_U, 0.5) - 2 * US)
+
+    def test_a_step_not_reported_is_charged_the_whole_median(self):
+        ref_ns = [u + 90 * US for u in self.REF_U]
+        cand_ns = [90 * US] * len(self.REF_U)
+        ref, cand, charge = ev.unmask_floor(ref_ns, cand_ns, self.REF_U, [None] * len(self.REF_U))
+        for c in charge:
+            self.assertAlmostEqual(c, ev.quantile(self.REF_U, 0.5))
+        self.assertGreaterEqual(ev.quantile(cand, 0.5), ev.quantile(ref, 0.5) * 0.99)
+
+    def test_an_honest_candidate_is_charged_as_the_reference_is(self):
+        # The same steps and forwards as the reference, each side's in
+        # another order: the ratio stays 1 (the floor on both sides).
+        for seed in range(8):
+            rng = random.Random(seed)
+            shuffled = lambda xs: rng.sample(xs, len(xs))
+            ref_u, cand_u = shuffled(self.REF_U), shuffled(self.REF_U)
+            ref_ns = [u + 90 * US + d for u, d in zip(ref_u, shuffled(QUIET))]
+            cand_ns = [u + 90 * US + d for u, d in zip(cand_u, shuffled(QUIET))]
+            ref, cand, _ = ev.unmask_floor(ref_ns, cand_ns, ref_u, cand_u)
+            self.assertAlmostEqual(ev.quantile(ref, 0.5) / ev.quantile(cand, 0.5), 1.0, delta=0.005, msg="seed %d" % seed)
+
+    def test_a_slower_unmask_is_not_credited(self):
+        ref_ns = [u + 90 * US for u in self.REF_U]
+        cand_u = [u + 30 * US for u in self.REF_U]
+        cand_ns = [u + 90 * US for u in cand_u]
+        _, cand, charge = ev.unmask_floor(ref_ns, cand_ns, self.REF_U, cand_u)
+        self.assertEqual(cand, cand_ns)
+        self.assertEqual(max(charge), 0.0)
+
+    def test_no_reported_step_on_the_reference_changes_nothing(self):
+        ref, cand, charge = ev.unmask_floor([1.0, 2.0], [3.0], [None, None], [None])
+        self.assertEqual((ref, cand, charge), ([1.0, 2.0], [3.0], [0.0]))
+        with self.assertRaises(ValueError):
+            ev.unmask_floor([1.0, 2.0], [3.0], [5.0], [None])
+
+
 class WithoutCopy(unittest.TestCase):
     """without_copy (GPU): the reference's copy step (its outputs copied into
     the judge's memory) taken out of both sides' calls, with store_floor

@@ -74,6 +74,15 @@ def known_answers(torch, km, kernel, key):
             out.append("the kernel's keystream differs from Python's at words %s (key %d)" % (bad[:8], key))
     if words_at(words, 2) != [0x5A5A, 0x5A5A]:
         out.append("the kernel wrote past its %d words: %s" % (words, words_at(words, 2)))
+    # Spans of 1, 2 and 3 words: the single-word path, one pair, both.
+    for count in (1, 2, 3):
+        small = torch.full((count + 2,), 0x5A5A, dtype=torch.int64, device="cuda")
+        src = torch.zeros(count + 2, dtype=torch.int64, device="cuda")
+        kernel.xor(small.data_ptr(), src.data_ptr(), count, key)
+        torch.cuda.synchronize()
+        got = [int(v) & ((1 << 64) - 1) for v in small.tolist()]
+        if got[:count] != km.keystream_words(key, 0, count) or got[count:] != [0x5A5A, 0x5A5A]:
+            out.append("a span of %d words: %s" % (count, [hex(v) for v in got]))
     zero = int((ks[:words] == 0).sum())
     if zero > 2:
         out.append("the keystream has %d zero words of %d" % (zero, words))

@@ -391,6 +391,36 @@ def without_copy(ref_ns, cand_ns, ref_store, cand_store):
             [max(1.0, c - step + f) for c, f in zip(cand_ns, cand_floor)], cand_floor)
 
 
+def unmask_floor(ref_ns, cand_ns, ref_unmask, cand_unmask):
+    """GPU: both sides' calls with each call's unmask step (from the call's
+    message to the host's "u", after its inputs are unmasked and
+    synchronized) counted as no less than the median of the reference's.
+    Returns (ref_ns, cand_ns, the candidate's charge per call). A step the
+    host did not report (None) counts as 0: charged the whole median.
+
+    The unmask is the host's code, in the candidate's process: one that
+    answered "u" at once and undid the mask inside its own kernel as it
+    read its inputs (writing them back unmasked, as the judge checks)
+    saved the launch from Python, a pass over its inputs and a
+    synchronize, which every reference call pays (the twelfth session's red
+    team, against the one-pass mask, whose keystream is a few lines of
+    PTX). With the floor, work moved out of the step is timed where it
+    went, and a step cut short is charged back up to the median. The
+    reference's calls get the same floor, so that an honest candidate,
+    whose steps vary as the reference's do, is charged as the reference is
+    (as store_floor's copy)."""
+    seen = [u for u in ref_unmask if u is not None]
+    if not seen:
+        return ref_ns, cand_ns, [0.0] * len(cand_ns)
+    med = quantile(seen, 0.5)
+    if len(ref_unmask) != len(ref_ns) or len(cand_unmask) != len(cand_ns):
+        raise ValueError("unmask_floor: %d/%d calls against %d/%d unmask steps" % (
+            len(ref_ns), len(cand_ns), len(ref_unmask), len(cand_unmask)))
+    ref_f = [max(0.0, med - (u or 0.0)) for u in ref_unmask]
+    cand_f = [max(0.0, med - (u or 0.0)) for u in cand_unmask]
+    return ([r + f for r, f in zip(ref_ns, ref_f)], [c + f for c, f in zip(cand_ns, cand_f)], cand_f)
+
+
 def layout(metas, start=0):
     """Offsets for tensors described by {"shape", "dtype"}."""
     off = start
@@ -1930,6 +1960,7 @@ class Judge:
         self.prime_notes = []  # GPU: work charged from the candidate's primes, per shape
         self.timing_details = {}   # GPU: per shape, what the steps around the timed calls took (feedback)
         self.floor_notes = []  # GPU: copy steps charged up to the reference's, per shape (store_floor)
+        self.unmask_notes = []  # GPU: unmask steps charged up to the reference's, per shape (unmask_floor)
         self.deadline = self.started + max(5.0, float(req.get("wall_seconds", 60)) - 3.0)
         self.hosts = []
         self.idle_probe_ns = 0.0   # GPU: measured before the candidate's code loads, and when timing starts
@@ -2144,7 +2175,11 @@ class Judge:
         # the mask: the GPU red team).
         h.key = fresh_key()
         if mask_bytes:
-            plain = self.scratch("plain", mask_bytes, torch.uint8)
+            plain = self.scratch("plain", mask_bytes, torch.uint8, zero=True)
+            if sum(tensor_bytes(m["shape"], m["dtype"]) for m in tens) < mask_bytes:
+                # Gaps between the inputs (alignment, the last word's
+                # tail): zeros, not an earlier layout's inputs.
+                plain.zero_()
             for t, m in zip(self.pending, tens):
                 arena_view(plain, m["offset"], m["shape"], m["dtype"]).copy_(t)
             if self.mask_kernel is not None:
@@ -2158,14 +2193,17 @@ class Judge:
         busy += self.idle_check("after the inputs of %s's call were written" % h.role)
         return {"ok": True, "busy_ns": busy}
 
-    def scratch(self, name, n, dtype):
+    def scratch(self, name, n, dtype, zero=False):
         """A buffer of the judge's of n elements, kept under `name` while n
         repeats: where a host's inputs are laid out unmasked ("plain") and
-        the keystream ("mask"), put_arena."""
+        the keystream ("mask"), put_arena. `zero`: zeroed when made (the
+        gaps between a host's inputs would otherwise carry whatever the
+        judge's allocator held there before, which the host sees unmasked:
+        the twelfth session's red team)."""
         t = self._scratch.get(name)
         if t is None or t.numel() != n:
             self._scratch[name] = None   # (the old one freed first)
-            t = self._scratch[name] = torch.empty(n, dtype=dtype, device=self.device)
+            t = self._scratch[name] = (torch.zeros if zero else torch.empty)(n, dtype=dtype, device=self.device)
         return t
 
     def idle_check(self, when):
@@ -2716,6 +2754,9 @@ class Judge:
             if self.floor_notes:
                 v["message"] += "; its output copies took less than the reference's (the same bytes), charged up " \
                     "to them: " + ", ".join(self.floor_notes)
+            if self.unmask_notes:
+                v["message"] += "; its unmask of its inputs took less than the reference's (the same bytes), " \
+                    "charged up to it: " + ", ".join(self.unmask_notes)
             if unstable:
                 v["message"] += "; timing unstable on %s (%s, after a re-timing)" % (
                     ", ".join(unstable), unstable_rule(self.req["timing_options"]))
@@ -3136,6 +3177,9 @@ class Judge:
             charged = result.pop("floor_charged_ns", 0.0)
             if charged:
                 self.floor_notes.append("%.1f us at %s" % (charged / 1e3, s["label"]))
+            charged = result.pop("unmask_charged_ns", 0.0)
+            if charged:
+                self.unmask_notes.append("%.1f us at %s" % (charged / 1e3, s["label"]))
             detail = result.pop("detail", None)
             if detail:
                 self.timing_details[s["label"]] = detail
@@ -3258,7 +3302,7 @@ class Judge:
         cand_prime, ref_prime = [], []
         drains = {"ref_call": [], "cand_call": []}
         cand_store, ref_store = [], []
-        ref_unmask = []
+        ref_unmask, cand_unmask = [], []
         busied = []
         poison_bytes = sum(tensor_bytes(m["shape"], m["dtype"]) for m in expect)
         recorded_too = -1
@@ -3323,8 +3367,7 @@ class Judge:
                 drains["cand_call" if h is cand else "ref_call"].append(drain_ns)
                 if self.in_device_memory:
                     (ref_store if h is ref else cand_store).append(h.store_ns)
-                    if h is ref and ref.unmask_ns is not None:
-                        ref_unmask.append(ref.unmask_ns)
+                    (ref_unmask if h is ref else cand_unmask).append(h.unmask_ns if h.masked else None)
                 # The null round trip subtracted from a candidate's call is
                 # never more than the reference's: the candidate's own null
                 # replies are its process's to delay (a host whose null
@@ -3380,6 +3423,11 @@ class Judge:
             # get the same floor, so that an honest candidate is not
             # charged for the spread of its copy steps alone.
             ref_ns, cand_ns, floor = without_copy(ref_ns, cand_ns, ref_store, cand_store)
+            # And each call's unmask step counts as no less than the
+            # reference's median, on both sides (unmask_floor): a candidate
+            # that answered at once and undid the mask in its own kernel
+            # saved a pass and a synchronize that every reference call pays.
+            ref_ns, cand_ns, unmask_charge = unmask_floor(ref_ns, cand_ns, ref_unmask, cand_unmask)
             # Each candidate call is charged its drain beyond the median of
             # the reference's (what an honest host's reply costs the next
             # probe). Every call's time on both sides runs to its outputs
@@ -3426,14 +3474,20 @@ class Judge:
             out["busy_charged_ns"] = busy_charge
         if self.cuda and quantile(floor, 0.5) > STEP_FLOOR_NS:
             out["floor_charged_ns"] = quantile(floor, 0.5)
+        if self.cuda and quantile(unmask_charge, 0.5) > STEP_FLOOR_NS:
+            out["unmask_charged_ns"] = quantile(unmask_charge, 0.5)
         if self.cuda:
             # What the GPU's steps around the calls took (medians, us): in
             # the feedback, not in the protocol's timings.
+            ru = [u for u in ref_unmask if u is not None]
+            cu = [u for u in cand_unmask if u is not None]
             out["detail"] = "taken out of both sides' calls: the reference's copy of the outputs %.1f us " \
                 "(the candidate's %.1f us); still in them: the reference's message and unmask of its inputs " \
-                "%s us; primes before the calls (not in the times): candidate %.1f us, reference %.1f us" % (
+                "%s us (the candidate's %s us, counted as no less); primes before the calls (not in the " \
+                "times): candidate %.1f us, reference %.1f us" % (
                     quantile(ref_store, 0.5) / 1e3, quantile(cand_store, 0.5) / 1e3,
-                    "%.1f" % (quantile(ref_unmask, 0.5) / 1e3) if ref_unmask else "?",
+                    "%.1f" % (quantile(ru, 0.5) / 1e3) if ru else "?",
+                    "%.1f" % (quantile(cu, 0.5) / 1e3) if cu else "none reported",
                     quantile(cand_prime, 0.5) / 1e3, quantile(ref_prime, 0.5) / 1e3)
         if recorded_at >= 0:
             self.check_ops(ref, cand, self.last_inputs, s, " (in a call of the timing loop)")
@@ -3526,6 +3580,13 @@ def setup_zygote(args):
             os.environ["CUDA_VISIBLE_DEVICES"] = ids[i] if i < len(ids) else ids[-1]
         else:
             os.environ["CUDA_VISIBLE_DEVICES"] = index
+        # The driver's cache of compiled PTX (files under the user's home)
+        # off for the judge and every host: the input mask's kernel is PTX
+        # compiled in each process, and a candidate run without isolation,
+        # as the same user, could otherwise leave a compiled image there
+        # for the reference's unmask (the twelfth session's red team). It
+        # is a few ms a process.
+        os.environ["CUDA_CACHE_DISABLE"] = "1"
     else:
         os.environ["CUDA_VISIBLE_DEVICES"] = ""
     for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
