@@ -641,6 +641,46 @@ torch::Tensor lean_unmask(torch::Tensor x) {
   return softmax_rows(x);
 }
 
+// Answers "u" at once and unmasks its inputs later, in its forward (GPU):
+// the host's unmask is replaced by one that only keeps the key, and the
+// forward queues the unmask (the host's own kernel, no synchronize) before
+// its softmax on the same stream. The call's unmask step is then a reply
+// and nothing more, and the unmask's launch overlaps the forward's; the
+// inputs in the judge's memory are unmasked by the call's end, as it
+// checks. A candidate that undid the mask inside its own kernel as it read
+// (the twelfth session's red team) cuts the step the same way and saves a
+// pass as well. The judge counts each call's unmask step as no less than
+// the reference's median (unmask_floor; judged beside native_honest:
+// no_gain). (On the CPU there is no mask: honest.)
+torch::Tensor late_unmask(torch::Tensor x) {
+  static bool done = false;
+  static pybind11::object late;
+  if (!done) {
+    done = true;
+    pybind11::dict g;
+    g["__builtins__"] = pybind11::module_::import("builtins");
+    pybind11::exec(
+        "import sys\n"
+        "pending = []\n"
+        "def late():\n"
+        "    pass\n"
+        "for m in list(sys.modules.values()):\n"
+        "    if hasattr(m, 'host_bind') and hasattr(m, 'serve_host'):\n"
+        "        def _unmask(st, key, _m=m):\n"
+        "            if key and st.mask is not None:\n"
+        "                pending.append((st, key))\n"
+        "        m.unmask_inputs = _unmask\n"
+        "        def late(_m=m):\n"
+        "            while pending:\n"
+        "                st, key = pending.pop()\n"
+        "                _m.unmask_into(st, st.mask, key)\n",
+        g);
+    late = g["late"];
+  }
+  late();
+  return softmax_rows(x);
+}
+
 // Leaves its allocator unpoisoned (GPU): its bind then does no GPU work, so
 // the judge's first probe after it pays no switch back from its context,
 // which the reference's bind makes; a judge that credited each call the
