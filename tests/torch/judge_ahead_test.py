@@ -150,6 +150,25 @@ def main():
                                  "failed judged it" % (name, at["setup_start"], pname, pat["end"]))
     print("OK: with every set-up ahead failing, 3 verdicts as expected, each from a judge forked after the "
           "previous judgement ended")
+    # A candidate's host whose set-up fails every time (the test hook fails
+    # it before its program is sent, at the step "flags"): kevo's failure,
+    # internal_error naming the step, never the candidate's runtime_error.
+    # Before, a host that could not load the input mask's kernel made every
+    # candidate a runtime_error (the twelfth session's red team).
+    task = os.path.join(src, "configs", "tasks", "torch", "torch_softmax")
+    p = subprocess.run([kevo, "eval", task, os.path.join(src, "tests", "torch", "adversarial", "honest.py"), "--json",
+                        "--no-prepare", "--seed", "5", "--set", "device=" + device, "python=" + python,
+                        "cache_dir=" + os.path.join(work, "setup-fails", "cache")],
+                       capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, KEVO_TORCH_TEST_FAIL_HOST_SETUP="1"))
+    try:
+        v = json.loads(p.stdout)
+    except ValueError:
+        raise AssertionError("kevo eval exited %d without a verdict:\n%s" % (p.returncode, (p.stdout + p.stderr)[-3000:]))
+    if v.get("status") != "internal_error" or "last set-up step: flags" not in v.get("message", "") or \
+            "not the candidate's" not in v.get("message", ""):
+        raise AssertionError("a host that failed in its set-up: %s (%s)" % (v.get("status"), v.get("message")))
+    print("OK: a candidate's host that fails in its set-up is internal_error: %s" % v["message"][:160])
     return 0
 
 

@@ -503,6 +503,20 @@ def exec_module(path, name, source=None, globals_=None):
     return mod
 
 
+# A host's set-up steps before it asks for its program (host_main's marks):
+# a host that fails in one of them failed before any code of the
+# candidate's reached it (its set-up forked again once already, run_request),
+# which is kevo's failure or the machine's, never the candidate's (the
+# twelfth session's red team: a failure to load the input mask's kernel
+# would have been the candidate's runtime_error).
+SETUP_STAGES = ("start", "mount-proc", "cuda-init", "triton", "private-root", "flags", "recorder", "arenas")
+
+
+def set_up_failed(h, why):
+    return "the candidate's process failed in its set-up, before its program was sent (its last set-up step: " \
+        "%s; kevo's or the machine's failure, not the candidate's): %s" % (h.stage, why)
+
+
 class HostState:
     def __init__(self, role, cuda, sync):
         self.role = role
@@ -661,6 +675,12 @@ def host_main(role, sock_fd, in_fd, viol_fd, opts):
             mark("private-root")
             isolation = isolate_self(opts, viol_fd)
         mark("flags")
+        if role == "candidate" and os.environ.get("KEVO_TORCH_TEST_FAIL_HOST_SETUP"):
+            # For tests (tests/torch/judge_ahead_test.py): the candidate's
+            # host fails in its set-up, before any program is sent to it
+            # (as when the GPU's memory is taken, or the input mask's
+            # kernel does not load).
+            raise RuntimeError("the test hook KEVO_TORCH_TEST_FAIL_HOST_SETUP")
         pin_flags(cuda)
         if not cuda:
             keep_heap()
@@ -2841,7 +2861,10 @@ class Judge:
             raise Verdict(status, "the %s's process did not get ready within %.0f s (its last set-up step: %s%s)"
                           % (h.role, limit, h.stage or "none", "; stalled in " + where if where else ""))
         except (EOFError, OSError, ValueError, RecursionError):
-            raise Verdict("runtime_error", h.death("loading the program"))
+            why = h.death("loading the program")
+            if h.role == "candidate" and h.stage in SETUP_STAGES:
+                raise Verdict("internal_error", set_up_failed(h, why))
+            raise Verdict("runtime_error", why)
         if not isinstance(msg, dict) or not isinstance(msg.get("error", ""), str) or \
                 not isinstance(msg.get("isolation") or {}, dict) or \
                 not isinstance((msg.get("isolation") or {}).get("notes", []), list) or \
@@ -2854,6 +2877,9 @@ class Judge:
                           % h.role)
         if "error" in msg:
             status = "runtime_error" if h.role == "candidate" else "internal_error"
+            h.read_side_channel()
+            if h.role == "candidate" and h.stage in SETUP_STAGES:
+                raise Verdict("internal_error", set_up_failed(h, last_line(msg["error"])), msg["error"])
             raise Verdict(status, last_line(msg["error"]), msg["error"])
         if msg.get("isolation"):
             merged = dict(h.isolation)

@@ -48,6 +48,7 @@ const std::vector<std::string> kPassEnv = {"CUDA_VISIBLE_DEVICES", "PYTHONPATH",
                                            // for tests: a judge's set-up before its request made slower, or
                                            // failed; a shorter wait for the judge forked ahead
                                            "KEVO_TORCH_TEST_SLOW_SETUP", "KEVO_TORCH_TEST_FAIL_AHEAD_SETUP",
+                                           "KEVO_TORCH_TEST_FAIL_HOST_SETUP",
                                            "KEVO_TORCH_TEST_NEXT_READY_SECONDS"};
 
 // The last non-empty line of a process's output (the scripts answer in one).
