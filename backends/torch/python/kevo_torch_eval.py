@@ -200,6 +200,18 @@ def keystream(gen, key, out):
     return out.random_(-2 ** 63, None, generator=gen)
 
 
+def xor_keystream(kernel, gen, dst, src, key, buf):
+    """dst = src XOR key's keystream (int64 tensors of as many words; dst
+    may be src), queued on the current stream: kevo_torch_mask's one pass
+    (`kernel`), or with KEVO_TORCH_MASK=generator (`kernel` None) torch's
+    generator `gen` drawing it into `buf` first. The judge masks with it
+    (put_arena) and the host unmasks (unmask_into)."""
+    if kernel is not None:
+        kernel.xor(dst.data_ptr(), src.data_ptr(), src.numel(), key)
+    else:
+        torch.bitwise_xor(src, keystream(gen, key, buf), out=dst)
+
+
 def cut(text, n=FEEDBACK_CAP):
     text = text if isinstance(text, str) else str(text)
     return text if len(text) <= n else text[:n] + "\n... (cut)"
@@ -664,7 +676,7 @@ def host_main(role, sock_fd, in_fd, viol_fd, opts):
             torch.cuda.synchronize()
             # The input mask's kernel: PTX that the driver compiles here,
             # while its PTX compiler's library can still be loaded.
-            mask_kernel = km.MaskKernel() if km.mode() == "fused" else None
+            mask_kernel = km.kernel_for_mode()
         if role == "candidate":
             import importlib
             importlib.import_module("torch.utils.cpp_extension")   # after the device: see setup_zygote
@@ -999,12 +1011,9 @@ def unmask_into(st, dst, key):
     the masked inputs XORed with key's keystream, queued on the current
     stream: one pass of kevo_torch_mask's kernel, or (KEVO_TORCH_MASK=
     generator) the keystream drawn into a buffer and XORed in."""
-    if st.mask_kernel is not None:
-        st.mask_kernel.xor(dst.data_ptr(), st.mask.data_ptr(), st.mask.numel(), key)
-        return
-    if st.mask_gen is None:
+    if st.mask_kernel is None and st.mask_gen is None:
         st.mask_gen = torch.Generator(device=st.device)
-    torch.bitwise_xor(st.mask, keystream(st.mask_gen, key, st.mask_words), out=dst)
+    xor_keystream(st.mask_kernel, st.mask_gen, dst, st.mask, key, st.mask_words)
 
 
 def is_oom(e):
@@ -1914,11 +1923,8 @@ class GpuKit:
             compare(a.to(dt), b.to(dt), tol)
         compare(a.to(torch.int64), a.to(torch.int64), tol)
         words = torch.empty(64, dtype=torch.int64, device=dev)
-        self.mask_kernel = km.MaskKernel() if km.mode() == "fused" else None
-        if self.mask_kernel is not None:
-            self.mask_kernel.xor(words.data_ptr(), words.data_ptr(), words.numel(), fresh_key())
-        else:
-            torch.bitwise_xor(words, keystream(self.mask_gen, fresh_key(), words), out=words)
+        self.mask_kernel = km.kernel_for_mode()
+        xor_keystream(self.mask_kernel, self.mask_gen, words, words, fresh_key(), torch.empty_like(words))
         self.flush_buf.zero_()
         self.probe_buf.add_(1.0)
         torch.cuda.synchronize()
@@ -2195,35 +2201,32 @@ class Judge:
         # the mask: the GPU red team).
         h.key = fresh_key()
         if mask_bytes:
-            plain = self.scratch("plain", mask_bytes, torch.uint8, zero=True)
+            plain = self.scratch("plain", mask_bytes, torch.uint8)
             if sum(tensor_bytes(m["shape"], m["dtype"]) for m in tens) < mask_bytes:
                 # Gaps between the inputs (alignment, the last word's
                 # tail): zeros, not an earlier layout's inputs.
                 plain.zero_()
             for t, m in zip(self.pending, tens):
                 arena_view(plain, m["offset"], m["shape"], m["dtype"]).copy_(t)
-            if self.mask_kernel is not None:
-                self.mask_kernel.xor(h.arena.bytes.data_ptr(), plain.data_ptr(), mask_bytes // 8, h.key)
-            else:
-                words = self.scratch("mask", mask_bytes // 8, torch.int64)
-                torch.bitwise_xor(plain.view(torch.int64), keystream(self.mask_gen, h.key, words),
-                                  out=h.arena.bytes[:mask_bytes].view(torch.int64))
+            buf = None if self.mask_kernel is not None else self.scratch("mask", mask_bytes // 8, torch.int64)
+            xor_keystream(self.mask_kernel, self.mask_gen, h.arena.bytes[:mask_bytes].view(torch.int64),
+                          plain.view(torch.int64), h.key, buf)
         h.arena.bytes[out_off:out_off + min(out_bytes, max(h.out_need, ALIGN))].fill_(255)
         torch.cuda.synchronize()
         busy += self.idle_check("after the inputs of %s's call were written" % h.role)
         return {"ok": True, "busy_ns": busy}
 
-    def scratch(self, name, n, dtype, zero=False):
+    def scratch(self, name, n, dtype):
         """A buffer of the judge's of n elements, kept under `name` while n
         repeats: where a host's inputs are laid out unmasked ("plain") and
-        the keystream ("mask"), put_arena. `zero`: zeroed when made (the
-        gaps between a host's inputs would otherwise carry whatever the
-        judge's allocator held there before, which the host sees unmasked:
-        the twelfth session's red team)."""
+        the keystream ("mask"), put_arena (which zeroes "plain" when the
+        inputs leave gaps in it: they would otherwise carry whatever the
+        judge's allocator held there, which the host sees unmasked: the
+        twelfth session's red team)."""
         t = self._scratch.get(name)
         if t is None or t.numel() != n:
             self._scratch[name] = None   # (the old one freed first)
-            t = self._scratch[name] = (torch.zeros if zero else torch.empty)(n, dtype=dtype, device=self.device)
+            t = self._scratch[name] = torch.empty(n, dtype=dtype, device=self.device)
         return t
 
     def idle_check(self, when):

@@ -46,6 +46,12 @@ def mode():
     return m
 
 
+def kernel_for_mode():
+    """The mask's kernel, loaded into the current CUDA context, or None when
+    KEVO_TORCH_MASK says "generator" (the judge and its hosts alike)."""
+    return MaskKernel() if mode() == "fused" else None
+
+
 # ---- the keystream in Python (the kernel's specification) -------------------------
 
 def philox4x32(counter, key, rounds=ROUNDS):
