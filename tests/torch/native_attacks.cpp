@@ -303,11 +303,14 @@ static void on_every_pipe(const char* line, std::size_t n) {
 // checks could do too; the red team did it through `m = torch`).
 
 // Runs `body` (Python, indented 8 spaces) for the judge's host module,
-// found among the loaded modules as `m`, after `imports`.
+// found among the loaded modules as `m`, after `imports`. (Found by what its
+// own namespace defines: torch's op and class namespaces answer hasattr for
+// any name, and patching one of them instead failed native_late_unmask with
+// "'_ClassNamespace' object is not callable" on the H100.)
 static void in_host_module(const char* imports, const char* body) {
   pybind11::exec(std::string("import sys") + imports + "\n"
                  "for m in list(sys.modules.values()):\n"
-                 "    if hasattr(m, 'host_bind') and hasattr(m, 'serve_host'):\n" + body);
+                 "    if {'host_bind', 'serve_host'} <= set(getattr(m, '__dict__', {})):\n" + body);
 }
 
 // in_host_module the first time only (a forward is called many times).
@@ -665,7 +668,7 @@ torch::Tensor late_unmask(torch::Tensor x) {
         "def late():\n"
         "    pass\n"
         "for m in list(sys.modules.values()):\n"
-        "    if hasattr(m, 'host_bind') and hasattr(m, 'serve_host'):\n"
+        "    if {'host_bind', 'serve_host'} <= set(getattr(m, '__dict__', {})):\n"
         "        def _unmask(st, key, _m=m):\n"
         "            if key and st.mask is not None:\n"
         "                pending.append((st, key))\n"
@@ -732,7 +735,7 @@ torch::Tensor arena_output(torch::Tensor x) {
         "    if type(o).__name__ == 'HostState':\n"
         "        found = o\n"
         "for m in list(sys.modules.values()):\n"
-        "    if hasattr(m, 'host_bind') and hasattr(m, 'serve_host'):\n"
+        "    if {'host_bind', 'serve_host'} <= set(getattr(m, '__dict__', {})):\n"
         "        m.output_defect = lambda st, i, o, spans: None\n"
         "        def _store(st, out, _m=m):\n"
         "            return {'outputs': [{'shape': list(out.shape), 'dtype': _m.dtype_name(out.dtype)}],\n"

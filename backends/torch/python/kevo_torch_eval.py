@@ -360,19 +360,30 @@ def prime_excess(diffs):
     return med if med > 3.0 * stderr and med > STEP_FLOOR_NS else 0.0
 
 
+def step_floor(steps, ref_steps):
+    """GPU: what each call is charged for a step of the host's that is part
+    of every call's time on both sides (the copy of its outputs into the
+    judge's memory, the unmask of its inputs): the shortfall of its step
+    from the median of the reference's, so that no call's step counts as
+    less than that median. A step the host did not report (None) counts as
+    0, charged the whole median; with no reference step seen, nothing is
+    charged. The rule behind store_floor and unmask_floor."""
+    seen = [u for u in ref_steps if u is not None]
+    if not seen:
+        return [0.0] * len(steps)
+    med = quantile(seen, 0.5)
+    return [max(0.0, med - (u or 0.0)) for u in steps]
+
+
 def store_floor(stores, ref_store):
     """GPU: what each call is charged on top of its output copy into the
-    judge's memory, which is part of every call's time on both sides: the
-    shortfall of its copy step from the median of the reference's (the same
-    bytes copied, and the host's own checks around the copy). A host that
-    writes its outputs into the judge's memory itself and skips the step
-    was correct at 1.14x against the honest 0.69x without the floor
+    judge's memory (step_floor of the copy steps: the same bytes copied,
+    and the host's own checks around the copy). A host that writes its
+    outputs into the judge's memory itself and skips the step was correct
+    at 1.14x against the honest 0.69x without the floor
     (native_arena_output, H200); with it, it saves no more than the copy
     kernel (work fused into the step, native_store_fused, is timed)."""
-    if not ref_store:
-        return [0.0] * len(stores)
-    med = quantile(ref_store, 0.5)
-    return [max(0.0, med - c) for c in stores]
+    return step_floor(stores, ref_store)
 
 
 def without_copy(ref_ns, cand_ns, ref_store, cand_store):
@@ -421,15 +432,11 @@ def unmask_floor(ref_ns, cand_ns, ref_unmask, cand_unmask):
     reference's calls get the same floor, so that an honest candidate,
     whose steps vary as the reference's do, is charged as the reference is
     (as store_floor's copy)."""
-    seen = [u for u in ref_unmask if u is not None]
-    if not seen:
-        return ref_ns, cand_ns, [0.0] * len(cand_ns)
-    med = quantile(seen, 0.5)
     if len(ref_unmask) != len(ref_ns) or len(cand_unmask) != len(cand_ns):
         raise ValueError("unmask_floor: %d/%d calls against %d/%d unmask steps" % (
             len(ref_ns), len(cand_ns), len(ref_unmask), len(cand_unmask)))
-    ref_f = [max(0.0, med - (u or 0.0)) for u in ref_unmask]
-    cand_f = [max(0.0, med - (u or 0.0)) for u in cand_unmask]
+    ref_f = step_floor(ref_unmask, ref_unmask)
+    cand_f = step_floor(cand_unmask, ref_unmask)
     return ([r + f for r, f in zip(ref_ns, ref_f)], [c + f for c, f in zip(cand_ns, cand_f)], cand_f)
 
 

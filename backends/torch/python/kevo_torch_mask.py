@@ -188,24 +188,16 @@ class MaskKernel:
 
     def __init__(self):
         import torch
+        import kevo_torch_vmm as kv
         major, minor = torch.cuda.get_device_capability()
-        self.lib = lib = ctypes.CDLL("libcuda.so.1")
-        lib.cuModuleLoadData.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p]
-        lib.cuModuleGetFunction.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_char_p]
-        lib.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
-            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-        for f in (lib.cuModuleLoadData, lib.cuModuleGetFunction, lib.cuLaunchKernel):
-            f.restype = ctypes.c_int
+        self.lib, self.check = kv.driver(), kv.check
         self.module = ctypes.c_void_p()
         image = ptx(major, minor).encode() + b"\0"
-        r = lib.cuModuleLoadData(ctypes.byref(self.module), image)
-        if r != 0:
-            raise RuntimeError("the driver did not load the input mask's kernel for sm_%d%d: %s"
-                               % (major, minor, error_name(lib, r)))
+        self.check(self.lib.cuModuleLoadData(ctypes.byref(self.module), image),
+                   "loading the input mask's kernel for sm_%d%d" % (major, minor))
         self.function = ctypes.c_void_p()
-        r = lib.cuModuleGetFunction(ctypes.byref(self.function), self.module, b"kevo_mask_xor")
-        if r != 0:
-            raise RuntimeError("the input mask's kernel has no function kevo_mask_xor: %s" % error_name(lib, r))
+        self.check(self.lib.cuModuleGetFunction(ctypes.byref(self.function), self.module, b"kevo_mask_xor"),
+                   "finding kevo_mask_xor in the input mask's module")
         self.args = (ctypes.c_uint64 * 4)()
         base = ctypes.addressof(self.args)
         self.arg_ptrs = (ctypes.c_void_p * 4)(*[base + 8 * i for i in range(4)])
@@ -230,13 +222,6 @@ class MaskKernel:
         a = self.args
         a[0], a[1], a[2], a[3] = dst_ptr, src_ptr, nwords, int(key) & ((1 << 64) - 1)
         r = self.lib.cuLaunchKernel(self.function, blocks, 1, 1, THREADS, 1, 1, 0, self._stream(), self.arg_ptrs, None)
-        if r != 0:
-            raise RuntimeError("the input mask's kernel did not launch: %s" % error_name(self.lib, r))
+        if r:
+            self.check(r, "launching the input mask's kernel")
 
-
-def error_name(lib, r):
-    name = ctypes.c_char_p()
-    lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
-    if lib.cuGetErrorName(r, ctypes.byref(name)) == 0 and name.value:
-        return "%s (%d)" % (name.value.decode(), r)
-    return "CUDA error %d" % r

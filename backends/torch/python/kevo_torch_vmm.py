@@ -67,6 +67,10 @@ def driver():
             "cuMemAddressFree": [u64, sz],
             "cuMemRelease": [u64],
             "cuGetErrorName": [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)],
+            # kevo_torch_mask's kernel: PTX loaded in the process, launched on a stream
+            "cuModuleLoadData": [ctypes.POINTER(vp), ctypes.c_char_p],
+            "cuModuleGetFunction": [ctypes.POINTER(vp), vp, ctypes.c_char_p],
+            "cuLaunchKernel": [vp] + [ctypes.c_uint] * 7 + [vp, vp, vp],
         }
         for name, args in sigs.items():
             f = getattr(lib, name)
@@ -76,7 +80,9 @@ def driver():
     return _DRIVER
 
 
-def _check(r, what):
+def check(r, what):
+    """Raises RuntimeError naming the driver's error and `what` was being
+    done, unless r is CUDA_SUCCESS."""
     if r != CUDA_SUCCESS:
         name = ctypes.c_char_p()
         driver().cuGetErrorName(r, ctypes.byref(name))
@@ -97,14 +103,14 @@ def _map(handle, size, device, what):
     for `device`; returns the address."""
     d = driver()
     va = ctypes.c_uint64()
-    _check(d.cuMemAddressReserve(ctypes.byref(va), size, 0, 0, 0), "reserving addresses for " + what)
+    check(d.cuMemAddressReserve(ctypes.byref(va), size, 0, 0, 0), "reserving addresses for " + what)
     try:
-        _check(d.cuMemMap(va.value, size, 0, handle, 0), "mapping " + what)
+        check(d.cuMemMap(va.value, size, 0, handle, 0), "mapping " + what)
         access = _AccessDesc()
         access.location.type = CU_MEM_LOCATION_TYPE_DEVICE
         access.location.id = device
         access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE
-        _check(d.cuMemSetAccess(va.value, size, ctypes.byref(access), 1), "making %s accessible" % what)
+        check(d.cuMemSetAccess(va.value, size, ctypes.byref(access), 1), "making %s accessible" % what)
     except RuntimeError:
         d.cuMemUnmap(va.value, size)
         d.cuMemAddressFree(va.value, size)
@@ -135,19 +141,19 @@ class Arena:
         self.device = device_index
         prop = _prop(device_index)
         gran = ctypes.c_size_t()
-        _check(d.cuMemGetAllocationGranularity(ctypes.byref(gran), ctypes.byref(prop),
+        check(d.cuMemGetAllocationGranularity(ctypes.byref(gran), ctypes.byref(prop),
                                                CU_MEM_ALLOC_GRANULARITY_MINIMUM), "reading the granularity")
         g = max(1, gran.value)
         self.size = (max(int(nbytes), 1) + g - 1) // g * g
         h = ctypes.c_uint64()
-        _check(d.cuMemCreate(ctypes.byref(h), self.size, ctypes.byref(prop), 0), "allocating a host's device memory")
+        check(d.cuMemCreate(ctypes.byref(h), self.size, ctypes.byref(prop), 0), "allocating a host's device memory")
         self.handle = h.value
         self.va = 0
         self.fd = -1
         try:
             self.va = _map(self.handle, self.size, device_index, "a host's device memory")
             fd = ctypes.c_int(-1)
-            _check(d.cuMemExportToShareableHandle(ctypes.byref(fd), self.handle,
+            check(d.cuMemExportToShareableHandle(ctypes.byref(fd), self.handle,
                                                   CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
                    "exporting a host's device memory")
             self.fd = fd.value
@@ -180,7 +186,7 @@ class Mapped:
         d = driver()
         h = ctypes.c_uint64()
         try:
-            _check(d.cuMemImportFromShareableHandle(ctypes.byref(h), ctypes.c_void_p(fd),
+            check(d.cuMemImportFromShareableHandle(ctypes.byref(h), ctypes.c_void_p(fd),
                                                     CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
                    "importing the judge's device memory")
         finally:
