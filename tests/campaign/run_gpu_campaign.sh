@@ -13,10 +13,11 @@
 #              script's own check, runs anywhere)
 # Two configurations (the base config, parameter crossover off) x 1 seed
 # per kind. BUILD_DIR/bin holds kevo and the scripts next to it (the CUDA
-# worker for cuda, the torch scripts for torch). The campaign directories,
-# without their build caches, and their reports go to $OUT/campaign-KIND;
-# the report is written there when this interpreter has h5py, numpy and
-# matplotlib, else `kevo campaign report` can be run on the copy.
+# worker for cuda, the torch scripts for torch). Each campaign directory,
+# without its build caches, goes to $OUT/campaign-KIND.tar.gz; its report
+# (Markdown and HTML) to $OUT/campaign-KIND-report.{md,html} when this
+# interpreter has h5py, numpy and matplotlib, else `kevo campaign report`
+# can be run on the unpacked archive.
 set -u -o pipefail
 BUILD=${1:?usage: tests/campaign/run_gpu_campaign.sh BUILD_DIR KIND...}
 shift
@@ -82,19 +83,21 @@ EOF
   for b in "$dir"/c/cells/*/baselines.json; do
     [ -f "$b" ] && { echo "--- $b"; head -c 3000 "$b"; echo; }
   done
-  mkdir -p "$OUT/campaign-$kind"
-  # The campaign without build caches (the lineage, reports, baselines).
-  tar -C "$dir" --exclude='cache' --exclude='*.so' --exclude='*.o' --exclude='*.cubin' -cf - c campaign.json |
-    tar -C "$OUT/campaign-$kind" -xf -
+  # The campaign without build caches (the lineage, reports, baselines), as
+  # one archive: the device's $OUT returns at most 8 files, 2 folders deep.
+  tar -C "$dir" --exclude='cache' --exclude='*.so' --exclude='*.o' --exclude='*.cubin' -czf "$OUT/campaign-$kind.tar.gz" c campaign.json
   if "$PY" -c "import h5py, numpy, matplotlib" 2>/dev/null; then
-    "$KEVO" campaign report "$dir/c" --out "$OUT/campaign-$kind/report" --python "$PY" > "$dir/report.log" 2>&1
+    "$KEVO" campaign report "$dir/c" --out "$dir/report" --python "$PY" > "$dir/report.log" 2>&1
     r=$?
     echo "kevo campaign report: exit $r"
     tail -5 "$dir/report.log"
     [ $r -eq 0 ] || rc=1
-    [ -f "$OUT/campaign-$kind/report/report.md" ] && grep -i -A12 "baseline" "$OUT/campaign-$kind/report/report.md" | head -40
+    for f in report.md report.html; do
+      [ -f "$dir/report/$f" ] && cp "$dir/report/$f" "$OUT/campaign-$kind-$f"
+    done
+    [ -f "$dir/report/report.md" ] && grep -i -A12 "baseline" "$dir/report/report.md" | head -40
   else
-    echo "$PY lacks h5py, numpy or matplotlib: run kevo campaign report on $OUT/campaign-$kind/c"
+    echo "$PY lacks h5py, numpy or matplotlib: run kevo campaign report on the campaign in $OUT/campaign-$kind.tar.gz"
   fi
 done
 exit $rc
