@@ -287,6 +287,24 @@ def main():
     check("fastest library baseline" in open(os.path.join(WORK, "rb", "report.md")).read(),
           "report.md has no baseline table")
     check("geomean_speedup_over_baseline" not in rep["configurations"]["pop4"], "a baseline without baselines.json")
+    # check_over_baseline.py (what run_gpu_campaign.sh runs on measured
+    # baselines) agrees with the report, and catches a report whose
+    # over-baseline figure is off.
+    checker = os.path.join(SRC, "tests", "campaign", "check_over_baseline.py")
+    p = subprocess.run([sys.executable, checker, bd, os.path.join(WORK, "rb")], capture_output=True, text=True)
+    check(p.returncode == 0 and "torch.compile" in p.stdout, "check_over_baseline.py: %s%s" % (p.stdout, p.stderr))
+    tampered = os.path.join(WORK, "rb-tampered")
+    shutil.copytree(os.path.join(WORK, "rb"), tampered)
+    with open(os.path.join(tampered, "report.json")) as f:
+        t = json.load(f)
+    for r in t["results"]:
+        if "baseline" in r:
+            r["baseline"]["speedup"] *= 1.01
+    with open(os.path.join(tampered, "report.json"), "w") as f:
+        json.dump(t, f)
+    p = subprocess.run([sys.executable, checker, bd, tampered], capture_output=True, text=True)
+    check(p.returncode == 1 and "DIFFERS: pop4.s1 softmax" in p.stdout,
+          "check_over_baseline.py on a tampered report: %d %s%s" % (p.returncode, p.stdout, p.stderr))
 
     # Not a campaign directory: exit 2, the file named.
     empty = os.path.join(WORK, "empty")

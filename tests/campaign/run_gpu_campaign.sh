@@ -96,6 +96,10 @@ EOF
       [ -f "$dir/report/$f" ] && cp "$dir/report/$f" "$OUT/campaign-$kind-$f"
     done
     [ -f "$dir/report/report.md" ] && grep -i -A12 "baseline" "$dir/report/report.md" | head -40
+    # The over-baseline figures recomputed from the lineage and baselines.json.
+    if [ "$kind" != cpu ]; then
+      "$PY" "$SRC/tests/campaign/check_over_baseline.py" "$dir/c" "$dir/report" || rc=1
+    fi
   else
     echo "$PY lacks h5py, numpy or matplotlib: run kevo campaign report on the campaign in $OUT/campaign-$kind.tar.gz"
   fi
