@@ -262,6 +262,30 @@ TEST(CudaTools, SanitizerCatchesAWriteThatTheOutputsHide) {
   EXPECT_EQ(seed.status, Status::correct) << seed.message;
 }
 
+TEST(CudaTools, ASanitizerReportFromAHiddenShapeIsNotInTheFeedback) {
+  REQUIRE_GPU();
+  auto task = std::make_shared<const Task>(load_task(fs::path(KEVO_CUDA_TASKS) / "axpy"));
+  const std::string src = read_text(fs::path(KEVO_CUDA_ADVERSARIAL) / "sanitizer_echo_hidden.cu");
+  auto checked = make_backend(180, "memcheck");
+  checked->prepare(*task);
+  const Verdict v = checked->evaluate(task, src, 3);
+  std::cout << "[ verdict  ] sanitizer_echo_hidden.cu under memcheck: " << to_string(v.status) << ": " << v.message
+            << "\n[ feedback ] " << v.feedback << "\n";
+  EXPECT_EQ(v.status, Status::runtime_error);
+  EXPECT_NE(v.message.find("compute-sanitizer memcheck found errors"), std::string::npos) << v.message;
+  // The report (the block index that spells N) stays in the lineage's
+  // message; the feedback is the redacted text of a hidden shape's failure.
+  EXPECT_NE(v.feedback.find("hidden test shape"), std::string::npos) << v.feedback;
+  EXPECT_EQ(v.feedback.find("in block"), std::string::npos) << v.feedback;
+  for (const auto& h : task->hidden) {
+    for (const auto& [dim, value] : h.dims) {
+      if (value > 9) {
+        EXPECT_EQ(v.feedback.find(std::to_string(value - 1)), std::string::npos) << dim << " " << v.feedback;
+      }
+    }
+  }
+}
+
 TEST(CudaTools, ProfileOfACorrectCandidateIsCondensedIntoTheVerdict) {
   REQUIRE_GPU();
   auto task = std::make_shared<const Task>(load_task(fs::path(KEVO_CUDA_TASKS) / "softmax"));

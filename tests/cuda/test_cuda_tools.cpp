@@ -227,6 +227,24 @@ TEST(Sanitizer, SummaryKeepsErrorsNotBanner) {
   EXPECT_EQ(s.find("Host Frame"), std::string::npos) << s;
 }
 
+TEST(CudaTools, AFailedProfileQuotesNothingOfNcusConsole) {
+  // The console holds what the candidate printed; the profile child runs it
+  // without the policy, where it can read the task's hidden shapes.
+  const std::string console =
+      "hidden M=1000,N=777,K=513 from task.json\n"
+      "==PROF== Connected to process 4242\n"
+      "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters\n";
+  const std::string s = cw::ncu_failure(false, 1, console);
+  EXPECT_NE(s.find("profiler: ncu failed (exit code 1)"), std::string::npos) << s;
+  EXPECT_NE(s.find("performance counters are not open to this user (ERR_NVGPUCTRPERM)"), std::string::npos) << s;
+  for (const char* leak : {"1000", "777", "513", "4242", "task.json", "permission to access"})
+    EXPECT_EQ(s.find(leak), std::string::npos) << leak << ": " << s;
+  const std::string other = cw::ncu_failure(true, -1, "M=1000 and nothing ncu wrote\n");
+  EXPECT_NE(other.find("profiler: ncu failed (timed out)"), std::string::npos) << other;
+  EXPECT_NE(other.find("its console is not quoted"), std::string::npos) << other;
+  EXPECT_EQ(other.find("1000"), std::string::npos) << other;
+}
+
 TEST(Child, RunChildTimesOutAndKillsTheGroup) {
   const fs::path dir = temp_dir();
   const auto t0 = std::chrono::steady_clock::now();

@@ -469,13 +469,23 @@ cw::ChildResult run_tool(Tools& t, std::size_t index, double seconds) {
 }
 
 // compute-sanitizer on one trial; a report found is a runtime_error.
-bool sanitize(Tools& tools, const Extra& x, const w::Options& opt, kevo::Verdict& v) {
+bool sanitize(Tools& tools, const kevo::Task& task, const Extra& x, const w::Options& opt, kevo::Verdict& v) {
   const fs::path log = fs::current_path() / "sanitizer.log";
   const cw::ChildResult c = run_tool(tools, tools.sanitize, child_limit(x, opt));
   if (c.exit_code != kSanitizerFound) return true;   // clean, or a failure the protocol will meet itself
   v.status = kevo::Status::runtime_error;
   v.stage = kevo::Stage::correctness;
   v.message = "compute-sanitizer " + x.sanitizer_tool + " found errors: " + cw::sanitizer_summary(read_file(log));
+  // The child ran a trial of every shape, the hidden ones among them, and
+  // its report quotes what the candidate chose (the thread and block of a
+  // bad access, its address): told as a call at a hidden shape, so that the
+  // verdict's feedback, the next prompt, is redacted as one (the lineage
+  // keeps the report).
+  if (!task.hidden.empty())
+    w::emit({{"event", "call"},
+             {"trial", "compute-sanitizer"},
+             {"shape", w::Case{&task.hidden.front(), w::Case::Kind::hidden, 0}.label()},
+             {"hidden", true}});
   return false;
 }
 
@@ -501,9 +511,15 @@ void profile(Tools& tools, const Extra& x, const w::Options& opt, kevo::Verdict&
   }
   const std::string csv = read_file(log);
   if (c.exit_code != 0 || csv.empty()) {
-    std::string why = c.timed_out ? "timed out" : "exit code " + std::to_string(c.exit_code);
+    // The console holds what the candidate printed, and the profile child
+    // runs it without the policy, where it can read the task's hidden
+    // shapes: the profile (the analyst's prompt, the feedback) says only
+    // what kevo recognises in it; the console's end goes to the worker's
+    // output (the lineage's output_tail, not shown for a correct verdict).
     const std::string console = read_file(fs::current_path() / "ncu-console.log");
-    v.profile = "profiler: ncu failed (" + why + "): " + console.substr(0, 400);
+    v.profile = cw::ncu_failure(c.timed_out, c.exit_code, console);
+    const std::string end = console.size() > 2000 ? console.substr(console.size() - 2000) : console;
+    std::fprintf(stderr, "kevo-cuda-worker: ncu's console (its end):\n%s\n", end.c_str());
     return;
   }
   v.profile = cw::ncu_summary(csv);
@@ -693,7 +709,7 @@ int main(int argc, char** argv) {
     };
 
     native::JudgeResult result;
-    if (!(tools.has_sanitize && !sanitize(tools, x, opt, result.verdict))) result = w::run_session(r, task, parts, started);
+    if (!(tools.has_sanitize && !sanitize(tools, task, x, opt, result.verdict))) result = w::run_session(r, task, parts, started);
     kevo::Verdict& got = result.verdict;
     if (timed && got.is_correct()) {
       result.shape_timings = shape_timings;

@@ -81,4 +81,20 @@ std::string sanitizer_summary(const std::string& report) {
   return out;
 }
 
+std::string ncu_failure(bool timed_out, int exit_code, const std::string& console) {
+  // Each known condition adds a fixed text: what the candidate prints can
+  // at most choose among these, not spell anything out.
+  static const std::pair<const char*, const char*> known[] = {
+      {"ERR_NVGPUCTRPERM", "the GPU's performance counters are not open to this user (ERR_NVGPUCTRPERM)"},
+      {"No kernels were profiled", "no kernel was profiled"},
+      {"The application returned an error code", "the profiled process ended with an error"},
+  };
+  std::string out = "profiler: ncu failed (" + (timed_out ? std::string("timed out") : "exit code " + std::to_string(exit_code)) + ")";
+  std::string seen;
+  for (const auto& [token, text] : known)
+    if (console.find(token) != std::string::npos) seen += (seen.empty() ? "" : "; ") + std::string(text);
+  out += seen.empty() ? "; its console is not quoted (the candidate's process writes to it)" : ": " + seen;
+  return out;
+}
+
 }  // namespace kevo::cuda::worker

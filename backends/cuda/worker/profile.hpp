@@ -30,4 +30,10 @@ ChildResult run_child(const std::vector<std::string>& argv, const std::filesyste
 // The first error blocks of a compute-sanitizer report, on one line, capped.
 std::string sanitizer_summary(const std::string& report);
 
+// The profile of a candidate whose ncu child failed: kevo's own words for
+// what it recognises in ncu's console (the counters not open to the user,
+// no kernel profiled, the process's error), never the console's text,
+// which the candidate's process writes to.
+std::string ncu_failure(bool timed_out, int exit_code, const std::string& console);
+
 }  // namespace kevo::cuda::worker
