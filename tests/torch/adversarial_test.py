@@ -199,6 +199,9 @@ def main():
         # judge had read skipped the rest (11.37x).
         "state_not_text": ({"runtime_error"}, "protocol breach"),
         "flags_not_text": ({"runtime_error"}, "protocol breach"),
+        # Names the shapes it ran at as the flags it changed (its state
+        # reply): only torch's flags are names a host may report.
+        "flags_spell": ({"runtime_error"}, "protocol breach"),
         "odd_violation": ({"runtime_error"}, ""),
         "skip_after_check": ({"correct", "wrong_answer", "runtime_error"}, "", lambda v: v["status"] != "correct" or
                              v["speedup"] < 3.0),

@@ -849,6 +849,16 @@ def diff_flags(before, after):
     return sorted(k for k in before if after.get(k) != before[k])
 
 
+def flag_names(xs, cuda):
+    """Whether xs, a host's report of the numerics flags its candidate
+    changed, names only flags that read_flags reads (the judge reads its
+    own: the same torch). Names are the candidate's to write once its code
+    runs in the host: a list of anything else spelled out the shapes it
+    had seen in a `forbidden` verdict's feedback (the thirteenth session's
+    red team; native_flags_spell)."""
+    return texts(xs) and set(xs) <= set(read_flags(cuda))
+
+
 def isolate_self(opts, stage_fd):
     """In a cloned host: a root of its own with the interpreter's trees and
     the program's folder, /proc of its PID namespace."""
@@ -2878,7 +2888,7 @@ class Judge:
         if not isinstance(msg, dict) or not isinstance(msg.get("error", ""), str) or \
                 not isinstance(msg.get("isolation") or {}, dict) or \
                 not isinstance((msg.get("isolation") or {}).get("notes", []), list) or \
-                not texts(msg.get("flags_changed") or []):
+                not flag_names(msg.get("flags_changed") or [], self.cuda):
             # The candidate's module can rewrite the host's code as it loads
             # (a list here crashed the judge into internal_error).
             h.kill()
@@ -3008,9 +3018,9 @@ class Judge:
         st = cand.request({"op": "state"}, self.left())
         if "error" in st:
             raise Verdict("runtime_error", "the candidate's state could not be read: " + last_line(str(st["error"])))
-        if not texts(st.get("flags_changed") or []) or not texts(st.get("params_changed") or []):
+        if not flag_names(st.get("flags_changed") or [], self.cuda) or not texts(st.get("params_changed") or []):
             raise Verdict("runtime_error", "protocol breach by the candidate's process (a state reply that is not "
-                                           "lists of names)")
+                                           "lists of names, or names flags that torch does not have)")
         if st.get("flags_changed"):
             raise Verdict("forbidden", "the candidate changed torch's numerics settings: %s (at %s %s)" % (
                 ", ".join(st["flags_changed"]), self.shown(s), trial_name))
