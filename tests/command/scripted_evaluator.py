@@ -28,6 +28,9 @@ MARKERS (in candidate.source; judge mode)
                            geometric mean of ref/cand
   (no marker of these)     compile_error "does not build" (the conformance
                            probe, a text that is no program)
+  KEVO_TEST_ECHO_HIDDEN_HANG  a call event at the first hidden shape, that
+                           shape's sizes on stderr, then a sleep of an hour
+                           (killed at the wall limit: no result)
   KEVO_TEST_SLEEP=<s>      sleeps <s> seconds after the correctness stage
                            event, then judges as above
   KEVO_TEST_HONEST         no misbehaviour of the "judge"/"timed" kinds below
@@ -454,6 +457,16 @@ class Answerer:
                 sys.stderr.write(chunk)
             sys.stderr.flush()
 
+        if "KEVO_TEST_ECHO_HIDDEN_HANG" in src and self.shapes(req, "hidden"):
+            # A candidate that prints the sizes it is called with at a hidden
+            # shape, then hangs: the evaluator said it ran there (a call
+            # event), and is killed before any result.
+            hidden = self.shapes(req, "hidden")[0]
+            self.emit({"nonce": nonce, "event": "call", "shape": hidden["label"]})
+            sys.stderr.write("candidate output: called with %s\n" % " ".join(
+                "%s %s" % kv for kv in sorted(hidden.get("dims", {}).items())))
+            sys.stderr.flush()
+            time.sleep(3600)
         time.sleep(marker_number(src, "KEVO_TEST_SLEEP", 0.0))
 
         if probe and "probe_correct" in b:

@@ -243,6 +243,49 @@ TEST_F(Fixture, AFailureAtAHiddenShapeGivesNoneOfItsTextToTheFeedback) {
   EXPECT_NE(w.feedback.find("candidate crashed (scripted)"), std::string::npos) << w.feedback;
 }
 
+TEST_F(Fixture, AfterACallAtAHiddenShapeAKilledEvaluatorsOutputStaysOutOfFeedback) {
+  // The evaluator said the candidate ran at a hidden shape (a call event),
+  // then the candidate printed the sizes and hung: the process is killed
+  // with no result, and the feedback (the next prompt) must not quote what
+  // it printed (the thirteenth session's red team: an OpenCL kernel's
+  // printf, then a spin at a later shape).
+  auto cfg = base_config("honest", log(), true);
+  cfg["run"]["wall_seconds"] = 2;
+  auto b = make(cfg);
+  b->prepare(*task());
+  const Verdict v = judge(*b, "KEVO_TEST_CORRECT KEVO_TEST_ECHO_HIDDEN_HANG\n");
+  EXPECT_EQ(v.status, Status::timeout) << v.message;
+  EXPECT_NE(v.output_tail.find("called with N "), std::string::npos) << v.output_tail;   // the lineage keeps it
+  EXPECT_EQ(v.feedback.find("called with"), std::string::npos) << v.feedback;
+  EXPECT_NE(v.feedback.find("on a hidden test shape, or after one had run"), std::string::npos) << v.feedback;
+  // Without the call event, a hang at a visible shape keeps its words.
+  const Verdict w = judge(*b, "KEVO_TEST_CORRECT KEVO_TEST_SLEEP=30\n");
+  EXPECT_EQ(w.status, Status::timeout) << w.message;
+  EXPECT_EQ(w.feedback.find("hidden test shape"), std::string::npos) << w.feedback;
+}
+
+TEST(CommandProtocol, ACallEventNamesAShapeOfTheRequest) {
+  const auto rules = [&] {
+    command::AnswerRules r;
+    r.nonce = "n1";
+    r.all = {"N=8", "hidden N=3"};
+    r.hidden = {"hidden N=3"};
+    return r;
+  };
+  command::AnswerReader ok(rules());
+  ok.feed("{\"nonce\": \"n1\", \"event\": \"call\", \"shape\": \"N=8\"}\n");
+  EXPECT_TRUE(ok.after_hidden().empty());
+  ok.feed("{\"nonce\": \"n1\", \"event\": \"call\", \"shape\": \"hidden N=3\"}\n");
+  EXPECT_EQ(ok.after_hidden(), "hidden N=3");
+  EXPECT_TRUE(ok.breach().empty()) << ok.breach();
+  command::AnswerReader bad(rules());
+  bad.feed("{\"nonce\": \"n1\", \"event\": \"call\", \"shape\": \"N=5\"}\n");
+  EXPECT_NE(bad.breach().find("not a shape of the request"), std::string::npos) << bad.breach();
+  command::AnswerReader none(rules());
+  none.feed("{\"nonce\": \"n1\", \"event\": \"call\"}\n");
+  EXPECT_NE(none.breach().find("a call event without a shape"), std::string::npos) << none.breach();
+}
+
 TEST_F(Fixture, RequestsCarryTheResolvedTaskFreshNoncesAndNoSecrets) {
   ::setenv("KEVO_TEST_SECRET_API_KEY", "sk-should-never-leave", 1);
   auto b = prepared("honest");

@@ -145,7 +145,7 @@ def parse_answer(test, stdout, nonce):
     objs = [json.loads(l) for l in lines]
     for o in objs:
         test.assertEqual(o.get("nonce"), nonce, "a line with another nonce: %r" % o)
-        test.assertIn(o.get("event"), ("stage", "result", "fatal"))
+        test.assertIn(o.get("event"), ("stage", "call", "result", "fatal"))
     results = [o for o in objs if o["event"] in ("result", "fatal")]
     test.assertEqual(len(results), 1, "expected exactly one result: %r" % lines)
     test.assertEqual(results[0]["event"], "result", "evaluator fatal: %r" % results[0])
@@ -178,6 +178,7 @@ class Server:
             o = json.loads(line)
             if o.get("event") in ("result", "fatal"):
                 break
+        self.last_lines = lines
         return parse_answer(test, "".join(lines), req["nonce"])
 
     def close(self):
@@ -455,6 +456,24 @@ print(len(set(words.tolist())), same32, same64, int(np.isfinite(f32).all()), int
         for text in (v["feedback"], v["message"]):
             self.assertNotIn("65537", text)
             self.assertIn("a hidden shape", text)
+
+    def test_a_call_event_comes_before_the_candidate_first_runs_at_a_hidden_shape(self):
+        # kevo withholds the feedback of any failure after it (the kernel's
+        # printf at a hidden shape goes to the evaluator's stderr, which
+        # kevo's feedback would quote), even when the evaluator is killed
+        # before its result.
+        task, _ = load_task("vadd")
+        req = request("vadd", candidate=os.path.join(TASKS, "vadd", task["seed"]))
+        v = self.ask(req)["verdict"]
+        self.assertEqual(v["status"], "correct", v)
+        events = [json.loads(l) for l in self.server.last_lines]
+        calls = [o for o in events if o["event"] == "call"]
+        first_hidden = next(s["label"] for s in req["task"]["shapes"] if s["kind"] == "hidden")
+        self.assertEqual([c["shape"] for c in calls], [first_hidden], calls)
+        self.assertLess(events.index(calls[0]), len(events) - 1)
+        # None for a null candidate (kevo's own, not the candidate's code).
+        self.ask(request("vadd", mode="null", null_kind="zeros"))
+        self.assertFalse([l for l in self.server.last_lines if '"call"' in l])
 
     def test_stress_trial(self):
         v = self.ask(request("softmax", candidate=self.write("nomax", BROKEN["softmax_no_max"])))["verdict"]

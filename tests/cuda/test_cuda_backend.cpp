@@ -110,6 +110,13 @@ TEST(CudaOptions, ToolStagesAreCheckedAtStart) {
   EXPECT_EQ(c.flavour.worker_request.at("profiler").get<std::string>().front(), '/');
   EXPECT_EQ(c.flavour.worker_request.at("sanitizer_tool"), "racecheck");
   EXPECT_EQ(c.flavour.worker_request.at("sanitizer").get<std::string>().front(), '/');
+  // The ncu child runs candidates unconfined: a task with hidden shapes is
+  // profiled only when profile.unconfined says so (default false).
+  EXPECT_EQ(c.flavour.worker_request.at("profile_unconfined"), false);
+  EXPECT_EQ(cuda::to_json(o).at("profile").at("unconfined"), false);
+  const cuda::CudaOptions u = parse(R"({"profile": {"every": 3, "path": "true", "unconfined": true}})");
+  EXPECT_EQ(cuda::to_cpu_options(u).flavour.worker_request.at("profile_unconfined"), true);
+  EXPECT_THROW(parse(R"({"profile": {"unconfined": "yes"}})"), InputError);
 }
 
 // profile.on_request: the workers get ncu and honour operators' requests

@@ -321,6 +321,22 @@ TEST(CudaTools, ProfileOfACorrectCandidateIsCondensedIntoTheVerdict) {
   EXPECT_NE(v.feedback.find("Profile:"), std::string::npos) << v.feedback;
 }
 
+TEST(CudaTools, ProfileIsWithheldForATaskWithHiddenShapesUnlessUnconfined) {
+  // ncu's child runs the candidate without the sandbox: a task with hidden
+  // shapes gets no profile by default (profile.unconfined false).
+  REQUIRE_GPU();
+  auto task = std::make_shared<const Task>(load_task(fs::path(KEVO_CUDA_TASKS) / "softmax"));
+  ASSERT_FALSE(task->hidden.empty());
+  cuda::CudaOptions o = test::gpu_test_options(180, "", 1);
+  o.profile_unconfined = false;
+  auto b = cuda::make_cuda_backend(o);
+  b->prepare(*task);
+  const Verdict v = b->evaluate(task, task->seed_source, 3);
+  ASSERT_EQ(v.status, Status::correct) << v.message;
+  EXPECT_NE(v.profile.find("profiler: not run"), std::string::npos) << v.profile;
+  EXPECT_EQ(v.profile.find("DRAM"), std::string::npos) << v.profile;
+}
+
 // Library baselines that ship with the tasks as sources (cuBLAS SGEMM,
 // cub::DeviceReduce) are
 // compiled with their libraries and judged like candidates: correct, timed.

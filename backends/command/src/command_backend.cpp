@@ -958,7 +958,11 @@ void CommandBackend::finish(Job& j) {
   }
   j.v.message = clean_text(j.v.message);
   if (!j.v.profile.empty() && !j.profile_reason.empty()) j.v.profile = "[profiled: " + j.profile_reason + "]\n" + j.v.profile;
-  const std::string hidden = !j.hidden_label.empty() ? j.hidden_label : j.reader ? j.reader->hidden_label() : "";
+  // The hidden shape to withhold: one a mismatch names (kevo's comparison
+  // or the evaluator's), the evaluator's failed_shape, else the first
+  // hidden shape the candidate ran at (its call event).
+  std::string hidden = j.hidden_label;
+  if (hidden.empty() && j.reader) hidden = !j.reader->hidden_label().empty() ? j.reader->hidden_label() : j.reader->after_hidden();
   auto redact = [&](std::string s) {
     if (hidden.empty()) return s;
     s = replace_all(std::move(s), hidden, "a hidden test shape");

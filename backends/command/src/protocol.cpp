@@ -216,6 +216,21 @@ void AnswerReader::line(std::string_view text) {
       return;
     }
     last_stage_ = st;
+  } else if (event == "call") {
+    // The candidate is about to run at this shape (an evaluator tells at
+    // least the first hidden one): from then on, the feedback of any
+    // failure is withheld as a hidden shape's, even one whose evaluator is
+    // killed before its result (a timeout, an output flood).
+    if (!j.contains("shape") || !j["shape"].is_string()) {
+      breach_ = where + ": a call event without a shape: " + cut(text);
+      return;
+    }
+    const std::string label = j["shape"].get<std::string>();
+    if (!rules_.all.count(label)) {
+      breach_ = where + ": a call event at \"" + cut(label, 80) + "\", not a shape of the request";
+      return;
+    }
+    if (rules_.hidden.count(label) && after_hidden_.empty()) after_hidden_ = label;
   } else if (event == "fatal") {
     fatal_ = true;
     fatal_message_ = j.contains("message") && j["message"].is_string() ? cut(j["message"].get<std::string>(), 2000) : "";
@@ -228,7 +243,7 @@ void AnswerReader::line(std::string_view text) {
       verdict_.reset();
     }
   } else {
-    breach_ = where + ": unknown event \"" + cut(event, 40) + "\" (stage, result, fatal): " + cut(text);
+    breach_ = where + ": unknown event \"" + cut(event, 40) + "\" (stage, call, result, fatal): " + cut(text);
   }
 }
 

@@ -88,6 +88,7 @@ CudaOptions parse_cuda_options(StrictObject& obj) {
   if (auto p = obj.optional_object("profile")) {
     o.profile_every = static_cast<int>(p->integer("every", o.profile_every, 0, 1000000));
     o.profile_on_request = p->boolean("on_request", o.profile_on_request);
+    o.profile_unconfined = p->boolean("unconfined", o.profile_unconfined);
     o.profiler_path = p->string("path", o.profiler_path);
     p->finish();
   }
@@ -127,7 +128,10 @@ nlohmann::json to_json(const CudaOptions& o) {
   j["slot_hold"] = o.slot_hold;
   j["lock_dir"] = o.lock_dir;
   j["sanitizer"] = {{"tool", o.sanitizer}, {"path", o.sanitizer_path}};
-  j["profile"] = {{"every", o.profile_every}, {"on_request", o.profile_on_request}, {"path", o.profiler_path}};
+  j["profile"] = {{"every", o.profile_every},
+                  {"on_request", o.profile_on_request},
+                  {"unconfined", o.profile_unconfined},
+                  {"path", o.profiler_path}};
   j["tool_seconds"] = o.tool_seconds;
   return j;
 }
@@ -152,6 +156,7 @@ cpu::CpuOptions to_cpu_options(CudaOptions o) {
   }
   if (o.profile_every > 0 || o.profile_on_request) {
     b.flavour.worker_request["profiler"] = o.profiler_path;
+    b.flavour.worker_request["profile_unconfined"] = o.profile_unconfined;
     b.flavour.profile_every = o.profile_every;
     b.flavour.profile_on_request = o.profile_on_request;
   }

@@ -64,6 +64,12 @@ constexpr std::uint64_t kReverifySalt = 0x9E3779B97F4A7C15ULL;
 // compute-sanitizer's exit code when it found errors (--error-exitcode).
 constexpr int kSanitizerFound = 86;
 
+// The profile of a correct candidate of a task with hidden shapes, where
+// profile.unconfined is false.
+constexpr const char* kProfileWithheld =
+    "profiler: not run: ncu's child runs the candidate without the sandbox, where it could read this task's hidden "
+    "shapes and write the profile's text (backend.cuda.profile.unconfined: true runs it, for trusted candidates)";
+
 std::string read_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
@@ -124,6 +130,7 @@ struct Extra {
   std::string sanitizer, sanitizer_tool = "memcheck";   // compute-sanitizer path ("" = off)
   std::string profiler;                                  // ncu path ("" = off)
   bool profile = false;                                  // profile this candidate if correct
+  bool profile_unconfined = false;                       // profile.unconfined: also where shapes are hidden
   double child_seconds = 60.0;
 };
 
@@ -146,6 +153,7 @@ Extra parse_extra(const native::JudgeRequest& r) {
   x.sanitizer_tool = req.value("sanitizer_tool", x.sanitizer_tool);
   x.profiler = req.value("profiler", std::string());
   x.profile = req.value("profile", false);
+  x.profile_unconfined = req.value("profile_unconfined", false);
   x.child_seconds = req.value("child_seconds", x.child_seconds);
   return x;
 }
@@ -714,7 +722,12 @@ int main(int argc, char** argv) {
     if (timed && got.is_correct()) {
       result.shape_timings = shape_timings;
       got.stage = kevo::Stage::done;
-      if (tools.has_profile) {
+      if (tools.has_profile && !task.hidden.empty() && !x.profile_unconfined) {
+        // The ncu child runs the candidate unconfined: it could read the
+        // hidden shapes from the task's files and write them into ncu's
+        // page (the thirteenth session's red team).
+        got.profile = kProfileWithheld;
+      } else if (tools.has_profile) {
         try {
           profile(tools, x, opt, got);
         } catch (const std::exception& e) {

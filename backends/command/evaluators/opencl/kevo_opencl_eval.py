@@ -1131,6 +1131,7 @@ class Judge:
         self.pools = {}
         self.kernel_wall = {}
         self.cand_prog = None
+        self.told_hidden = False
 
     # -- helpers
     def stage(self, name):
@@ -1139,6 +1140,17 @@ class Judge:
 
     def shape_text(self, shape):
         return "a hidden shape" if shape.get("kind") == "hidden" else "shape " + shape["label"]
+
+    def running_at(self, shape):
+        """Before the candidate's kernel first runs at a hidden shape: a
+        "call" event, after which kevo withholds the feedback of any
+        failure as a hidden shape's (what the kernel printed there, or put
+        into a later failure, could carry the sizes; the thirteenth
+        session's red team), even when this process is killed before its
+        result."""
+        if shape.get("kind") == "hidden" and not self.told_hidden:
+            self.told_hidden = True
+            self.emit({"event": "call", "shape": shape["label"]})
 
     def count(self, shape, name):
         ext = shape["args"][name]["extents"]
@@ -1357,6 +1369,8 @@ class Judge:
         for call in req.get("calls") or []:
             si, shape = by_label[call["shape"]]
             inputs = self.file_inputs(shape, call["args"], data)
+            if program == "candidate":
+                self.running_at(shape)
             outs, _, _, _ = side.run(si, shape, self.shape_text(shape), inputs, call["trial"])
             self.write_outputs(side, si, call["args"], outs, result)
             if call.get("time") and program == "candidate" and req.get("timing"):
@@ -1420,6 +1434,8 @@ class Judge:
     def one_trial(self, si, shape, tag, trial, repeat, dists=None):
         st = self.shape_text(shape)
         inputs = self.draw_inputs(si, shape, tag, dists=dists)
+        if self.req.get("mode") != "null":
+            self.running_at(shape)
         got, _, _, mod = self.cand.run(si, shape, st, inputs, trial)
         self.input_modified(mod, shape, trial)
         want, _, _, _ = self.ref.run(si, shape, st, inputs, trial)

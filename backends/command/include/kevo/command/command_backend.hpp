@@ -179,6 +179,9 @@ class AnswerReader {
   const std::string& breach() const { return breach_; }   // "" = none
   const std::string& last_stage() const { return last_stage_; }
   const std::string& hidden_label() const { return hidden_label_; }   // the hidden shape a mismatch names
+  // The first hidden shape a "call" event named: the candidate ran there,
+  // and whatever it printed or did afterwards may carry the sizes.
+  const std::string& after_hidden() const { return after_hidden_; }
   // A bundled evaluator's report of the candidate's isolation (null: none).
   const nlohmann::json& isolation() const { return isolation_; }
   const nlohmann::json& shape_timings() const { return shape_timings_; }
@@ -196,7 +199,7 @@ class AnswerReader {
   bool stale_ = false;
   std::optional<Verdict> verdict_;
   bool fatal_ = false;
-  std::string fatal_message_, breach_, last_stage_, hidden_label_;
+  std::string fatal_message_, breach_, last_stage_, hidden_label_, after_hidden_;
   nlohmann::json shape_timings_ = nlohmann::json::array();
   nlohmann::json isolation_;
 };

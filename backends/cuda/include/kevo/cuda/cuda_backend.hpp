@@ -59,6 +59,12 @@ struct CudaOptions {
   // parent had no profile); on only where ncu is found (the effective
   // config says false otherwise).
   bool profile_on_request = true;
+  // The ncu child runs the candidate without the system-call policy or
+  // Landlock (ncu's injected library needs calls the policy refuses): it
+  // could read a task's hidden shapes and write the profile's text. So a
+  // task with hidden shapes gets no profile unless this is true (candidates
+  // trusted; docs/cuda.md#profiler-feedback).
+  bool profile_unconfined = false;
   std::string profiler_path = "ncu";
   double tool_seconds = 120.0;            // wall-clock limit of one sanitizer or profiler run
 };
