@@ -555,11 +555,18 @@ def judge(req):
     mode = req["mode"]
     trials = [("trial %d" % (t + 1), {}) for t in range(int(req["trials"]))]
     trials += [("stress " + s["name"], s["inputs"]) for s in task.get("stress", [])]
+    told_hidden = False
     for t, (trial, dists) in enumerate(trials):
         for shape in task["shapes"]:
             shape_of[0] = shape
             vals = make_inputs(np, req, shape, dists, (trial,))
             want = reference(vals)
+            if mode != "null" and shape["kind"] == "hidden" and not told_hidden:
+                # Before the candidate first runs at a hidden shape: kevo
+                # then withholds the feedback of any failure, whose text
+                # could carry the sizes (docs/command-backend.md, call events).
+                told_hidden = True
+                emit({"nonce": nonce, "event": "call", "shape": shape["label"]})
             try:
                 if mode == "null":
                     got = null_outputs(np, req, req["null_kind"], vals, shape, reference)

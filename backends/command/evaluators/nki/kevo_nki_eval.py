@@ -334,11 +334,18 @@ def judge(req):
     worst = [0.0, 0.0]
     trials = [("trial %d" % (t + 1), {}) for t in range(int(req["trials"]))]
     trials += [("stress " + s["name"], s["inputs"]) for s in task.get("stress", [])]
+    told_hidden = False
     for t, (trial, dists) in enumerate(trials):
         for shape in task["shapes"]:
             vals = make_inputs(np, req, shape, dists, (trial,))
             pristine = {k: (v.copy() if hasattr(v, "copy") else v) for k, v in vals.items()}
             want = reference({k: (v.copy() if hasattr(v, "copy") else v) for k, v in vals.items()})
+            if mode != "null" and shape["kind"] == "hidden" and not told_hidden:
+                # Before the candidate first runs at a hidden shape: kevo
+                # then withholds the feedback of any failure, whose text
+                # could carry the sizes (docs/command-backend.md, call events).
+                told_hidden = True
+                emit({"nonce": nonce, "event": "call", "shape": shape["label"]})
             try:
                 got = candidate(vals, shape)
             except Verdict:
