@@ -549,7 +549,7 @@ int main(int argc, char** argv) {
   int request_fd = -1, result_fd = -1;
   if (!w::parse_fds(argc, argv, request_fd, result_fd, "The evaluation worker of kevo's CUDA backend")) return 2;
   const native::JudgeRequest r = w::open_channel(request_fd, result_fd);
-  const Extra x = parse_extra(r);
+  Extra x = parse_extra(r);
   w::set_protocol_threads(r.judge_threads);
   w::Options opt = w::options_of(r, started);
   const bool gpu_timing = opt.timing && opt.mode == native::kModeJudge;
@@ -610,6 +610,12 @@ int main(int argc, char** argv) {
   }
 
   const bool candidate_code = opt.mode == native::kModeJudge;
+  // The ncu child runs the candidate unconfined: it could read the hidden
+  // shapes from the task's files and write them into ncu's page (the
+  // thirteenth session's red team). Such a task's candidate is not
+  // profiled, and its child is not registered.
+  const bool profile_withheld = x.profile && !task.hidden.empty() && !x.profile_unconfined;
+  if (profile_withheld) x.profile = false;
   Tools tools;
   try {
     tools = start_tools(r, x, candidate_code);
@@ -722,10 +728,7 @@ int main(int argc, char** argv) {
     if (timed && got.is_correct()) {
       result.shape_timings = shape_timings;
       got.stage = kevo::Stage::done;
-      if (tools.has_profile && !task.hidden.empty() && !x.profile_unconfined) {
-        // The ncu child runs the candidate unconfined: it could read the
-        // hidden shapes from the task's files and write them into ncu's
-        // page (the thirteenth session's red team).
+      if (profile_withheld) {
         got.profile = kProfileWithheld;
       } else if (tools.has_profile) {
         try {
