@@ -302,15 +302,34 @@ static void on_every_pipe(const char* line, std::size_t n) {
 // code can be changed (what a Python candidate that escaped the static
 // checks could do too; the red team did it through `m = torch`).
 
-// Runs `body` (Python, indented 8 spaces) for the judge's host module,
-// found among the loaded modules as `m`, after `imports`. (Found by what its
-// own namespace defines: torch's op and class namespaces answer hasattr for
-// any name, and patching one of them instead failed native_late_unmask with
-// "'_ClassNamespace' object is not callable" on the H100.)
+// Python that finds the judge's host module among the loaded modules as
+// `m`, for a body indented 8 spaces (by what its own namespace defines:
+// torch's op and class namespaces answer hasattr for any name, and patching
+// one of them instead failed native_late_unmask with "'_ClassNamespace'
+// object is not callable" on the H100).
+static const std::string kForHostModule =
+    "for m in list(sys.modules.values()):\n"
+    "    if {'host_bind', 'serve_host'} <= set(getattr(m, '__dict__', {})):\n";
+
+// Runs `body` for the judge's host module (kForHostModule), after `imports`.
 static void in_host_module(const char* imports, const char* body) {
-  pybind11::exec(std::string("import sys") + imports + "\n"
-                 "for m in list(sys.modules.values()):\n"
-                 "    if {'host_bind', 'serve_host'} <= set(getattr(m, '__dict__', {})):\n" + body);
+  pybind11::exec(std::string("import sys") + imports + "\n" + kForHostModule + body);
+}
+
+// A fresh namespace for pybind11::exec, with builtins: the attacks that
+// keep Python objects between calls take them out of it.
+static pybind11::dict fresh_namespace() {
+  pybind11::dict g;
+  g["__builtins__"] = pybind11::module_::import("builtins");
+  return g;
+}
+
+// Runs `prelude` (top-level Python, after `import sys`), then `body` for the
+// judge's host module, in a fresh namespace, which it returns.
+static pybind11::dict exec_for_host_module(const std::string& prelude, const std::string& body) {
+  pybind11::dict g = fresh_namespace();
+  pybind11::exec("import sys\n" + prelude + kForHostModule + body, g);
+  return g;
 }
 
 // in_host_module the first time only (a forward is called many times).
@@ -660,15 +679,10 @@ torch::Tensor late_unmask(torch::Tensor x) {
   static pybind11::object late;
   if (!done) {
     done = true;
-    pybind11::dict g;
-    g["__builtins__"] = pybind11::module_::import("builtins");
-    pybind11::exec(
-        "import sys\n"
+    late = exec_for_host_module(
         "pending = []\n"
         "def late():\n"
-        "    pass\n"
-        "for m in list(sys.modules.values()):\n"
-        "    if {'host_bind', 'serve_host'} <= set(getattr(m, '__dict__', {})):\n"
+        "    pass\n",
         "        def _unmask(st, key, _m=m):\n"
         "            if key and st.mask is not None:\n"
         "                pending.append((st, key))\n"
@@ -676,9 +690,7 @@ torch::Tensor late_unmask(torch::Tensor x) {
         "        def late(_m=m):\n"
         "            while pending:\n"
         "                st, key = pending.pop()\n"
-        "                _m.unmask_into(st, st.mask, key)\n",
-        g);
-    late = g["late"];
+        "                _m.unmask_into(st, st.mask, key)\n")["late"];
   }
   late();
   return softmax_rows(x);
@@ -726,22 +738,17 @@ torch::Tensor arena_output(torch::Tensor x) {
   static pybind11::object state;
   if (!done) {
     done = true;
-    pybind11::dict g;
-    g["__builtins__"] = pybind11::module_::import("builtins");
-    pybind11::exec(
-        "import gc, sys\n"
+    state = exec_for_host_module(
+        "import gc\n"
         "found = None\n"
         "for o in gc.get_objects():\n"
         "    if type(o).__name__ == 'HostState':\n"
-        "        found = o\n"
-        "for m in list(sys.modules.values()):\n"
-        "    if {'host_bind', 'serve_host'} <= set(getattr(m, '__dict__', {})):\n"
+        "        found = o\n",
         "        m.output_defect = lambda st, i, o, spans: None\n"
         "        def _store(st, out, _m=m):\n"
         "            return {'outputs': [{'shape': list(out.shape), 'dtype': _m.dtype_name(out.dtype)}],\n"
         "                    'form': 'single'}\n"
-        "        m.host_store_arena = _store\n", g);
-    state = g["found"];
+        "        m.host_store_arena = _store\n")["found"];
   }
   if (state.is_none() || state.attr("arena").is_none()) return softmax_rows(x);
   pybind11::tuple region = state.attr("out_region");
@@ -1019,16 +1026,9 @@ torch::Tensor flags_spell(torch::Tensor x) {
   static pybind11::object seen;
   if (!done) {
     done = true;
-    pybind11::dict g;
-    g["__builtins__"] = pybind11::module_::import("builtins");
-    pybind11::exec(
-        "import sys\n"
-        "seen = []\n"
-        "for m in list(sys.modules.values()):\n"
-        "    if {'host_bind', 'serve_host'} <= set(getattr(m, '__dict__', {})):\n"
-        "        m.diff_flags = lambda a, b: sorted('shape ' + s for s in set(seen)) if len(set(seen)) >= 5 else []\n",
-        g);
-    seen = g["seen"];
+    seen = exec_for_host_module(
+        "seen = []\n",
+        "        m.diff_flags = lambda a, b: sorted('shape ' + s for s in set(seen)) if len(set(seen)) >= 5 else []\n")["seen"];
   }
   seen.attr("append")(pybind11::str(std::to_string(x.size(0)) + "x" + std::to_string(x.size(1))));
   return softmax_rows(x);
@@ -1108,8 +1108,7 @@ torch::Tensor skip_after_check(torch::Tensor x) {
   static bool hooked = false;
   if (!hooked) {
     hooked = true;
-    pybind11::dict g;
-    g["__builtins__"] = pybind11::module_::import("builtins");
+    pybind11::dict g = fresh_namespace();
     g["event"] = pybind11::cpp_function(&event);
     pybind11::exec("import os\n_rd = os.read\ndef _read(fd, n):\n    b = _rd(fd, n)\n"
                    "    if n == 1 and b in (b'n', b'c', b'r'):\n        event(b.decode())\n"
