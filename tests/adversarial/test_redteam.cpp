@@ -138,8 +138,8 @@ const std::map<std::string, Honest> kCorrectnessAttacks = {
 };
 
 // Candidates of redteam/ with a test of their own.
-const std::set<std::string> kOwnTests = {"echo_hidden_shape", "echo_hidden_later", "hidden_blas", "read_manifest",
-                                         "thread_storm",      "wrong_after_hidden"};
+const std::set<std::string> kOwnTests = {"arena_size_echo", "echo_hidden_shape", "echo_hidden_later", "hidden_blas",
+                                         "read_manifest",   "thread_storm",      "wrong_after_hidden"};
 
 kevo::Verdict judge_one(kevo::cpu::CpuBackend& backend, const std::shared_ptr<kevo::Task>& task, const fs::path& file,
                         std::uint64_t seed = 3) {
@@ -350,6 +350,67 @@ TEST(RedTeam, AFailureAfterAHiddenShapeDoesNotCarryItIntoTheFeedback) {
       EXPECT_EQ(v->feedback.find(leak), std::string::npos) << "'" << leak << "' in the feedback:\n" << v->feedback;
     EXPECT_NE(v->feedback.find("hidden test shape"), std::string::npos) << v->feedback;
   }
+}
+
+// The small task with other hidden shapes, written to a folder of its own.
+std::shared_ptr<kevo::Task> small_task_hiding(const nlohmann::json& hidden, const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("kevo-redteam-" + std::to_string(::getpid()) + "-" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* f : {"reference.cpp", "seed.cpp"}) fs::copy_file(kDir / "task" / f, dir / f);
+  nlohmann::json j = nlohmann::json::parse(read(kDir / "task" / "task.json"));
+  j["name"] = "rowsum_" + name;
+  j["shapes"]["hidden"] = hidden;
+  std::ofstream(dir / "task.json") << j.dump(2);
+  return std::make_shared<kevo::Task>(kevo::load_task(dir));
+}
+
+// The candidate's process maps its argument arena from its start and can
+// read its size (/proc/self/maps) at its first call, a visible shape,
+// and fail there, before any hidden shape has run: such a failure's
+// feedback is not withheld. The arena was as large as the largest shape's
+// buffers, hidden ones included, so a hidden shape larger than the visible
+// one and the judgement's drawn ones was spelled out by the size
+// (arena_size_echo). Now the arena's size depends on the visible shapes
+// and the draw space's caps only: the same task with other hidden shapes
+// gives the same feedback, and where a hidden shape is larger than those
+// caps, every failure's feedback is withheld as after a hidden call.
+TEST(RedTeam, TheArenasSizeSaysNothingOfTheHiddenShapes) {
+  kevo::cpu::CpuBackend backend(small_options(20));
+  // Hidden shapes within the draw space's caps (max_elements 65536 per
+  // buffer): smaller than the visible 64x256, or larger (100x1000 is
+  // 400 kB of A, more than any drawn A).
+  const std::vector<std::pair<std::string, nlohmann::json>> within = {
+      {"small", {{{"M", 7}, {"N", 33}}, {{"M", 1}, {"N", 1000}}}},
+      {"large", {{{"M", 100}, {"N", 1000}}}},
+      {"larger", {{{"M", 3}, {"N", 5}}, {{"M", 120}, {"N", 900}}}},
+  };
+  std::string first;
+  std::vector<fs::path> dirs;
+  for (const auto& [name, hidden] : within) {
+    auto task = small_task_hiding(hidden, name);
+    dirs.push_back(task->manifest_path.parent_path());
+    backend.prepare(*task);
+    const kevo::Verdict v = judge_one(backend, task, kAttacks / "arena_size_echo.cpp");
+    EXPECT_EQ(v.status, Status::runtime_error) << name << ": " << v.message;
+    // The channel is open (the size reaches the feedback) and says the same
+    // whatever the hidden shapes are.
+    EXPECT_NE(v.feedback.find("arena bytes "), std::string::npos) << name << ":\n" << v.feedback;
+    if (first.empty()) first = v.feedback;
+    EXPECT_EQ(v.feedback, first) << "hidden shapes '" << name << "' changed what the candidate saw";
+  }
+  // A hidden shape larger than the caps (300x1500: 1.8 MB of A): the size
+  // would name it, so the failure's feedback is withheld; the judge's own
+  // record keeps what the candidate printed.
+  auto task = small_task_hiding({{{"M", 300}, {"N", 1500}}}, "beyond");
+  dirs.push_back(task->manifest_path.parent_path());
+  backend.prepare(*task);
+  const kevo::Verdict v = judge_one(backend, task, kAttacks / "arena_size_echo.cpp");
+  EXPECT_EQ(v.status, Status::runtime_error) << v.message;
+  EXPECT_NE(v.output_tail.find("arena bytes "), std::string::npos) << v.output_tail;
+  EXPECT_EQ(v.feedback.find("arena bytes"), std::string::npos) << v.feedback;
+  EXPECT_NE(v.feedback.find("hidden test shape"), std::string::npos) << v.feedback;
+  for (const auto& d : dirs) fs::remove_all(d);
 }
 
 // HOLE 4: limits.processes (RLIMIT_NPROC, set by the runner) does not bind

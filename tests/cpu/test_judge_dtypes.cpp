@@ -238,3 +238,61 @@ TEST(JudgeL2, AnInfiniteDifferenceOfFiniteValuesFails) {
 }
 
 }  // namespace
+
+// The arena's size (judge/space.hpp, arena_size): the candidate's process
+// reads it from its start, before any hidden shape has run. For every
+// bundled CPU and CUDA task it is the same at every judgement's draws (it
+// depends on the visible shapes and the draw space's caps only), holds
+// every case, and no hidden shape sizes it, so no bundled task has its
+// feedback withheld for it (RedTeam.TheArenasSizeSaysNothingOfTheHiddenShapes
+// shows the channel on a task built for it).
+TEST(JudgeArena, EveryBundledTaskHasOneSizeForEveryDrawAndNoHiddenShapeSizesIt) {
+  int tasks = 0;
+  for (const char* backend : {"cpu", "cuda"})
+    for (const auto& e : fs::directory_iterator(fs::path(KEVO_TEST_TASKS_DIR) / backend)) {
+      if (!fs::exists(e.path() / "task.json")) continue;
+      const Task task = load_task(e.path());
+      ++tasks;
+      std::size_t bytes = 0;
+      for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+        const std::vector<Shape> drawn = draw_shapes(task, seed * 0x9E3779B97F4A7C15ULL);
+        const ArenaSize a = arena_size(task, drawn, 4096);
+        EXPECT_EQ(a.reveals, nullptr) << task.name << ": hidden shape " << a.reveals->label << " sizes the arena";
+        if (seed == 1) bytes = a.bytes;
+        EXPECT_EQ(a.bytes, bytes) << task.name << ": the size moved with the draws (seed " << seed << ")";
+        for (const auto& s : drawn) EXPECT_LE(layout_bytes(task, Case{&s, Case::Kind::drawn, 0}, 4096), a.bytes) << s.label;
+        for (const auto& s : task.hidden) EXPECT_LE(layout_bytes(task, Case{&s, Case::Kind::hidden, 0}, 4096), a.bytes);
+      }
+    }
+  EXPECT_GE(tasks, 13);
+}
+
+// A task without a draw space whose hidden shape is larger than its
+// visible one: the arena must hold it, and says so (`reveals`), so the
+// engine withholds the judgement's feedback; with a draw space whose caps
+// hold it, the size is the caps' and nothing is revealed.
+TEST(JudgeArena, AHiddenShapeBeyondTheCapsIsRevealedAndOneWithinIsNot) {
+  TempTask t;
+  Task task = t.task();
+  ASSERT_TRUE(task.draw.empty());
+  task.visible = {Shape{"n=16", {{"n", 16}}}};
+  task.hidden = {Shape{"n=3", {{"n", 3}}}};
+  EXPECT_EQ(arena_size(task, {}, 4096).reveals, nullptr);
+  EXPECT_EQ(arena_size(task, {}, 4096).bytes, 2u * 4096);
+  task.hidden.push_back(Shape{"n=5000", {{"n", 5000}}});
+  ArenaSize a = arena_size(task, {}, 4096);
+  ASSERT_NE(a.reveals, nullptr);
+  EXPECT_EQ(a.reveals->label, "n=5000");
+  EXPECT_EQ(a.bytes, 2u * 12288);   // two bfloat16 buffers of 10000 bytes
+  task.draw.count = 4;
+  task.draw.max_elements = 8192;
+  task.draw.max_bytes = 1 << 20;
+  a = arena_size(task, {}, 4096);
+  EXPECT_EQ(a.reveals, nullptr);
+  EXPECT_EQ(a.bytes, 2u * 16384);   // 8192 bfloat16 elements per buffer
+  // Each buffer could hold all 10000 bytes (12288 rounded), but both
+  // together hold no more than 10000, each rounded up by less than 4096.
+  task.draw.max_elements = 0;
+  task.draw.max_bytes = 10000;
+  EXPECT_EQ(draw_layout_bound(task, 4096), 10000u + 2 * 4096);
+}

@@ -26,17 +26,6 @@ std::uint64_t fresh_entropy(const std::string& nonce) {
   return e;
 }
 
-std::size_t arena_for(const Task& task, const std::vector<Shape>& drawn) {
-  std::size_t most = 0;
-  auto see = [&](const Shape& s, Case::Kind k) {
-    most = std::max(most, layout_bytes(task, Case{&s, k, 0}, kArenaAlign));
-  };
-  for (const auto& s : task.visible) see(s, Case::Kind::visible);
-  for (const auto& s : task.hidden) see(s, Case::Kind::hidden);
-  for (const auto& s : drawn) see(s, Case::Kind::drawn);
-  return most;
-}
-
 }  // namespace
 
 Options options_of(const JudgeRequest& req, std::chrono::steady_clock::time_point started) {
@@ -106,7 +95,12 @@ JudgeResult run_session(const JudgeRequest& req, const Task& task, const Session
   base.policy = req.policy;
   base.namespaces = req.namespaces;
   base.limits = req.host;
-  base.arena_bytes = arena_for(task, opt.drawn);
+  const ArenaSize arena = arena_size(task, opt.drawn, kArenaAlign);
+  base.arena_bytes = arena.bytes;
+  // A hidden shape that sized the arena: the candidate's process can read
+  // the size from its start, so the engine redacts this judgement as one
+  // after a call at that shape (the event stands for that call).
+  if (arena.reveals) emit({{"event", "sees"}, {"shape", arena.reveals->label}, {"why", "the arena's size"}});
   base.env = parts.host_env;
 
   HostSpec ref_spec = base;

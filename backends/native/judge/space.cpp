@@ -260,6 +260,40 @@ std::size_t layout_bytes(const Task& task, const Case& c, std::size_t align) {
   return total;
 }
 
+std::size_t draw_layout_bound(const Task& task, std::size_t align) {
+  if (task.draw.empty()) return 0;
+  const auto cap = static_cast<std::size_t>(task.draw.max_bytes);
+  std::size_t per_buffer = 0, buffers = 0;
+  for (const Arg& a : task.args)
+    if (a.is_buffer()) {
+      // One buffer holds at most max_bytes, and max_elements elements.
+      std::size_t b = cap;
+      if (task.draw.max_elements > 0)
+        b = std::min(b, static_cast<std::size_t>(task.draw.max_elements) * dtype_size(a.dtype));
+      per_buffer += std::max<std::size_t>((b + align - 1) / align * align, align);
+      ++buffers;
+    }
+  // All of them hold at most max_bytes, and each rounds up by less than
+  // `align` (or is `align` when empty).
+  return std::min(per_buffer, cap + buffers * align);
+}
+
+ArenaSize arena_size(const Task& task, const std::vector<Shape>& drawn, std::size_t align) {
+  auto layout = [&](const Shape& s, Case::Kind k) { return layout_bytes(task, Case{&s, k, 0}, align); };
+  ArenaSize a;
+  for (const auto& s : task.visible) a.bytes = std::max(a.bytes, layout(s, Case::Kind::visible));
+  a.bytes = std::max(a.bytes, draw_layout_bound(task, align));
+  // Within the bound by construction (draw_shapes keeps to the caps): the
+  // max only keeps every case inside the arena.
+  for (const auto& s : drawn) a.bytes = std::max(a.bytes, layout(s, Case::Kind::drawn));
+  for (const auto& s : task.hidden)
+    if (const std::size_t b = layout(s, Case::Kind::hidden); b > a.bytes) {
+      a.bytes = b;
+      a.reveals = &s;
+    }
+  return a;
+}
+
 namespace {
 
 // Draws inputs into a's buffers (allocated for case c) and poisons its

@@ -186,6 +186,25 @@ ArgSet scalars_of(const Task& task, const Case& c);
 std::uint64_t input_stream(const Case& c, const std::string& tag, const Arg& arg);
 // Bytes of every buffer of case c, each rounded up to `align`.
 std::size_t layout_bytes(const Task& task, const Case& c, std::size_t align);
+// The size of a judgement's argument arena, which the candidate's process
+// can read from its start (/proc/self/maps; the CUDA host's command line),
+// before any call at a hidden shape (docs/verdicts.md, "the size of a
+// native judge's arena"). It depends on the visible shapes and the draw
+// space's caps only, never on the hidden shapes or this judgement's draws:
+// the largest visible layout, or, in a task with a draw space, the larger
+// of it and the most any drawn shape's buffers can take
+// (draw_layout_bound). A hidden shape larger than that is given room, and
+// `reveals` names it: the size tells of it from the process's start, so the
+// judgement is redacted as one after a call at that shape.
+struct ArenaSize {
+  std::size_t bytes = 0;
+  const Shape* reveals = nullptr;
+};
+ArenaSize arena_size(const Task& task, const std::vector<Shape>& drawn, std::size_t align);
+// The most bytes a drawn shape's buffers can take, each rounded up to
+// `align` (the draw space's max_elements and max_bytes); 0 without a draw
+// space.
+std::size_t draw_layout_bound(const Task& task, std::size_t align);
 // The same buffers and scalars as `orig`, buffer contents uninitialised.
 ArgSet allocate_like(const ArgSet& orig);
 

@@ -669,6 +669,11 @@ Events parse_events(const std::string& text, const std::string& nonce) {
       if (!ev.first_hidden_call && j.value("hidden", false)) ev.first_hidden_call = j;
       ev.last_call = j;
     }
+    else if (e == "sees") {
+      // The candidate's process can read a hidden shape's size from its
+      // start (the arena sized for it: judge/space.hpp, arena_size).
+      if (!ev.first_hidden_call) ev.first_hidden_call = j;
+    }
     else if (e == "violation") ev.violation = j;
     else if (e == "stage" && j.contains("stage") && j["stage"].is_string()) ev.stage = j["stage"].get<std::string>();
   }
