@@ -194,6 +194,10 @@ def main():
         # which the host was forked with): the host is forked before its
         # judge reads the request.
         "read_request": ({"runtime_error"}, "no hidden shape in this process"),
+        # The sizes of the judge's files in its process, at its first
+        # call, in its exception: judged again below on a task with a
+        # larger hidden shape, and the two feedbacks must be the same.
+        "judge_file_sizes": ({"runtime_error"}, "judge files:"),
         # The fourth red team: replies of the wrong kind crashed the judge
         # into internal_error; a candidate that saw which timed call the
         # judge had read skipped the rest (11.37x).
@@ -379,6 +383,19 @@ def main():
                     v["speedup"] > 1.5 * honest["speedup"] + 0.05:
                 failures.append("%s: %.2fx, against the honest candidate's %.2fx in the same batch (work the "
                                 "judge did not time)" % (name, v["speedup"], honest["speedup"]))
+    # What the candidate's process holds of the judge's files at its first
+    # call (their sizes) says nothing of the hidden shapes: the same attack
+    # on the softmax (hidden shapes no larger than the visible one) and on
+    # the copy with a 4096x4096 hidden shape fails with the same feedback.
+    # The native judge's arena told such a shape by its size (the CPU red
+    # team's arena_size_echo).
+    if not only or "judge_file_sizes" in only or "native_judge_file_sizes" in only:
+        jf = os.path.join(work, "native_judge_file_sizes.py")
+        small, large = judge(softmax, [jf])[jf], judge(grown, [jf])[jf]
+        show("judge_file_sizes (larger hidden)", large)
+        if "judge files:" not in small["feedback"] or small["feedback"] != large["feedback"]:
+            failures.append("native_judge_file_sizes.py: the feedback changed with the hidden shapes:\n%s\n---\n%s"
+                            % (small["feedback"][:600], large["feedback"][:600]))
     # The inputs come from seeds keyed by a secret of each judgement: the
     # same candidate judged twice with the same --seed sees other values
     # (a candidate that knew the seed rebuilt every timed input and

@@ -982,6 +982,36 @@ torch::Tensor read_request(torch::Tensor x) {
   throw std::runtime_error("no hidden shape in this process");
 }
 
+// Reads, at its first call (a visible shape), the sizes of the judge's
+// files that its process holds (every memfd among its descriptors, and
+// every memfd mapping) and fails there with them. The native judge's arena
+// told a hidden shape larger than the visible one this way (the CPU red
+// team's arena_size_echo); here the judge's input file must not have been
+// grown for a hidden shape before the first call: adversarial_test.py
+// judges it on the softmax and on a copy with a larger hidden shape and
+// expects the same feedback.
+torch::Tensor judge_file_sizes(torch::Tensor x) {
+  std::string seen;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    while (const dirent* e = ::readdir(d)) {
+      char link[256] = {0};
+      const std::string p = std::string("/proc/self/fd/") + e->d_name;
+      if (::readlink(p.c_str(), link, sizeof link - 1) <= 0 || std::strstr(link, "memfd:") == nullptr) continue;
+      struct stat st {};
+      if (::stat(p.c_str(), &st) == 0) seen += std::string(" file ") + link + " " + std::to_string(st.st_size);
+    }
+    ::closedir(d);
+  }
+  std::istringstream maps(read_proc("/proc/self/maps"));
+  for (std::string line; std::getline(maps, line);) {
+    if (line.find("memfd:") == std::string::npos) continue;
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx", &lo, &hi) == 2)
+      seen += " mapping " + line.substr(line.find("memfd:")) + " " + std::to_string(hi - lo);
+  }
+  throw std::runtime_error("judge files:" + seen);
+}
+
 // The fourth red team's replies of the wrong kind (2026-12-03): each
 // crashed the judge into internal_error (kevo's fault) for a candidate's own
 // protocol breach. An output described at an address past 2^64, and bind
