@@ -369,6 +369,9 @@ def run_kevo(args, server, label, extra):
             sets["operators.%d.weight" % i] = "1.0"
         else:
             sets["operators.%d.enabled" % i] = "false"
+    for kv in args.kevo_set:
+        k, _, v = kv.partition("=")
+        sets[k] = v
     sets.update(extra)
     cmd = [args.kevo, "run", os.path.join(ROOT, "configs", "llm.json"), "--out", out]
     for k, v in sets.items():
@@ -624,6 +627,8 @@ if __name__ == "__main__":
     ap.add_argument("--oe-iterations", type=int, default=1300,
                     help="past its population_size (1000), so that the cap is measured too")
     ap.add_argument("--oe-workers", type=int, default=1, help="evaluator.parallel_evaluations (its default 1)")
+    ap.add_argument("--kevo-set", action="append", default=[], metavar="KEY=VALUE",
+                    help="one more --set for every kevo run (an experiment: lineage.flush_records=1024)")
     ap.add_argument("--no-pop1000", dest="kevo_pop1000", action="store_false",
                     help="skip the kevo run with island.population 1000 (OpenEvolve's cap)")
     ap.add_argument("--no-parts", dest="parts", action="store_false",
