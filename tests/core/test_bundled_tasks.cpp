@@ -4,6 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -97,6 +102,53 @@ TEST(BundledTasks, NormalisationTasksCarryStressTrials) {
     if (it != want.end()) want.erase(it);
   }
   EXPECT_TRUE(want.empty());
+}
+
+}  // namespace
+}  // namespace kevo
+
+namespace kevo {
+namespace {
+
+// The public copy (write_public_copy) of every bundled C-signature task
+// loads as the same task with its visible shapes only: no hidden shape, no
+// draw space, and none of the hidden shapes' sizes in any file of it. The
+// CUDA worker's ncu child loads this copy, so that the candidate it runs
+// has no hidden shape in its process (docs/cuda.md#profiler-feedback).
+TEST(BundledTasks, APublicCopyHoldsNoHiddenShape) {
+  const std::filesystem::path root = KEVO_TEST_TASKS_DIR;
+  const auto tmp = std::filesystem::temp_directory_path() / ("kevo-public-copy-" + std::to_string(::getpid()));
+  std::size_t copied = 0;
+  for (const char* backend : {"cpu", "cuda"})
+    for (const auto& dir : find_task_dirs(root / backend)) {
+      SCOPED_TRACE(dir.string());
+      const Task t = load_task(dir);
+      ASSERT_FALSE(t.hidden.empty());
+      const auto copy = tmp / t.name;
+      write_public_copy(t, copy);
+      const Task p = load_task(copy);
+      EXPECT_TRUE(p.hidden.empty());
+      EXPECT_TRUE(p.draw.empty());
+      ASSERT_EQ(p.visible.size(), t.visible.size());
+      for (std::size_t i = 0; i < t.visible.size(); ++i) EXPECT_EQ(p.visible[i].label, t.visible[i].label);
+      EXPECT_EQ(p.args.size(), t.args.size());
+      EXPECT_EQ(p.reference_source, t.reference_source);
+      EXPECT_EQ(p.seed_source, t.seed_source);
+      EXPECT_EQ(p.name, t.name);
+      // No hidden shape's dimensions, as the manifest spells them, in any
+      // file of the copy.
+      for (const auto& f : std::filesystem::directory_iterator(copy)) {
+        std::ifstream in(f.path());
+        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        if (f.path().filename() == "task.json") text = nlohmann::json::parse(text).dump();   // compact, as h.dump()
+        for (const auto& h : t.manifest["shapes"]["hidden"])
+          EXPECT_EQ(text.find(h.dump()), std::string::npos) << f.path() << " holds " << h.dump();
+        EXPECT_EQ(text.find("\"hidden\""), std::string::npos) << f.path();
+      }
+      ++copied;
+    }
+  std::filesystem::remove_all(tmp);
+  EXPECT_GE(copied, 13u);
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ inline cuda::CudaOptions gpu_test_options(double wall_seconds, const std::string
   cuda::CudaOptions o;
   o.sanitizer = sanitizer;
   o.profile_every = profile_every;
-  o.profile_unconfined = true;   // the bundled tasks have hidden shapes; ProfileIsWithheld... turns it off
+  o.profile_unconfined = false;   // the default: the ncu child of a task with hidden shapes is confined
   o.sanitizer_path = KEVO_CUDA_BIN "/compute-sanitizer";
   o.profiler_path = KEVO_CUDA_BIN "/ncu";
   o.base.worker = KEVO_CUDA_WORKER;

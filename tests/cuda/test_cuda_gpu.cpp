@@ -321,20 +321,42 @@ TEST(CudaTools, ProfileOfACorrectCandidateIsCondensedIntoTheVerdict) {
   EXPECT_NE(v.feedback.find("Profile:"), std::string::npos) << v.feedback;
 }
 
-TEST(CudaTools, ProfileIsWithheldForATaskWithHiddenShapesUnlessUnconfined) {
-  // ncu's child runs the candidate without the sandbox: a task with hidden
-  // shapes gets no profile by default (profile.unconfined false).
+// The ncu child runs the candidate without the system-call policy; for a
+// task with hidden shapes it is confined (Landlock) and loads the task's
+// public copy. A candidate that reads the task's manifest there (its path
+// baked in) and spells the first hidden C in a dummy kernel's grid, which
+// the profile quotes, finds the file closed to it (grid 2417); unconfined
+// (profile.unconfined, the control) the same candidate spells 71003.
+TEST(CudaTools, TheProfileChildReadsNoHiddenShape) {
   REQUIRE_GPU();
-  auto task = std::make_shared<const Task>(load_task(fs::path(KEVO_CUDA_TASKS) / "softmax"));
+  const fs::path tasks = fs::canonical(KEVO_CUDA_TASKS);
+  for (const char* d : {"/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys", "/run"})
+    if (tasks.string().rfind(std::string(d) + "/", 0) == 0)
+      GTEST_SKIP() << "the tasks lie under " << d << ", which the profile child may read";
+  auto task = std::make_shared<const Task>(load_task(tasks / "softmax"));
   ASSERT_FALSE(task->hidden.empty());
-  cuda::CudaOptions o = test::gpu_test_options(180, "", 1);
-  o.profile_unconfined = false;
-  auto b = cuda::make_cuda_backend(o);
-  b->prepare(*task);
-  const Verdict v = b->evaluate(task, task->seed_source, 3);
-  ASSERT_EQ(v.status, Status::correct) << v.message;
-  EXPECT_NE(v.profile.find("profiler: not run"), std::string::npos) << v.profile;
-  EXPECT_EQ(v.profile.find("DRAM"), std::string::npos) << v.profile;
+  ASSERT_EQ(task->hidden.front().dims.at("C"), 1003);
+  std::string src = read_text(fs::path(KEVO_CUDA_ADVERSARIAL) / "profile_reads_task.cu");
+  const std::string mark = "@TASK_JSON@";
+  for (auto at = src.find(mark); at != std::string::npos; at = src.find(mark))
+    src.replace(at, mark.size(), (tasks / "softmax" / "task.json").string());
+  for (const bool unconfined : {false, true}) {
+    cuda::CudaOptions o = test::gpu_test_options(180, "", 1);
+    o.profile_unconfined = unconfined;
+    auto b = cuda::make_cuda_backend(o);
+    b->prepare(*task);
+    const Verdict v = b->evaluate(task, src, 3);
+    ASSERT_EQ(v.status, Status::correct) << v.message;
+    std::cout << "[ profile  ] " << (unconfined ? "unconfined" : "confined") << ": " << v.profile << "\n";
+    ASSERT_NE(v.profile.find("DRAM"), std::string::npos) << "no profile: " << v.profile;
+    if (unconfined) {
+      EXPECT_NE(v.profile.find("71003"), std::string::npos) << "the control did not read the manifest: " << v.profile;
+    } else {
+      EXPECT_EQ(v.profile.find("71003"), std::string::npos) << "the confined child read a hidden shape: " << v.profile;
+      EXPECT_EQ(v.profile.find("3413"), std::string::npos) << "the confined child read the manifest: " << v.profile;
+      EXPECT_NE(v.profile.find("2417"), std::string::npos) << v.profile;
+    }
+  }
 }
 
 // Library baselines that ship with the tasks as sources (cuBLAS SGEMM,

@@ -221,3 +221,40 @@ TEST_F(SpawnerTest, WhenTheCallerIsKilledTheSpawnerAndItsCommandEnd) {
   EXPECT_TRUE(ends_within(command, std::chrono::milliseconds(3000))) << "the command outlived its caller";
   EXPECT_TRUE(ends_within(spawner, std::chrono::milliseconds(3000))) << "the spawner outlived its caller";
 }
+
+// A confined command (SpawnCommand::confined: Landlock put on in its
+// process before execve) and everything it starts read only beneath its
+// read folders and write only beneath its write folders; the same command
+// unconfined reads and writes both, the control. The CUDA worker's ncu
+// child is started this way, so that the candidate it runs cannot read the
+// task's hidden shapes (docs/cuda.md#profiler-feedback).
+TEST_F(SpawnerTest, AConfinedCommandAndItsChildrenReadAndWriteOnlyWhereAllowed) {
+  for (const char* d : {"allowed", "secret", "out"}) fs::create_directories(at(d));
+  std::ofstream(at("allowed") / "a.txt") << "allowed-text\n";
+  std::ofstream(at("secret") / "s.txt") << "secret-text\n";
+  const std::string script = "cat " + (at("allowed") / "a.txt").string() + "; /bin/sh -c 'cat " +
+                             (at("secret") / "s.txt").string() + "'; echo w > " + (at("out") / "w.txt").string() +
+                             "; echo x > " + (at("allowed") / "x.txt").string() + "; echo done";
+  sb::SpawnCommand open_cmd{{"/bin/sh", "-c", script}, at("open.log"), 10};
+  sb::SpawnCommand confined = {{"/bin/sh", "-c", script}, at("confined.log"), 10};
+  confined.confined = true;
+  confined.read_dirs = {"/bin", "/usr", "/lib", "/lib64", "/etc", at("allowed").string()};
+  confined.write_dirs = {at("out").string()};
+  sb::Spawner s({open_cmd, confined});
+
+  ASSERT_EQ(s.run(0).exit_code, 0);
+  const std::string open_out = slurp(at("open.log"));
+  EXPECT_NE(open_out.find("secret-text"), std::string::npos) << open_out;
+  EXPECT_TRUE(fs::exists(at("allowed") / "x.txt"));
+  fs::remove(at("allowed") / "x.txt");
+  fs::remove(at("out") / "w.txt");
+
+  const sb::SpawnResult r = s.run(1);
+  ASSERT_TRUE(r.started) << r.error;
+  const std::string out = slurp(at("confined.log"));
+  EXPECT_NE(out.find("allowed-text"), std::string::npos) << out;
+  EXPECT_EQ(out.find("secret-text"), std::string::npos) << "a confined command's child read outside its folders:\n" << out;
+  EXPECT_NE(out.find("done"), std::string::npos) << out;
+  EXPECT_TRUE(fs::exists(at("out") / "w.txt")) << out;
+  EXPECT_FALSE(fs::exists(at("allowed") / "x.txt")) << "a confined command wrote outside its write folders:\n" << out;
+}

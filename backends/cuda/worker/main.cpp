@@ -33,6 +33,7 @@
 
 #include <dlfcn.h>
 #include <glob.h>
+#include <unistd.h>
 #include <sys/resource.h>
 
 #include <cuda_runtime.h>
@@ -47,6 +48,7 @@
 #include <fstream>
 #include <iterator>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -65,10 +67,12 @@ constexpr std::uint64_t kReverifySalt = 0x9E3779B97F4A7C15ULL;
 constexpr int kSanitizerFound = 86;
 
 // The profile of a correct candidate of a task with hidden shapes, where
-// profile.unconfined is false.
+// profile.unconfined is false and the kernel cannot confine ncu's child
+// (no Landlock).
 constexpr const char* kProfileWithheld =
-    "profiler: not run: ncu's child runs the candidate without the sandbox, where it could read this task's hidden "
-    "shapes and write the profile's text (backend.cuda.profile.unconfined: true runs it, for trusted candidates)";
+    "profiler: not run: ncu's child runs the candidate without the system-call policy, and this kernel has no "
+    "Landlock to keep it from reading this task's hidden shapes (backend.cuda.profile.unconfined: true runs it "
+    "unconfined, for trusted candidates)";
 
 std::string read_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -227,6 +231,11 @@ fs::path write_child_request(native::JudgeRequest req, const std::string& name) 
   return p;
 }
 
+// The profile child's folder: its request, the task's public copy, its
+// result and ncu's page; the only folder of the worker's that a confined
+// child reads or writes (profile_command).
+fs::path profile_dir() { return fs::current_path() / "profile-child"; }
+
 // Keeps the seconds left for children: never past the worker's own limit.
 double child_limit(const Extra& x, const w::Options& opt) {
   if (opt.wall_seconds <= 0) return x.child_seconds;
@@ -332,7 +341,9 @@ int child_main(const std::string& mode, const fs::path& request_file, const fs::
   std::ofstream result(result_file);
   try {
     task = kevo::load_task(r.task_dir);
-    ref = entry_of(open_library(r.reference_so, "reference"));
+    // The reference only where it runs: the profile child (the task's
+    // public copy, possibly confined) never loads it.
+    if (mode == "sanitize") ref = entry_of(open_library(r.reference_so, "reference"));
     std::string bus;
     cw::device_identity(bus);
     cw::gpu_slot().open(x.lock_dir, bus);
@@ -417,10 +428,45 @@ std::vector<std::string> sanitize_argv(const native::JudgeRequest& req, const Ex
           (fs::current_path() / "sanitize-result.json").string()};
 }
 
-std::vector<std::string> profile_argv(const native::JudgeRequest& req, const Extra& x) {
-  const fs::path request = write_child_request(req, "profile");
-  const fs::path log = fs::current_path() / "ncu.csv";
-  return {x.profiler,
+// The ncu command. Its child runs the candidate without the system-call
+// policy (ncu's injected library makes calls it refuses), so its request
+// holds what one call at the first visible shape needs and no secret of the
+// judgement: the task's public copy (no hidden shape, no draw space:
+// write_public_copy), no nonce, a seed of its own. With `confined`, ncu and
+// everything it starts are under Landlock: they read the system's folders,
+// ncu's own, this executable, the candidate's copy and the profile folder,
+// and write only there, in /dev and in the GPU slot's folder; the task's
+// files, the run's folder and the lineage are out of reach
+// (docs/cuda.md#profiler-feedback).
+kevo::sandbox::SpawnCommand profile_command(const native::JudgeRequest& req, const kevo::Task& task, const Extra& x,
+                                            bool confined) {
+  const fs::path dir = profile_dir();
+  fs::create_directories(dir);
+  kevo::write_public_copy(task, dir / "task");
+  native::JudgeRequest pr = req;
+  pr.task_dir = (dir / "task").string();
+  pr.candidate_so = candidate_copy().string();
+  pr.nonce.clear();
+  pr.seed = (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  const fs::path request = dir / "profile-request.json";
+  std::ofstream(request) << native::to_json(pr).dump();
+  const fs::path log = dir / "ncu.csv";
+  kevo::sandbox::SpawnCommand c;
+  c.output = fs::current_path() / "ncu-console.log";
+  c.max_wall_seconds = x.child_seconds;
+  c.confined = confined;
+  if (confined) {
+    c.write_dirs = {dir.string(), "/dev"};
+    if (!x.lock_dir.empty()) c.write_dirs.push_back(x.lock_dir);
+    c.read_dirs = {"/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys", "/run",
+                   kevo::self_executable().string(), candidate_copy().string()};
+    std::error_code ec;
+    const fs::path ncu = fs::canonical(x.profiler, ec);
+    if (!ec) c.read_dirs.push_back(ncu.parent_path().string());
+    // ncu's temporary files and lock: in the profile folder.
+    ::setenv("TMPDIR", dir.c_str(), 1);
+  }
+  c.argv = {x.profiler,
           "--clock-control",
           "none",
           "--target-processes",
@@ -446,12 +492,14 @@ std::vector<std::string> profile_argv(const native::JudgeRequest& req, const Ext
           "--request-file",
           request.string(),
           "--result-file",
-          (fs::current_path() / "profile-result.json").string()};
+          (dir / "profile-result.json").string()};
+  return c;
 }
 
 // Writes the children's request files and starts the spawner (no process
 // when no stage is on). Call before the policy.
-Tools start_tools(const native::JudgeRequest& req, const Extra& x, bool candidate_code) {
+Tools start_tools(const native::JudgeRequest& req, const kevo::Task& task, const Extra& x, bool candidate_code,
+                  bool confine_profile) {
   Tools t;
   std::vector<kevo::sandbox::SpawnCommand> commands;
   if (candidate_code && !x.sanitizer.empty()) {
@@ -462,7 +510,7 @@ Tools start_tools(const native::JudgeRequest& req, const Extra& x, bool candidat
   if (candidate_code && x.profile && !x.profiler.empty()) {
     t.has_profile = true;
     t.profile = commands.size();
-    commands.push_back({profile_argv(req, x), fs::current_path() / "ncu-console.log", x.child_seconds});
+    commands.push_back(profile_command(req, task, x, confine_profile));
   }
   if (!commands.empty()) t.spawner = kevo::sandbox::Spawner(std::move(commands));
   return t;
@@ -499,7 +547,7 @@ bool sanitize(Tools& tools, const kevo::Task& task, const Extra& x, const w::Opt
 
 // ncu on one call of a correct candidate; fills v.profile.
 void profile(Tools& tools, const Extra& x, const w::Options& opt, kevo::Verdict& v) {
-  const fs::path log = fs::current_path() / "ncu.csv";
+  const fs::path log = profile_dir() / "ncu.csv";
   // The child holds the slot around its call (child_main); its holds count
   // as this candidate's. The child ran candidate code, so only holds inside
   // the child's lifetime are taken, at most its length in all.
@@ -507,7 +555,7 @@ void profile(Tools& tools, const Extra& x, const w::Options& opt, kevo::Verdict&
   const cw::ChildResult c = run_tool(tools, tools.profile, child_limit(x, opt));
   const double to = cw::monotonic_seconds(std::chrono::steady_clock::now());
   try {
-    const auto got = nlohmann::json::parse(read_file(fs::current_path() / "profile-result.json"));
+    const auto got = nlohmann::json::parse(read_file(profile_dir() / "profile-result.json"));
     double sum = 0.0;
     for (const auto& hold : got.value("slot_intervals", nlohmann::json::array())) {
       const double a = hold.at(0).get<double>(), b = hold.at(1).get<double>();
@@ -610,15 +658,23 @@ int main(int argc, char** argv) {
   }
 
   const bool candidate_code = opt.mode == native::kModeJudge;
-  // The ncu child runs the candidate unconfined: it could read the hidden
-  // shapes from the task's files and write them into ncu's page (the
-  // thirteenth session's red team). Such a task's candidate is not
-  // profiled, and its child is not registered.
-  const bool profile_withheld = x.profile && !task.hidden.empty() && !x.profile_unconfined;
+  // The ncu child runs the candidate without the system-call policy: for a
+  // task with hidden shapes, which it could read from the task's files and
+  // write into ncu's page (the thirteenth session's red team), it is
+  // confined (profile_command). Where the kernel has no Landlock such a
+  // task's candidate is not profiled, and its child is not registered.
+  const bool confine_profile = candidate_code && x.profile && !task.hidden.empty() && !x.profile_unconfined;
+  bool profile_withheld = false;
+  if (confine_profile) {
+    std::string why;
+    const int probe = kevo::sandbox::make_ruleset({"/dev"}, {"/usr"}, why);
+    if (probe >= 0) ::close(probe);
+    profile_withheld = probe < 0;
+  }
   if (profile_withheld) x.profile = false;
   Tools tools;
   try {
-    tools = start_tools(r, x, candidate_code);
+    tools = start_tools(r, task, x, candidate_code, confine_profile && !profile_withheld);
   } catch (const std::exception& e) {
     w::fatal("tools", e.what());
   }

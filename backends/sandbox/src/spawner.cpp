@@ -1,6 +1,8 @@
 #include "kevo/sandbox/spawner.hpp"
 
 #include "kevo/core/error.hpp"
+#include "kevo/sandbox/isolation.hpp"
+#include "kevo/sandbox/unique_fd.hpp"
 
 #include "child_setup.hpp"
 
@@ -39,7 +41,7 @@ struct Request {
 };
 
 // Why a command did not start (Reply::stage).
-enum Stage : std::int32_t { kNone = 0, kBadRequest, kPipe, kFork, kOutput, kExec };
+enum Stage : std::int32_t { kNone = 0, kBadRequest, kPipe, kFork, kOutput, kExec, kConfine };
 
 struct Reply {
   std::int32_t started = 0;
@@ -57,6 +59,7 @@ struct Plan {
   char* const* argv = nullptr;
   const char* output = nullptr;   // nullptr: /dev/null
   double max_wall = 0.0;
+  int ruleset = -1;               // Landlock ruleset to put on (SpawnCommand::confined), or -1
 };
 
 // fork() without pthread_atfork handlers: a library's handler (the CUDA
@@ -92,6 +95,7 @@ double now_seconds() {
     if (out < 0) command_fail(errfd, kOutput, errno);
     if (::dup2(out, 1) < 0 || ::dup2(out, 2) < 0) command_fail(errfd, kOutput, errno);
   }
+  if (plan.ruleset >= 0 && !restrict_to(plan.ruleset)) command_fail(errfd, kConfine, errno);
   ::execve(plan.argv[0], plan.argv, envp);
   command_fail(errfd, kExec, errno);
 }
@@ -177,19 +181,30 @@ bool run_command(int sock, const Plan& plan, double wall, char* const* envp, Rep
 }
 
 // The spawner process: serves requests until the caller's end closes.
-[[noreturn]] void serve(int sock_in, const Plan* plans, std::size_t count, char* const* envp, long close_max) {
+[[noreturn]] void serve(int sock_in, Plan* plans, std::size_t count, char* const* envp, long close_max) {
   ::setpgid(0, 0);
   detail::default_signals();
-  // The socket above stdio, stdio on /dev/null, nothing else open: the
-  // caller's pipes must see EOF when the caller ends, whatever runs here.
+  // The socket and the commands' rulesets above stdio, stdio on /dev/null,
+  // nothing else open: the caller's pipes must see EOF when the caller
+  // ends, whatever runs here. The kept descriptors are copied to the lowest
+  // free numbers from 3, and everything else is closed around them.
   const int sock = ::fcntl(sock_in, F_DUPFD_CLOEXEC, 3);
   const int null = ::open("/dev/null", O_RDWR);
   if (sock < 0 || null < 0) ::_exit(127);
+  int top = sock;
+  for (std::size_t i = 0; i < count; ++i)
+    if (plans[i].ruleset >= 0) {
+      plans[i].ruleset = ::fcntl(plans[i].ruleset, F_DUPFD_CLOEXEC, 3);
+      if (plans[i].ruleset < 0) ::_exit(127);
+      top = std::max(top, plans[i].ruleset);
+    }
   for (int fd = 0; fd < 3; ++fd) ::dup2(null, fd);
-  if (sock > 3) {
-    for (int fd = 3; fd < sock; ++fd) ::close(fd);
+  for (int fd = 3; fd < top; ++fd) {
+    bool keep = fd == sock;
+    for (std::size_t i = 0; i < count && !keep; ++i) keep = plans[i].ruleset == fd;
+    if (!keep) ::close(fd);
   }
-  detail::close_from(sock + 1, 0x7fffffff, close_max);
+  detail::close_from(top + 1, 0x7fffffff, close_max);
   for (;;) {
     Request q;
     const ssize_t n = ::recv(sock, &q, sizeof q, 0);
@@ -213,6 +228,7 @@ const char* stage_text(std::int32_t s) {
     case kFork: return "fork";
     case kOutput: return "cannot open the output file";
     case kExec: return "execve";
+    case kConfine: return "Landlock (landlock_restrict_self)";
     default: return "unknown";
   }
 }
@@ -234,13 +250,22 @@ Spawner::Spawner(std::vector<SpawnCommand> commands) : state_(std::make_unique<S
   // Everything the spawner process reads is built here, before the clone.
   s.argvs.resize(s.commands.size());
   s.plans.resize(s.commands.size());
+  // The rulesets stay open here until the spawner has its copies (closed
+  // when the constructor returns).
+  std::vector<UniqueFd> rulesets;
   for (std::size_t i = 0; i < s.commands.size(); ++i) {
     SpawnCommand& c = s.commands[i];
     if (c.argv.empty() || c.argv[0].empty()) throw Failure("spawner: command " + std::to_string(i) + " has no argv");
     if (!(c.max_wall_seconds > 0.0)) throw Failure("spawner: command " + std::to_string(i) + " needs a wall limit");
     for (std::string& a : c.argv) s.argvs[i].push_back(a.data());
     s.argvs[i].push_back(nullptr);
-    s.plans[i] = {s.argvs[i].data(), c.output.empty() ? nullptr : c.output.c_str(), c.max_wall_seconds};
+    s.plans[i] = {s.argvs[i].data(), c.output.empty() ? nullptr : c.output.c_str(), c.max_wall_seconds, -1};
+    if (c.confined) {
+      std::string why;
+      rulesets.emplace_back(make_ruleset(c.write_dirs, c.read_dirs, why));
+      if (!rulesets.back().valid()) throw Failure("spawner: command " + std::to_string(i) + " cannot be confined: " + why);
+      s.plans[i].ruleset = rulesets.back().get();
+    }
   }
   rlimit nofile{};
   const long close_max = ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY

@@ -161,6 +161,29 @@ bool Task::allows_library(std::string_view library) const {
   return std::find(libraries.begin(), libraries.end(), library) != libraries.end();
 }
 
+void write_public_copy(const Task& task, const fs::path& dir) {
+  if (task.is_torch()) throw std::logic_error("write_public_copy: a torch task");
+  nlohmann::json m = task.manifest;
+  if (auto sh = m.find("shapes"); sh != m.end() && sh->is_object()) {
+    sh->erase("hidden");
+    sh->erase("draw");
+  }
+  m.erase("baselines");
+  fs::create_directories(dir);
+  const auto source = [&](const char* key, const fs::path& from, const std::string& text) {
+    const std::string name = std::string(key) + from.extension().string();
+    std::ofstream out(dir / name, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out) throw Failure("cannot write " + (dir / name).string());
+    m[key] = name;
+  };
+  source("reference", task.reference_path, task.reference_source);
+  source("seed", task.seed_path, task.seed_source);
+  std::ofstream out(dir / "task.json", std::ios::trunc);
+  out << m.dump(2) << "\n";
+  if (!out) throw Failure("cannot write " + (dir / "task.json").string());
+}
+
 Task with_stress(const Task& task, const StressTrial& stress) {
   Task out = task;
   for (const auto& [arg, dist] : stress.inputs) out.args.at(arg).dist = dist;

@@ -37,6 +37,15 @@ struct SpawnCommand {
   std::vector<std::string> argv;   // argv[0]: the program's path (no PATH lookup)
   std::filesystem::path output;    // stdout and stderr (empty: /dev/null)
   double max_wall_seconds = 60.0;  // a request may ask for less, never for more
+  // Landlock for the command and everything it starts (make_ruleset in
+  // isolation.hpp, put on in its process after the output file is open and
+  // before execve): with `confined`, it may write only beneath `write_dirs`
+  // and read or execute only beneath `read_dirs` and `write_dirs` (files or
+  // folders). The ruleset is built when the Spawner starts, which throws
+  // Failure when the kernel has no Landlock: a command asked to be confined
+  // never runs unconfined.
+  bool confined = false;
+  std::vector<std::string> write_dirs, read_dirs;
 };
 
 struct SpawnResult {

@@ -202,6 +202,16 @@ struct Task {
 // stream. Labels are "drawn " + the dimensions ("drawn M=37,K=5,N=1029").
 std::vector<Shape> draw_shapes(const Task& task, std::uint64_t seed);
 
+// Writes into `dir` (created; an existing task.json replaced) a copy of a
+// C-signature task that holds nothing a candidate may not see: the manifest
+// without its hidden shapes, its draw space and its library baselines, and
+// the reference and seed sources beside it (reference<ext>, seed<ext>).
+// load_task(dir) gives the same task with visible shapes only. For a
+// process that runs candidate code and needs the task (the CUDA worker's
+// ncu child, docs/cuda.md#profiler-feedback). Throws std::logic_error for
+// a torch task.
+void write_public_copy(const Task& task, const std::filesystem::path& dir);
+
 // `task` with stress trial `stress`'s distributions in place of its
 // arguments' own; everything else unchanged.
 Task with_stress(const Task& task, const StressTrial& stress);
