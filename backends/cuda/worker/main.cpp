@@ -67,12 +67,12 @@ constexpr std::uint64_t kReverifySalt = 0x9E3779B97F4A7C15ULL;
 constexpr int kSanitizerFound = 86;
 
 // The profile of a correct candidate of a task with hidden shapes, where
-// profile.unconfined is false and the kernel cannot confine ncu's child
-// (no Landlock).
+// profile.unconfined is false and ncu's child could not be confined (no
+// Landlock, a rule refused); the reason follows.
 constexpr const char* kProfileWithheld =
-    "profiler: not run: ncu's child runs the candidate without the system-call policy, and this kernel has no "
-    "Landlock to keep it from reading this task's hidden shapes (backend.cuda.profile.unconfined: true runs it "
-    "unconfined, for trusted candidates)";
+    "profiler: not run: ncu's child runs the candidate without the system-call policy and could not be confined "
+    "to keep it from this task's hidden shapes (backend.cuda.profile.unconfined: true runs it unconfined, for "
+    "trusted candidates): ";
 
 std::string read_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -664,19 +664,21 @@ int main(int argc, char** argv) {
   // confined (profile_command). Where the kernel has no Landlock such a
   // task's candidate is not profiled, and its child is not registered.
   const bool confine_profile = candidate_code && x.profile && !task.hidden.empty() && !x.profile_unconfined;
-  bool profile_withheld = false;
-  if (confine_profile) {
-    std::string why;
-    const int probe = kevo::sandbox::make_ruleset({"/dev"}, {"/usr"}, why);
-    if (probe >= 0) ::close(probe);
-    profile_withheld = probe < 0;
-  }
-  if (profile_withheld) x.profile = false;
+  std::string profile_withheld;   // why this task's candidate is not profiled ("": it is, where asked)
   Tools tools;
   try {
-    tools = start_tools(r, task, x, candidate_code, confine_profile && !profile_withheld);
+    tools = start_tools(r, task, x, candidate_code, confine_profile);
   } catch (const std::exception& e) {
-    w::fatal("tools", e.what());
+    if (!confine_profile) w::fatal("tools", e.what());
+    // The spawner could not confine the child: not profiled, and the
+    // child not registered.
+    profile_withheld = std::string(kProfileWithheld) + e.what();
+    x.profile = false;
+    try {
+      tools = start_tools(r, task, x, candidate_code, false);
+    } catch (const std::exception& again) {
+      w::fatal("tools", again.what());
+    }
   }
 
   Entry ref = nullptr;
@@ -784,8 +786,8 @@ int main(int argc, char** argv) {
     if (timed && got.is_correct()) {
       result.shape_timings = shape_timings;
       got.stage = kevo::Stage::done;
-      if (profile_withheld) {
-        got.profile = kProfileWithheld;
+      if (!profile_withheld.empty()) {
+        got.profile = profile_withheld;
       } else if (tools.has_profile) {
         try {
           profile(tools, x, opt, got);
