@@ -138,8 +138,9 @@ const std::map<std::string, Honest> kCorrectnessAttacks = {
 };
 
 // Candidates of redteam/ with a test of their own.
-const std::set<std::string> kOwnTests = {"arena_size_echo", "echo_hidden_shape", "echo_hidden_later", "hidden_blas",
-                                         "read_manifest",   "thread_storm",      "wrong_after_hidden"};
+const std::set<std::string> kOwnTests = {"arena_size_echo", "echo_hidden_shape", "echo_hidden_later", "forbidden_echo",
+                                         "hidden_blas",     "read_manifest",     "seed_guess",        "thread_storm",
+                                         "wrong_after_hidden"};
 
 kevo::Verdict judge_one(kevo::cpu::CpuBackend& backend, const std::shared_ptr<kevo::Task>& task, const fs::path& file,
                         std::uint64_t seed = 3) {
@@ -267,6 +268,28 @@ TEST(RedTeam, TimerSigcontCannotPrecomputeTheNextCall) { expect_no_gain("timer_p
 // cancels it and the judge's blocking wait4(WUNTRACED) never returns:
 // timeout), so it is tuned with a 20 ms delay.
 TEST(RedTeam, TimerSigcontCannotSlowTheReference) { expect_no_gain("timer_busy", true); }
+
+// The judgement's seed is small or made from small numbers (kevo eval's
+// --seed; a run's from its config seed and the candidate's id), and the
+// inputs were a function of it alone: seed_guess rebuilt the judge's
+// generator and found the seed from its first inputs in 0.2 s, and with it
+// every timed call's inputs (timing/seed_precompute answered the timed
+// calls from a table computed at its first call: correct at 28x where the
+// honest kernel got 2.2x; the fourteenth session's red team). The inputs
+// and the drawn shapes are now keyed by a secret of each judgement
+// (InputKey in backends/native/judge/space.hpp).
+TEST(RedTeam, TheSeedDoesNotGiveTheInputsAway) {
+  auto task = small_task();
+  kevo::cpu::CpuBackend backend(small_options(20));
+  backend.prepare(*task);
+  for (const std::uint64_t seed : {1u, 3u}) {
+    const kevo::Verdict v = judge_one(backend, task, kAttacks / "seed_guess.cpp", seed);
+    EXPECT_EQ(v.status, Status::runtime_error) << v.message;
+    EXPECT_EQ(v.message.find("judgement seed ="), std::string::npos) << "seed " << seed << ": " << v.message;
+    EXPECT_NE(v.message.find("seed not found"), std::string::npos) << v.message;
+  }
+}
+TEST(RedTeam, ATableOfTheTimedCallsOutputsGainsNothing) { expect_no_gain("seed_precompute", false); }
 
 // HOLE 2 (closed: the CPU policy traps anonymous or writable executable
 // mappings and mprotect/pkey_mprotect to PROT_EXEC, so code no mapped file
@@ -411,6 +434,24 @@ TEST(RedTeam, TheArenasSizeSaysNothingOfTheHiddenShapes) {
   EXPECT_EQ(v.feedback.find("arena bytes"), std::string::npos) << v.feedback;
   EXPECT_NE(v.feedback.find("hidden test shape"), std::string::npos) << v.feedback;
   for (const auto& d : dirs) fs::remove_all(d);
+}
+
+// A `forbidden` verdict keeps kevo's finding in its feedback (the library
+// the candidate's process loaded) after a hidden shape has run, but the
+// candidate's output went with it: forbidden_echo prints every size it is
+// called with and loads libblas.so.3, and the feedback quoted the hidden
+// sizes (the fourteenth session's red team). The judge's record keeps the
+// output.
+TEST(RedTeam, AForbiddenVerdictAfterAHiddenShapeCarriesNoOutput) {
+  auto task = small_task();
+  kevo::cpu::CpuBackend backend(small_options(20));
+  backend.prepare(*task);
+  const kevo::Verdict v = judge_one(backend, task, kAttacks / "forbidden_echo.cpp");
+  EXPECT_EQ(v.status, Status::forbidden) << v.message;
+  EXPECT_NE(v.output_tail.find("called with rows 7 cols 33"), std::string::npos) << v.output_tail;
+  EXPECT_NE(v.feedback.find("libblas"), std::string::npos) << v.feedback;
+  for (const char* leak : {"called with", "rows 7", "cols 33", "cols 1000", "M=7", "N=33"})
+    EXPECT_EQ(v.feedback.find(leak), std::string::npos) << "'" << leak << "' in the feedback:\n" << v.feedback;
 }
 
 // HOLE 4: limits.processes (RLIMIT_NPROC, set by the runner) does not bind

@@ -100,6 +100,12 @@ def main():
         "echo_hidden_later.py": (softmax, {"runtime_error"}, "", hidden_later_quiet),
         # A wrong answer there, whose values spell a hidden size: the same.
         "wrong_after_hidden.py": (softmax, {"wrong_answer"}, "", hidden_later_quiet),
+        # Prints the hidden sizes it saw, then calls the reference's
+        # operation: `forbidden`, its feedback kevo's finding without the
+        # output.
+        "forbidden_after_hidden.py": (softmax, {"forbidden"}, "aten::_softmax",
+                                      lambda v: "1001" not in v["feedback"] and "4099" not in v["feedback"] and
+                                      "shapes seen" not in v["feedback"] and "aten::_softmax" in v["feedback"]),
         "partial_write.py": (softmax, {"wrong_answer"}, "differs from the reference", None),
         "wrong_dtype.py": (softmax, {"wrong_answer"}, "dtype float64", None),
         "forges_result.py": (softmax, {"wrong_answer"}, "differs from the reference", None),

@@ -332,7 +332,7 @@ class DeviceSpace final : public w::Space {
       }
       const Distribution* over = dist ? dist(arg) : nullptr;
       const Distribution& d = over ? *over : arg.dist;
-      GenParams p{code(arg.dtype), static_cast<int>(d.kind), d.a, d.b, mix(seed, w::input_stream(c, tag, arg))};
+      GenParams p{code(arg.dtype), static_cast<int>(d.kind), d.a, d.b, input_key().stream(seed, w::input_stream(c, tag, arg))};
       generate<<<grid_for(n), kThreads>>>(a.buf[k].data(), n, p);
     }
     finish("input generation");

@@ -608,7 +608,6 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     w::fatal("task_load", e.what());
   }
-  opt.drawn = kevo::draw_shapes(task, r.seed ^ 0x6472617773ULL);   // as the native session draws them
   w::Space& space = cw::device_space();
 
   // TF32 off for library calls (the backend also sets NVIDIA_TF32_OVERRIDE=0).
@@ -759,6 +758,8 @@ int main(int argc, char** argv) {
           w::Options again = opt;
           again.seed = opt.seed ^ kReverifySalt;
           again.timing = false;
+          // The judgement's drawn shapes, as the session drew them (its key).
+          again.drawn = kevo::draw_shapes(task, space.input_key().draws_seed(opt.seed));
           native::JudgeResult second = parts.around_protocol([&] { return w::Judge(task, again, reference, cand, space).run(); });
           if (!second.verdict.is_correct()) {
             second.verdict.message = "re-verification of a " + std::to_string(first) + "x speedup failed: " + second.verdict.message;

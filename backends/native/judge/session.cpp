@@ -83,11 +83,13 @@ JudgeResult run_session(const JudgeRequest& req, const Task& task, const Session
                         std::chrono::steady_clock::time_point started) {
   Space& space = *parts.space;
   space.set_poison(Poison::draw(fresh_entropy(req.nonce)));
+  // The inputs' key: the judgement's own secret, so that neither its inputs
+  // nor its drawn shapes can be rebuilt from its seed (InputKey).
+  space.set_input_key(InputKey::draw());
   Options opt = options_of(req, started);
   if (!parts.protocol_timing) opt.timing = false;
-  // Fresh shapes for this judgement from the task's shape space: the seed
-  // is the judgement's own, which the candidate never sees.
-  opt.drawn = draw_shapes(task, req.seed ^ 0x6472617773ULL);   // "draws"
+  // Fresh shapes for this judgement from the task's shape space.
+  opt.drawn = draw_shapes(task, space.input_key().draws_seed(req.seed));
 
   HostSpec base;
   base.program = parts.host_program;

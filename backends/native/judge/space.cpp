@@ -3,7 +3,11 @@
 #include "kevo/core/hash.hpp"
 #include "kevo/core/rng.hpp"
 
+#include <sys/random.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <string_view>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -159,6 +163,30 @@ std::string multi_index(const Task& task, const Arg& a, const Shape& s, std::int
 
 // ---- Poison -----------------------------------------------------------------
 
+std::uint64_t InputKey::stream(std::uint64_t seed, std::uint64_t id) const {
+  unsigned char bytes[16];
+  for (int i = 0; i < 8; ++i) {
+    bytes[i] = static_cast<unsigned char>(seed >> (8 * i));
+    bytes[8 + i] = static_cast<unsigned char>(id >> (8 * i));
+  }
+  return siphash24(std::string_view(reinterpret_cast<const char*>(bytes), sizeof bytes), k0, k1);
+}
+
+InputKey InputKey::draw() {
+  InputKey k;
+  std::uint64_t w[2] = {0, 0};
+  std::size_t got = 0;
+  while (got < sizeof w) {
+    const ssize_t n = ::getrandom(reinterpret_cast<char*>(w) + got, sizeof w - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw std::runtime_error("getrandom failed: no key for the judgement's inputs");
+    got += static_cast<std::size_t>(n);
+  }
+  k.k0 = w[0];
+  k.k1 = w[1];
+  return k;
+}
+
 Poison Poison::draw(std::uint64_t entropy) {
   Rng rng = Rng::derive(entropy, 0x706F69736F6EULL);   // "poison"
   Poison p;
@@ -299,7 +327,7 @@ namespace {
 // Draws inputs into a's buffers (allocated for case c) and poisons its
 // outputs.
 void host_generate(const Task& task, const Case& c, ArgSet& a, std::uint64_t seed, const std::string& tag,
-                   const DistributionOverride& override_dist, const Poison& P) {
+                   const DistributionOverride& override_dist, const Poison& P, const InputKey& K) {
   for (std::size_t k = 0; k < task.args.size(); ++k) {
     const Arg& arg = task.args[k];
     if (!arg.is_buffer()) continue;
@@ -317,7 +345,8 @@ void host_generate(const Task& task, const Case& c, ArgSet& a, std::uint64_t see
     void* base = a.buf[k].data();
     const DType dt = arg.dtype;
     for_blocks(n, kBlock, [&](std::int64_t lo, std::int64_t hi) {
-      Rng rng = Rng::derive(seed, stream_id + static_cast<std::uint64_t>(lo / kBlock) * 0x9E3779B97F4A7C15ULL);
+      Rng rng = Rng::derive(K.stream(seed, stream_id + static_cast<std::uint64_t>(lo / kBlock) * 0x9E3779B97F4A7C15ULL),
+                            0x696E70757473ULL);   // "inputs"
       for (std::int64_t i = lo; i < hi; ++i) {
         double v = 0.0;
         switch (d.kind) {
@@ -335,12 +364,12 @@ void host_generate(const Task& task, const Case& c, ArgSet& a, std::uint64_t see
 }
 
 ArgSet host_make_inputs(const Task& task, const Case& c, std::uint64_t seed, const std::string& tag,
-                        const DistributionOverride& override_dist, const Poison& P) {
+                        const DistributionOverride& override_dist, const Poison& P, const InputKey& K) {
   ArgSet a = scalars_of(task, c);
   for (std::size_t k = 0; k < task.args.size(); ++k)
     if (task.args[k].is_buffer())
       a.buf[k] = Buffer(static_cast<std::size_t>(a.n[k]) * dtype_size(task.args[k].dtype));
-  host_generate(task, c, a, seed, tag, override_dist, P);
+  host_generate(task, c, a, seed, tag, override_dist, P, K);
   a.rebind();
   return a;
 }
@@ -394,11 +423,11 @@ class HostSpace final : public Space {
  public:
   ArgSet make_inputs(const Task& task, const Case& c, std::uint64_t seed, const std::string& tag,
                      const DistributionOverride& dist) override {
-    return host_make_inputs(task, c, seed, tag, dist, poison());
+    return host_make_inputs(task, c, seed, tag, dist, poison(), input_key());
   }
   void fill_inputs(const Task& task, const Case& c, ArgSet& a, std::uint64_t seed, const std::string& tag,
                    const DistributionOverride& dist) override {
-    host_generate(task, c, a, seed, tag, dist, poison());
+    host_generate(task, c, a, seed, tag, dist, poison(), input_key());
   }
   ArgSet clone_for_call(const Task& task, const ArgSet& orig, bool poison_outputs) override {
     ArgSet a = allocate_like(orig);

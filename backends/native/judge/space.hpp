@@ -85,6 +85,24 @@ struct Poison {
   static Poison draw(std::uint64_t entropy);
 };
 
+// The key of a judgement's input streams (SipHash-2-4 over the seed and the
+// stream): each stream's generator starts from stream(seed, id), so inputs
+// cannot be told from the seed without the key, and one stream's values say
+// nothing of another's. A judge draws a fresh key per judgement (draw): the
+// red team of 2026-12-05 recovered the seed of a judgement (kevo eval's
+// default 1, or a run's derived from its config seed and the candidate's
+// id) from its first inputs in 0.2 s, rebuilt every timed call's inputs and
+// served precomputed outputs at 28x. The zero key keeps inputs a function
+// of the seed alone (tests).
+struct InputKey {
+  std::uint64_t k0 = 0, k1 = 0;
+  std::uint64_t stream(std::uint64_t seed, std::uint64_t id) const;
+  // The seed of a judgement's drawn shapes (draw_shapes), keyed too: with
+  // the seed alone a candidate computed them at its first call.
+  std::uint64_t draws_seed(std::uint64_t seed) const { return stream(seed, 0x6472617773ULL); }   // "draws"
+  static InputKey draw();   // getrandom
+};
+
 // Why an element of an output is bad (ComparePart::why).
 enum class Why : std::int32_t {
   none,
@@ -142,8 +160,8 @@ using DistributionOverride = std::function<const Distribution*(const Arg&)>;
 class Space {
  public:
   virtual ~Space() = default;
-  // Fresh inputs, deterministic in (seed, tag, shape, argument); outputs
-  // poisoned. The values depend on the space's generator.
+  // Fresh inputs, deterministic in (input key, seed, tag, shape, argument);
+  // outputs poisoned. The values depend on the space's generator.
   virtual ArgSet make_inputs(const Task& task, const Case& c, std::uint64_t seed, const std::string& tag,
                              const DistributionOverride& dist = {}) = 0;
   // The same, into the buffers of `a` (allocated for case c): new input
@@ -171,9 +189,12 @@ class Space {
 
   const Poison& poison() const { return poison_; }
   void set_poison(const Poison& p) { poison_ = p; }
+  const InputKey& input_key() const { return input_key_; }
+  void set_input_key(const InputKey& k) { input_key_ = k; }
 
  private:
   Poison poison_;
+  InputKey input_key_;
 };
 
 // Host memory, bulk work on set_protocol_threads' threads.

@@ -79,9 +79,15 @@ std::string library_of(const std::string& file_name) {
 std::string forbidden_mapping(const std::string& maps, const std::vector<std::string>& allowed) {
   std::istringstream in(maps);
   for (std::string line; std::getline(in, line);) {
-    const auto slash = line.find('/');
-    if (slash == std::string::npos) continue;
-    const std::string path = line.substr(slash);
+    // "address perms offset dev inode path": a file's mapping has a path
+    // that starts with '/'. Anything else (an anonymous mapping, whose name
+    // the process sets itself: "[anon:x/libblas 7x33]") names no library.
+    std::istringstream fields(line);
+    std::string address, perms, offset, dev, inode, path;
+    if (!(fields >> address >> perms >> offset >> dev >> inode)) continue;
+    std::getline(fields >> std::ws, path);
+    if (path.empty() || path.front() != '/') continue;
+    if (const auto d = path.rfind(" (deleted)"); d != std::string::npos && d + 10 == path.size()) path.resize(d);
     const std::string name = path.substr(path.rfind('/') + 1);
     const std::string lib = library_of(name);
     if (lib.empty() || std::find(allowed.begin(), allowed.end(), lib) != allowed.end()) continue;

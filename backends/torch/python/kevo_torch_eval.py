@@ -3035,6 +3035,12 @@ class Judge:
             self.at_shape = s
             if s["kind"] == "hidden":
                 self.last_hidden = s["label"]
+                # Before the candidate's model is made at this size: from
+                # here on kevo withholds the candidate's output from the
+                # feedback of any failure, a `forbidden` one included (its
+                # message, kevo's, stays): forbidden_after_hidden.py printed
+                # the hidden sizes and then called the reference's operation.
+                self.emit({"event": "call", "shape": s["label"]})
             model_seed = derive_seed(self.seed, "model", s["label"])
             self.init_both(ref, cand, s, model_seed)
             trials = [("trial %d" % (t + 1), None) for t in range(self.trials)] + \
