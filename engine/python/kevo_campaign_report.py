@@ -27,6 +27,7 @@ import html
 import json
 import math
 import os
+import re
 import sys
 import time
 
@@ -662,11 +663,20 @@ def method_text(rep):
             "statistic; their costs count." % (m["resamples"], m["seed"]))
 
 
-def not_done_lines(rep):
+def not_done_lines(rep, with_error=True):
     return ["%s (configuration %s, seed %s): %s%s%s" % (
         c["id"], c["configuration"], c["seed"], c["state"],
         ", exit code %s" % c["exit_code"] if c["exit_code"] is not None else "",
-        ": " + c["error"] if c["error"] else "") for c in rep["not_done"]]
+        ": " + c["error"] if c["error"] and with_error else "") for c in rep["not_done"]]
+
+
+def md_code_block(text):
+    """`text` as a fenced Markdown code block whose fence is longer than any
+    run of backticks in it: none of it is read as Markdown or HTML (a cell's
+    error is the end of its log, which can quote an LLM server's reply)."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence, text, fence]
 
 
 def write_md(rep, plots, path):
@@ -681,8 +691,10 @@ def write_md(rep, plots, path):
     if rep["not_done"]:
         lines += ["## Failed and pending cells", "",
                   "Their tasks count as not solved (speedup 0, not correct).", ""]
-        for c, text in zip(rep["not_done"], not_done_lines(rep)):
+        for c, text in zip(rep["not_done"], not_done_lines(rep, with_error=False)):
             lines.append("- " + text.replace("\n", " / "))
+            if c["error"]:
+                lines += [""] + md_code_block(c["error"]) + [""]
         lines.append("")
     for title, header, rows, note in tables(rep):
         lines += ["## " + title, "", note, "",

@@ -20,6 +20,7 @@ import html.parser
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -42,6 +43,9 @@ SEEDS = [1, 2, 3]
 RAN = {("pop4", 1), ("pop4", 2), ("pop2", 1), ("pop2", 2)}
 FAILED, PENDING = "pop4.s3", "pop2.s3"
 FAILED_ERROR = "kevo: error: sandbox: worker killed by SIGKILL (out of memory?)"
+# The end of a cell's log can quote an LLM server's reply: in report.md it
+# stays in a code block, read as neither Markdown nor HTML.
+HOSTILE_ERROR = "the server said: ```\n<img src=x onerror=alert(1)> [x](javascript:alert(1))"
 THRESHOLDS = (0, 0.5, 0.8, 1, 1.5, 2)
 
 failures = []
@@ -74,7 +78,7 @@ def make_campaign(d):
                     sys.exit("kevo run failed (%d): %s\n%s" % (p.returncode, " ".join(cmd), p.stderr[-3000:]))
                 status.update(state="done", exit_code=0, attempts=1, started=1.0e9, finished=1.0e9 + 20)
             elif cid == FAILED:
-                status.update(state="failed", exit_code=1, attempts=2, error="...\n" + FAILED_ERROR,
+                status.update(state="failed", exit_code=1, attempts=2, error="...\n" + HOSTILE_ERROR + "\n" + FAILED_ERROR,
                               started=1.0e9, finished=1.0e9 + 3)
             with open(os.path.join(d, "status", cid + ".json"), "w") as f:
                 json.dump(status, f)
@@ -211,6 +215,11 @@ def main():
           "cell counts %s" % rep["cells"])
     md = open(os.path.join(WORK, "r1", "report.md"), encoding="utf-8").read()
     check(FAILED in md and FAILED_ERROR in md, "report.md lacks the failed cell and its error")
+    md_lines = md.split("\n")
+    at = next((i for i, line in enumerate(md_lines) if "<img src=x" in line), None)
+    fences = [line for line in md_lines[:at or 0] if re.fullmatch(r"`{4,}", line)]
+    check(at is not None and len(fences) % 2 == 1,
+          "report.md's failed-cell error is not inside a code block (fence of 4+ backticks): %s" % md_lines[:at or 0][-4:])
     check(PENDING in md and "failed 1" in md, "report.md lacks the pending cell or the failed count")
     check("2.5" in md and "500 resamples" in md and "default_rng(1)" in md, "report.md does not state the method")
 

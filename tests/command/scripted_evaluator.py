@@ -31,6 +31,11 @@ MARKERS (in candidate.source; judge mode)
   KEVO_TEST_ECHO_HIDDEN_HANG  a call event at the first hidden shape, that
                            shape's sizes on stderr, then a sleep of an hour
                            (killed at the wall limit: no result)
+  KEVO_TEST_COMPILE_ERROR_HIDDEN  a call event at the first hidden shape,
+                           then compile_error (an evaluator that compiles
+                           per shape, as NKI's does) whose message and
+                           compile log spell that shape's sizes
+                           ("compilation failed at N 3"), not as its label
   KEVO_TEST_SLEEP=<s>      sleeps <s> seconds after the correctness stage
                            event, then judges as above
   KEVO_TEST_HONEST         no misbehaviour of the "judge"/"timed" kinds below
@@ -467,6 +472,14 @@ class Answerer:
                 "%s %s" % kv for kv in sorted(hidden.get("dims", {}).items())))
             sys.stderr.flush()
             time.sleep(3600)
+        if "KEVO_TEST_COMPILE_ERROR_HIDDEN" in src and self.shapes(req, "hidden"):
+            hidden = self.shapes(req, "hidden")[0]
+            self.emit({"nonce": nonce, "event": "call", "shape": hidden["label"]})
+            sizes = " ".join("%s %s" % kv for kv in sorted(hidden.get("dims", {}).items()))
+            return self.finish(req, {"status": "compile_error", "stage": "correctness",
+                                     "message": "RuntimeError: compilation failed at %s" % sizes,
+                                     "compile_log": "Traceback: compilation failed at %s" % sizes}, None,
+                               misbehave=False)
         time.sleep(marker_number(src, "KEVO_TEST_SLEEP", 0.0))
 
         if probe and "probe_correct" in b:

@@ -264,6 +264,22 @@ TEST_F(Fixture, AfterACallAtAHiddenShapeAKilledEvaluatorsOutputStaysOutOfFeedbac
   EXPECT_EQ(w.feedback.find("hidden test shape"), std::string::npos) << w.feedback;
 }
 
+TEST_F(Fixture, ACompileErrorAfterAHiddenShapeIsWithheldToo) {
+  // An evaluator that compiles per shape (NKI's classifies an exception
+  // that says "compil" as a compile error) reports compile_error at a
+  // hidden shape, its message and compile log the candidate's own text:
+  // they spelled the sizes in the feedback, which withheld every status
+  // after a hidden shape but compile_error (the fourteenth session's red
+  // team). The lineage keeps them.
+  auto b = make(base_config("honest", log(), true));
+  b->prepare(*task());
+  const Verdict v = judge(*b, "KEVO_TEST_CORRECT KEVO_TEST_COMPILE_ERROR_HIDDEN\n");
+  EXPECT_EQ(v.status, Status::compile_error) << v.message;
+  EXPECT_NE(v.message.find("compilation failed at N "), std::string::npos) << v.message;
+  EXPECT_EQ(v.feedback.find("compilation failed at"), std::string::npos) << v.feedback;
+  EXPECT_NE(v.feedback.find("on a hidden test shape, or after one had run"), std::string::npos) << v.feedback;
+}
+
 TEST(CommandProtocol, ACallEventNamesAShapeOfTheRequest) {
   const auto rules = [&] {
     command::AnswerRules r;

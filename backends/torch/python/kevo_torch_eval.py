@@ -2835,7 +2835,10 @@ class Judge:
             spec = {"ncu": ncu, "python": sys.executable, "pyhost": self.opts.get("pyhost", ""),
                     "namespaces": self.opts.get("namespaces", True), "source": source,
                     "reference_source": reference, "extensions": exts, "dims": shape["dims"],
-                    "seed": self.seed, "device": "cuda"}
+                    # A seed of its own: the target may write ncu's page,
+                    # which the profile quotes (the judgement's seed is not
+                    # for the prompt).
+                    "seed": int.from_bytes(os.urandom(8), "little") >> 1, "device": "cuda"}
             import subprocess
             p = subprocess.Popen([sys.executable, "-s", os.path.join(HERE, "kevo_torch_profile.py"), "--launch"],
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

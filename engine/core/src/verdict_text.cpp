@@ -51,7 +51,10 @@ std::string short_number(double v, int precision) {
 }
 
 std::string verdict_feedback(const Verdict& v, const Task& task, const std::string& hidden_label) {
-  if (!hidden_label.empty() && v.status != Status::correct && v.status != Status::compile_error) {
+  // A compile error too: the native backends' come from the compile stage,
+  // before any shape (no hidden label), but an evaluator that compiles per
+  // shape (NKI) reports one at a shape, with the candidate's own text in it.
+  if (!hidden_label.empty() && v.status != Status::correct) {
     // A candidate sees its own arguments: whatever it controls in the
     // verdict of a hidden shape (its output, an exception's text, an exit
     // code or signal, an allocation's size, the values and the index of a
