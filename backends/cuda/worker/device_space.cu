@@ -332,7 +332,10 @@ class DeviceSpace final : public w::Space {
       }
       const Distribution* over = dist ? dist(arg) : nullptr;
       const Distribution& d = over ? *over : arg.dist;
-      GenParams p{code(arg.dtype), static_cast<int>(d.kind), d.a, d.b, input_key().stream(seed, w::input_stream(c, tag, arg))};
+      // The stream's key under the judgement's secret (InputKey): the seed
+      // alone does not give the inputs.
+      const uint64_t key = input_key().stream(seed, w::input_stream(c, tag, arg));
+      GenParams p{code(arg.dtype), static_cast<int>(d.kind), d.a, d.b, key};
       generate<<<grid_for(n), kThreads>>>(a.buf[k].data(), n, p);
     }
     finish("input generation");
