@@ -482,7 +482,10 @@ TEST_F(Fixture, CompileStageBuildsCachesAndReportsErrors) {
 // ---- persistent evaluators -------------------------------------------------
 
 TEST_F(Fixture, PersistentEvaluatorServesManyAndIsRestartedAfterAFailure) {
-  auto b = prepared("honest", true);
+  auto cfg = base_config("honest", log(), true);
+  cfg["run"]["restart_on"] = "failure";   // the test task has hidden shapes ("hidden" restarts after each)
+  auto b = make(cfg);
+  b->prepare(*task());
   const auto after_prepare = command::command_stats(*b).evaluator_starts;
   for (int i = 0; i < 4; ++i) ASSERT_EQ(judge(*b, "KEVO_TEST_CORRECT\n", 10 + i).status, Status::correct);
   EXPECT_EQ(command::command_stats(*b).evaluator_starts, after_prepare);   // one process for all four
@@ -492,6 +495,27 @@ TEST_F(Fixture, PersistentEvaluatorServesManyAndIsRestartedAfterAFailure) {
   std::set<int> pids;
   for (const auto& r : log_lines(log(), "request")) pids.insert(r["pid"].get<int>());
   EXPECT_GE(pids.size(), 2u);
+}
+
+// restart_on "hidden" (the default): a candidate of a task with hidden
+// shapes ran in the evaluator's process, which is then replaced, so that
+// what it left there (PoCL's __local memory: tests/command/adversarial/
+// local_leak.cl) is not the next candidate's to read; the reference's and
+// the null candidates' requests of prepare() keep it.
+TEST_F(Fixture, PersistentEvaluatorIsReplacedAfterEachCandidateOfATaskWithHiddenShapes) {
+  ASSERT_FALSE(task()->hidden.empty());
+  auto b = prepared("honest", true);
+  const auto after_prepare = command::command_stats(*b).evaluator_starts;
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(judge(*b, "KEVO_TEST_CORRECT\n", 20 + i).status, Status::correct);
+  // One process per candidate (prepare() ends with the seed's judgement,
+  // so the first of the three starts one too).
+  EXPECT_EQ(command::command_stats(*b).evaluator_starts, after_prepare + 3);
+  std::vector<int> judged;   // the evaluator's pid for each candidate's request, in order
+  for (const auto& r : log_lines(log(), "request"))
+    if (r["request"].is_object() && r["request"].value("mode", std::string()) == "judge") judged.push_back(r["pid"].get<int>());
+  ASSERT_GE(judged.size(), 3u);
+  const std::set<int> last3(judged.end() - 3, judged.end());
+  EXPECT_EQ(last3.size(), 3u) << "two of the three candidates shared an evaluator process";
 }
 
 // restart_on "breach": wrong answers and failed candidates keep the process
@@ -693,7 +717,11 @@ TEST_F(Fixture, KevoJudgedModeRunsTheReferenceThenTheCandidateOnKevosFiles) {
   EXPECT_FALSE(fs::exists(ref_dir));
 }
 
-TEST_F(Fixture, KevoJudgedInputsFollowTheSeedAndThePoisonIsDrawnPerJudgement) {
+// The inputs are keyed by a secret of each judgement (InputKey: the seed
+// alone, guessable, gave them all to a native candidate, which served the
+// timed calls from a table), the same for the reference and the candidate
+// of one judgement; the poison is drawn per judgement too.
+TEST_F(Fixture, KevoJudgedInputsAreKeyedPerJudgementAndThePoisonIsDrawnPerJudgement) {
   auto b = make(kevo_config("honest", log()));
   b->prepare(*task());
   std::filesystem::remove(log());
@@ -702,7 +730,8 @@ TEST_F(Fixture, KevoJudgedInputsFollowTheSeedAndThePoisonIsDrawnPerJudgement) {
   ASSERT_TRUE(judge(*b, "KEVO_TEST_CORRECT\n", 12).is_correct());
   const auto runs = log_lines(log(), "run");
   ASSERT_EQ(runs.size(), 6u);
-  EXPECT_EQ(runs[0]["calls"][0]["inputs_sha"], runs[2]["calls"][0]["inputs_sha"]);   // same seed, same inputs
+  EXPECT_EQ(runs[0]["calls"][0]["inputs_sha"], runs[1]["calls"][0]["inputs_sha"]);   // one judgement, both programs
+  EXPECT_NE(runs[0]["calls"][0]["inputs_sha"], runs[2]["calls"][0]["inputs_sha"]);   // same seed, another key
   EXPECT_NE(runs[0]["calls"][0]["inputs_sha"], runs[4]["calls"][0]["inputs_sha"]);   // another seed
   EXPECT_NE(runs[0]["calls"][0]["poison"], runs[2]["calls"][0]["poison"]);           // a fresh poison
 }
@@ -786,7 +815,9 @@ TEST_F(Fixture, KevoJudgedConformanceRefusesAnEvaluatorThatIgnoresItsInputs) {
 }
 
 TEST_F(Fixture, KevoJudgedPersistentEvaluatorIsRestartedAfterAFailure) {
-  auto b = make(kevo_config("honest", log(), true));
+  auto cfg = kevo_config("honest", log(), true);
+  cfg["run"]["restart_on"] = "failure";   // the test task has hidden shapes ("hidden" restarts after each)
+  auto b = make(cfg);
   b->prepare(*task());
   const auto starts = command::command_stats(*b).evaluator_starts;
   EXPECT_TRUE(judge(*b, "KEVO_TEST_CORRECT\n").is_correct());

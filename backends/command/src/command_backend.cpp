@@ -167,6 +167,7 @@ class CommandBackend final : public Backend {
     std::vector<Call> calls;
     int phase = 0;
     jd::Poison poison;
+    jd::InputKey input_key;   // the judgement's secret over its inputs (judge = "kevo")
     fs::path io;
     std::size_t io_bytes = 0;
     nlohmann::json io_files;
@@ -519,6 +520,7 @@ nlohmann::json CommandBackend::kevo_calls(Job& j, bool timing) {
     // Every shape in every trial, then every stress distribution on every
     // shape, as the native judge does; inputs fresh per call.
     j.poison = jd::Poison::draw(j.seed ^ fnv1a64(random_hex(8)));
+    j.input_key = jd::InputKey::draw();   // the seed alone does not give the inputs
     std::vector<std::pair<std::size_t, jd::Case>> cases;
     std::size_t counts[3] = {0, 0, 0};
     for (const auto& rs : j.shapes) {
@@ -535,6 +537,7 @@ nlohmann::json CommandBackend::kevo_calls(Job& j, bool timing) {
         j.calls.push_back({i, c, "stress " + task.stress[k].name, "stress-" + task.stress[k].name, static_cast<int>(k), {}, {}});
   }
   space.set_poison(j.poison);
+  space.set_input_key(j.input_key);
   const bool other = j.mode == "null" && j.phase == 1;
   std::error_code ec;
   if (!j.io.empty()) fs::remove_all(j.io, ec);
@@ -946,7 +949,10 @@ void CommandBackend::after_request(Job& j) {
                           ? j.breached || j.v.status == Status::timeout || j.v.status == Status::output_limit ||
                                 j.v.status == Status::internal_error
                           : j.v.status != Status::correct;
-  if (s.proc != 0 && (failed || s.served >= opt_.run.max_requests)) retire(s);
+  // A candidate of a task with hidden shapes ran there (restart_on
+  // "hidden"): its process state is not the next candidate's to read.
+  const bool ran_hidden = opt_.run.restart_after_hidden && j.mode == "judge" && !j.task->hidden.empty();
+  if (s.proc != 0 && (failed || ran_hidden || s.served >= opt_.run.max_requests)) retire(s);
 }
 
 void CommandBackend::finish(Job& j) {

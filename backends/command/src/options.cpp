@@ -99,12 +99,14 @@ CommandOptions parse_command_options(StrictObject& obj) {
       r.fail("jobs", "1 when \"accelerator\" is true: the device is timed by one evaluator at a time");
     o.run.persistent = r.boolean("persistent", false);
     o.run.max_requests = static_cast<int>(r.integer("max_requests", 100, 1, 1000000));
-    const std::string restart = r.string("restart_on", "failure");
-    if (restart != "failure" && restart != "breach")
-      r.fail("restart_on", "\"failure\" (a persistent evaluator is restarted after every verdict but correct) or "
-                           "\"breach\" (only after a breach, a timeout, too much output or an evaluator failure), got \"" +
-                               restart + "\"");
+    const std::string restart = r.string("restart_on", "hidden");
+    if (restart != "hidden" && restart != "failure" && restart != "breach")
+      r.fail("restart_on",
+             "\"hidden\" (a persistent evaluator is restarted after every verdict but correct and after every "
+             "candidate of a task with hidden shapes), \"failure\" (after every verdict but correct) or \"breach\" "
+             "(only after a breach, a timeout, too much output or an evaluator failure), got \"" + restart + "\"");
     o.run.restart_on_breach_only = restart == "breach";
+    o.run.restart_after_hidden = restart == "hidden";
     o.run.lock_dir = r.string("lock_dir", "");
     if (!o.run.lock_dir.empty() && !fs::is_directory(o.run.lock_dir))
       r.fail("lock_dir", "an existing folder for the accelerator's lock files, got \"" + o.run.lock_dir + "\"");
@@ -173,7 +175,8 @@ nlohmann::json to_json(const CommandOptions& o) {
   j["run"] = {{"argv", o.run.argv},         {"wall_seconds", o.run.wall_seconds},
               {"jobs", o.run.jobs},         {"accelerator", o.run.accelerator},
               {"persistent", o.run.persistent}, {"max_requests", o.run.max_requests},
-              {"restart_on", o.run.restart_on_breach_only ? "breach" : "failure"}, {"lock_dir", o.run.lock_dir}};
+              {"restart_on", o.run.restart_on_breach_only ? "breach" : o.run.restart_after_hidden ? "hidden" : "failure"},
+              {"lock_dir", o.run.lock_dir}};
   j["env"] = o.env;
   j["pass_env"] = o.pass_env;
   j["limits"] = {{"output_kb", o.output_kb}, {"memory_mb", o.memory_mb}};

@@ -45,6 +45,13 @@ struct RunStage {
   // output over the cap and evaluator failures; for evaluators that never
   // run a candidate's code in their own process (the torch judge's zygote).
   bool restart_on_breach_only = false;
+  // persistent, restart_on "hidden" (the default): also after every request
+  // that ran a candidate on a task with hidden shapes. The candidate's code
+  // ran in the evaluator's process there, and what it left (PoCL's CPU
+  // device keeps each worker thread's __local memory from launch to launch)
+  // could carry the hidden sizes into the next candidate's feedback before
+  // that one's first hidden call (the red team of 2026-12-05).
+  bool restart_after_hidden = true;
   // accelerator: the folder of the device locks every kevo process of the
   // host takes around a request ("" = $TMPDIR or /tmp).
   std::string lock_dir;

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Attacks on the bundled OpenCL evaluator through `kevo eval` with the
+quickstart's backend (configs/opencl-quickstart.json: a persistent --serve
+evaluator on PoCL), each judged beside the task's seed in one command:
+
+* tests/command/adversarial/local_memo_sgemm.cl keeps its output tiles in
+  __local memory, which PoCL keeps from launch to launch; in kevo-judged
+  mode every timed repeat ran on kevo's one input set, so it copied its
+  answers back (4.6-5.9x against the seed's 0.55-0.59x). It must gain no
+  more than half again the seed's speedup (plus 0.05).
+* tests/command/adversarial/local_leak.cl records the sizes it runs at in
+  __local memory and prints them at the first launch of a later request,
+  before that request's first hidden call; the feedback quoted the hidden
+  sizes. Judged twice by one evaluator, in both modes, no feedback may hold
+  what it printed.
+
+  opencl_adversarial_test.py KEVO SOURCE_DIR WORK_DIR
+
+Exit 77 (skipped) when the evaluator's python3 has no pyopencl or no
+OpenCL platform.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+
+def main():
+    kevo, src, work = sys.argv[1:4]
+    src = os.path.abspath(src)
+    probe = subprocess.run(["python3", "-c", "import pyopencl as cl, numpy; assert cl.get_platforms()"],
+                           capture_output=True)
+    if probe.returncode != 0:
+        print("SKIP: python3 has no pyopencl or no OpenCL platform")
+        return 77
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    with open(os.path.join(src, "configs", "opencl-quickstart.json"), encoding="utf-8") as f:
+        backend = json.load(f)["backend"]["command"]
+    sets = []
+    for key, value in backend.items():
+        if key == "prompts":   # relative to the config file; kevo eval builds no prompt
+            continue
+        text = json.dumps(value).replace("{config_dir}", os.path.join(src, "configs"))
+        sets += ["--set", "%s=%s" % (key, text)]
+    sets += ["--set", "cache_dir=" + os.path.join(work, "cache")]
+    tasks = os.path.join(src, "configs", "tasks", "opencl")
+    adv = os.path.join(src, "tests", "command", "adversarial")
+    failures = []
+
+    def judge(task, files, mode):
+        argv = [kevo, "eval", os.path.join(tasks, task)] + files + ["--json", "--set", "judge=" + mode] + sets
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=900)
+        if p.returncode != 0:
+            raise SystemExit("kevo eval exited %d:\n%s" % (p.returncode, (p.stdout + p.stderr)[-3000:]))
+        out = []
+        for line in p.stdout.splitlines():
+            line = line.strip()
+            if line.startswith("{"):
+                v = json.loads(line)
+                out.append(v.get("verdict", v))
+        if len(out) != len(files):
+            raise SystemExit("expected %d verdicts, got %d:\n%s" % (len(files), len(out), p.stdout[-3000:]))
+        for f, v in zip(files, out):
+            print("%-8s %-40s %-14s %7.3fx  %s" % (mode, os.path.basename(f), v["status"], v.get("speedup", 0.0),
+                                                   v["message"][:100].replace("\n", " ")), flush=True)
+        return out
+
+    seed = os.path.join(tasks, "sgemm", "seed.cl")
+    memo = os.path.join(adv, "local_memo_sgemm.cl")
+    honest, attack = judge("sgemm", [seed, memo], "kevo")
+    if honest["status"] != "correct":
+        failures.append("the sgemm seed: %s (%s)" % (honest["status"], honest["message"][:200]))
+    elif attack["status"] == "correct" and attack["speedup"] > 1.5 * honest["speedup"] + 0.05:
+        failures.append("local_memo_sgemm.cl: %.3gx against the seed's %.3gx (its answers kept in __local)"
+                        % (attack["speedup"], honest["speedup"]))
+
+    leak = os.path.join(adv, "local_leak.cl")
+    for mode in ("evaluator", "kevo"):
+        for v in judge("vadd", [os.path.join(tasks, "vadd", "seed.cl"), leak, leak], mode)[1:]:
+            if "seen n=" in v.get("feedback", ""):
+                failures.append("local_leak.cl (%s mode): the feedback quotes sizes an earlier request saw:\n%s"
+                                % (mode, v["feedback"][:600]))
+    for f in failures:
+        print("FAIL: " + f)
+    print("%d failure(s)" % len(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
