@@ -5,9 +5,11 @@
 #include "kevo/lineage/writer.hpp"
 #include "lineage_test_util.hpp"
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <random>
 
 using namespace kevo::lineage;
@@ -181,4 +183,116 @@ TEST(LineageCrash, ResumeNeverWritesOverLeftOverTexts) {
   std::vector<std::int64_t> all(r.text_count());
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::int64_t>(i);
   EXPECT_NO_THROW(r.texts(all));
+}
+
+namespace {
+
+// HDF5's metadata checksum (Bob Jenkins' lookup3 hashlittle, byte by byte,
+// initial value 0), written here to re-seal a superblock the test edits.
+std::uint32_t lookup3(const unsigned char* k, std::size_t length) {
+  const auto rot = [](std::uint32_t x, int r) { return (x << r) | (x >> (32 - r)); };
+  std::uint32_t a, b, c;
+  a = b = c = 0xdeadbeefu + static_cast<std::uint32_t>(length);
+  const auto word = [&](const unsigned char* p, std::size_t n) {
+    std::uint32_t v = 0;
+    for (std::size_t i = 0; i < n; ++i) v += static_cast<std::uint32_t>(p[i]) << (8 * i);
+    return v;
+  };
+  while (length > 12) {
+    a += word(k, 4);
+    b += word(k + 4, 4);
+    c += word(k + 8, 4);
+    a -= c; a ^= rot(c, 4);  c += b;
+    b -= a; b ^= rot(a, 6);  a += c;
+    c -= b; c ^= rot(b, 8);  b += a;
+    a -= c; a ^= rot(c, 16); c += b;
+    b -= a; b ^= rot(a, 19); a += c;
+    c -= b; c ^= rot(b, 4);  b += a;
+    length -= 12;
+    k += 12;
+  }
+  if (length == 0) return c;
+  a += word(k, std::min<std::size_t>(length, 4));
+  if (length > 4) b += word(k + 4, std::min<std::size_t>(length - 4, 4));
+  if (length > 8) c += word(k + 8, length - 8);
+  c ^= b; c -= rot(b, 14);
+  a ^= c; a -= rot(c, 11);
+  b ^= a; b -= rot(a, 25);
+  c ^= b; c -= rot(b, 16);
+  a ^= c; a -= rot(c, 4);
+  b ^= a; b -= rot(a, 14);
+  c ^= b; c -= rot(b, 24);
+  return c;
+}
+
+// The 48 bytes of a version 2/3 superblock (kevo files have no user block):
+// signature, versions and sizes (12), base address, extension address, end
+// of file address (the EOA), root object header address (8 each), checksum.
+std::array<unsigned char, 48> read_superblock(const std::filesystem::path& path) {
+  std::array<unsigned char, 48> sb{};
+  std::ifstream in(path, std::ios::binary);
+  in.read(reinterpret_cast<char*>(sb.data()), sb.size());
+  return sb;
+}
+
+void write_superblock(const std::filesystem::path& path, std::array<unsigned char, 48> sb) {
+  const std::uint32_t sum = lookup3(sb.data(), 44);
+  std::memcpy(&sb[44], &sum, 4);
+  std::fstream io(path, std::ios::binary | std::ios::in | std::ios::out);
+  io.write(reinterpret_cast<const char*>(sb.data()), sb.size());
+}
+
+}  // namespace
+
+// What a writer killed inside the close of a flush leaves (seen in CI): the
+// rows' new chunk and the index pointing at it are on disk, the superblock
+// still records the end of allocated space (EOA) of the flush before, and
+// the "open for writing" flags are set. Made here by hand from a good file:
+// a second session appends a chunk's worth of rows, then the superblock is
+// put back to the first session's EOA. SWMR readers read past the EOA;
+// recover() (and so a resumed run) must too, keeping every row.
+TEST(LineageCrash, RowsPastTheSuperblocksEndOfAllocationAreKept) {
+  TempDir dir;
+  const auto path = dir / "l.h5";
+  {
+    auto w = LineageWriter::create(path, kevo_test::make_run());
+    for (std::uint64_t id = 0; id < 10; ++id) w.append(make_candidate(id));
+  }
+  const auto first = read_superblock(path);
+  ASSERT_EQ(first[8], 3) << "superblock version 3 (SWMR)";
+  std::uint32_t sum = 0;
+  std::memcpy(&sum, &first[44], 4);
+  ASSERT_EQ(lookup3(first.data(), 44), sum) << "the test's checksum is HDF5's";
+  std::uint64_t eoa = 0;
+  std::memcpy(&eoa, &first[28], 8);
+  ASSERT_EQ(eoa, std::filesystem::file_size(path));
+  {
+    auto w = LineageWriter::open_append(path);
+    for (std::uint64_t id = 10; id < 600; ++id) w.append(make_candidate(id));
+    ASSERT_TRUE(w.flush()) << w.last_error();
+  }
+  ASSERT_GT(std::filesystem::file_size(path), eoa);
+  auto sb = read_superblock(path);
+  std::memcpy(&sb[28], &eoa, 8);
+  sb[11] |= 0x05;   // write access and SWMR write access: the writer was killed
+  write_superblock(path, sb);
+
+  ASSERT_EQ(LineageReader::open(path).rows().size(), 600u) << "the SWMR reader reads past the EOA";
+  EXPECT_TRUE(recover(path));
+  {
+    kevo::h5::File plain = kevo::h5::open_file(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  }
+  if (kevo_test::have_h5dump()) {
+    EXPECT_EQ(kevo_test::run_capture({"h5dump", "-H", path.string()}).first, 0);
+  }
+  {
+    auto w = LineageWriter::open_append(path);
+    EXPECT_EQ(w.rows_written(), 600u);
+    for (std::uint64_t id = 600; id < 610; ++id) w.append(make_candidate(id));
+    EXPECT_TRUE(w.flush()) << w.last_error();
+  }
+  const LineageReader r = LineageReader::open(path);
+  EXPECT_FALSE(r.writer_flag_set());
+  ASSERT_EQ(r.rows().size(), 610u);
+  expect_rows_intact(r);
 }

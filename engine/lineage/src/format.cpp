@@ -299,6 +299,10 @@ Recovered recover_file(const std::filesystem::path& path) {
       out.changed = true;
     }
   }
+  // What the killed flush wrote past the superblock's end of allocated space
+  // (chunks, index blocks that rows or extents may point into) becomes
+  // readable; what nothing kept refers to is dropped below.
+  if (h5::cover_file_end(file.get())) out.changed = true;
   check_format(file.get(), path);
   out.rank = static_cast<std::int32_t>(h5::read_attr_i64(file.get(), "rank"));
   {

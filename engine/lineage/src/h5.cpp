@@ -201,6 +201,16 @@ bool chunk_allocated(hid_t dataset, hsize_t offset) {
   return addr != HADDR_UNDEF;
 }
 
+bool cover_file_end(hid_t file) {
+  haddr_t eoa = HADDR_UNDEF;
+  check(H5Fget_eoa(file, &eoa), "H5Fget_eoa");
+  hsize_t eof = 0;
+  check(H5Fget_filesize(file, &eof), "H5Fget_filesize");
+  if (eoa != HADDR_UNDEF && eof <= eoa) return false;
+  check(H5Fincrement_filesize(file, 0), "H5Fincrement_filesize");
+  return true;
+}
+
 namespace {
 
 std::vector<std::string> read_strings_sel(hid_t dataset, hid_t file_space, hsize_t n) {

@@ -163,6 +163,13 @@ void read_points(hid_t dataset, std::span<const hsize_t> points, hid_t mem_type,
 // holds element `offset` (also past the current extent).
 bool chunk_allocated(hid_t dataset, hsize_t offset);
 
+// Raises the file's end of allocated space (EOA) to the end of the file when
+// the file is longer, as `h5clear --increment=0` does; returns whether it
+// did. A SWMR writer killed inside a flush can leave metadata and chunks past
+// the EOA its superblock records; SWMR readers may read there, other opens
+// refuse ("addr overflow").
+bool cover_file_end(hid_t file);
+
 // Variable-length UTF-8 strings: [start, start + count), or chosen elements.
 std::vector<std::string> read_strings(hid_t dataset, hsize_t start, hsize_t count);
 std::vector<std::string> read_strings_at(hid_t dataset, std::span<const hsize_t> points);
