@@ -131,6 +131,9 @@ PROFILES  a timed judge request with "profile": true that is judged correct
   gets "profile_ncu_csv": a small ncu raw page written here (one kernel,
   scripted_kernel), which kevo condenses into the verdict's profile.
 
+KEVO_TEST_PROBE_READ=P1:P2:...  every log line has "readable": {path: whether
+  this process could open and read it}.
+
 LOG  (--log FILE: one JSON line appended per request or compile; run mode
   adds {"event": "run", "program", "calls": [{"shape", "trial", "time",
   "inputs_sha": sha256 of the in/inout buffers, "poison": [first 8 bytes of
@@ -236,6 +239,15 @@ def schema_errors(request):
         return ["schema check failed: %s" % e]
 
 
+def can_read(path):
+    try:
+        with open(path, "rb") as f:
+            f.read(1)
+        return True
+    except OSError:
+        return False
+
+
 def write_log(path, event, behaviours, **extra):
     if not path:
         return
@@ -243,6 +255,8 @@ def write_log(path, event, behaviours, **extra):
              "argv": sys.argv, "behaviours": behaviours, "stdin": stdin_kind(),
              "env_names": sorted(os.environ), "fds": open_fds(), "cwd": os.getcwd()}
     entry.update(extra)
+    if os.environ.get("KEVO_TEST_PROBE_READ"):
+        entry["readable"] = {p: can_read(p) for p in os.environ["KEVO_TEST_PROBE_READ"].split(":")}
     line = (json.dumps(entry) + "\n").encode()
     # One write on an O_APPEND descriptor: concurrent evaluators don't interleave.
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

@@ -6,6 +6,9 @@
 #include "kevo/command/command_backend.hpp"
 #include "kevo/core/error.hpp"
 #include "kevo/core/task.hpp"
+#include "kevo/sandbox/isolation.hpp"
+
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -134,6 +137,71 @@ TEST_F(Fixture, ConfigRefusesUnknownPlaceholdersKeysAndSecrets) {
   cfg["run"]["accelerator"] = true;
   cfg["run"]["jobs"] = 2;
   EXPECT_NE(input_error(cfg, tmp.path).find("/backend/command/run/jobs"), std::string::npos);
+}
+
+TEST_F(Fixture, ConfineTakesABooleanOrExistingAbsolutePaths) {
+  auto cfg = base_config("honest", log());
+  EXPECT_FALSE(options_of(cfg, tmp.path).confine.on) << "off unless asked for";
+  cfg["confine"] = true;
+  EXPECT_TRUE(options_of(cfg, tmp.path).confine.on);
+  cfg["confine"] = {{"read", {"{config_dir}"}}, {"write", {tmp.path.string()}}};
+  const CommandOptions o = options_of(cfg, tmp.path);
+  EXPECT_TRUE(o.confine.on);
+  EXPECT_EQ(o.confine.read, std::vector<std::string>{tmp.path.string()});
+  cfg["confine"] = {{"read", {"relative/path"}}};
+  EXPECT_NE(input_error(cfg, tmp.path).find("/backend/command/confine/read"), std::string::npos);
+  cfg["confine"] = {{"read", {(tmp.path / "no-such-folder").string()}}};
+  EXPECT_NE(input_error(cfg, tmp.path).find("existing absolute"), std::string::npos);
+  cfg["confine"] = {{"reed", {"/usr"}}};
+  EXPECT_NE(input_error(cfg, tmp.path).find("/backend/command/confine/reed"), std::string::npos);
+  cfg["confine"] = "yes";
+  EXPECT_NE(input_error(cfg, tmp.path).find("/backend/command/confine"), std::string::npos);
+}
+
+// "confine": the evaluator (and so a candidate that it compiles or runs,
+// e.g. an OpenCL kernel's #include) reads the system's trees and kevo's
+// folders, not a file of the user's, the task's folder or the engine's
+// /proc files; unconfined it reads them all (so the test can fail). The
+// engine is not dumpable either way: its /proc/PID/environ (API keys) is
+// out of reach of every process of the same user but root.
+TEST_F(Fixture, AConfinedEvaluatorReadsNoFileOfTheUsersNorTheTasks) {
+  {
+    std::string why;
+    const int fd = sandbox::make_ruleset({tmp.path.string()}, {"/usr"}, why);
+    if (fd < 0) GTEST_SKIP() << "no Landlock here: " << why;
+    ::close(fd);
+  }
+  TempDir home;
+  const fs::path secret = home.path / "secret.txt";
+  std::ofstream(secret) << "sk-not-a-real-key\n";
+  const std::string engine_environ = "/proc/" + std::to_string(::getpid()) + "/environ";
+  const std::vector<std::string> probes = {secret.string(), (kDir / "task" / "task.json").string(),
+                                           engine_environ, "/usr/lib/os-release", "/etc/ld.so.cache"};
+  std::string joined;
+  for (const auto& p : probes) joined += (joined.empty() ? "" : ":") + p;
+  for (const bool confined : {false, true}) {
+    SCOPED_TRACE(confined ? "confined" : "unconfined");
+    fs::remove(log());
+    auto cfg = base_config("honest", log(), true);
+    cfg["env"] = {{"KEVO_TEST_PROBE_READ", joined}};
+    if (confined) cfg["confine"] = {{"write", {tmp.path.string()}}};
+    auto b = make(cfg);
+    b->prepare(*task());
+    const Verdict v = judge(*b, "KEVO_TEST_CORRECT\n");
+    EXPECT_EQ(v.status, Status::correct) << v.message;
+    const auto lines = log_lines(log(), "request");
+    ASSERT_FALSE(lines.empty());
+    const nlohmann::json& r = lines.back().at("readable");
+    EXPECT_EQ(r.at(secret.string()).get<bool>(), !confined);
+    EXPECT_EQ(r.at((kDir / "task" / "task.json").string()).get<bool>(), !confined);
+    EXPECT_TRUE(r.at("/etc/ld.so.cache").get<bool>());
+    if (::geteuid() != 0) {
+      EXPECT_FALSE(r.at(engine_environ).get<bool>()) << "the engine is not dumpable";
+    }
+    if (confined) {
+      EXPECT_FALSE(r.at(engine_environ).get<bool>());
+    }
+  }
 }
 
 TEST(CommandTask, SignatureIsRequiredAndChecked) {

@@ -171,7 +171,7 @@ TEST(TorchOptions, TheInterpreterAndTheDeviceAreCheckedWhenTheConfigIsRead) {
   EXPECT_EQ(c.backend_name, "torch");
   EXPECT_TRUE(c.bundled);
   EXPECT_TRUE(c.run.persistent);
-  EXPECT_TRUE(c.run.restart_on_breach_only);
+  EXPECT_EQ(c.run.restart_on, kevo::command::RunStage::Restart::breach);
   EXPECT_FALSE(c.run.accelerator);
   EXPECT_EQ(c.source_file, "candidate.py");
 }

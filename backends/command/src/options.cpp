@@ -105,8 +105,9 @@ CommandOptions parse_command_options(StrictObject& obj) {
              "\"hidden\" (a persistent evaluator is restarted after every verdict but correct and after every "
              "candidate of a task with hidden shapes), \"failure\" (after every verdict but correct) or \"breach\" "
              "(only after a breach, a timeout, too much output or an evaluator failure), got \"" + restart + "\"");
-    o.run.restart_on_breach_only = restart == "breach";
-    o.run.restart_after_hidden = restart == "hidden";
+    o.run.restart_on = restart == "breach"   ? RunStage::Restart::breach
+                       : restart == "hidden" ? RunStage::Restart::hidden
+                                             : RunStage::Restart::failure;
     o.run.lock_dir = r.string("lock_dir", "");
     if (!o.run.lock_dir.empty() && !fs::is_directory(o.run.lock_dir))
       r.fail("lock_dir", "an existing folder for the accelerator's lock files, got \"" + o.run.lock_dir + "\"");
@@ -156,6 +157,31 @@ CommandOptions parse_command_options(StrictObject& obj) {
     o.timing.max_iqr_fraction = t->number("max_iqr_fraction", 0.25, 0, 100);
     t->finish();
   }
+  if (const nlohmann::json* c = obj.find("confine")) {
+    if (c->is_boolean()) {
+      o.confine.on = c->get<bool>();
+    } else if (c->is_object()) {
+      o.confine.on = true;
+      StrictObject co = obj.object("confine");
+      const auto paths = [&](const char* key) {
+        std::vector<std::string> out;
+        for (std::string a : co.strings(key, std::vector<std::string>{})) {
+          for (std::size_t p = a.find("{config_dir}"); p != std::string::npos; p = a.find("{config_dir}"))
+            a.replace(p, 12, o.config_dir.string());
+          std::error_code ec;
+          if (a.empty() || a[0] != '/' || !fs::exists(a, ec))
+            co.fail(key, "existing absolute files or folders ({config_dir} allowed), got \"" + a + "\"");
+          out.push_back(fs::path(a).lexically_normal().string());
+        }
+        return out;
+      };
+      o.confine.read = paths("read");
+      o.confine.write = paths("write");
+      co.finish();
+    } else {
+      obj.fail("confine", "true, false, or an object {\"read\": [paths], \"write\": [paths]} (true with more paths)");
+    }
+  }
   o.cache_dir = obj.string("cache_dir", default_cache_dir());   // "" turns the cache off
   o.scratch_dir = obj.string("scratch_dir", "");
   if (!o.scratch_dir.empty() && !fs::is_directory(o.scratch_dir))
@@ -163,6 +189,15 @@ CommandOptions parse_command_options(StrictObject& obj) {
   obj.finish();
   if (o.compile && o.compile->jobs <= 0) o.compile->jobs = usable_cores();
   return o;
+}
+
+const char* to_string(RunStage::Restart r) {
+  switch (r) {
+    case RunStage::Restart::failure: return "failure";
+    case RunStage::Restart::hidden: return "hidden";
+    case RunStage::Restart::breach: return "breach";
+  }
+  return "?";
 }
 
 nlohmann::json to_json(const CommandOptions& o) {
@@ -175,7 +210,7 @@ nlohmann::json to_json(const CommandOptions& o) {
   j["run"] = {{"argv", o.run.argv},         {"wall_seconds", o.run.wall_seconds},
               {"jobs", o.run.jobs},         {"accelerator", o.run.accelerator},
               {"persistent", o.run.persistent}, {"max_requests", o.run.max_requests},
-              {"restart_on", o.run.restart_on_breach_only ? "breach" : o.run.restart_after_hidden ? "hidden" : "failure"},
+              {"restart_on", to_string(o.run.restart_on)},
               {"lock_dir", o.run.lock_dir}};
   j["env"] = o.env;
   j["pass_env"] = o.pass_env;
@@ -190,6 +225,7 @@ nlohmann::json to_json(const CommandOptions& o) {
                  {"max_repeats", o.timing.max_repeats},
                  {"budget_seconds", o.timing.budget_seconds},
                  {"max_iqr_fraction", o.timing.max_iqr_fraction}};
+  j["confine"] = o.confine.on ? nlohmann::json{{"read", o.confine.read}, {"write", o.confine.write}} : nlohmann::json(false);
   j["cache_dir"] = o.cache_dir;
   j["scratch_dir"] = o.scratch_dir;
   j["config_dir"] = o.config_dir.string();

@@ -272,9 +272,15 @@ std::uint64_t Runner::start(Spec spec) {
   // read_dirs names (where Landlock exists).
   UniqueFd ruleset;
   std::string confine_error;
-  if (spec.confine_writes && p->scratch.valid()) {
-    ruleset = UniqueFd(make_ruleset({p->scratch.path().string(), "/dev"}, spec.read_dirs, confine_error));
+  if (spec.confine_writes && (p->scratch.valid() || !spec.write_dirs.empty())) {
+    std::vector<std::string> writable = spec.write_dirs;
+    if (p->scratch.valid()) writable.push_back(p->scratch.path().string());
+    writable.push_back("/dev");
+    ruleset = UniqueFd(make_ruleset(writable, spec.read_dirs, confine_error));
   }
+  if (spec.confine_writes && spec.confine_required && !ruleset.valid())
+    throw Failure("the command was to run confined and cannot be: " +
+                  (confine_error.empty() ? std::string("no folder to confine it to") : confine_error));
   ChildPlan plan;
   plan.landlock = ruleset.get();
   p->confine_error = confine_error;

@@ -378,8 +378,7 @@ command::CommandOptions command_options(const TorchOptions& o) {
   // The zygote runs no candidate code (a forked judge per request does, in
   // sandboxed hosts): a wrong answer does not cost the next candidate a
   // fresh import of torch.
-  c.run.restart_on_breach_only = true;
-  c.run.restart_after_hidden = false;   // candidates run in hosts of their own
+  c.run.restart_on = command::RunStage::Restart::breach;   // candidates run in hosts of their own
   c.run.lock_dir = o.lock_dir;
   c.env = {{"PYTHONDONTWRITEBYTECODE", "1"}, {"TORCHINDUCTOR_COMPILE_THREADS", "1"}};
   c.pass_env = kPassEnv;

@@ -40,21 +40,35 @@ struct RunStage {
   bool accelerator = false;
   bool persistent = false;
   int max_requests = 100;
-  // persistent: which verdicts retire the process. false (the default):
-  // every verdict but correct. true: only protocol breaches, timeouts,
-  // output over the cap and evaluator failures; for evaluators that never
-  // run a candidate's code in their own process (the torch judge's zygote).
-  bool restart_on_breach_only = false;
-  // persistent, restart_on "hidden" (the default): also after every request
-  // that ran a candidate on a task with hidden shapes. The candidate's code
-  // ran in the evaluator's process there, and what it left (PoCL's CPU
-  // device keeps each worker thread's __local memory from launch to launch)
-  // could carry the hidden sizes into the next candidate's feedback before
-  // that one's first hidden call (the red team of 2026-12-05).
-  bool restart_after_hidden = true;
+  // persistent: which requests retire the process ("restart_on").
+  //   failure: every verdict but correct.
+  //   hidden (the default): those, and every request that ran a candidate
+  //     on a task with hidden shapes. The candidate's code ran in the
+  //     evaluator's process there, and what it left (PoCL's CPU device
+  //     keeps each worker thread's __local memory from launch to launch)
+  //     could carry the hidden sizes into the next candidate's feedback
+  //     before that one's first hidden call (the red team of 2026-12-05).
+  //   breach: only protocol breaches, timeouts, output over the cap and
+  //     evaluator failures; for evaluators that never run a candidate's
+  //     code in their own process (the torch judge's zygote).
+  enum class Restart { failure, hidden, breach };
+  Restart restart_on = Restart::hidden;
   // accelerator: the folder of the device locks every kevo process of the
   // host takes around a request ("" = $TMPDIR or /tmp).
   std::string lock_dir;
+};
+
+// "confine": the compile and run commands start under Landlock (where the
+// kernel has it; a command asked to be confined never runs unconfined):
+// they write only beneath their scratch folder, kevo's job and build
+// folders and `write`, and read only the system's trees, the files and
+// folders their argv names, kevo's job and build folders and `read`. Not
+// the user's home, the task folders (hidden shapes) or /proc: a candidate
+// that a compiler or evaluator reads (an OpenCL kernel's #include) reaches
+// none of them.
+struct Confinement {
+  bool on = false;
+  std::vector<std::string> read, write;   // absolute, besides the defaults
 };
 
 struct Timing {
@@ -85,6 +99,7 @@ struct CommandOptions {
   // evaluator judges.
   bool kevo_judges = false;
   Timing timing;
+  Confinement confine;
   std::string cache_dir;     // "" = no compile cache
   std::string scratch_dir;   // "" = $TMPDIR or /tmp
   std::filesystem::path config_dir;   // {config_dir}
@@ -110,6 +125,7 @@ struct CommandOptions {
 // pass_env names that look like secrets.
 CommandOptions parse_command_options(StrictObject& obj);
 nlohmann::json to_json(const CommandOptions&);
+const char* to_string(RunStage::Restart);
 std::unique_ptr<Backend> make_command_backend(CommandOptions options);
 
 // ---- the protocol (exposed for tests) ------------------------------------

@@ -63,6 +63,12 @@ struct Spec {
   // scratch dir and /dev; empty leaves reading free. For compilers, which
   // read what a source names (#include of a file of the user's).
   std::vector<std::string> read_dirs;
+  // With confine_writes: also writable (and readable), besides the scratch
+  // dir and /dev.
+  std::vector<std::string> write_dirs;
+  // With confine_writes: start() throws Failure when Landlock cannot be
+  // applied, rather than starting the command unconfined (confine_error).
+  bool confine_required = false;
 };
 
 enum class Outcome {
