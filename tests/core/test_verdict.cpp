@@ -1,4 +1,6 @@
 #include "kevo/core/verdict.hpp"
+#include "kevo/core/task.hpp"
+#include "kevo/core/verdict_text.hpp"
 
 #include <gtest/gtest.h>
 
@@ -95,6 +97,39 @@ TEST(Verdict, BadJsonThrows) {
   EXPECT_ANY_THROW(verdict_from_json(nlohmann::json::parse(R"({"stage": "done"})")));
   EXPECT_ANY_THROW(verdict_from_json(nlohmann::json::parse(R"({"status": "correct", "stage": "done", "repeats": "x"})")));
   EXPECT_ANY_THROW(verdict_from_json(nlohmann::json::parse(R"([1])")));
+}
+
+}  // namespace
+}  // namespace kevo
+
+namespace kevo {
+namespace {
+
+// The feedback's rules around hidden shapes, in one place for every backend.
+TEST(VerdictFeedback, HiddenShapesWithholdWhatTheCandidateControls) {
+  Task task;
+  task.name = "t";
+  Verdict v;
+  v.status = Status::runtime_error;
+  v.message = "exit code 300";
+  v.output_tail = "rows 7 cols 1001";
+  EXPECT_NE(verdict_feedback(v, task).find("rows 7 cols 1001"), std::string::npos) << "no hidden shape: all of it";
+  for (const HiddenRun& run : {HiddenRun{"hidden h0", ""}, HiddenRun{"", "hidden h0"}, HiddenRun{"hidden h1", "hidden h0"}}) {
+    const std::string fb = verdict_feedback(v, task, run);
+    EXPECT_EQ(fb.find("rows 7"), std::string::npos) << fb;
+    EXPECT_EQ(fb.find("exit code 300"), std::string::npos) << fb;
+    EXPECT_NE(fb.find("hidden test shape"), std::string::npos) << fb;
+  }
+  // forbidden after a hidden shape: kevo's finding stays, the output goes;
+  // at a hidden shape: withheld like the rest.
+  v.status = Status::forbidden;
+  v.message = "the candidate loaded libblas.so.3";
+  std::string fb = verdict_feedback(v, task, {"", "hidden h0"});
+  EXPECT_NE(fb.find("libblas.so.3"), std::string::npos) << fb;
+  EXPECT_EQ(fb.find("rows 7"), std::string::npos) << fb;
+  fb = verdict_feedback(v, task, {"hidden h0", ""});
+  EXPECT_EQ(fb.find("libblas.so.3"), std::string::npos) << fb;
+  EXPECT_EQ(fb.find("rows 7"), std::string::npos) << fb;
 }
 
 }  // namespace

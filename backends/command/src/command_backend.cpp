@@ -1036,14 +1036,9 @@ void CommandBackend::finish(Job& j) {
   // The hidden shape to withhold: one a mismatch names (kevo's comparison
   // or the evaluator's), the evaluator's failed_shape, else the first
   // hidden shape the candidate ran at (its call event).
-  std::string hidden = j.hidden_label;
-  if (hidden.empty() && j.reader) hidden = !j.reader->hidden_label().empty() ? j.reader->hidden_label() : j.reader->after_hidden();
-  // A `forbidden` verdict after a hidden shape ran (not at one): its
-  // message is the judge's finding (the operation or library it found) and
-  // stays; the candidate's output, which could carry the hidden sizes
-  // (forbidden_after_hidden.py), goes.
-  const bool forbidden_after = j.v.status == Status::forbidden && j.hidden_label.empty() && j.reader &&
-                               j.reader->hidden_label().empty() && !j.reader->after_hidden().empty();
+  HiddenRun run{j.hidden_label, j.reader ? j.reader->after_hidden() : ""};
+  if (run.at.empty() && j.reader) run.at = j.reader->hidden_label();
+  const std::string& hidden = run.at.empty() ? run.after : run.at;
   auto redact = [&](std::string s) {
     if (hidden.empty()) return s;
     s = replace_all(std::move(s), hidden, "a hidden test shape");
@@ -1051,14 +1046,9 @@ void CommandBackend::finish(Job& j) {
     return bare.empty() ? s : replace_all(std::move(s), bare, "a hidden test shape");
   };
   j.v.message = redact(j.v.message);
-  std::string fb;
-  if (forbidden_after) {
-    Verdict shown = j.v;
-    shown.output_tail.clear();
-    fb = verdict_feedback(shown, *j.task, "");
-  } else {
-    fb = verdict_feedback(j.v, *j.task, hidden);
-  }
+  // (A `forbidden` verdict after a hidden shape keeps the judge's finding
+  // and loses the candidate's output: verdict_feedback.)
+  std::string fb = verdict_feedback(j.v, *j.task, run);
   // The evaluator's own words, unless the failure was at a hidden shape
   // (they may quote what the candidate wrote there).
   if (hidden.empty() && !j.v.feedback.empty() && j.v.feedback != fb) fb += "\n" + j.v.feedback;

@@ -831,20 +831,9 @@ void NativeBackend::Impl::finish(Job& j) {
     j.v.message = "no verdict was reached";
   }
   j.v.message = clean_text(j.v.message);
-  // After a hidden shape, every failure's feedback is redacted but
-  // `forbidden`'s, whose message is kevo's own finding (the library symbol
-  // or kernel it found), as in the torch judge; its feedback then shows
-  // that message only, not the candidate's output, which could carry the
-  // hidden sizes (forbidden_echo; the lineage keeps it).
-  const bool forbidden = j.v.status == Status::forbidden;
-  const std::string& hidden = !j.hidden_label.empty() || forbidden ? j.hidden_label : j.after_hidden;
-  if (forbidden && hidden.empty() && !j.after_hidden.empty()) {
-    Verdict shown = j.v;
-    shown.output_tail.clear();
-    j.v.feedback = clean_text(verdict_feedback(shown, *j.task, hidden));
-  } else {
-    j.v.feedback = clean_text(verdict_feedback(j.v, *j.task, hidden));
-  }
+  // After a hidden shape, every failure's feedback is redacted (but
+  // `forbidden`'s, which keeps kevo's finding: verdict_feedback).
+  j.v.feedback = clean_text(verdict_feedback(j.v, *j.task, {j.hidden_label, j.after_hidden}));
   if (!j.internal) {
     ready.push_back(EvalResult{j.request_id, std::move(j.v)});
     jobs.erase(j.key);

@@ -50,7 +50,15 @@ std::string short_number(double v, int precision) {
   return o.str();
 }
 
-std::string verdict_feedback(const Verdict& v, const Task& task, const std::string& hidden_label) {
+std::string verdict_feedback(const Verdict& v, const Task& task, const HiddenRun& hidden) {
+  if (v.status == Status::forbidden && hidden.at.empty() && !hidden.after.empty()) {
+    // (forbidden_echo.cpp, forbidden_after_hidden.py printed the hidden
+    // sizes and then did what is forbidden.)
+    Verdict shown = v;
+    shown.output_tail.clear();
+    return verdict_feedback(shown, task, {});
+  }
+  const std::string& hidden_label = hidden.at.empty() ? hidden.after : hidden.at;
   // A compile error too: the native backends' come from the compile stage,
   // before any shape (no hidden label), but an evaluator that compiles per
   // shape (NKI) reports one at a shape, with the candidate's own text in it.

@@ -24,14 +24,22 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
 // A number as people read it in feedback: `precision` significant digits.
 std::string short_number(double v, int precision = 3);
 
+// Where hidden shapes stand to a failure, by their labels ("" = none).
+struct HiddenRun {
+  std::string at;      // the hidden shape where the candidate failed (a mismatch's, a failed_shape)
+  std::string after;   // the first hidden shape that ran before the failure
+};
+
 // The feedback of a finished verdict of `task`: times and speedup of a
 // correct one (and its profile), the compiler's first lines, the mismatch
-// with the tolerances, the last output of a failure. `hidden_label`, when
-// not empty, is the hidden shape where the candidate failed: the feedback
-// then says only the status and that it was a hidden shape, with nothing
-// the candidate wrote, threw or computed there (its output, an exception's
-// text, an exit code, the mismatch's index and values could each carry
-// the hidden sizes into the next prompt).
-std::string verdict_feedback(const Verdict& v, const Task& task, const std::string& hidden_label);
+// with the tolerances, the last output of a failure. After a failure at a
+// hidden shape, or after one had run, the feedback says only the status and
+// that it was a hidden shape, with nothing the candidate wrote, threw or
+// computed (its output, an exception's text, an exit code, the mismatch's
+// index and values could each carry the hidden sizes into the next
+// prompt). But a `forbidden` verdict after (not at) a hidden shape keeps its
+// message, kevo's own finding (the library or operation it found), and
+// drops only the candidate's output.
+std::string verdict_feedback(const Verdict& v, const Task& task, const HiddenRun& hidden = {});
 
 }  // namespace kevo
