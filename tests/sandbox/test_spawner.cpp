@@ -97,6 +97,27 @@ TEST_F(SpawnerTest, RunsItsCommandsAndSaysHowTheyEnded) {
   EXPECT_EQ(slurp(at("out.log")), "out\nerr\nfrom-the-caller\n");
 }
 
+// A command's own environment entries: set or replaced for it alone; the
+// caller's environment and the other commands' stay as they were.
+TEST_F(SpawnerTest, ACommandsEnvironmentEntriesAreItsAlone) {
+  ::setenv("KEVO_SPAWNER_A", "caller-a", 1);
+  ::setenv("KEVO_SPAWNER_B", "caller-b", 1);
+  sb::SpawnCommand own{{"/bin/sh", "-c", "echo $KEVO_SPAWNER_A $KEVO_SPAWNER_B $KEVO_SPAWNER_C"}, at("own.log"), 10};
+  own.env = {"KEVO_SPAWNER_A=mine", "KEVO_SPAWNER_C=new"};
+  sb::Spawner s({own, {{"/bin/sh", "-c", "echo $KEVO_SPAWNER_A $KEVO_SPAWNER_B $KEVO_SPAWNER_C"}, at("other.log"), 10}});
+  EXPECT_EQ(s.run(0).exit_code, 0);
+  EXPECT_EQ(s.run(1).exit_code, 0);
+  EXPECT_EQ(slurp(at("own.log")), "mine caller-b new\n");
+  EXPECT_EQ(slurp(at("other.log")), "caller-a caller-b\n");
+  EXPECT_STREQ(std::getenv("KEVO_SPAWNER_A"), "caller-a") << "the caller's environment is untouched";
+  EXPECT_EQ(std::getenv("KEVO_SPAWNER_C"), nullptr);
+  ::unsetenv("KEVO_SPAWNER_A");
+  ::unsetenv("KEVO_SPAWNER_B");
+  sb::SpawnCommand bad{{"/bin/true"}, "", 10};
+  bad.env = {"NO_EQUALS_SIGN"};
+  EXPECT_THROW(sb::Spawner({bad}), kevo::Failure);
+}
+
 TEST_F(SpawnerTest, PastItsLimitTheWholeGroupIsKilled) {
   const std::string pidfile = at("bg.pid").string();
   sb::Spawner s({{{"/bin/sh", "-c", "sleep 30 & echo $! > " + pidfile + "; wait"}, "", 0.4}});

@@ -464,7 +464,7 @@ kevo::sandbox::SpawnCommand profile_command(const native::JudgeRequest& req, con
     const fs::path ncu = fs::canonical(x.profiler, ec);
     if (!ec) c.read_dirs.push_back(ncu.parent_path().string());
     // ncu's temporary files and lock: in the profile folder.
-    ::setenv("TMPDIR", dir.c_str(), 1);
+    c.env = {"TMPDIR=" + dir.string()};
   }
   c.argv = {x.profiler,
           "--clock-control",

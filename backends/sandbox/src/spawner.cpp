@@ -60,6 +60,7 @@ struct Plan {
   const char* output = nullptr;   // nullptr: /dev/null
   double max_wall = 0.0;
   int ruleset = -1;               // Landlock ruleset to put on (SpawnCommand::confined), or -1
+  char* const* envp = nullptr;    // nullptr: the caller's environment
 };
 
 // fork() without pthread_atfork handlers: a library's handler (the CUDA
@@ -125,7 +126,7 @@ bool run_command(int sock, const Plan& plan, double wall, char* const* envp, Rep
   const pid_t pid = raw_fork();
   if (pid == 0) {
     ::close(errpipe[0]);
-    command_main(plan, envp, errpipe[1], self);
+    command_main(plan, plan.envp ? plan.envp : envp, errpipe[1], self);
   }
   ::close(errpipe[1]);
   if (pid < 0) {
@@ -238,6 +239,8 @@ const char* stage_text(std::int32_t s) {
 struct Spawner::State {
   std::vector<SpawnCommand> commands;
   std::vector<std::vector<char*>> argvs;
+  std::vector<std::vector<std::string>> env_strings;   // SpawnCommand::env over environ
+  std::vector<std::vector<char*>> envps;
   std::vector<Plan> plans;
   int sock = -1;
   pid_t pid = -1;
@@ -250,6 +253,8 @@ Spawner::Spawner(std::vector<SpawnCommand> commands) : state_(std::make_unique<S
   // Everything the spawner process reads is built here, before the clone.
   s.argvs.resize(s.commands.size());
   s.plans.resize(s.commands.size());
+  s.env_strings.resize(s.commands.size());
+  s.envps.resize(s.commands.size());
   // The rulesets stay open here until the spawner has its copies (closed
   // when the constructor returns).
   std::vector<UniqueFd> rulesets;
@@ -260,6 +265,24 @@ Spawner::Spawner(std::vector<SpawnCommand> commands) : state_(std::make_unique<S
     for (std::string& a : c.argv) s.argvs[i].push_back(a.data());
     s.argvs[i].push_back(nullptr);
     s.plans[i] = {s.argvs[i].data(), c.output.empty() ? nullptr : c.output.c_str(), c.max_wall_seconds, -1};
+    if (!c.env.empty()) {
+      std::vector<std::string>& e = s.env_strings[i];
+      for (char** v = environ; v && *v; ++v) {
+        const std::string kv = *v;
+        const std::string name = kv.substr(0, kv.find('='));
+        const bool replaced = std::any_of(c.env.begin(), c.env.end(),
+                                          [&](const std::string& o) { return o.substr(0, o.find('=')) == name; });
+        if (!replaced) e.push_back(kv);
+      }
+      for (const std::string& o : c.env) {
+        if (o.find('=') == std::string::npos || o.front() == '=')
+          throw Failure("spawner: command " + std::to_string(i) + ": environment entry \"" + o + "\" is not NAME=VALUE");
+        e.push_back(o);
+      }
+      for (std::string& kv : e) s.envps[i].push_back(kv.data());
+      s.envps[i].push_back(nullptr);
+      s.plans[i].envp = s.envps[i].data();
+    }
     if (c.confined) {
       std::string why;
       rulesets.emplace_back(make_ruleset(c.write_dirs, c.read_dirs, why));

@@ -46,6 +46,9 @@ struct SpawnCommand {
   // never runs unconfined.
   bool confined = false;
   std::vector<std::string> write_dirs, read_dirs;
+  // "NAME=VALUE" entries set (or replaced) in this command's environment
+  // only, over the caller's environment at the Spawner's start.
+  std::vector<std::string> env;
 };
 
 struct SpawnResult {
