@@ -13,6 +13,15 @@ evaluator on PoCL), each judged beside the task's seed in one command:
   before that request's first hidden call; the feedback quoted the hidden
   sizes. Judged twice by one evaluator, in both modes, no feedback may hold
   what it printed.
+* tests/command/adversarial/oob_read_sgemm.cl walks the evaluator's heap
+  (out-of-bounds reads are not checked; PoCL keeps every buffer in the
+  evaluator's heap) for the reference's output buffer of the same inputs
+  and copies it. The timing ran the reference first on every second
+  repeat, so half the timed calls were copies: with an even repeat count
+  (6 here, so that the median is not left to chance) it got twice the
+  speedup of the same kernel without the theft (STEAL 0), in both modes.
+  It must gain less than half again (noise between two judgements on a
+  loaded 2-core machine reached 1.2x; the theft gained 1.8-2.6x).
 
   opencl_adversarial_test.py KEVO SOURCE_DIR WORK_DIR
 
@@ -49,8 +58,9 @@ def main():
     adv = os.path.join(src, "tests", "command", "adversarial")
     failures = []
 
-    def judge(task, files, mode):
-        argv = [kevo, "eval", os.path.join(tasks, task)] + files + ["--json", "--set", "judge=" + mode] + sets
+    def judge(task, files, mode, extra=()):
+        argv = ([kevo, "eval", os.path.join(tasks, task)] + files + ["--json", "--set", "judge=" + mode] + sets
+                + list(extra))
         p = subprocess.run(argv, capture_output=True, text=True, timeout=900)
         if p.returncode != 0:
             raise SystemExit("kevo eval exited %d:\n%s" % (p.returncode, (p.stdout + p.stderr)[-3000:]))
@@ -75,6 +85,23 @@ def main():
     elif attack["status"] == "correct" and attack["speedup"] > 1.5 * honest["speedup"] + 0.05:
         failures.append("local_memo_sgemm.cl: %.3gx against the seed's %.3gx (its answers kept in __local)"
                         % (attack["speedup"], honest["speedup"]))
+
+    # oob_read_sgemm.cl against itself without the theft, 6 timed repeats
+    steal = os.path.join(adv, "oob_read_sgemm.cl")
+    plain = os.path.join(work, "oob_read_sgemm_honest.cl")
+    with open(steal, encoding="utf-8") as f:
+        text = f.read()
+    with open(plain, "w", encoding="utf-8") as f:
+        f.write("#define STEAL 0\n" + text)
+    six = {"warmup": 1, "min_repeats": 6, "max_repeats": 6, "budget_seconds": 0, "max_iqr_fraction": 0.25}
+    for mode in ("evaluator", "kevo"):
+        honest, attack = judge("sgemm", [plain, steal], mode, ["--set", "timing=" + json.dumps(six)])
+        if honest["status"] != "correct":
+            failures.append("oob_read_sgemm.cl without the theft (%s mode): %s (%s)"
+                            % (mode, honest["status"], honest["message"][:200]))
+        elif attack["status"] == "correct" and attack["speedup"] > 1.5 * honest["speedup"]:
+            failures.append("oob_read_sgemm.cl (%s mode): %.3gx against %.3gx without the theft (the reference's "
+                            "answer read out of the evaluator's memory)" % (mode, attack["speedup"], honest["speedup"]))
 
     leak = os.path.join(adv, "local_leak.cl")
     for mode in ("evaluator", "kevo"):

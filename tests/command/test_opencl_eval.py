@@ -475,6 +475,22 @@ print(len(set(words.tolist())), same32, same64, int(np.isfinite(f32).all()), int
         self.ask(request("vadd", mode="null", null_kind="zeros"))
         self.assertFalse([l for l in self.server.last_lines if '"call"' in l])
 
+    def test_the_timing_comes_before_any_hidden_shape(self):
+        # Times as a channel: until the timing is over the kernel has run
+        # at no hidden size (a kernel that counted the sizes it saw, in
+        # PoCL's __local memory, could spin by them), so the hidden shapes'
+        # call event comes after the timing stage.
+        task, _ = load_task("vadd")
+        req = request("vadd", candidate=os.path.join(TASKS, "vadd", task["seed"]), timing=True)
+        v = self.ask(req)["verdict"]
+        self.assertEqual(v["status"], "correct", v)
+        events = [json.loads(l) for l in self.server.last_lines]
+        timing = [i for i, o in enumerate(events) if o["event"] == "stage" and o.get("stage") == "timing"]
+        calls = [i for i, o in enumerate(events) if o["event"] == "call"]
+        self.assertEqual(len(timing), 1, events)
+        self.assertEqual(len(calls), 1, events)
+        self.assertLess(timing[0], calls[0], events)
+
     def test_stress_trial(self):
         v = self.ask(request("softmax", candidate=self.write("nomax", BROKEN["softmax_no_max"])))["verdict"]
         self.assertEqual(v["status"], "wrong_answer", v)
