@@ -140,7 +140,7 @@ const std::map<std::string, Honest> kCorrectnessAttacks = {
 // Candidates of redteam/ with a test of their own.
 const std::set<std::string> kOwnTests = {"arena_size_echo", "echo_hidden_shape", "echo_hidden_later", "forbidden_echo",
                                          "hidden_blas",     "read_manifest",     "seed_guess",        "thread_storm",
-                                         "wrong_after_hidden"};
+                                         "time_channel",    "wrong_after_hidden"};
 
 kevo::Verdict judge_one(kevo::cpu::CpuBackend& backend, const std::shared_ptr<kevo::Task>& task, const fs::path& file,
                         std::uint64_t seed = 3) {
@@ -434,6 +434,37 @@ TEST(RedTeam, TheArenasSizeSaysNothingOfTheHiddenShapes) {
   EXPECT_EQ(v.feedback.find("arena bytes"), std::string::npos) << v.feedback;
   EXPECT_NE(v.feedback.find("hidden test shape"), std::string::npos) << v.feedback;
   for (const auto& d : dirs) fs::remove_all(d);
+}
+
+// Times as a channel: time_channel spins 300 us per distinct shape it has
+// seen other than the visible one, and computes honestly. With the hidden
+// shapes judged before the timing, its timed medians (which a correct
+// verdict's feedback reports) grew with the number of hidden shapes: 4
+// hidden shapes against 1 gave a median about twice as long. The timing
+// now comes before any hidden shape: the medians do not depend on them.
+TEST(RedTeam, TimesSayNothingOfTheHiddenShapes) {
+  kevo::cpu::CpuBackend backend(small_options(20));
+  const std::vector<std::pair<std::string, nlohmann::json>> variants = {
+      {"one", {{{"M", 7}, {"N", 33}}}},
+      {"four", {{{"M", 7}, {"N", 33}}, {{"M", 1}, {"N", 1000}}, {{"M", 3}, {"N", 5}}, {{"M", 100}, {"N", 1000}}}},
+  };
+  std::vector<double> medians;
+  std::vector<fs::path> dirs;
+  for (const auto& [name, hidden] : variants) {
+    auto task = small_task_hiding(hidden, "times-" + name);
+    dirs.push_back(task->manifest_path.parent_path());
+    backend.prepare(*task);
+    const kevo::Verdict v = judge_one(backend, task, kAttacks / "time_channel.cpp");
+    ASSERT_EQ(v.status, Status::correct) << name << ": " << v.message;
+    ASSERT_GT(v.cand_median_ns, 250e3) << "it spins for every drawn shape it saw";
+    medians.push_back(v.cand_median_ns);
+  }
+  for (const auto& d : dirs) fs::remove_all(d);
+  const double ratio = medians[1] / medians[0];
+  std::printf("[ times    ] median with 1 hidden shape %.0f us, with 4: %.0f us, ratio %.2f\n", medians[0] / 1e3,
+              medians[1] / 1e3, ratio);
+  EXPECT_LT(ratio, 1.3) << "the timed medians tell how many hidden shapes the task has";
+  EXPECT_GT(ratio, 1 / 1.3);
 }
 
 // A `forbidden` verdict keeps kevo's finding in its feedback (the library

@@ -402,6 +402,26 @@ def main():
         if "judge files:" not in small["feedback"] or small["feedback"] != large["feedback"]:
             failures.append("native_judge_file_sizes.py: the feedback changed with the hidden shapes:\n%s\n---\n%s"
                             % (small["feedback"][:600], large["feedback"][:600]))
+    # Times as a channel: time_channel.py spins in every call once it has
+    # seen an input larger than any visible or drawn one (only the grown
+    # copy's hidden 4096x4096 is). The hidden shapes ran before the timing,
+    # so its timed median on the grown copy told the large hidden shape; the
+    # timing now comes before them, and the two medians agree.
+    if not only or "time_channel" in only or "time_channel.py" in only:
+        tc = os.path.join(adv, "time_channel.py")
+        small, large = judge(softmax, [tc])[tc], judge(grown, [tc])[tc]
+        show("time_channel (softmax)", small)
+        show("time_channel (larger hidden)", large)
+        if small["status"] != "correct" or large["status"] != "correct":
+            failures.append("time_channel.py: not judged correct (%s, %s)" % (small["message"][:200],
+                                                                             large["message"][:200]))
+        else:
+            ratio = large["cand_median_ns"] / small["cand_median_ns"]
+            print("time_channel.py: median %.2f ms with the softmax's hidden shapes, %.2f ms with a 4096x4096 one "
+                  "(ratio %.2f)" % (small["cand_median_ns"] / 1e6, large["cand_median_ns"] / 1e6, ratio), flush=True)
+            if ratio > 1.6:
+                failures.append("time_channel.py: its timed median tells the hidden shape (%.2fx longer with the "
+                                "4096x4096 hidden shape)" % ratio)
     # The inputs come from seeds keyed by a secret of each judgement: the
     # same candidate judged twice with the same --seed sees other values
     # (a candidate that knew the seed rebuilt every timed input and

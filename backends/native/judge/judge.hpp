@@ -61,8 +61,9 @@ class Judge {
 
  private:
   struct Fail {};   // thrown internally once the verdict is settled
-  void correctness();
-  void stress();
+  // The trials on the hidden shapes (hidden) or on every other (!hidden).
+  void correctness(bool hidden);
+  void stress(bool hidden);
   void timing();
   void time_case(const Case& c, double budget, double& log_ratio, int& min_reps);
   CallResult call(Endpoint& side, ArgSet& a, const Case& c, const std::string& trial, bool candidate,

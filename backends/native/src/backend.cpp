@@ -832,8 +832,12 @@ void NativeBackend::Impl::finish(Job& j) {
   }
   j.v.message = clean_text(j.v.message);
   // After a hidden shape, every failure's feedback is redacted (but
-  // `forbidden`'s, which keeps kevo's finding: verdict_feedback).
-  j.v.feedback = clean_text(verdict_feedback(j.v, *j.task, {j.hidden_label, j.after_hidden}));
+  // `forbidden`'s, which keeps kevo's finding: verdict_feedback). A
+  // `forbidden` verdict is never at a shape: the judge finds the library
+  // after the protocol, whatever shape the last call was at (a hidden one:
+  // they come last).
+  const HiddenRun run{j.v.status == Status::forbidden ? std::string() : j.hidden_label, j.after_hidden};
+  j.v.feedback = clean_text(verdict_feedback(j.v, *j.task, run));
   if (!j.internal) {
     ready.push_back(EvalResult{j.request_id, std::move(j.v)});
     jobs.erase(j.key);

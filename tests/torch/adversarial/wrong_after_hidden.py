@@ -1,11 +1,28 @@
-# echo_hidden_later.py raises after the hidden shapes have run, where the
+# echo_hidden_later.py raises after a hidden shape has run, where the
 # feedback keeps kevo's words only. This one fails with a wrong answer
-# instead: once it has seen five shapes (the hidden ones among them), it
-# puts the largest number of columns it saw into its first output, so that
-# the mismatch that the feedback quotes ("expected ..., got 4099") spells
-# a hidden size out (red team 22: only failures that raised were withheld).
+# instead: at the third hidden shape (new shapes after the timing: they run
+# last) it puts the largest number of columns of the two before it (1001)
+# into its first output, so that the mismatch that the feedback quotes
+# ("expected ..., got 1001") spells a hidden size out (red team 22: only
+# failures that raised were withheld).
 import torch
 import torch.nn as nn
+
+VISIBLE = (1024, 4096)
+STATE = {"other": False, "timed": False}
+
+
+def hidden_now(shape):
+    """True at a shape that runs after the timing: a hidden one (the judge
+    times the visible shape after the visible and drawn shapes' trials,
+    and runs the hidden ones last)."""
+    if shape == VISIBLE:
+        if STATE["other"]:
+            STATE["timed"] = True
+        return False
+    STATE["other"] = True
+    return STATE["timed"]
+
 
 SEEN = []
 
@@ -16,10 +33,13 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         shape = tuple(x.shape)
-        if shape not in SEEN:
-            SEEN.append(shape)
+        tell = False
+        if hidden_now(shape):
+            if shape not in SEEN:
+                SEEN.append(shape)
+            tell = len(SEEN) >= 3
         e = torch.exp(x - x.max(dim=1, keepdim=True).values)
         out = e / e.sum(dim=1, keepdim=True)
-        if len(SEEN) >= 5:
-            out[0, 0] = float(max(s[-1] for s in SEEN))
+        if tell:
+            out[0, 0] = float(max(s[-1] for s in SEEN[:-1]))
         return out
