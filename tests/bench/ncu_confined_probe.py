@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Runs ncu on a small CUDA program under Landlock rules like the CUDA
+worker's confined profile child (backends/cuda/worker/main.cpp,
+profile_command), and prints what ncu says, for each variant of the
+rules: finds the paths a confined ncu needs (docs/cuda.md#profiler-feedback).
+
+  ncu_confined_probe.py [NCU]
+"""
+import ctypes
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+LANDLOCK_CREATE_RULESET, LANDLOCK_ADD_RULE, LANDLOCK_RESTRICT_SELF = 444, 445, 446
+EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1, 2, 4, 8
+WRITES = WRITE_FILE | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12)
+READS = EXECUTE | READ_FILE | READ_DIR
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def confine(reads, writes):
+    """In the child, before exec: Landlock with these folders (ABI 1 rights)."""
+    handled = READS | WRITES
+    attr = ctypes.c_uint64(handled)
+    fd = libc.syscall(LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.sizeof(attr), 0)
+    if fd < 0:
+        os.write(2, b"landlock_create_ruleset failed\n")
+        os._exit(90)
+
+    class Rule(ctypes.Structure):
+        _pack_ = 1
+        _fields_ = [("allowed", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+    for paths, access in ((reads, READS), (writes, READS | WRITES)):
+        for p in paths:
+            try:
+                pfd = os.open(p, os.O_PATH)
+            except OSError:
+                continue
+            a = access if os.path.isdir(p) else access & (EXECUTE | WRITE_FILE | READ_FILE)
+            r = Rule(a, pfd)
+            if libc.syscall(LANDLOCK_ADD_RULE, fd, 1, ctypes.byref(r), 0) != 0:
+                os.write(2, ("landlock_add_rule(%s) failed\n" % p).encode())
+            os.close(pfd)
+    libc.prctl(38, 1, 0, 0, 0)   # PR_SET_NO_NEW_PRIVS
+    if libc.syscall(LANDLOCK_RESTRICT_SELF, fd, 0) != 0:
+        os.write(2, b"landlock_restrict_self failed\n")
+        os._exit(91)
+
+
+def main():
+    ncu = sys.argv[1] if len(sys.argv) > 1 else (shutil.which("ncu") or "/usr/local/cuda/bin/ncu")
+    ncu_dir = os.path.dirname(os.path.realpath(ncu))
+    work = tempfile.mkdtemp(prefix="ncu-probe-")
+    src = os.path.join(work, "k.cu")
+    with open(src, "w") as f:
+        f.write('#include <cstdio>\n__global__ void k(float* x){x[threadIdx.x]+=1;}\n'
+                'int main(){float* d; cudaMalloc(&d, 1024); k<<<1,32>>>(d); cudaDeviceSynchronize();'
+                'printf("ran\\n"); return 0;}\n')
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    exe = os.path.join(work, "k")
+    subprocess.run([nvcc, "-o", exe, src], check=True)
+    base_reads = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys", "/run",
+                  ncu_dir, exe]
+    variants = [
+        ("as the worker (writes: its folder, /dev)", base_reads, [work, "/dev"]),
+        ("+ /tmp writable", base_reads, [work, "/dev", "/tmp"]),
+        ("+ /tmp and HOME writable", base_reads, [work, "/dev", "/tmp", os.path.expanduser("~")]),
+        ("unconfined", None, None),
+    ]
+    strace = shutil.which("strace")
+    if strace:   # the confined run once more under strace: the paths refused
+        variants.insert(1, ("as the worker, under strace", base_reads, [work, "/dev"]))
+    for name, reads, writes in variants:
+        env = dict(os.environ, TMPDIR=work)
+        argv = [ncu, "--clock-control", "none", "--target-processes", "all", "--section", "SpeedOfLight",
+                "--csv", "--page", "raw", exe]
+        if "strace" in name:
+            argv = [strace, "-f", "-e", "trace=%file,%desc,%network", "-o", os.path.join(work, "trace")] + argv
+        pre = (lambda r=reads, w=writes: confine(r, w)) if reads is not None else None
+        p = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=work, preexec_fn=pre, timeout=120)
+        print("=== %s: exit %d" % (name, p.returncode))
+        print((p.stdout + p.stderr)[-1500:])
+        if "strace" in name and os.path.exists(os.path.join(work, "trace")):
+            with open(os.path.join(work, "trace")) as f:
+                refused = sorted({line.split(None, 1)[1][:160] for line in f if "EACCES" in line or "EPERM" in line})
+            print("refused (%d):" % len(refused))
+            print("\n".join(refused[:60]))
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
