@@ -409,6 +409,8 @@ JudgeResult Judge::run() {
     // candidate's process has seen no hidden size, so the times that a
     // correct verdict's feedback reports cannot depend on one (a spin per
     // hidden shape seen told their number: redteam/time_channel.cpp).
+    // (The CUDA worker's GPU timing is not this one: it runs after run(),
+    // in its after_protocol, hidden shapes and all.)
     correctness(false);
     stress(false);
     const bool timed = opt_.timing && opt_.mode == kModeJudge;
