@@ -41,39 +41,24 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// What a confined command may read besides kevo's folders: the system's
-// trees, the dynamic linker's and OpenCL's configuration, Python's site
-// configuration, the machine's CPU and memory description, every absolute
-// path its argv names (a file alone, a folder whole: a script's folder may
-// hold the tasks), and the program's folder and, for a bin/ folder, its
-// prefix (a virtual environment). Not the rest of /proc and /sys, /home or
-// the task folders.
-std::vector<std::string> confined_read_dirs(const std::vector<std::string>& argv) {
-  std::vector<std::string> dirs = {"/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin",
-                                   "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
-                                   "/etc/OpenCL", "/etc/localtime", "/etc/nsswitch.conf", "/etc/passwd", "/etc/group",
-                                   // the machine's shape, which OpenCL runtimes read (PoCL fails without)
-                                   "/proc/cpuinfo", "/proc/meminfo", "/sys/devices/system/cpu", "/sys/devices/system/node"};
+// What a confined command may read besides kevo's folders and the paths
+// its argv names: the system's trees, the dynamic linker's, OpenCL's and
+// Python's configuration, the machine's CPU and memory description, and the
+// program's folder (and its prefix for a bin/ folder: a virtual
+// environment). Not the rest of /proc and /sys, /home or the task folders.
+std::vector<std::string> confined_read_dirs(const std::string& program) {
+  std::vector<std::string> dirs = sb::system_read_dirs();
+  for (const char* extra : {"/etc/OpenCL", "/etc/localtime", "/etc/nsswitch.conf", "/etc/passwd", "/etc/group",
+                            // the machine's shape, which OpenCL runtimes read (PoCL fails without)
+                            "/proc/cpuinfo", "/proc/meminfo", "/sys/devices/system/cpu", "/sys/devices/system/node"})
+    dirs.emplace_back(extra);
   std::error_code ec;
   for (const auto& e : fs::directory_iterator("/etc", ec))
     if (e.path().filename().string().rfind("python", 0) == 0) dirs.push_back(e.path().string());
-  const auto add_program = [&](const fs::path& prog) {
-    const fs::path real = fs::weakly_canonical(prog, ec);
-    for (const fs::path& p : {prog, real}) {
-      if (p.empty()) continue;
-      const fs::path dir = p.parent_path();
-      dirs.push_back(dir.string());
-      if (dir.filename() == "bin") dirs.push_back(dir.parent_path().string());
-    }
-  };
-  if (!argv.empty()) {
-    const std::string found = sb::find_in_path(argv[0]);
-    if (!found.empty()) add_program(found);
-  }
-  for (std::size_t i = 1; i < argv.size(); ++i) {
-    const fs::path a = argv[i];
-    if (!a.is_absolute() || !fs::exists(a, ec)) continue;
-    dirs.push_back(a.lexically_normal().string());
+  const std::string found = sb::find_in_path(program);
+  if (!found.empty()) {
+    sb::add_program_dirs(dirs, found);
+    sb::add_program_dirs(dirs, fs::weakly_canonical(found, ec));
   }
   return dirs;
 }
@@ -270,6 +255,10 @@ class CommandBackend final : public Backend {
   int lock_fd_ = -1;
   bool locked_ = false;
   nlohmann::json isolation_;   // a bundled evaluator's last report
+  // "confine": what both commands may read besides their argv's paths
+  // (computed once), and the tools' cache folder ("" = none).
+  std::vector<std::string> confine_reads_;
+  fs::path tools_cache_;
   bool take_device();
   void release_device();
 };
@@ -279,6 +268,26 @@ CommandBackend::CommandBackend(CommandOptions o) : Backend(o.backend_name), opt_
   // environment, the tasks' hidden shapes): no process of the same user,
   // evaluators included, may trace it or read its /proc files.
   sb::set_non_dumpable();
+  if (opt_.confine.on) {
+    for (const std::vector<std::string>* argv : {opt_.compile ? &opt_.compile->argv : nullptr, &opt_.run.argv}) {
+      if (!argv) continue;
+      const auto dirs = confined_read_dirs(substitute(argv->front(), {{"{config_dir}", opt_.config_dir.string()}}));
+      confine_reads_.insert(confine_reads_.end(), dirs.begin(), dirs.end());
+    }
+    if (opt_.compile && opt_.compile->cache && !opt_.cache_dir.empty())
+      confine_reads_.push_back((fs::path(opt_.cache_dir) / "command").string());
+    confine_reads_.insert(confine_reads_.end(), opt_.confine.read.begin(), opt_.confine.read.end());
+    // The user's ~/.cache is out of reach: the tools' own caches (PoCL's
+    // kernel cache, pyopencl's) go to a folder of kevo's cache instead, so
+    // that a restarted evaluator does not rebuild every kernel (1.4-1.7 s
+    // against 0.5 s a request, measured).
+    if (!opt_.cache_dir.empty() && !opt_.env.contains("XDG_CACHE_HOME")) {
+      std::error_code ec;
+      const fs::path tools = fs::path(opt_.cache_dir) / "command-tools";
+      fs::create_directories(tools, ec);
+      if (!ec) tools_cache_ = tools;
+    }
+  }
   scratch_base_ = opt_.scratch_dir.empty() ? sb::default_scratch_base() : fs::path(opt_.scratch_dir);
   work_ = sb::ScratchDir::create(scratch_base_, "kevo-command");
   slots_.resize(static_cast<std::size_t>(opt_.run.persistent ? opt_.run.jobs : 0));
@@ -346,23 +355,16 @@ sb::Spec CommandBackend::spec_for(const std::vector<std::string>& argv, const Jo
     spec.write_dirs = {scratch.string(), work_.path().string()};
     if (!j.build_dir.empty()) spec.write_dirs.push_back(j.build_dir.string());
     spec.write_dirs.insert(spec.write_dirs.end(), opt_.confine.write.begin(), opt_.confine.write.end());
-    spec.read_dirs = confined_read_dirs(spec.argv);
-    if (opt_.compile && opt_.compile->cache && !opt_.cache_dir.empty())
-      spec.read_dirs.push_back((fs::path(opt_.cache_dir) / "command").string());
-    spec.read_dirs.insert(spec.read_dirs.end(), opt_.confine.read.begin(), opt_.confine.read.end());
-    // The user's ~/.cache is out of reach: the tools' own caches (PoCL's
-    // kernel cache, pyopencl's) go to a folder of kevo's cache instead, so
-    // that a restarted evaluator does not rebuild every kernel (1.4-1.7 s
-    // against 0.5 s a request, measured).
-    if (!opt_.cache_dir.empty() && !opt_.env.contains("XDG_CACHE_HOME")) {
-      const fs::path tools = fs::path(opt_.cache_dir) / "command-tools";
+    spec.read_dirs = confine_reads_;
+    for (std::size_t i = 1; i < spec.argv.size(); ++i) {   // a file alone: a script's folder may hold the tasks
+      const fs::path a = spec.argv[i];
       std::error_code ec;
-      fs::create_directories(tools, ec);
-      if (!ec) {
-        spec.write_dirs.push_back(tools.string());
-        std::erase_if(spec.env, [](const std::string& kv) { return kv.rfind("XDG_CACHE_HOME=", 0) == 0; });
-        spec.env.push_back("XDG_CACHE_HOME=" + tools.string());
-      }
+      if (a.is_absolute() && fs::exists(a, ec)) spec.read_dirs.push_back(a.lexically_normal().string());
+    }
+    if (!tools_cache_.empty()) {
+      spec.write_dirs.push_back(tools_cache_.string());
+      std::erase_if(spec.env, [](const std::string& kv) { return kv.rfind("XDG_CACHE_HOME=", 0) == 0; });
+      spec.env.push_back("XDG_CACHE_HOME=" + tools_cache_.string());
     }
   }
   return spec;

@@ -379,15 +379,9 @@ namespace {
 // names another file (#include "/home/.../key") cannot open it, so it
 // never reaches the compile log, the feedback or the lineage.
 std::vector<std::string> compile_read_dirs(const std::vector<std::string>& argv) {
-  std::vector<std::string> dirs = {"/usr",           "/lib",           "/lib32",           "/lib64",
-                                   "/libx32",        "/bin",           "/sbin",            "/etc/ld.so.cache",
-                                   "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives"};
+  std::vector<std::string> dirs = sb::system_read_dirs();
   std::error_code ec;
-  if (!argv.empty()) {
-    const fs::path dir = fs::weakly_canonical(argv[0], ec).parent_path();
-    dirs.push_back(dir.string());
-    if (dir.filename() == "bin") dirs.push_back(dir.parent_path().string());
-  }
+  if (!argv.empty()) sb::add_program_dirs(dirs, fs::weakly_canonical(argv[0], ec));
   for (std::size_t i = 1; i < argv.size(); ++i) {
     std::string a = argv[i];
     for (const char* opt : {"-I", "-L", "-isystem", "-include", "-idirafter", "-iquote"})

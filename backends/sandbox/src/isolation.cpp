@@ -634,6 +634,18 @@ int make_ruleset(const std::vector<std::string>& write_dirs, const std::vector<s
   return fd;
 }
 
+std::vector<std::string> system_read_dirs() {
+  return {"/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin",
+          "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives"};
+}
+
+void add_program_dirs(std::vector<std::string>& dirs, const std::filesystem::path& program) {
+  const std::filesystem::path dir = program.parent_path();
+  if (dir.empty()) return;
+  dirs.push_back(dir.string());
+  if (dir.filename() == "bin") dirs.push_back(dir.parent_path().string());
+}
+
 bool restrict_to(int ruleset_fd) {
   if (ruleset_fd < 0) return false;
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return false;

@@ -10,6 +10,7 @@
 
 #include <sys/types.h>
 
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <utility>
@@ -100,6 +101,12 @@ int make_write_ruleset(const std::vector<std::string>& dirs, std::string& why);
 // An empty `read_dirs` leaves reading free (make_write_ruleset).
 int make_ruleset(const std::vector<std::string>& write_dirs, const std::vector<std::string>& read_dirs,
                  std::string& why);
+// What every confined toolchain may read: the system's trees and the
+// dynamic linker's configuration (read_dirs of make_ruleset).
+std::vector<std::string> system_read_dirs();
+// Adds a program's folder to `dirs`, and for a bin/ folder its prefix too
+// (a compiler's own lib/ and include/, a virtual environment).
+void add_program_dirs(std::vector<std::string>& dirs, const std::filesystem::path& program);
 // Puts the caller (the calling thread and its later children) under the
 // ruleset, with PR_SET_NO_NEW_PRIVS. Async-signal-safe; false on failure.
 bool restrict_to(int ruleset_fd);
