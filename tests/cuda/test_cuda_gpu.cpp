@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -24,6 +25,8 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace fs = std::filesystem;
 using namespace kevo;
@@ -184,6 +187,44 @@ TEST(CudaGpu, TimesUnderTheRooflineFloorAreErrors) {
   const Verdict v = backend->evaluate(task, task->seed_source, 3);
   EXPECT_EQ(v.status, Status::runtime_error) << v.message;
   EXPECT_NE(v.message.find("roofline"), std::string::npos) << v.message;
+}
+
+// Times as a channel: time_channel.cu spins 300 us per distinct size it
+// has seen other than the visible one, and computes honestly. With the GPU
+// timing after the whole protocol (hidden shapes included), its timed
+// median (which a correct verdict's feedback reports) grew with the number
+// of hidden shapes. The timing now runs before any hidden shape reaches
+// the candidate's process: the medians do not depend on them.
+TEST(CudaGpu, TimesSayNothingOfTheHiddenShapes) {
+  REQUIRE_GPU();
+  auto backend = make_backend(60);
+  const fs::path base = fs::temp_directory_path() / ("kevo-cuda-times-" + std::to_string(::getpid()));
+  const std::vector<std::pair<std::string, nlohmann::json>> variants = {
+      {"one", nlohmann::json::array({{{"N", 4099}}})},
+      {"four", nlohmann::json::array({{{"N", 4099}}, {{"N", 1}}, {{"N", 1000003}}, {{"N", 77}}})},
+  };
+  std::vector<double> medians;
+  for (const auto& [name, hidden] : variants) {
+    const fs::path dir = base / name;
+    fs::create_directories(dir);
+    fs::copy(fs::path(KEVO_CUDA_TASKS) / "axpy", dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+    nlohmann::json m = nlohmann::json::parse(read_text(dir / "task.json"));
+    m["shapes"]["hidden"] = hidden;
+    std::ofstream(dir / "task.json") << m.dump(2);
+    auto task = std::make_shared<const Task>(load_task(dir));
+    backend->prepare(*task);
+    const Verdict v = backend->evaluate(task, read_text(fs::path(KEVO_CUDA_ADVERSARIAL) / "time_channel.cu"), 5);
+    std::cout << "[ verdict  ] time_channel.cu, " << name << " hidden: " << to_string(v.status) << ": " << v.message
+              << "\n";
+    ASSERT_EQ(v.status, Status::correct) << name << ": " << v.message;
+    medians.push_back(v.cand_median_ns);
+  }
+  fs::remove_all(base);
+  const double ratio = medians[1] / medians[0];
+  std::printf("[ times    ] median with 1 hidden shape %.0f us, with 4: %.0f us, ratio %.2f\n", medians[0] / 1e3,
+              medians[1] / 1e3, ratio);
+  EXPECT_LT(ratio, 1.3) << "the timed medians tell how many hidden shapes the task has";
+  EXPECT_GT(ratio, 1 / 1.3);
 }
 
 TEST_F(Adversarial, IllegalAddressTriggersAHealthCheckAndTheGpuStaysInUse) {

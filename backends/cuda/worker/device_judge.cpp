@@ -126,9 +126,6 @@ double roofline_floor_ns(const Task& task, const w::Case& c, const GpuTiming& g)
   return floor_ns;
 }
 
-void reference_alone(const Task& task, const w::Options& opt, std::uint64_t seed, L2Flush& flush, Entry ref,
-                     double ref_null_ns, nlohmann::json& shapes, Verdict& v);
-
 std::string speedup_message(const Verdict& v) {
   return "correct; speedup " + fmt(v.speedup) + "x (" + fmt(v.cand_median_ns / 1e3) + " us vs reference " +
          fmt(v.ref_median_ns / 1e3) + " us)";
@@ -137,8 +134,7 @@ std::string speedup_message(const Verdict& v) {
 }  // namespace
 
 nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint64_t seed, const GpuTiming& g,
-                              L2Flush& flush, w::Endpoint& cand, double cand_null_ns, Entry ref, Verdict& v,
-                              const std::function<bool(const Verdict&)>& end_candidate) {
+                              L2Flush& flush, w::Endpoint& cand, double cand_null_ns, Entry ref, Verdict& v) {
   nlohmann::json shapes = nlohmann::json::array();
   std::size_t visible = task.visible.size();
   const double budget = opt.timing_options.budget_seconds / static_cast<double>(std::max<std::size_t>(visible, 1));
@@ -147,8 +143,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
   int min_reps = std::numeric_limits<int>::max();
   v.cand_median_ns = v.ref_median_ns = v.cand_iqr_ns = v.ref_iqr_ns = 0.0;
   const double ref_null_ns = local_null_ns();
-  // Released after each shape's timed calls, except the last's: the
-  // reference alone is timed within it.
+  // Released after each shape's timed calls.
   std::optional<ExclusiveSlot> exclusive;
 
   for (std::size_t i = 0; i < task.visible.size(); ++i) {
@@ -269,7 +264,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
         break;
     }
     check(cudaDeviceSynchronize(), "after the timed calls");
-    if (i + 1 < task.visible.size()) exclusive.reset();
+    exclusive.reset();
     if (!failed.empty()) {
       fail_call("a timed call");
       return shapes;
@@ -312,15 +307,13 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
   v.repeats = n ? min_reps : 0;
   v.speedup = n ? std::exp(log_ratio / static_cast<double>(n)) : 0.0;
   v.message = speedup_message(v);
-  if (end_candidate && end_candidate(v)) reference_alone(task, opt, seed, flush, ref, ref_null_ns, shapes, v);
   return shapes;
 }
 
-namespace {
-
-void reference_alone(const Task& task, const w::Options& opt, std::uint64_t seed, L2Flush& flush, Entry ref,
-                     double ref_null_ns, nlohmann::json& shapes, Verdict& v) {
-  if (!shapes.is_array() || shapes.size() != task.visible.size()) return;
+bool reference_alone(const Task& task, const w::Options& opt, std::uint64_t seed, L2Flush& flush, Entry ref,
+                     nlohmann::json& shapes, Verdict& v) {
+  if (!shapes.is_array() || shapes.size() != task.visible.size()) return false;
+  const double ref_null_ns = local_null_ns();
   const int repeats = std::max(opt.timing_options.min_repeats, 10);
   double log_ratio = 0.0, ref_sum = 0.0;
   std::vector<std::string> slowed;
@@ -351,15 +344,14 @@ void reference_alone(const Task& task, const w::Options& opt, std::uint64_t seed
     ref_sum += used;
     log_ratio += std::log(std::max(used / std::max(s.value("cand_median_ns", 1.0), 1.0), 1e-12));
   }
-  if (slowed.empty()) return;
+  if (slowed.empty()) return false;
   const std::size_t n = task.visible.size();
   v.ref_median_ns = ref_sum;
   v.speedup = n ? std::exp(log_ratio / static_cast<double>(n)) : 0.0;
   std::string m = speedup_message(v) + "; the reference ran slower while the candidate's process existed (";
   for (std::size_t k = 0; k < slowed.size(); ++k) m += (k ? "; " : "") + slowed[k];
   v.message = m + "): its time alone is used";
+  return true;
 }
-
-}  // namespace
 
 }  // namespace kevo::cuda::worker

@@ -73,16 +73,19 @@ class L2Flush {
 // The reference runs here, timed by the same clock around its launch and a
 // device-wide synchronize, less this process's own empty round trip.
 //
-// At the end, still inside the exclusive hold, `end_candidate(v)` may end
-// the candidate's process (it returns whether it did; a speedup that is to
-// be re-verified keeps it); then the reference is timed alone on every
-// visible shape, and where the interleaved timing saw it slower than alone
-// by more than 5% (work the candidate's process left running beside it,
-// for one), its time alone is used and the message says so.
+// Each shape's exclusive hold is released after its timed calls.
 // Returns the per-shape timings.
 nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint64_t seed, const GpuTiming& g,
-                              L2Flush& flush, w::Endpoint& cand, double cand_null_ns, Entry ref, Verdict& v,
-                              const std::function<bool(const Verdict&)>& end_candidate);
+                              L2Flush& flush, w::Endpoint& cand, double cand_null_ns, Entry ref, Verdict& v);
+
+// After the candidate's process has ended (inside the caller's exclusive
+// hold): the reference timed alone on every visible shape (inputs from
+// `seed`); where the interleaved timing (`shapes`, from time_on_device) saw
+// it slower than alone by more than 5% (work the candidate's process left
+// running beside it, for one), its time alone is used and the verdict's
+// speedup and message say so. Returns whether it changed the verdict.
+bool reference_alone(const Task& task, const w::Options& opt, std::uint64_t seed, L2Flush& flush, Entry ref,
+                     nlohmann::json& shapes, Verdict& v);
 
 // 2 x L2 of the current device, at least 64 MiB.
 std::int64_t default_gpu_flush_bytes();

@@ -700,7 +700,6 @@ int main(int argc, char** argv) {
     std::optional<cw::ExportedArena> arena;
     nlohmann::json shape_timings;
     bool timed = false;
-    bool protocol_marked = false;   // "correctness" marked where the protocol ended
 
     w::SessionParts parts;
     parts.space = &space;
@@ -724,54 +723,84 @@ int main(int argc, char** argv) {
     parts.calibrate = gpu_timing ? 16 : 0;
 
     // The correctness protocol under one shared hold of the GPU's slot with
-    // phase holds (every step's own hold nests in it).
+    // phase holds (every step's own hold nests in it); the GPU timing inside
+    // it lets the hold go and takes it again after (an exclusive hold
+    // cannot nest in a shared one).
+    std::optional<cw::SharedSlot> protocol_hold;
     parts.around_protocol = [&](const std::function<native::JudgeResult()>& run) {
-      std::optional<cw::SharedSlot> held;
-      if (x.gt.phase_holds) held.emplace();
+      const bool mine = x.gt.phase_holds && !protocol_hold;
+      if (mine) protocol_hold.emplace();
+      struct Release {
+        std::optional<cw::SharedSlot>& hold;
+        bool mine;
+        ~Release() {
+          if (mine) hold.reset();
+        }
+      } release{protocol_hold, mine};
       return run();
     };
-    parts.after_protocol = [&](native::JudgeResult& result, w::Endpoint& cand, w::Endpoint& reference,
-                               const std::vector<double>& null_ns, const std::function<void()>& end_candidate) {
+    // The seed of the inputs of the last timing (the reference alone runs
+    // on inputs of the same seed), and the re-verification's note.
+    std::uint64_t timed_seed = opt.seed;
+    std::string flagged;
+    // The GPU timing, inside the protocol: after the visible shapes, before
+    // any hidden one reaches the candidate's process (Judge::set_timing), so
+    // that the times a verdict reports cannot depend on a hidden size
+    // (tests/cuda/adversarial/time_channel.cu). The candidate's process
+    // lives on for the hidden shapes; after_protocol ends it.
+    parts.timing = [&](kevo::Verdict& v, w::Endpoint& cand, w::Endpoint& reference,
+                       const std::vector<double>& null_ns) -> bool {
       mark("correctness");
-      protocol_marked = true;
-      if (!gpu_timing) return;
-      kevo::Verdict& v = result.verdict;
+      if (!gpu_timing) return false;
+      const bool held = protocol_hold.has_value();
+      protocol_hold.reset();
       const double cand_null_ns = w::quantile(null_ns, 0.5);
-      // The candidate's process ends inside the last exclusive hold, unless
-      // its speedup is to be re-verified (then after the second timing).
-      auto end_unless_flagged = [&](const kevo::Verdict& got) {
-        if (got.speedup > x.reverify_speedup) return false;
-        end_candidate();
-        return true;
-      };
-      auto end_always = [&](const kevo::Verdict&) {
-        end_candidate();
-        return true;
-      };
       try {
-        shape_timings =
-            cw::time_on_device(task, opt, opt.seed, x.gt, *flush, cand, cand_null_ns, ref, v, end_unless_flagged);
-        if (v.is_correct() && v.speedup > x.reverify_speedup) {
+        shape_timings = cw::time_on_device(task, opt, opt.seed, x.gt, *flush, cand, cand_null_ns, ref, v);
+        if (v.status == kevo::Status::pending && v.speedup > x.reverify_speedup) {
           // Too good to take on trust: judge again on inputs from another
-          // seed and time again; the verdict says it was flagged.
+          // seed (the visible and drawn shapes: the hidden ones follow this
+          // timing) and time again; the verdict says it was flagged.
           const double first = v.speedup;
           w::Options again = opt;
           again.seed = opt.seed ^ kReverifySalt;
           again.timing = false;
+          again.hidden_shapes = false;
           // The judgement's drawn shapes, as the session drew them (its key).
           again.drawn = kevo::draw_shapes(task, space.input_key().draws_seed(opt.seed));
           native::JudgeResult second = parts.around_protocol([&] { return w::Judge(task, again, reference, cand, space).run(); });
           if (!second.verdict.is_correct()) {
-            second.verdict.message = "re-verification of a " + std::to_string(first) + "x speedup failed: " + second.verdict.message;
-            result = second;
+            v = second.verdict;
+            v.message = "re-verification of a " + std::to_string(first) + "x speedup failed: " + v.message;
           } else {
-            shape_timings =
-                cw::time_on_device(task, again, again.seed, x.gt, *flush, cand, cand_null_ns, ref, v, end_always);
-            if (v.is_correct())
-              v.message += "; flagged: speedup above " + std::to_string(x.reverify_speedup) +
-                           "x, re-verified on fresh inputs and re-timed";
+            shape_timings = cw::time_on_device(task, again, again.seed, x.gt, *flush, cand, cand_null_ns, ref, v);
+            timed_seed = again.seed;
+            if (v.status == kevo::Status::pending)
+              flagged = "; flagged: speedup above " + std::to_string(x.reverify_speedup) +
+                        "x, re-verified on fresh inputs and re-timed";
           }
         }
+      } catch (const std::exception& e) {
+        v.status = kevo::Status::runtime_error;
+        v.stage = kevo::Stage::timing;
+        v.message = std::string("during timing: ") + e.what();
+      }
+      if (v.status == kevo::Status::pending) v.message += flagged;
+      if (held) protocol_hold.emplace();
+      mark("timing");
+      return true;
+    };
+    parts.after_protocol = [&](native::JudgeResult& result, w::Endpoint&, w::Endpoint&, const std::vector<double>&,
+                               const std::function<void()>& end_candidate) {
+      mark("correctness");
+      if (!gpu_timing) return;
+      kevo::Verdict& v = result.verdict;
+      try {
+        // The candidate's process ends inside an exclusive hold, and the
+        // reference is timed alone where nothing of it is left.
+        cw::ExclusiveSlot exclusive;
+        end_candidate();
+        if (cw::reference_alone(task, opt, timed_seed, *flush, ref, shape_timings, v)) v.message += flagged;
       } catch (const std::exception& e) {
         v.status = kevo::Status::runtime_error;
         v.stage = kevo::Stage::timing;
@@ -797,7 +826,7 @@ int main(int argc, char** argv) {
         }
       }
     }
-    if (!protocol_marked) mark("correctness");
+    mark("correctness");   // (the hidden shapes', where the protocol ended there)
     // A CUDA error may have left the GPU unwell: the backend checks it.
     if (got.status == kevo::Status::runtime_error && got.message.find("CUDA error") != std::string::npos)
       result.device_error = true;

@@ -408,18 +408,26 @@ JudgeResult Judge::run() {
     // The hidden shapes come last, after the timing: until then the
     // candidate's process has seen no hidden size, so the times that a
     // correct verdict's feedback reports cannot depend on one (a spin per
-    // hidden shape seen told their number: redteam/time_channel.cpp).
-    // (The CUDA worker's GPU timing is not this one: it runs after run(),
-    // in its after_protocol, hidden shapes and all.)
+    // hidden shape seen told their number: redteam/time_channel.cpp and
+    // tests/cuda/adversarial/time_channel.cu). A flavour's timing (the
+    // CUDA worker's GPU timing) runs at the same place.
     correctness(false);
     stress(false);
-    const bool timed = opt_.timing && opt_.mode == kModeJudge;
-    if (timed) timing();
-    correctness(true);
-    stress(true);
+    const bool judged = opt_.mode == kModeJudge;
+    const bool timed = opt_.timing && judged;
+    bool flavour_timed = false;
+    if (timed) {
+      timing();
+    } else if (flavour_timing_ && judged) {
+      v_.stage = Stage::timing;
+      flavour_timed = flavour_timing_(v_);
+      if (v_.status != Status::pending) throw Fail{};
+    }
+    if (opt_.hidden_shapes) {
+      correctness(true);
+      stress(true);
+    }
     v_.status = Status::correct;
-    v_.message = "correct on " + std::to_string(opt_.trials + static_cast<int>(task_.stress.size())) + " trials x " +
-                 std::to_string(cases_.size()) + " shapes";
     if (timed) {
       std::ostringstream m;
       m.precision(3);
@@ -427,6 +435,10 @@ JudgeResult Judge::run() {
         << v_.ref_median_ns / 1e3 << " us)";
       v_.message = m.str();
       for (const auto& n : notes_) v_.message += "; " + n;
+    } else if (!flavour_timed) {
+      // (A flavour's timing wrote its own message.)
+      v_.message = "correct on " + std::to_string(opt_.trials + static_cast<int>(task_.stress.size())) + " trials x " +
+                   std::to_string(cases_.size()) + " shapes";
     }
     v_.stage = Stage::done;
   } catch (const Fail&) {

@@ -39,6 +39,9 @@ struct Options {
   // Shapes drawn for this judgement from the task's shape space
   // (correctness only, like hidden shapes, but named in feedback).
   std::vector<Shape> drawn;
+  // false: the hidden shapes are not run (a re-verification inside a
+  // judgement whose own protocol runs them after it).
+  bool hidden_shapes = true;
 };
 
 // Built-in null candidates (trusted code, run in the judge): "zeros" writes
@@ -53,6 +56,13 @@ class Judge {
   Judge(const Task& task, const Options& opt, Endpoint& reference, Endpoint& candidate, Space& space);
   // What runs before every timed call (a cache flush); none by default.
   void set_flush(std::function<void()> flush) { flush_ = std::move(flush); }
+  // A flavour's timing (the GPU's) in place of the judge's own, run where
+  // the judge's would be: after the passes on the visible shapes, before
+  // any hidden shape reaches the candidate. It fills the verdict's
+  // timing fields and message and returns true, or settles the verdict (a
+  // status other than pending), or returns false when it did not time.
+  using Timing = std::function<bool(Verdict&)>;
+  void set_timing(Timing timing) { flavour_timing_ = std::move(timing); }
   // Runs the protocol.
   JudgeResult run();
   // The verdict for a side whose process ended outside a call (`where`
@@ -84,6 +94,7 @@ class Judge {
   Endpoint& ref_;
   Endpoint& cand_;
   std::function<void()> flush_;
+  Timing flavour_timing_;
   std::vector<Case> cases_;
   Verdict v_;
   bool mismatch_hidden_ = false;

@@ -176,6 +176,10 @@ JudgeResult run_session(const JudgeRequest& req, const Task& task, const Session
     if (banned.empty()) {
       Judge judge(task, opt, ref, *cand, space);
       judge.set_flush(parts.flush);
+      if (parts.timing)
+        judge.set_timing([&](Verdict& v) {
+          return parts.timing(v, *cand, ref, remote ? remote->null_ns() : std::vector<double>{});
+        });
       result = parts.around_protocol ? parts.around_protocol([&] { return judge.run(); }) : judge.run();
       auto check_libraries = [&] {
         if (policed && banned.empty() && remote->pid() > 0) banned = forbidden_mapping(remote->mapped_files(), req.libraries);

@@ -24,8 +24,8 @@ struct SessionParts {
   std::vector<std::string> host_env;      // the hosts' environment
 
   // What a device's flavour (CUDA) changes; the CPU leaves these empty.
-  // false: the protocol checks correctness only (the flavour times in
-  // after_protocol).
+  // false: the judge's own timing does not run (the flavour's `timing`
+  // does, at its place).
   bool protocol_timing = true;
   // The reference as the judge's own code (trusted: it runs in the judge,
   // beside the protocol's buffers), instead of in a kernel host.
@@ -44,8 +44,13 @@ struct SessionParts {
   std::function<void()> before_null_call;
   // Runs the protocol (a flavour holds its device's slot around it).
   std::function<JudgeResult(const std::function<JudgeResult()>&)> around_protocol;
+  // The flavour's timing, inside the protocol where the judge's own would
+  // run (after the visible shapes, before the hidden ones: Judge::set_timing),
+  // with the calibration's round trips of the candidate's host.
+  std::function<bool(Verdict&, Endpoint& cand, Endpoint& ref, const std::vector<double>& null_ns)> timing;
   // After a protocol that found the candidate correct, while its host
-  // still runs: the flavour's timing, with the calibration's round trips.
+  // still runs: what the flavour does last (the CUDA worker ends the
+  // candidate and times the reference alone).
   // `end_candidate` checks its libraries one last time and kills its host
   // (its device context and any work left in it go too): what the flavour
   // measures after that, the candidate cannot disturb.
