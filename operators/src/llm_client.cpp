@@ -789,6 +789,9 @@ void Client::start_attempt(std::uint64_t ticket, Job& job, double now) {
   CURL* h = t->easy.h;
   if (t->model != job.model) {
     t->model = job.model;
+    // (A handle keeps its connections per socket path: a reused handle of
+    // another model's path opens one of its own.)
+    curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, m.unix_socket.empty() ? nullptr : m.unix_socket.c_str());
     t->url = m.base_url + (m.provider == Provider::openai ? "/chat/completions" : "/messages");
     t->headers = HeaderList();
     t->headers.add("Content-Type: application/json");
@@ -846,7 +849,8 @@ void Client::finish_transfer(Transfer* t, int code) {
   std::string error, failure;
   ParsedReply parsed;
   if (code != CURLE_OK) {
-    error = fmt::format("transport: {} ({})", curl_easy_strerror(static_cast<CURLcode>(code)), m.base_url);
+    error = fmt::format("transport: {} ({}{})", curl_easy_strerror(static_cast<CURLcode>(code)), m.base_url,
+                        m.unix_socket.empty() ? "" : " through " + m.unix_socket);
     failure = code == CURLE_OPERATION_TIMEDOUT ? "timeout" : "transport";
     retry = true;   // refused, reset, timed out, truncated: all transient
   } else if (status < 200 || status >= 300) {
@@ -940,6 +944,7 @@ std::string Client::connect_check(std::size_t model) const {
   const Model& m = models_.at(model);
   EasyHandle e;
   curl_easy_setopt(e.h, CURLOPT_URL, m.base_url.c_str());
+  if (!m.unix_socket.empty()) curl_easy_setopt(e.h, CURLOPT_UNIX_SOCKET_PATH, m.unix_socket.c_str());
   curl_easy_setopt(e.h, CURLOPT_CONNECT_ONLY, 1L);
   curl_easy_setopt(e.h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout_s * 1000));
   curl_easy_setopt(e.h, CURLOPT_NOSIGNAL, 1L);
@@ -956,6 +961,7 @@ ModelsProbe Client::probe_models(std::size_t model) const {
   ModelsProbe out;
   const std::string url = m.base_url + "/models";
   curl_easy_setopt(e.h, CURLOPT_URL, url.c_str());
+  if (!m.unix_socket.empty()) curl_easy_setopt(e.h, CURLOPT_UNIX_SOCKET_PATH, m.unix_socket.c_str());
   curl_easy_setopt(e.h, CURLOPT_HTTPGET, 1L);
   curl_easy_setopt(e.h, CURLOPT_HTTPHEADER, headers.list);
   curl_easy_setopt(e.h, CURLOPT_WRITEFUNCTION, &on_body);

@@ -307,6 +307,14 @@ ServiceConfig parse_service_config(StrictObject& o, const fs::path& base) {
       m.fail("base_url", "a URL (\"local\" names the server of llm.local_server, which this config has not)");
     if (x.base_url != "local" && x.base_url.rfind("http://", 0) != 0 && x.base_url.rfind("https://", 0) != 0)
       m.fail("base_url", "an http:// or https:// URL, or \"local\" (llm.local_server)");
+    x.unix_socket = m.string("unix_socket", "");
+    if (!x.unix_socket.empty()) {
+      // sockaddr_un's sun_path holds 108 bytes with its terminating NUL.
+      if (x.unix_socket.front() != '/' || x.unix_socket.size() > 107)
+        m.fail("unix_socket", "an absolute path of at most 107 bytes (the server's Unix-domain socket), or \"\" for TCP");
+      if (x.base_url == "local")
+        m.fail("unix_socket", "\"\" for base_url \"local\" (llm.local_server's server listens on TCP)");
+    }
     x.model = m.string("model");
     x.name = m.string("name", x.model);
     if (!names.insert(x.name).second) m.fail("name", "a model name unique in the list");
@@ -320,7 +328,7 @@ ServiceConfig parse_service_config(StrictObject& o, const fs::path& base) {
     m.finish();
     // The key itself is never part of the effective config.
     models_eff.push_back({{"name", x.name}, {"provider", x.provider_label}, {"base_url", x.base_url},
-                          {"model", x.model}, {"api_key_env", x.api_key_env}, {"weight", x.weight},
+                          {"unix_socket", x.unix_socket}, {"model", x.model}, {"api_key_env", x.api_key_env}, {"weight", x.weight},
                           {"usd_per_mtok_in", x.usd_per_mtok_in}, {"usd_per_mtok_out", x.usd_per_mtok_out},
                           {"concurrency", x.concurrency}, {"temperature", x.temperature},
                           {"max_tokens", x.max_tokens}});
@@ -460,9 +468,10 @@ void Service::probe() {
     if (m.weight <= 0.0) continue;
     const ModelsProbe p = client_->probe_models(k);
     if (!p.transport_error.empty())
-      throw Failure(fmt::format("LLM model '{}' is not reachable at {}: {} (start the server, fix llm.models[{}].base_url,"
+      throw Failure(fmt::format("LLM model '{}' is not reachable at {}{}: {} (start the server, fix llm.models[{}].{},"
                                 " or set llm.probe=false)",
-                                m.name, m.base_url, p.transport_error, k));
+                                m.name, m.base_url, m.unix_socket.empty() ? "" : " through " + m.unix_socket,
+                                p.transport_error, k, m.unix_socket.empty() ? "base_url" : "unix_socket"));
     const std::string answer = fmt::format("GET {}/models answered HTTP {}", m.base_url, p.http_status);
     if (p.http_status == 401 || p.http_status == 403) {
       std::string body(utf8_prefix(p.body, 200));

@@ -140,7 +140,7 @@ const std::map<std::string, Honest> kCorrectnessAttacks = {
 // Candidates of redteam/ with a test of their own.
 const std::set<std::string> kOwnTests = {"arena_size_echo", "echo_hidden_shape", "echo_hidden_later", "forbidden_echo",
                                          "hidden_blas",     "read_manifest",     "seed_guess",        "thread_storm",
-                                         "time_channel",    "wrong_after_hidden"};
+                                         "time_channel",    "wrong_after_hidden", "wrong_when_large"};
 
 kevo::Verdict judge_one(kevo::cpu::CpuBackend& backend, const std::shared_ptr<kevo::Task>& task, const fs::path& file,
                         std::uint64_t seed = 3) {
@@ -396,8 +396,12 @@ std::shared_ptr<kevo::Task> small_task_hiding(const nlohmann::json& hidden, cons
 // one and the judgement's drawn ones was spelled out by the size
 // (arena_size_echo). Now the arena's size depends on the visible shapes
 // and the draw space's caps only: the same task with other hidden shapes
-// gives the same feedback, and where a hidden shape is larger than those
-// caps, every failure's feedback is withheld as after a hidden call.
+// gives the same feedback. A hidden shape larger than those caps made the
+// arena larger, so every failure's feedback was withheld, and the timed
+// process could still read the size (and put it in its speedup); now such
+// a shape runs in a second process of the candidate's, started after the
+// first one's timing: the first one's arena, and so its feedback, is the
+// same as without that shape.
 TEST(RedTeam, TheArenasSizeSaysNothingOfTheHiddenShapes) {
   kevo::cpu::CpuBackend backend(small_options(20));
   // Hidden shapes within the draw space's caps (max_elements 65536 per
@@ -422,17 +426,25 @@ TEST(RedTeam, TheArenasSizeSaysNothingOfTheHiddenShapes) {
     if (first.empty()) first = v.feedback;
     EXPECT_EQ(v.feedback, first) << "hidden shapes '" << name << "' changed what the candidate saw";
   }
-  // A hidden shape larger than the caps (300x1500: 1.8 MB of A): the size
-  // would name it, so the failure's feedback is withheld; the judge's own
-  // record keeps what the candidate printed.
+  // A hidden shape larger than the caps (300x1500: 1.8 MB of A): the
+  // candidate's first process sees the same arena as above, and its
+  // failure there is told as it is.
   auto task = small_task_hiding({{{"M", 300}, {"N", 1500}}}, "beyond");
   dirs.push_back(task->manifest_path.parent_path());
   backend.prepare(*task);
   const kevo::Verdict v = judge_one(backend, task, kAttacks / "arena_size_echo.cpp");
   EXPECT_EQ(v.status, Status::runtime_error) << v.message;
-  EXPECT_NE(v.output_tail.find("arena bytes "), std::string::npos) << v.output_tail;
-  EXPECT_EQ(v.feedback.find("arena bytes"), std::string::npos) << v.feedback;
-  EXPECT_NE(v.feedback.find("hidden test shape"), std::string::npos) << v.feedback;
+  EXPECT_EQ(v.feedback, first) << "the hidden 300x1500 changed what the candidate saw";
+  // The shape is judged, in the second process: an honest kernel is
+  // correct and one wrong there only is wrong, its feedback withheld.
+  const kevo::Verdict honest = judge_one(backend, task, kDir / "task" / "seed.cpp");
+  EXPECT_EQ(honest.status, Status::correct) << honest.message;
+  EXPECT_GT(honest.speedup, 0.0) << honest.message;
+  const kevo::Verdict large = judge_one(backend, task, kAttacks / "wrong_when_large.cpp");
+  EXPECT_EQ(large.status, Status::wrong_answer) << large.message;
+  EXPECT_NE(large.message.find("300"), std::string::npos) << large.message;
+  EXPECT_NE(large.feedback.find("hidden test shape"), std::string::npos) << large.feedback;
+  EXPECT_EQ(large.feedback.find("1500"), std::string::npos) << large.feedback;
   for (const auto& d : dirs) fs::remove_all(d);
 }
 

@@ -5,7 +5,11 @@
 // Test scaffolding: HTTP/1.1 on 127.0.0.1, keep-alive, TCP_NODELAY, one
 // write per answer, one thread (epoll).
 //
-//   kevo_bench_instant_llm_server --port-file F --prefix A --suffix B [--realtime]
+//   kevo_bench_instant_llm_server --port-file F --prefix A --suffix B [--realtime] [--unix PATH]
+//
+// --unix PATH: it also listens on a Unix-domain socket at PATH (created
+// afresh), with the same answers: what a client on the same host pays for
+// HTTP without loopback TCP (docs/llm.md, `unix_socket`).
 //
 // --realtime: the server asks for SCHED_FIFO (priority 1) so that it answers
 // at once. On a machine with fewer free cores than busy threads (the 2-core
@@ -32,6 +36,7 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -162,7 +167,7 @@ void serve(Conn& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const char *port_file = nullptr, *prefix_file = nullptr, *suffix_file = nullptr;
+  const char *port_file = nullptr, *prefix_file = nullptr, *suffix_file = nullptr, *unix_path = nullptr;
   bool want_realtime = false, bad = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
@@ -171,10 +176,11 @@ int main(int argc, char** argv) {
     else if (a == "--port-file") port_file = argv[++i];
     else if (a == "--prefix") prefix_file = argv[++i];
     else if (a == "--suffix") suffix_file = argv[++i];
+    else if (a == "--unix") unix_path = argv[++i];
     else bad = true;
   }
   if (bad || !port_file || !prefix_file || !suffix_file) {
-    std::fprintf(stderr, "usage: %s --port-file F --prefix A --suffix B [--realtime]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s --port-file F --prefix A --suffix B [--realtime] [--unix PATH]\n", argv[0]);
     return 2;
   }
   if (want_realtime) {
@@ -198,6 +204,22 @@ int main(int argc, char** argv) {
   }
   socklen_t len = sizeof a;
   ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  int ufd = -1;
+  if (unix_path) {
+    sockaddr_un u{};
+    u.sun_family = AF_UNIX;
+    if (std::strlen(unix_path) >= sizeof u.sun_path) {
+      std::fprintf(stderr, "instant server: --unix path longer than %zu bytes\n", sizeof u.sun_path - 1);
+      return 2;
+    }
+    std::strcpy(u.sun_path, unix_path);
+    ::unlink(unix_path);
+    ufd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (::bind(ufd, reinterpret_cast<sockaddr*>(&u), sizeof u) != 0 || ::listen(ufd, 1024) != 0) {
+      std::perror("instant server: bind/listen on the Unix socket");
+      return 1;
+    }
+  }
   const std::string tmp = std::string(port_file) + ".tmp";
   {
     std::ofstream f(tmp);
@@ -210,6 +232,10 @@ int main(int argc, char** argv) {
   ev.events = EPOLLIN;
   ev.data.fd = lfd;
   ::epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev);
+  if (ufd >= 0) {
+    ev.data.fd = ufd;
+    ::epoll_ctl(ep, EPOLL_CTL_ADD, ufd, &ev);
+  }
   std::map<int, Conn> conns;
   epoll_event events[64];
   char buf[65536];
@@ -218,11 +244,11 @@ int main(int argc, char** argv) {
     if (n < 0 && errno == EINTR) continue;
     for (int k = 0; k < n; ++k) {
       const int fd = events[k].data.fd;
-      if (fd == lfd) {
+      if (fd == lfd || fd == ufd) {
         while (true) {
-          const int c = ::accept4(lfd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+          const int c = ::accept4(fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
           if (c < 0) break;
-          ::setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+          if (fd == lfd) ::setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
           ++connections;
           conns[c];
           epoll_event cev{};

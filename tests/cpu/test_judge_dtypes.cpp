@@ -283,13 +283,18 @@ TEST(JudgeArena, AHiddenShapeBeyondTheCapsIsRevealedAndOneWithinIsNot) {
   ArenaSize a = arena_size(task, {}, 4096);
   ASSERT_NE(a.reveals, nullptr);
   EXPECT_EQ(a.reveals->label, "n=5000");
-  EXPECT_EQ(a.bytes, 2u * 12288);   // two bfloat16 buffers of 10000 bytes
+  // The candidate's first process keeps the visible shapes' size; the
+  // second one (the hidden shapes) gets room for two bfloat16 buffers of
+  // 10000 bytes.
+  EXPECT_EQ(a.bytes, 2u * 4096);
+  EXPECT_EQ(a.hidden_bytes, 2u * 12288);
   task.draw.count = 4;
   task.draw.max_elements = 8192;
   task.draw.max_bytes = 1 << 20;
   a = arena_size(task, {}, 4096);
   EXPECT_EQ(a.reveals, nullptr);
   EXPECT_EQ(a.bytes, 2u * 16384);   // 8192 bfloat16 elements per buffer
+  EXPECT_EQ(a.hidden_bytes, a.bytes);
   // Each buffer could hold all 10000 bytes (12288 rounded), but both
   // together hold no more than 10000, each rounded up by less than 4096.
   task.draw.max_elements = 0;

@@ -983,6 +983,7 @@ def main():
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--model")
     ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--unix", help="listen on a Unix-domain socket at this path instead of TCP (port file: 0)")
     ap.add_argument("--threads", type=int)
     ap.add_argument("--startup-delay", type=float, default=0.0)
     ap.add_argument("--exit-at-start", type=int)
@@ -1006,8 +1007,27 @@ def main():
         LOG = open(a.log, "a")
     ThreadingHTTPServer.daemon_threads = True
     ThreadingHTTPServer.request_queue_size = 1024
-    srv = ThreadingHTTPServer((a.host, a.port), Handler)
-    port = srv.server_address[1]
+    if a.unix:
+        import socketserver
+
+        class UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+            daemon_threads = True
+            request_queue_size = 1024
+
+            def get_request(self):
+                conn, _ = self.socket.accept()
+                return conn, ("unix", 0)   # (a peer of a Unix socket has no address)
+
+        class UnixHandler(Handler):
+            disable_nagle_algorithm = False   # (TCP_NODELAY: no such option on a Unix socket)
+
+        if os.path.exists(a.unix):
+            os.unlink(a.unix)
+        srv = UnixHTTPServer(a.unix, UnixHandler)
+        port = 0
+    else:
+        srv = ThreadingHTTPServer((a.host, a.port), Handler)
+        port = srv.server_address[1]
     if a.port_file:
         with open(a.port_file + ".tmp", "w") as f:
             f.write(str(port))

@@ -26,7 +26,9 @@ namespace kevo::test {
 
 class FakeServer {
  public:
-  explicit FakeServer(const nlohmann::json& script, const std::string& tag = "srv") {
+  // With `unix_socket`, it listens on a Unix-domain socket (socket_path())
+  // instead of TCP.
+  explicit FakeServer(const nlohmann::json& script, const std::string& tag = "srv", bool unix_socket = false) {
     dir_ = std::filesystem::temp_directory_path() /
            ("kevo-fake-llm-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
     std::filesystem::remove_all(dir_);
@@ -36,6 +38,10 @@ class FakeServer {
     std::vector<std::string> args = {py, server, "--script", (dir_ / "script.json").string(),
                                      "--log", (dir_ / "log.jsonl").string(), "--port-file",
                                      (dir_ / "port").string()};
+    if (unix_socket) {
+      args.push_back("--unix");
+      args.push_back(socket_path());
+    }
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -48,6 +54,7 @@ class FakeServer {
       std::this_thread::sleep_for(std::chrono::milliseconds(25));
     std::ifstream in(dir_ / "port");
     in >> port_;
+    listening_ = unix_socket ? std::filesystem::exists(dir_ / "port") && std::filesystem::exists(socket_path()) : port_ > 0;
   }
   ~FakeServer() {
     if (pid_ > 0) {
@@ -61,7 +68,8 @@ class FakeServer {
   FakeServer(const FakeServer&) = delete;
   FakeServer& operator=(const FakeServer&) = delete;
 
-  bool up() const { return port_ > 0; }
+  bool up() const { return listening_; }
+  std::string socket_path() const { return (dir_ / "llm.sock").string(); }
   int port() const { return port_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1"; }
   // The request log, one object per request.
@@ -82,6 +90,7 @@ class FakeServer {
   std::filesystem::path dir_;
   pid_t pid_ = -1;
   int port_ = 0;
+  bool listening_ = false;
 };
 
 }  // namespace kevo::test

@@ -258,4 +258,67 @@ TEST(LlmProbe, AServerWithoutAListingOrThatListsTheModelPasses) {
 }
 
 }  // namespace
+// A model behind a Unix-domain socket (llm.models[].unix_socket): the
+// probe and the chat requests go through the socket, base_url giving only
+// the scheme, Host and path (its port, 1, has nothing listening: without
+// the socket every request would be refused). Bad paths are input errors
+// naming the key.
+TEST(LlmProbe, AModelBehindAUnixSocketIsProbedAndAskedThroughIt) {
+  test::FakeServer s(json{{"models", {{"kind", "list"}, {"ids", {"fake-coder"}}}},
+                          {"default", {{"kind", "text"}, {"text", "through the socket"}}}},
+                     "uds", true);
+  ASSERT_TRUE(s.up());
+  auto config = [&](const json& socket) {
+    json j = {{"models", {{{"name", "fm"}, {"provider", "openai-compatible"}, {"base_url", "http://127.0.0.1:1/v1"},
+                           {"model", "fake-coder"}, {"api_key_env", ""}, {"unix_socket", socket}}}},
+              {"client", {{"timeout_s", 2.0}, {"connect_timeout_s", 1.0}}},
+              {"probe", true}};
+    StrictObject o(j, "run.json", "/llm");
+    return parse_service_config(o, fs::path(KEVO_SOURCE_DIR) / "configs");
+  };
+  const ServiceConfig through = config(s.socket_path());
+  ASSERT_EQ(through.models.at(0).unix_socket, s.socket_path());
+  Service service(through);
+  EXPECT_NO_THROW(service.probe());
+  Client c(through.models, quick(), {});
+  const ChatResult r = ask(c);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.text, "through the socket");
+  const auto log = s.log();
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[0]["method"], "GET");
+  EXPECT_EQ(log[1]["method"], "POST");
+
+  // The same model over TCP: refused.
+  Service tcp(config(""));
+  try {
+    tcp.probe();
+    ADD_FAILURE() << "no error";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("not reachable"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("llm.models[0].base_url"), std::string::npos) << e.what();
+  }
+  // A socket with no server: the error names the socket and its key.
+  Service nobody(config((s.dir() / "nobody.sock").string()));
+  try {
+    nobody.probe();
+    ADD_FAILURE() << "no error";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("through " + (s.dir() / "nobody.sock").string()), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("llm.models[0].unix_socket"), std::string::npos) << e.what();
+  }
+  // Not an absolute path, or longer than a socket address holds.
+  for (const std::string& bad : {std::string("llm.sock"), "/" + std::string(120, 'x')}) {
+    try {
+      config(bad);
+      ADD_FAILURE() << "no error for " << bad;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.file(), "run.json");
+      EXPECT_EQ(e.key(), "/llm/models/0/unix_socket") << e.what();
+      EXPECT_NE(std::string(e.what()).find("absolute path"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace kevo

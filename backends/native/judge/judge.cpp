@@ -113,7 +113,7 @@ LocalEndpoint::Kernel null_kernel(const std::string& kind, const Task& task, End
 // ---- the judge ------------------------------------------------------------
 
 Judge::Judge(const Task& task, const Options& opt, Endpoint& reference, Endpoint& candidate, Space& space)
-    : task_(task), space_(space), opt_(opt), ref_(reference), cand_(candidate) {
+    : task_(task), space_(space), opt_(opt), ref_(reference), cand_(&candidate) {
   for (std::size_t i = 0; i < task.visible.size(); ++i) cases_.push_back(Case{&task.visible[i], Case::Kind::visible, i});
   for (std::size_t i = 0; i < task.hidden.size(); ++i) cases_.push_back(Case{&task.hidden[i], Case::Kind::hidden, i});
   for (std::size_t i = 0; i < opt_.drawn.size(); ++i) cases_.push_back(Case{&opt_.drawn[i], Case::Kind::drawn, i});
@@ -175,7 +175,7 @@ void Judge::check_still_stopped(const Case& c, const std::string& trial) {
   // Between its calls the candidate's process is stopped; if it runs now it
   // resumed itself, and may have run beside the reference or tampered with
   // the outputs about to be compared.
-  if (!cand_.still_stopped())
+  if (!cand_->still_stopped())
     settle(Status::runtime_error, "the candidate's process resumed itself while it was stopped (during " + trial +
                                       " on shape " + c.label() + ")");
 }
@@ -240,9 +240,9 @@ void Judge::compare_outputs(const ArgSet& want, const ArgSet& got, const Case& c
 void Judge::trial_on(const Case& c, const std::string& trial, const std::string& tag, bool repeat,
                      const DistributionOverride& dist) {
   const ArgSet orig = space_.make_inputs(task_, c, opt_.seed, tag, dist);
-  ArgSet& got = cand_.arguments(task_, c);
+  ArgSet& got = cand_->arguments(task_, c);
   space_.load(task_, got, orig);
-  call(cand_, got, c, trial, true, true);
+  call(*cand_, got, c, trial, true, true);
   check_inputs(got, orig, c, trial);
   // The reference runs after the candidate, in its own process; its
   // outputs never enter the candidate's.
@@ -257,7 +257,7 @@ void Judge::trial_on(const Case& c, const std::string& trial, const std::string&
   // legitimately differ in the last bits).
   ArgSet first = space_.clone_for_call(task_, got, false);
   space_.load(task_, got, orig);
-  call(cand_, got, c, "repeat-consistency", true, true);
+  call(*cand_, got, c, "repeat-consistency", true, true);
   compare_outputs(first, got, c, "repeat-consistency", false);
 }
 
@@ -294,7 +294,7 @@ void Judge::time_case(const Case& c, double budget, double& log_ratio, int& min_
   auto repeat = [&](bool record, bool ref_first) {
     const std::string tag = "timing" + std::to_string(calls++);
     const ArgSet orig = space_.make_inputs(task_, c, opt_.seed, tag);
-    ArgSet& got = cand_.arguments(task_, c);
+    ArgSet& got = cand_->arguments(task_, c);
     space_.load(task_, got, orig);
     ArgSet& want = ref_.arguments(task_, c);
     space_.load(task_, want, orig);
@@ -306,7 +306,7 @@ void Judge::time_case(const Case& c, double budget, double& log_ratio, int& min_
     };
     auto time_cand = [&] {
       if (flush_) flush_();
-      c_ns = call(cand_, got, c, trial, true, false).ns;
+      c_ns = call(*cand_, got, c, trial, true, false).ns;
     };
     if (ref_first) {
       time_ref();
@@ -424,6 +424,17 @@ JudgeResult Judge::run() {
       if (v_.status != Status::pending) throw Fail{};
     }
     if (opt_.hidden_shapes) {
+      if (hidden_candidate_) {
+        // The hidden shapes in a process of the candidate's own (its first
+        // one ended), whose arena has room for them.
+        std::string failure;
+        Endpoint* fresh = hidden_candidate_(failure);
+        if (!failure.empty()) {
+          v_.stage = Stage::correctness;
+          settle(Status::runtime_error, failure);
+        }
+        if (fresh) cand_ = fresh;
+      }
       correctness(true);
       stress(true);
     }

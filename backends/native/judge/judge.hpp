@@ -63,6 +63,12 @@ class Judge {
   // status other than pending), or returns false when it did not time.
   using Timing = std::function<bool(Verdict&)>;
   void set_timing(Timing timing) { flavour_timing_ = std::move(timing); }
+  // Called once, before the first hidden shape: the candidate's endpoint
+  // for the hidden shapes (a fresh process, the first one ended), or
+  // nullptr to go on with the first; a non-empty `failure` (the fresh
+  // process did not start) settles the verdict as a runtime error.
+  using HiddenCandidate = std::function<Endpoint*(std::string& failure)>;
+  void set_hidden_candidate(HiddenCandidate h) { hidden_candidate_ = std::move(h); }
   // Runs the protocol.
   JudgeResult run();
   // The verdict for a side whose process ended outside a call (`where`
@@ -92,9 +98,10 @@ class Judge {
   Space& space_;
   Options opt_;
   Endpoint& ref_;
-  Endpoint& cand_;
+  Endpoint* cand_;   // the candidate's endpoint (another one for the hidden shapes: set_hidden_candidate)
   std::function<void()> flush_;
   Timing flavour_timing_;
+  HiddenCandidate hidden_candidate_;
   std::vector<Case> cases_;
   Verdict v_;
   bool mismatch_hidden_ = false;

@@ -97,15 +97,18 @@ JudgeResult run_session(const JudgeRequest& req, const Task& task, const Session
   base.policy = req.policy;
   base.namespaces = req.namespaces;
   base.limits = req.host;
+  // The candidate's process can read its arena's size from its start: a
+  // hidden shape larger than the visible shapes and the draw space's caps
+  // runs in a second process of the candidate's, after the first one's
+  // timing (hidden_candidate, below). Trusted code (the reference, a
+  // reference copy) gets room for every shape at once.
   const ArenaSize arena = arena_size(task, opt.drawn, kArenaAlign);
-  base.arena_bytes = arena.bytes;
-  // A hidden shape that sized the arena: the candidate's process can read
-  // the size from its start, so the engine redacts this judgement as one
-  // after a call at that shape (the event stands for that call).
-  if (arena.reveals) emit({{"event", "sees"}, {"shape", arena.reveals->label}, {"why", "the arena's size"}});
+  const bool split_hidden = arena.reveals != nullptr && req.mode == kModeJudge;
+  base.arena_bytes = split_hidden ? arena.bytes : arena.hidden_bytes;
   base.env = parts.host_env;
 
   HostSpec ref_spec = base;
+  ref_spec.arena_bytes = arena.hidden_bytes;
   ref_spec.library = req.reference_so;
   ref_spec.role = "reference";
   ref_spec.trusted = true;
@@ -127,30 +130,40 @@ JudgeResult run_session(const JudgeRequest& req, const Task& task, const Session
     LocalEndpoint::Kernel k = null_kernel(req.null_kind, task, ref, req.seed, space);
     local = parts.local_candidate ? parts.local_candidate(std::move(k)) : std::make_unique<LocalEndpoint>(std::move(k), space);
     cand = local.get();
-  } else {
-    HostSpec cs = base;
-    cs.library = req.mode == kModeSelfCheck ? req.reference_so : req.candidate_so;
-    cs.role = req.mode == kModeSelfCheck ? "reference copy" : "candidate";
-    cs.host_args = parts.host_args;
-    cs.calibrate = parts.calibrate;
-    cs.before_null_call = parts.before_null_call;
+  }
+  // The candidate's kernel host with an arena of `arena_bytes`.
+  HostSpec cs = base;
+  cs.library = req.mode == kModeSelfCheck ? req.reference_so : req.candidate_so;
+  cs.role = req.mode == kModeSelfCheck ? "reference copy" : "candidate";
+  cs.host_args = parts.host_args;
+  cs.before_null_call = parts.before_null_call;
+  auto start_candidate = [&](std::size_t arena_bytes, int calibrate) {
+    HostSpec spec = cs;
+    spec.arena_bytes = arena_bytes;
+    spec.calibrate = calibrate;
     try {
       if (parts.device_arena) {
-        cs.device = parts.device_arena(base.arena_bytes);
-        if (!cs.device) throw std::runtime_error("no device arena");
+        spec.device = parts.device_arena(arena_bytes);
+        if (!spec.device) throw std::runtime_error("no device arena");
       }
-      remote = std::make_unique<RemoteEndpoint>(cs);
+      return std::make_unique<RemoteEndpoint>(spec);
     } catch (const std::bad_alloc&) {
       fatal("worker_memory", "the judge could not allocate the task's buffers");
     } catch (const std::exception& e) {
       fatal("host_start", std::string("cannot start the candidate's kernel host: ") + e.what());
     }
-    cand = remote.get();
-  }
+  };
   std::unique_ptr<Endpoint> decorated;
-  if (remote && parts.decorate_candidate) {
-    decorated = parts.decorate_candidate(*remote);
-    cand = decorated.get();
+  auto decorate = [&] {
+    cand = remote.get();
+    if (parts.decorate_candidate) {
+      decorated = parts.decorate_candidate(*remote);
+      cand = decorated.get();
+    }
+  };
+  if (req.mode != kModeNull) {
+    remote = start_candidate(base.arena_bytes, parts.calibrate);
+    decorate();
   }
   // Both hosts start side by side; the judge waits for them in turn.
   if (ref_host) ref_host->wait_ready();
@@ -173,17 +186,42 @@ JudgeResult run_session(const JudgeRequest& req, const Task& task, const Session
     // trusted code, which may link what its flavour gives references).
     const bool policed = remote && req.mode == kModeJudge;
     std::string banned = policed ? forbidden_mapping(remote->mapped_files(), req.libraries) : std::string();
+    auto check_libraries = [&] {
+      if (policed && banned.empty() && remote->pid() > 0) banned = forbidden_mapping(remote->mapped_files(), req.libraries);
+    };
+    // The first process of the candidate's, kept until the judgement ends
+    // where a second one runs the hidden shapes.
+    std::unique_ptr<RemoteEndpoint> first;
+    std::unique_ptr<Endpoint> first_decorated;
     if (banned.empty()) {
       Judge judge(task, opt, ref, *cand, space);
       judge.set_flush(parts.flush);
+      if (split_hidden)
+        judge.set_hidden_candidate([&](std::string& failure) -> Endpoint* {
+          // The first process is done (its libraries checked, its process
+          // and any work of it ended) before one that can read the hidden
+          // shape's size from its arena starts: from here on the judgement
+          // counts as one after a call at that shape.
+          check_libraries();
+          remote->terminate();
+          first = std::move(remote);
+          first_decorated = std::move(decorated);
+          emit({{"event", "sees"}, {"shape", arena.reveals->label}, {"why", "the arena's size"}});
+          remote = start_candidate(arena.hidden_bytes, 0);
+          decorate();
+          remote->wait_ready();
+          if (!remote->ready()) {
+            failure = "the candidate's process for the hidden shapes did not start: " +
+                      load_failure(*remote, opt, task, space, ref).verdict.message;
+            return nullptr;
+          }
+          return cand;
+        });
       if (parts.timing)
         judge.set_timing([&](Verdict& v) {
           return parts.timing(v, *cand, ref, remote ? remote->null_ns() : std::vector<double>{});
         });
       result = parts.around_protocol ? parts.around_protocol([&] { return judge.run(); }) : judge.run();
-      auto check_libraries = [&] {
-        if (policed && banned.empty() && remote->pid() > 0) banned = forbidden_mapping(remote->mapped_files(), req.libraries);
-      };
       if (parts.after_protocol && result.verdict.is_correct())
         parts.after_protocol(result, *cand, ref, remote ? remote->null_ns() : std::vector<double>{}, [&] {
           check_libraries();

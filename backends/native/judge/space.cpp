@@ -314,9 +314,10 @@ ArenaSize arena_size(const Task& task, const std::vector<Shape>& drawn, std::siz
   // Within the bound by construction (draw_shapes keeps to the caps): the
   // max only keeps every case inside the arena.
   for (const auto& s : drawn) a.bytes = std::max(a.bytes, layout(s, Case::Kind::drawn));
+  a.hidden_bytes = a.bytes;
   for (const auto& s : task.hidden)
-    if (const std::size_t b = layout(s, Case::Kind::hidden); b > a.bytes) {
-      a.bytes = b;
+    if (const std::size_t b = layout(s, Case::Kind::hidden); b > a.hidden_bytes) {
+      a.hidden_bytes = b;
       a.reveals = &s;
     }
   return a;

@@ -214,12 +214,15 @@ std::size_t layout_bytes(const Task& task, const Case& c, std::size_t align);
 // space's caps only, never on the hidden shapes or this judgement's draws:
 // the largest visible layout, or, in a task with a draw space, the larger
 // of it and the most any drawn shape's buffers can take
-// (draw_layout_bound). A hidden shape larger than that is given room, and
-// `reveals` names it: the size tells of it from the process's start, so the
-// judgement is redacted as one after a call at that shape.
+// (draw_layout_bound). A hidden shape larger than that needs an arena of
+// `hidden_bytes`, and `reveals` names the largest such shape: its size
+// would tell of it from the process's start, so the hidden shapes then run
+// in a second process of the candidate's, started after the first one's
+// timing (run_session).
 struct ArenaSize {
-  std::size_t bytes = 0;
-  const Shape* reveals = nullptr;
+  std::size_t bytes = 0;          // the arena of the candidate's (first) process
+  std::size_t hidden_bytes = 0;   // room for every shape, hidden ones included (>= bytes)
+  const Shape* reveals = nullptr; // the largest hidden shape beyond `bytes`, if any
 };
 ArenaSize arena_size(const Task& task, const std::vector<Shape>& drawn, std::size_t align);
 // The most bytes a drawn shape's buffers can take, each rounded up to

@@ -664,8 +664,10 @@ Events parse_events(const std::string& text, const std::string& nonce) {
       ev.last_call = j;
     }
     else if (e == "sees") {
-      // The candidate's process can read a hidden shape's size from its
-      // start (the arena sized for it: judge/space.hpp, arena_size).
+      // A process of the candidate's that can read a hidden shape's size
+      // from its start is about to start (the second one, whose arena has
+      // room for a hidden shape beyond the first's: judge/space.hpp,
+      // arena_size; judge/session.cpp).
       if (!ev.first_hidden_call) ev.first_hidden_call = j;
     }
     else if (e == "violation") ev.violation = j;

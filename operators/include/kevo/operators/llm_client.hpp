@@ -29,6 +29,10 @@ struct Model {
   Provider provider = Provider::openai;
   std::string provider_label = "openai";
   std::string base_url;           // e.g. https://api.openai.com/v1 (no trailing slash)
+  // A Unix-domain socket that the HTTP requests go through instead of TCP
+  // (a server on this host: vLLM's --uds, llama-server's --host PATH.sock);
+  // base_url then gives the scheme, Host header and path. "" = TCP.
+  std::string unix_socket;
   std::string model;              // the provider's model id
   std::string api_key_env;        // environment variable holding the key ("" = none)
   double weight = 1.0;
