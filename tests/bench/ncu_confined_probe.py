@@ -20,9 +20,13 @@ READS = EXECUTE | READ_FILE | READ_DIR
 libc = ctypes.CDLL(None, use_errno=True)
 
 
-def confine(reads, writes):
-    """In the child, before exec: Landlock with these folders (ABI 1 rights)."""
-    handled = READS | WRITES
+REFER, TRUNCATE = 1 << 13, 1 << 14
+
+
+def confine(reads, writes, extra=0):
+    """In the child, before exec: Landlock with these folders (ABI 1 rights, and `extra`
+    handled too: the spawner's make_ruleset handles REFER and TRUNCATE where the kernel has them)."""
+    handled = READS | WRITES | extra
     attr = ctypes.c_uint64(handled)
     fd = libc.syscall(LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.sizeof(attr), 0)
     if fd < 0:
@@ -32,13 +36,13 @@ def confine(reads, writes):
     class Rule(ctypes.Structure):
         _pack_ = 1
         _fields_ = [("allowed", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
-    for paths, access in ((reads, READS), (writes, READS | WRITES)):
+    for paths, access in ((reads, READS), (writes, handled)):
         for p in paths:
             try:
                 pfd = os.open(p, os.O_PATH)
             except OSError:
                 continue
-            a = access if os.path.isdir(p) else access & (EXECUTE | WRITE_FILE | READ_FILE)
+            a = access if os.path.isdir(p) else access & (EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE)
             r = Rule(a, pfd)
             if libc.syscall(LANDLOCK_ADD_RULE, fd, 1, ctypes.byref(r), 0) != 0:
                 os.write(2, ("landlock_add_rule(%s) failed\n" % p).encode())
@@ -63,8 +67,13 @@ def main():
     subprocess.run([nvcc, "-o", exe, src], check=True)
     base_reads = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys", "/run",
                   ncu_dir, exe]
+    abi = libc.syscall(LANDLOCK_CREATE_RULESET, None, 0, 1)
+    print("Landlock ABI %d" % abi)
+    spawner = (REFER if abi >= 2 else 0) | (TRUNCATE if abi >= 3 else 0)
     variants = [
         ("as the worker (writes: its folder, /dev)", base_reads, [work, "/dev"]),
+        ("as the spawner: ABI 2-3 rights handled (refer, truncate)", base_reads, [work, "/dev"], spawner),
+        ("as the spawner + refer/truncate on /tmp", base_reads, [work, "/dev", "/tmp"], spawner),
         ("+ /tmp writable", base_reads, [work, "/dev", "/tmp"]),
         ("+ /tmp and HOME writable", base_reads, [work, "/dev", "/tmp", os.path.expanduser("~")]),
         ("unconfined", None, None),
@@ -72,13 +81,15 @@ def main():
     strace = shutil.which("strace")
     if strace:   # the confined run once more under strace: the paths refused
         variants.insert(1, ("as the worker, under strace", base_reads, [work, "/dev"]))
-    for name, reads, writes in variants:
+    for v in variants:
+        name, reads, writes = v[:3]
+        extra = v[3] if len(v) > 3 else 0
         env = dict(os.environ, TMPDIR=work)
         argv = [ncu, "--clock-control", "none", "--target-processes", "all", "--section", "SpeedOfLight",
                 "--csv", "--page", "raw", exe]
         if "strace" in name:
             argv = [strace, "-f", "-e", "trace=%file,%desc,%network", "-o", os.path.join(work, "trace")] + argv
-        pre = (lambda r=reads, w=writes: confine(r, w)) if reads is not None else None
+        pre = (lambda r=reads, w=writes, x=extra: confine(r, w, x)) if reads is not None else None
         p = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=work, preexec_fn=pre, timeout=120)
         print("=== %s: exit %d" % (name, p.returncode))
         print((p.stdout + p.stderr)[-1500:])

@@ -11,6 +11,52 @@
 // timing slot.
 // Optional stages run this same program as a child under a tool:
 // compute-sanitizer before the protocol, ncu after a correct timing.
+// What the operating system refuses this process, for a context that
+// cannot be made ("OS call failed"): the device files, shared memory, the
+// address space and the limits. Said by the tool children on stderr (their
+// log), where a confinement or a namespace differs from the worker's.
+std::string os_diagnosis() {
+  std::string out;
+  const auto said = [&](const std::string& what, bool ok) {
+    out += "  " + what + ": " + (ok ? std::string("ok") : std::strerror(errno)) + "\n";
+  };
+  out += "  uid " + std::to_string(::getuid()) + ", euid " + std::to_string(::geteuid()) + "\n";
+  for (const auto& [name, resource] : {std::pair<const char*, int>{"RLIMIT_AS", RLIMIT_AS}, {"RLIMIT_NOFILE", RLIMIT_NOFILE},
+                                       {"RLIMIT_NPROC", RLIMIT_NPROC}, {"RLIMIT_MEMLOCK", RLIMIT_MEMLOCK}}) {
+    rlimit l{};
+    ::getrlimit(resource, &l);
+    out += "  " + std::string(name) + " " +
+           (l.rlim_cur == RLIM_INFINITY ? std::string("unlimited") : std::to_string(l.rlim_cur)) + "\n";
+  }
+  glob_t g{};
+  if (::glob("/dev/nvidia*", 0, nullptr, &g) == 0)
+    for (std::size_t i = 0; i < g.gl_pathc; ++i) {
+      const int fd = ::open(g.gl_pathv[i], O_RDWR | O_CLOEXEC);
+      said(std::string("open ") + g.gl_pathv[i], fd >= 0);
+      if (fd >= 0) ::close(fd);
+    }
+  ::globfree(&g);
+  for (const char* p : {"/proc/driver/nvidia/params", "/proc/self/maps", "/sys/bus/pci/devices"}) {
+    const int fd = ::open(p, O_RDONLY | O_CLOEXEC);
+    said(std::string("read ") + p, fd >= 0);
+    if (fd >= 0) ::close(fd);
+  }
+  const std::string shm = "/dev/shm/kevo-diagnosis-" + std::to_string(::getpid());
+  const int fd = ::open(shm.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  said("create in /dev/shm", fd >= 0);
+  if (fd >= 0) {
+    ::close(fd);
+    ::unlink(shm.c_str());
+  }
+  const int mfd = static_cast<int>(::syscall(SYS_memfd_create, "kevo-diagnosis", 0u));
+  said("memfd_create", mfd >= 0);
+  if (mfd >= 0) ::close(mfd);
+  void* m = ::mmap(nullptr, std::size_t{64} << 30, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  said("reserve 64 GiB of address space", m != MAP_FAILED);
+  if (m != MAP_FAILED) ::munmap(m, std::size_t{64} << 30);
+  return out;
+}
+
 // `kevo-cuda-worker --health DEVICE` checks that a GPU still works (the
 // backend runs it after any CUDA error). See docs/cuda.md.
 #include "channel.hpp"
@@ -34,7 +80,10 @@
 #include <dlfcn.h>
 #include <glob.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 
 #include <cuda_runtime.h>
 
@@ -330,7 +379,8 @@ int child_main(const std::string& mode, const fs::path& request_file, const fs::
   w::set_protocol_threads(r.judge_threads);
   ::setenv("NVIDIA_TF32_OVERRIDE", "0", 1);
   if (std::string why = open_device(x.device); !why.empty()) {
-    std::fprintf(stderr, "kevo-cuda-worker child: %s\n", why.c_str());
+    std::fprintf(stderr, "kevo-cuda-worker child: %s; what the system refuses it:\n%s", why.c_str(),
+                 os_diagnosis().c_str());
     return 2;
   }
   kevo::Task task;
@@ -576,6 +626,10 @@ void profile(Tools& tools, const Extra& x, const w::Options& opt, kevo::Verdict&
     v.profile = cw::ncu_failure(c.timed_out, c.exit_code, console);
     const std::string end = console.size() > 2000 ? console.substr(console.size() - 2000) : console;
     std::fprintf(stderr, "kevo-cuda-worker: ncu's console (its end):\n%s\n", end.c_str());
+    // ncu's own log (its ==ERROR== lines say which path or permission it
+    // missed), likewise to the output only.
+    const std::string tail = csv.size() > 2000 ? csv.substr(csv.size() - 2000) : csv;
+    std::fprintf(stderr, "kevo-cuda-worker: ncu's log (its end):\n%s\n", tail.c_str());
     return;
   }
   v.profile = cw::ncu_summary(csv);
