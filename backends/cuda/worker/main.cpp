@@ -11,52 +11,6 @@
 // timing slot.
 // Optional stages run this same program as a child under a tool:
 // compute-sanitizer before the protocol, ncu after a correct timing.
-// What the operating system refuses this process, for a context that
-// cannot be made ("OS call failed"): the device files, shared memory, the
-// address space and the limits. Said by the tool children on stderr (their
-// log), where a confinement or a namespace differs from the worker's.
-std::string os_diagnosis() {
-  std::string out;
-  const auto said = [&](const std::string& what, bool ok) {
-    out += "  " + what + ": " + (ok ? std::string("ok") : std::strerror(errno)) + "\n";
-  };
-  out += "  uid " + std::to_string(::getuid()) + ", euid " + std::to_string(::geteuid()) + "\n";
-  for (const auto& [name, resource] : {std::pair<const char*, int>{"RLIMIT_AS", RLIMIT_AS}, {"RLIMIT_NOFILE", RLIMIT_NOFILE},
-                                       {"RLIMIT_NPROC", RLIMIT_NPROC}, {"RLIMIT_MEMLOCK", RLIMIT_MEMLOCK}}) {
-    rlimit l{};
-    ::getrlimit(resource, &l);
-    out += "  " + std::string(name) + " " +
-           (l.rlim_cur == RLIM_INFINITY ? std::string("unlimited") : std::to_string(l.rlim_cur)) + "\n";
-  }
-  glob_t g{};
-  if (::glob("/dev/nvidia*", 0, nullptr, &g) == 0)
-    for (std::size_t i = 0; i < g.gl_pathc; ++i) {
-      const int fd = ::open(g.gl_pathv[i], O_RDWR | O_CLOEXEC);
-      said(std::string("open ") + g.gl_pathv[i], fd >= 0);
-      if (fd >= 0) ::close(fd);
-    }
-  ::globfree(&g);
-  for (const char* p : {"/proc/driver/nvidia/params", "/proc/self/maps", "/sys/bus/pci/devices"}) {
-    const int fd = ::open(p, O_RDONLY | O_CLOEXEC);
-    said(std::string("read ") + p, fd >= 0);
-    if (fd >= 0) ::close(fd);
-  }
-  const std::string shm = "/dev/shm/kevo-diagnosis-" + std::to_string(::getpid());
-  const int fd = ::open(shm.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  said("create in /dev/shm", fd >= 0);
-  if (fd >= 0) {
-    ::close(fd);
-    ::unlink(shm.c_str());
-  }
-  const int mfd = static_cast<int>(::syscall(SYS_memfd_create, "kevo-diagnosis", 0u));
-  said("memfd_create", mfd >= 0);
-  if (mfd >= 0) ::close(mfd);
-  void* m = ::mmap(nullptr, std::size_t{64} << 30, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  said("reserve 64 GiB of address space", m != MAP_FAILED);
-  if (m != MAP_FAILED) ::munmap(m, std::size_t{64} << 30);
-  return out;
-}
-
 // `kevo-cuda-worker --health DEVICE` checks that a GPU still works (the
 // backend runs it after any CUDA error). See docs/cuda.md.
 #include "channel.hpp"
@@ -144,6 +98,52 @@ std::string open_device(int requested) {
   if ((e = cudaSetDevice(device)) != cudaSuccess || (e = cudaFree(nullptr)) != cudaSuccess)
     return "cannot create a CUDA context on " + which + ": " + cudaGetErrorString(e);
   return {};
+}
+
+// What the operating system refuses this process, for a context that
+// cannot be made ("OS call failed"): the device files, shared memory, the
+// address space and the limits. Said by the tool children on stderr (their
+// log), where a confinement or a namespace differs from the worker's.
+std::string os_diagnosis() {
+  std::string out;
+  const auto said = [&](const std::string& what, bool ok) {
+    out += "  " + what + ": " + (ok ? std::string("ok") : std::strerror(errno)) + "\n";
+  };
+  out += "  uid " + std::to_string(::getuid()) + ", euid " + std::to_string(::geteuid()) + "\n";
+  for (const auto& [name, resource] : {std::pair<const char*, int>{"RLIMIT_AS", RLIMIT_AS}, {"RLIMIT_NOFILE", RLIMIT_NOFILE},
+                                       {"RLIMIT_NPROC", RLIMIT_NPROC}, {"RLIMIT_MEMLOCK", RLIMIT_MEMLOCK}}) {
+    rlimit l{};
+    ::getrlimit(resource, &l);
+    out += "  " + std::string(name) + " " +
+           (l.rlim_cur == RLIM_INFINITY ? std::string("unlimited") : std::to_string(l.rlim_cur)) + "\n";
+  }
+  glob_t g{};
+  if (::glob("/dev/nvidia*", 0, nullptr, &g) == 0)
+    for (std::size_t i = 0; i < g.gl_pathc; ++i) {
+      const int fd = ::open(g.gl_pathv[i], O_RDWR | O_CLOEXEC);
+      said(std::string("open ") + g.gl_pathv[i], fd >= 0);
+      if (fd >= 0) ::close(fd);
+    }
+  ::globfree(&g);
+  for (const char* p : {"/proc/driver/nvidia/params", "/proc/self/maps", "/sys/bus/pci/devices"}) {
+    const int fd = ::open(p, O_RDONLY | O_CLOEXEC);
+    said(std::string("read ") + p, fd >= 0);
+    if (fd >= 0) ::close(fd);
+  }
+  const std::string shm = "/dev/shm/kevo-diagnosis-" + std::to_string(::getpid());
+  const int fd = ::open(shm.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  said("create in /dev/shm", fd >= 0);
+  if (fd >= 0) {
+    ::close(fd);
+    ::unlink(shm.c_str());
+  }
+  const int mfd = static_cast<int>(::syscall(SYS_memfd_create, "kevo-diagnosis", 0u));
+  said("memfd_create", mfd >= 0);
+  if (mfd >= 0) ::close(mfd);
+  void* m = ::mmap(nullptr, std::size_t{64} << 30, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  said("reserve 64 GiB of address space", m != MAP_FAILED);
+  if (m != MAP_FAILED) ::munmap(m, std::size_t{64} << 30);
+  return out;
 }
 
 // `kevo-cuda-worker --health DEVICE`: context, allocation, a device memset
