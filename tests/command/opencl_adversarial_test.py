@@ -22,6 +22,13 @@ evaluator on PoCL), each judged beside the task's seed in one command:
   speedup of the same kernel without the theft (STEAL 0), in both modes.
   It must gain less than half again (noise between two judgements on a
   loaded 2-core machine reached 1.2x; the theft gained 1.8-2.6x).
+* tests/command/adversarial/oob_zero_inputs_sgemm.cl scans downward from
+  its buffers for the judge's own copy of A (drawn before the candidate's
+  buffers existed), zeroes both copies and answers zeros: the reference,
+  run on the zeroed copy, agreed, and the input check compared two zeroed
+  copies (correct at 91.6x against the seed's 0.63x while kernels ran in
+  the evaluator's process). Every kernel now runs in a process of its own:
+  it must not be judged correct, in either mode.
 
   opencl_adversarial_test.py KEVO SOURCE_DIR WORK_DIR
 
@@ -102,6 +109,16 @@ def main():
         elif attack["status"] == "correct" and attack["speedup"] > 1.5 * honest["speedup"]:
             failures.append("oob_read_sgemm.cl (%s mode): %.3gx against %.3gx without the theft (the reference's "
                             "answer read out of the evaluator's memory)" % (mode, attack["speedup"], honest["speedup"]))
+
+    zero = os.path.join(adv, "oob_zero_inputs_sgemm.cl")
+    for mode in ("evaluator", "kevo"):
+        honest, attack = judge("sgemm", [seed, zero], mode)
+        if honest["status"] != "correct":
+            failures.append("the sgemm seed (%s mode): %s (%s)" % (mode, honest["status"], honest["message"][:200]))
+        if attack["status"] == "correct":
+            failures.append("oob_zero_inputs_sgemm.cl (%s mode): correct at %.3gx against the seed's %.3gx (the "
+                            "judge's copy of the input zeroed)" % (mode, attack.get("speedup", 0.0),
+                                                                   honest.get("speedup", 0.0)))
 
     leak = os.path.join(adv, "local_leak.cl")
     for mode in ("evaluator", "kevo"):

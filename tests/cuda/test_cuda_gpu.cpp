@@ -393,7 +393,10 @@ TEST(CudaTools, TheProfileChildReadsNoHiddenShape) {
     ASSERT_EQ(v.status, Status::correct) << v.message;
     std::cout << "[ profile  ] " << (unconfined ? "unconfined" : "confined") << ": " << v.profile << "\n";
     if (v.profile.find("ncu failed") != std::string::npos) std::cout << "[ output   ] " << v.output_tail << "\n";
-    ASSERT_NE(v.profile.find("DRAM"), std::string::npos) << "no profile: " << v.profile;
+    if (v.profile.find("DRAM") == std::string::npos) {
+      ADD_FAILURE() << "no profile: " << v.profile;
+      continue;   // the other variant still runs: which of the two fails tells why
+    }
     if (unconfined) {
       EXPECT_NE(v.profile.find("71003"), std::string::npos) << "the control did not read the manifest: " << v.profile;
     } else {

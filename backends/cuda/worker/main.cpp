@@ -37,6 +37,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include <cuda_runtime.h>
@@ -110,6 +111,17 @@ std::string os_diagnosis() {
     out += "  " + what + ": " + (ok ? std::string("ok") : std::strerror(errno)) + "\n";
   };
   out += "  uid " + std::to_string(::getuid()) + ", euid " + std::to_string(::geteuid()) + "\n";
+  for (const char* name : {"HOME", "TMPDIR"}) {
+    const char* v = std::getenv(name);
+    out += std::string("  ") + name + "=" + (v ? v : "(unset)") + "\n";
+  }
+  for (const std::string& dir : {std::string("/"), std::string("/tmp"), fs::current_path().string(),
+                                 std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp")}) {
+    const std::string made = dir + (dir.back() == '/' ? "" : "/") + "kevo-diagnosis-dir";
+    const bool ok = ::mkdir(made.c_str(), 0700) == 0;
+    said("mkdir in " + dir, ok);
+    if (ok) ::rmdir(made.c_str());
+  }
   for (const auto& [name, resource] : {std::pair<const char*, int>{"RLIMIT_AS", RLIMIT_AS}, {"RLIMIT_NOFILE", RLIMIT_NOFILE},
                                        {"RLIMIT_NPROC", RLIMIT_NPROC}, {"RLIMIT_MEMLOCK", RLIMIT_MEMLOCK}}) {
     rlimit l{};

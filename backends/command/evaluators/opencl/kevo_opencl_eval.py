@@ -20,8 +20,11 @@ import ast
 import hashlib
 import json
 import math
+import mmap
 import os
 import re
+import socket
+import struct
 import sys
 import time
 import traceback
@@ -521,6 +524,7 @@ class Session:
         if not ok:
             raise BuildFailure("the OpenCL build failed", blog or err)
         entry = Program(prg, blog, meta_error, meta, time.perf_counter() - t0)
+        entry.source, entry.name = src, name
         self.programs[key] = entry
         while len(self.programs) > MAX_PROGRAMS:
             self.programs.popitem(last=False)
@@ -638,19 +642,13 @@ KEVO_GEN(float)
 KEVO_GEN(double)
 KEVO_GEN(int)
 KEVO_GEN(long)
-
-__kernel void any_diff(__global const uint* a, __global const uint* b, const ulong n, __global int* flags,
-                       const int slot) {
-  const ulong i = get_global_id(0);
-  if (i < n && a[i] != b[i]) flags[slot] = 1;
-}
 """
 
 _CTYPE_OF = {"float32": "float", "float64": "double", "int32": "int", "int64": "long"}
 
 
 class Tools:
-    """The judge's own kernels (trusted code): input generator and input check."""
+    """The judge's own kernels (trusted code): the input generator."""
 
     def __init__(self, sess):
         self.sess = sess
@@ -663,8 +661,6 @@ class Tools:
             for kind in ("uniform", "normal", "integers"):
                 for ct in _CTYPE_OF.values():
                     self.k[kind + "_" + ct] = cl.Kernel(self.prog.prg, kind + "_" + ct)
-            self.k["any_diff"] = cl.Kernel(self.prog.prg, "any_diff")
-            self.flags = cl.Buffer(sess.ctx, cl.mem_flags.READ_WRITE, 4 * 256)
             self.ok = True
         except (BuildFailure, cl.Error) as e:
             log("device-side input generation unavailable (%s); numpy draws the inputs" % e)
@@ -703,36 +699,6 @@ class Tools:
         else:
             self._launch(self.k["uniform_" + ct], n, buf, np.uint64(n), np.uint64(key),
                          np.float64(dist.get("low", -1)), np.float64(dist.get("high", 1)))
-
-    def diff_start(self, a, b, nbytes, slot, flags_host):
-        """Enqueue a check of two buffers for differing 32-bit words: flags_host[slot] becomes nonzero
-        (after the queue finishes) when they differ, or may (without the device-side check)."""
-        words = nbytes // 4
-        if not self.ok or slot >= 256:
-            flags_host[slot] = 1
-            return
-        if words:
-            self._launch(self.k["any_diff"], words, a, b, np.uint64(words), self.flags, np.int32(slot))
-
-    def flags_reset(self, count):
-        if self.ok and count:
-            cl.enqueue_fill_buffer(self.sess.queue, self.flags, np.int32(0), 0, 4 * min(count, 256))
-
-    def flags_read(self, flags_host, count):
-        if self.ok and count:
-            cl.enqueue_copy(self.sess.queue, flags_host[:min(count, 256)], self.flags, is_blocking=False)
-
-    def first_diff(self, a, b, nbytes):
-        """Index of the first differing 32-bit word of two buffers, or -1 (on the host)."""
-        words = nbytes // 4
-        if not words:
-            return -1
-        q = self.sess.queue
-        ha, hb = np.empty(words, np.uint32), np.empty(words, np.uint32)
-        cl.enqueue_copy(q, ha, a)
-        cl.enqueue_copy(q, hb, b)
-        d = np.flatnonzero(ha != hb)
-        return int(d[0]) if d.size else -1
 
 
 def _rng(key):
@@ -883,95 +849,351 @@ def multi_index(flat, extents):
 # --------------------------------------------------------------------------
 # Buffers of one shape for one side (candidate or reference), with guards.
 
-class ShapeBuffers:
-    def __init__(self, sess, task, shape, guard_word):
-        self.sess = sess
-        self.bufs = {}
-        self.guard_word = np.uint32(guard_word)
-        mf = cl.mem_flags
-        for a in task["args"]:
-            if a["role"] == "scalar":
-                continue
-            ext = shape["args"][a["name"]]["extents"]
-            n = int(np.prod(ext, dtype=np.int64)) if ext else 1
-            npt = DTYPES[a["dtype"]][0]
-            nbytes = n * np.dtype(npt).itemsize
-            big = cl.Buffer(sess.ctx, mf.READ_WRITE, nbytes + 2 * GUARD_BYTES)
-            sub = big.get_sub_region(GUARD_BYTES, nbytes)
-            cl.enqueue_fill_buffer(sess.queue, big, self.guard_word, 0, nbytes + 2 * GUARD_BYTES)
-            self.bufs[a["name"]] = {"big": big, "sub": sub, "n": n, "nbytes": nbytes, "npt": npt,
-                                    "pre": np.empty(GUARD_BYTES // 4, dtype=np.uint32),
-                                    "post": np.empty(GUARD_BYTES // 4, dtype=np.uint32),
-                                    "host": [None, None], "turn": 0, "dtype": a["dtype"], "role": a["role"]}
-
-    def read(self, name):
-        """Enqueue a read of the buffer's contents (valid once the queue has finished) into one of two
-        host arrays used in turn: a result stays valid for one more read of the same buffer."""
-        b = self.bufs[name]
-        t = b["turn"]
-        b["turn"] = 1 - t
-        if b["host"][t] is None:
-            b["host"][t] = np.empty(b["n"], dtype=b["npt"])
-        cl.enqueue_copy(self.sess.queue, b["host"][t], b["sub"], is_blocking=False)
-        return b["host"][t]
-
-    def scrub(self):
-        """Zero every output buffer (guards included) and its host copies: what the reference
-        computed must not outlive the request in freed memory (a kevo-judged candidate request runs
-        on the inputs of the reference request before it, in the same process)."""
-        for b in self.bufs.values():
-            if b["role"] == "in":
-                continue
-            cl.enqueue_fill_buffer(self.sess.queue, b["big"], np.uint32(0), 0, b["nbytes"] + 2 * GUARD_BYTES)
-            for h in b["host"]:
-                if h is not None:
-                    h.fill(0)
-
-    def guards_read(self, name):
-        b = self.bufs[name]
-        q = self.sess.queue
-        cl.enqueue_copy(q, b["pre"], b["big"], device_offset=0, is_blocking=False)
-        cl.enqueue_copy(q, b["post"], b["big"], device_offset=GUARD_BYTES + b["nbytes"], is_blocking=False)
-
-    def guards(self, name):
-        """After guards_read and a finish: None, or where the kernel wrote outside the buffer (the
-        guards are then restored)."""
-        b = self.bufs[name]
-        q = self.sess.queue
-        G, nb = GUARD_BYTES, b["nbytes"]
-        pre, post = b["pre"], b["post"]
-        gw = self.guard_word
-        bad = None
-        if (pre != gw).any():
-            first = int(np.flatnonzero(pre != gw)[0])
-            bad = "%d bytes before its first element" % (G - 4 * first)
-        elif (post != gw).any():
-            last = int(np.flatnonzero(post != gw)[-1])
-            bad = "up to %d bytes past its last element" % (4 * last + 4)
-        if bad:
-            cl.enqueue_fill_buffer(q, b["big"], gw, 0, G)
-            cl.enqueue_fill_buffer(q, b["big"], gw, G + nb, G)
-        return bad
-
-
 # --------------------------------------------------------------------------
-# Candidates: an OpenCL kernel, or one of the null candidates.
+# Kernel processes. Every kernel that is judged, the candidate's and the
+# reference's, runs in a process of its own, forked for the request from a
+# zygote that was forked before this process touched OpenCL: a kernel's
+# out-of-bounds reads and writes reach its own process's heap only (PoCL's
+# CPU device keeps every buffer in the heap of the process that made it),
+# where there is no input the judge drew, no output of the other side, no
+# secret, no verdict (tests/command/adversarial/oob_zero_inputs_sgemm.cl
+# zeroed the judge's copy of its input when it shared this process). The
+# judge (this process) draws the inputs, writes them into the kernel
+# process's shared memory, times each launch by its own clock (the launch
+# message sent to the answer received), reads back every buffer with its
+# guard zones, and checks guards, inputs and outputs itself.
 
-class KernelSide:
-    """Runs one program's kernel at the shapes of a request, on buffers of its own."""
+# The judge's calibration kernel: its launch, timed by the judge's clock,
+# is the fixed cost of a launch in a kernel process (the messages, PoCL's
+# start and wake-up), taken off every timed launch.
+NOP_SRC = "__kernel void kevo_nop(__global uint* x) { }\n"
+CALIBRATION_LAUNCHES = 15
 
-    def __init__(self, sess, prog, task, poison, guard_word, checked):
+
+class KernelProcessDied(Exception):
+    pass
+
+
+class KernelError(Exception):
+    """A launch failed in the kernel process (an OpenCL error)."""
+
+    def __init__(self, kind, text):
+        Exception.__init__(self, text)
+        self.kind = kind
+
+
+_MSG_LIMIT = 1 << 20
+
+
+def _send(sock, obj):
+    data = json.dumps(obj, allow_nan=False).encode("utf-8")
+    sock.sendall(struct.pack("<I", len(data)) + data)
+
+
+def _recv_exact(sock, n):
+    chunks = []
+    while n:
+        b = sock.recv(n)
+        if not b:
+            raise KernelProcessDied("the process closed its end")
+        chunks.append(b)
+        n -= len(b)
+    return b"".join(chunks)
+
+
+def _recv(sock):
+    n = struct.unpack("<I", _recv_exact(sock, 4))[0]
+    if n > _MSG_LIMIT:
+        raise KernelProcessDied("a message of %d bytes" % n)
+    obj = json.loads(_recv_exact(sock, n).decode("utf-8", "replace"))
+    if not isinstance(obj, dict):
+        raise KernelProcessDied("a message that is not an object")
+    return obj
+
+
+def _die_with_parent():
+    try:
+        import ctypes
+        import signal
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)   # PR_SET_PDEATHSIG
+    except Exception:  # pragma: no cover
+        pass
+
+
+class ShapeBuffers:
+    """In a kernel process: one shape's buffers, sub-regions of the shared memory (each between
+    guard zones of GUARD_BYTES that the judge filled and checks)."""
+
+    def __init__(self, whole, args):
+        self.bufs = {}
+        for a in args:
+            nbytes = int(a["nbytes"])
+            sub = whole.get_sub_region(int(a["offset"]) + GUARD_BYTES, max(nbytes, 1))
+            self.bufs[a["name"]] = {"sub": sub, "nbytes": nbytes}
+
+
+def kernel_process_main(sock, memfd):
+    """A kernel process: builds one program and runs its kernel as the judge asks (never returns).
+    Its buffers are the shared memory itself (the judge writes the inputs, the poison and the guard
+    zones there, and reads everything back from there)."""
+    try:
+        size = os.fstat(memfd).st_size
+        mm = mmap.mmap(memfd, size)
+        os.close(memfd)
+        sess = Session()
+        whole = cl.Buffer(sess.ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR,
+                          hostbuf=np.frombuffer(mm, dtype=np.uint8))
+    except Exception as e:
+        try:
+            _send(sock, {"error": "start", "text": "%s: %s" % (type(e).__name__, e)})
+        finally:
+            os._exit(3)
+    q = sess.queue
+    kernel = nop = nop_arg = None
+    args = []
+    shapes = {}
+    while True:
+        try:
+            msg = _recv(sock)
+        except (KernelProcessDied, OSError, ValueError):
+            os._exit(0)
+        op = msg.get("op")
+        try:
+            if op == "init":
+                prog = sess.build(msg["source"], msg["name"])
+                kernel = sess.kernel(prog, msg["function"])
+                args = msg["args"]
+                nop = sess.kernel(sess.build(NOP_SRC, "kevo-nop.cl"), "kevo_nop")
+                nop_arg = cl.Buffer(sess.ctx, cl.mem_flags.READ_WRITE, 64)   # kept: the kernel refers to it
+                nop.set_args(nop_arg)
+                _send(sock, {"ok": True})
+            elif op == "nop":
+                cl.enqueue_nd_range_kernel(q, nop, (1,), None).wait()
+                _send(sock, {"ok": True})
+            elif op == "shape":
+                shapes[int(msg["si"])] = ShapeBuffers(whole, msg["buffers"])
+                _send(sock, {"ok": True})
+            elif op == "load":
+                sb = shapes[int(msg["si"])]
+                values = []
+                for a in args:
+                    if a["role"] == "scalar":
+                        values.append(DTYPES[a["dtype"]][0](msg["scalars"][a["name"]]))
+                    else:
+                        values.append(sb.bufs[a["name"]]["sub"])
+                kernel.set_args(*values)
+                _send(sock, {"ok": True})
+            elif op == "launch":
+                g = tuple(int(x) for x in msg["global"])
+                lo = tuple(int(x) for x in msg["local"]) if msg.get("local") else None
+                ev = cl.enqueue_nd_range_kernel(q, kernel, g, lo)
+                ev.wait()
+                try:
+                    ns = ev.profile.end - ev.profile.start
+                except cl.Error:
+                    ns = 0
+                _send(sock, {"ok": True, "event_ns": int(ns)})
+            else:
+                _send(sock, {"error": "protocol", "text": "unknown op %r" % (op,)})
+        except cl.MemoryError as e:
+            _send(sock, {"error": "memory", "text": str(e)})
+        except cl.Error as e:
+            _send(sock, {"error": "opencl", "text": str(e)})
+        except BuildFailure as e:
+            _send(sock, {"error": "build", "text": str(e)})
+        except MemoryError:
+            _send(sock, {"error": "memory", "text": "out of memory in the kernel process"})
+
+
+class Zygote:
+    """A process forked before this one touched OpenCL, which forks the
+    kernel processes (a process with a PoCL context cannot fork safely).
+    Each kernel process dies with it, and it with this process."""
+
+    def __init__(self):
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        pid = os.fork()
+        if pid == 0:
+            a.close()
+            self._serve(b)
+        b.close()
+        self.sock = a
+        self.pid = pid
+
+    @staticmethod
+    def _serve(sock):
+        _die_with_parent()
+        # Nothing of the judge's stays open here: stdin closed, stdout to
+        # stderr (what a kernel prints goes where it went before: kevo's
+        # capture of the evaluator's stderr), every other descriptor closed.
+        try:
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            os.dup2(2, 1)
+            keep = sock.fileno()
+            os.closerange(3, keep)
+            os.closerange(keep + 1, 1 << 16)
+        except OSError:
+            pass
+        while True:
+            try:
+                msg, fds, _, _ = socket.recv_fds(sock, 64, 2)
+            except OSError:
+                os._exit(0)
+            if not msg:
+                os._exit(0)
+            cmd = msg.decode("ascii", "replace")
+            if cmd == "spawn" and len(fds) == 2:
+                pid = os.fork()
+                if pid == 0:
+                    sock.close()
+                    _die_with_parent()
+                    conn = socket.socket(fileno=fds[0])
+                    kernel_process_main(conn, fds[1])
+                for fd in fds:
+                    os.close(fd)
+                sock.sendall(struct.pack("<q", pid))
+            elif cmd.startswith("reap "):
+                for fd in fds:
+                    os.close(fd)
+                status = -1
+                try:
+                    _, status = os.waitpid(int(cmd[5:]), 0)
+                except (OSError, ValueError):
+                    pass
+                sock.sendall(struct.pack("<q", status))
+            else:
+                for fd in fds:
+                    os.close(fd)
+                sock.sendall(struct.pack("<q", -1))
+
+    def spawn(self, conn_fd, memfd):
+        socket.send_fds(self.sock, [b"spawn"], [conn_fd, memfd])
+        return struct.unpack("<q", _recv_exact(self.sock, 8))[0]
+
+    def reap(self, pid):
+        """The kernel process's wait status (it must have ended, or been killed)."""
+        self.sock.sendall(("reap %d" % pid).encode("ascii"))
+        return struct.unpack("<q", _recv_exact(self.sock, 8))[0]
+
+
+_ZYGOTE = None
+
+
+def start_zygote():
+    """The zygote, forked at the first call: which must come before this process's first OpenCL call
+    (main() makes it)."""
+    global _ZYGOTE
+    if _ZYGOTE is None and cl is not None:
+        if _SESSION is not None:
+            raise RuntimeError("the zygote must be forked before OpenCL is used")
+        _ZYGOTE = Zygote()
+    return _ZYGOTE
+
+
+def _status_text(status):
+    if status < 0:
+        return "it ended (no status)"
+    if os.WIFSIGNALED(status):
+        import signal
+        sig = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = "signal %d" % sig
+        return "killed by %s" % name
+    return "it exited with code %d" % os.WEXITSTATUS(status)
+
+
+class KernelProcess:
+    """The judge's end of one kernel process: its socket and shared memory."""
+
+    def __init__(self, zygote, nbytes):
+        self.zygote = zygote
+        self.size = max(4096, nbytes)
+        fd = os.memfd_create("kevo-opencl-buffers", os.MFD_CLOEXEC)
+        try:
+            os.ftruncate(fd, self.size)
+            self.mm = mmap.mmap(fd, self.size)
+            mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                self.pid = zygote.spawn(theirs.fileno(), fd)
+            finally:
+                theirs.close()
+        finally:
+            os.close(fd)
+        self.sock = mine
+        self.status = None
+        if self.pid < 0:
+            raise RuntimeError("the zygote could not fork a kernel process")
+
+    def send(self, msg):
+        try:
+            _send(self.sock, msg)
+        except OSError as e:
+            raise KernelProcessDied(str(e))
+
+    def recv(self):
+        try:
+            return _recv(self.sock)
+        except (OSError, ValueError) as e:
+            raise KernelProcessDied(str(e))
+
+    def call(self, msg):
+        self.send(msg)
+        r = self.recv()
+        if r.get("error"):
+            raise KernelError(str(r.get("error")), str(r.get("text", ""))[:2000])
+        return r
+
+    def ended(self):
+        """Why the process is gone (kills it first, so that the reap cannot wait)."""
+        self.close()
+        return _status_text(self.status if self.status is not None else -1)
+
+    def close(self):
+        if self.status is None:
+            try:
+                os.kill(self.pid, 9)
+            except OSError:
+                pass
+            try:
+                self.status = self.zygote.reap(self.pid)
+            except (OSError, KernelProcessDied):
+                self.status = -1
+            self.sock.close()
+            try:
+                self.mm[:] = bytes(self.size)   # the inputs and outputs do not outlive the request
+                self.mm.close()
+            except (ValueError, BufferError):
+                pass
+
+
+def _align(n):
+    """Buffers start on page boundaries of the shared memory (OpenCL's sub-buffer alignment)."""
+    return (n + 4095) // 4096 * 4096
+
+
+class RemoteSide:
+    """Runs one program's kernel at the shapes of a request, in a kernel
+    process of its own; checks what comes back (checked: the candidate)."""
+
+    def __init__(self, judge, prog, src, name, checked):
+        sess = judge.sess
         self.sess = sess
+        self.judge = judge
         self.prog = prog
-        self.task = task
-        self.poison = poison
-        self.guard_word = guard_word
-        self.checked = checked     # candidate: guards and inputs are checked after every call
-        self.kernel = sess.kernel(prog, task["function"])
-        self.buffers = {}
+        self.task = judge.task
+        self.poison = judge.poison
+        self.guard_word = judge.guard_word
+        self.checked = checked
+        # The judge's own build: the parameters' check and the kernel's
+        # facts for the profile; it never launches it.
+        self.kernel = sess.kernel(prog, self.task["function"])
         self.geom = {}
-        self.flags_host = np.zeros(max(1, len(task["args"])), dtype=np.int32)
-        msg = check_kernel_args(self.kernel, task)
+        self.proc = None
+        self.last_inputs = {}
+        msg = check_kernel_args(self.kernel, self.task)
         if msg:
             raise BuildFailure(msg)
         lm = self.kernel.get_work_group_info(cl.kernel_work_group_info.LOCAL_MEM_SIZE, sess.device)
@@ -980,10 +1202,27 @@ class KernelSide:
             raise Verdict("runtime_error", "correctness",
                           "the kernel uses %d bytes of __local memory; the device has %d"
                           % (lm, sess.device.local_mem_size))
+        self.layouts = {}
+        self.proc = KernelProcess(judge.zygote, judge.shared_bytes())
+        self.started = False
+        self.overhead_ns = 0
+        self.src, self.name = src, name
+
+    def close(self):
+        if self.proc is not None:
+            self.proc.close()
 
     def scrub(self):
-        for sb in self.buffers.values():
-            sb.scrub()
+        self.close()
+
+    def _died(self, trial_text, shape_text):
+        why = self.proc.ended()
+        if not self.checked:
+            raise RuntimeError("the reference's kernel process ended: %s" % why)
+        msg = "the kernel's process ended during the call (%s; %s, %s)" % (why, trial_text, shape_text)
+        raise Verdict("runtime_error", "correctness", msg,
+                      "Runtime error: " + msg + ". Out-of-bounds accesses (tails, partial tiles, work-items past "
+                      "the end of the global range) crash the process.")
 
     def geometry(self, si, shape, shape_text):
         if si not in self.geom:
@@ -1000,89 +1239,122 @@ class KernelSide:
                 raise Verdict("compile_error", "compile", msg, "Compilation failed: " + msg)
         return self.geom[si]
 
+    def layout(self, si, shape):
+        if si not in self.layouts:
+            lay, off = [], 0
+            for a in self.task["args"]:
+                if a["role"] == "scalar":
+                    continue
+                nbytes = self.judge.count(shape, a["name"]) * np.dtype(DTYPES[a["dtype"]][0]).itemsize
+                lay.append({"name": a["name"], "nbytes": nbytes, "offset": off, "dtype": a["dtype"],
+                            "role": a["role"]})
+                off = _align(off + nbytes + 2 * GUARD_BYTES)
+            if not self.started:
+                self.proc.call({"op": "init", "source": self.src, "name": self.name,
+                                "function": self.task["function"], "args": self.task["args"]})
+                self.started = True
+                self.calibrate()
+            self.proc.call({"op": "shape", "si": si, "buffers": lay})
+            self.layouts[si] = lay
+        return self.layouts[si]
+
     def run(self, si, shape, shape_text, inputs, trial_text):
-        """(outputs, kernel ns by the profiling event, wall ns, modified input or None).
-        Raises Verdict on runtime failures."""
+        """(outputs, time by the judge's clock in ns, the kernel process's own profiling-event time
+        (not used: that process runs the kernel), modified input or None). Raises Verdict on runtime
+        failures."""
         gsize, lsize = self.geometry(si, shape, shape_text)
-        if si not in self.buffers:
-            self.buffers[si] = ShapeBuffers(self.sess, self.task, shape, self.guard_word)
-        sb = self.buffers[si]
-        q = self.sess.queue
-        args = []
-        for a in self.task["args"]:
-            name = a["name"]
-            if a["role"] == "scalar":
-                args.append(DTYPES[a["dtype"]][0](shape["args"][name]["value"]))
-                continue
-            b = sb.bufs[name]
-            if a["role"] in ("in", "inout") or name in inputs.e:   # run mode: outputs hold kevo's poison
-                cl.enqueue_copy(q, b["sub"], inputs.e[name]["buf"], byte_count=b["nbytes"])
-            elif b["nbytes"]:
-                cl.enqueue_fill_buffer(q, b["sub"], self.poison[a["dtype"]], 0, b["nbytes"])
-            args.append(b["sub"])
         try:
-            self.kernel.set_args(*args)
-            q.finish()
-            t0 = time.perf_counter_ns()
-            ev = cl.enqueue_nd_range_kernel(q, self.kernel, gsize, lsize)
-            ev.wait()
-            wall = time.perf_counter_ns() - t0
-            try:
-                ns = ev.profile.end - ev.profile.start
-            except cl.Error:
-                ns = wall
-        except cl.MemoryError as e:
-            raise Verdict("memory_limit", "correctness", "OpenCL: %s (%s, %s)" % (e, trial_text, shape_text))
-        except cl.Error as e:
+            return self._run(si, shape, shape_text, inputs, trial_text, gsize, lsize)
+        except KernelProcessDied:
+            self._died(trial_text, shape_text)
+        except KernelError as e:
+            if e.kind == "memory":
+                raise Verdict("memory_limit", "correctness", "OpenCL: %s (%s, %s)" % (e, trial_text, shape_text))
+            if not self.checked:
+                raise RuntimeError("the reference's kernel process: %s" % e)
             if shape.get("kind") == "hidden":
                 geo = "local %s" % (list(lsize) if lsize else "NULL")
             else:
                 geo = "global %s, local %s" % (list(gsize), list(lsize) if lsize else "NULL")
             msg = "OpenCL error launching the kernel: %s (%s; %s, %s)" % (e, geo, trial_text, shape_text)
             raise Verdict("runtime_error", "correctness", msg, "Runtime error: " + msg)
+
+    def calibrate(self):
+        """The fixed cost of a launch in this process by the judge's clock: the median of
+        CALIBRATION_LAUNCHES launches of an empty kernel of the judge's, made before the program's
+        kernel first runs there (three more first, untimed)."""
+        rts = []
+        for k in range(CALIBRATION_LAUNCHES + 3):
+            t0 = time.perf_counter_ns()
+            self.proc.call({"op": "nop"})
+            if k >= 3:
+                rts.append(time.perf_counter_ns() - t0)
+        self.overhead_ns = int(np.median(rts))
+
+    def _run(self, si, shape, shape_text, inputs, trial_text, gsize, lsize):
+        lay = self.layout(si, shape)
+        mm = self.proc.mm
+        gw = np.uint32(self.guard_word)
+        for b in lay:
+            name, nbytes, off = b["name"], b["nbytes"], b["offset"]
+            np.frombuffer(mm, dtype=np.uint32, count=GUARD_BYTES // 4, offset=off).fill(gw)
+            np.frombuffer(mm, dtype=np.uint32, count=GUARD_BYTES // 4, offset=off + GUARD_BYTES + nbytes).fill(gw)
+            if not nbytes:
+                continue
+            if b["role"] in ("in", "inout") or name in inputs.e:   # run mode: outputs from kevo
+                np.frombuffer(mm, dtype=np.uint8, count=nbytes, offset=off + GUARD_BYTES)[:] = \
+                    inputs.host(name).view(np.uint8).reshape(-1)
+            else:
+                bits = DTYPES[b["dtype"]][2]
+                np.frombuffer(mm, dtype=bits, count=nbytes // np.dtype(bits).itemsize,
+                              offset=off + GUARD_BYTES).fill(self.poison[b["dtype"]])
+        scalars = {a["name"]: shape["args"][a["name"]]["value"] for a in self.task["args"] if a["role"] == "scalar"}
+        self.proc.call({"op": "load", "si": si, "scalars": scalars})
+        launch = {"op": "launch", "global": list(gsize), "local": list(lsize) if lsize else None}
+        t0 = time.perf_counter_ns()
+        self.proc.send(launch)
+        r = self.proc.recv()
+        # The launch by the judge's clock, less the calibrated fixed cost
+        # (at least 1 us).
+        wall = max(time.perf_counter_ns() - t0 - self.overhead_ns, 1000)
+        if r.get("error"):
+            raise KernelError(str(r["error"]), str(r.get("text", ""))[:2000])
+        event_ns = r.get("event_ns") if isinstance(r.get("event_ns"), int) else 0
         outs = {}
         modified = None
-        tools = self.sess.tools
-        ins = [a["name"] for a in self.task["args"] if a["role"] == "in"] if self.checked else []
-        flags = self.flags_host
-        if ins:
-            flags[:len(ins)] = 0
-            tools.flags_reset(len(ins))
-        for a in self.task["args"]:
-            name = a["name"]
-            if a["role"] == "scalar":
-                continue
+        for b in lay:
+            name, nbytes, off = b["name"], b["nbytes"], b["offset"]
+            npt = DTYPES[b["dtype"]][0]
             if self.checked:
-                sb.guards_read(name)
-            if a["role"] == "in":
-                if self.checked:
-                    b = sb.bufs[name]
-                    tools.diff_start(b["sub"], inputs.e[name]["buf"], b["nbytes"], ins.index(name), flags)
+                pre = np.frombuffer(mm, dtype=np.uint32, count=GUARD_BYTES // 4, offset=off)
+                post = np.frombuffer(mm, dtype=np.uint32, count=GUARD_BYTES // 4, offset=off + GUARD_BYTES + nbytes)
+                bad = None
+                if (pre != gw).any():
+                    first = int(np.flatnonzero(pre != gw)[0])
+                    bad = "%d bytes before its first element" % (GUARD_BYTES - 4 * first)
+                elif (post != gw).any():
+                    last = int(np.flatnonzero(post != gw)[-1])
+                    bad = "up to %d bytes past its last element" % (4 * last + 4)
+                del pre, post
+                if bad:
+                    msg = ("out-of-bounds write: the kernel wrote %s of buffer '%s' (%s, %s)"
+                           % (bad, name, trial_text, shape_text))
+                    raise Verdict("runtime_error", "correctness", msg,
+                                  "Runtime error: " + msg + ". Guard every access with the sizes (tails, partial "
+                                  "tiles, work-items past the end of the global range).")
+            data = np.frombuffer(mm, dtype=npt, count=nbytes // np.dtype(npt).itemsize,
+                                 offset=off + GUARD_BYTES).copy()
+            if b["role"] == "in":
+                self.last_inputs[name] = data
+                if self.checked and modified is None and nbytes:
+                    want = inputs.host(name)
+                    diff = np.flatnonzero(data.view(np.uint8) != want.view(np.uint8))
+                    if diff.size:
+                        i = int(diff[0]) // np.dtype(npt).itemsize
+                        modified = (name, i, want[i], data[i])
                 continue
-            outs[name] = sb.read(name)
-        tools.flags_read(flags, len(ins))
-        q.finish()
-        for a in self.task["args"]:
-            name = a["name"]
-            if a["role"] == "scalar" or not self.checked:
-                continue
-            bad = sb.guards(name)
-            if bad:
-                msg = ("out-of-bounds write: the kernel wrote %s of buffer '%s' (%s, %s)"
-                       % (bad, name, trial_text, shape_text))
-                raise Verdict("runtime_error", "correctness", msg,
-                              "Runtime error: " + msg + ". Guard every access with the sizes (tails, partial "
-                              "tiles, work-items past the end of the global range).")
-        for k, name in enumerate(ins):
-            if flags[k] and modified is None:
-                b = sb.bufs[name]
-                w = tools.first_diff(b["sub"], inputs.e[name]["buf"], b["nbytes"])
-                if w >= 0:
-                    i = w * 4 // np.dtype(b["npt"]).itemsize
-                    h = np.empty(1, dtype=b["npt"])
-                    cl.enqueue_copy(q, h, b["sub"], device_offset=i * np.dtype(b["npt"]).itemsize)
-                    modified = (name, i, inputs.value(name, i), h[0])
-        return outs, ns, wall, modified
+            outs[name] = data
+        return outs, wall, event_ns, modified
 
 
 class NullSide:
@@ -1153,14 +1425,41 @@ class Judge:
         self.cand_prog = None
         self.told_hidden = False
         self.out_bytes = None
+        self.zygote = start_zygote()
+        self.sides = []
+
+    def shared_bytes(self):
+        """A kernel process's shared memory: room for every buffer of the largest shape, guard zones
+        included."""
+        most = 0
+        for shape in self.shapes:
+            total = 0
+            for a in self.task["args"]:
+                if a["role"] != "scalar":
+                    nbytes = self.count(shape, a["name"]) * np.dtype(DTYPES[a["dtype"]][0]).itemsize
+                    total = _align(total + nbytes + 2 * GUARD_BYTES)
+            most = max(most, total)
+        return most
+
+    def side(self, prog, what):
+        """The kernel process of a program (a compile error when its kernel does not fit the task)."""
+        checked = what == "candidate"
+        try:
+            s = RemoteSide(self, prog, prog.source, prog.name, checked)
+        except BuildFailure as e:
+            if not checked:
+                raise Verdict("compile_error", "compile", "reference: %s" % e)
+            raise Verdict("compile_error", "compile", str(e), "Compilation failed: " + str(e),
+                          compile_log=prog.log[:16384])
+        self.sides.append(s)
+        return s
 
     def scrub(self):
         """At the end of every request: the reference's outputs (and the candidate's) zeroed before
         their memory is freed, and the out file's bytes in run mode."""
         try:
-            for side in (getattr(self, "ref", None), getattr(self, "cand", None)):
-                if isinstance(side, KernelSide):
-                    side.scrub()
+            for side in self.sides:
+                side.scrub()
             if self.out_bytes is not None:
                 np.frombuffer(self.out_bytes, dtype=np.uint8).fill(0)
             self.sess.queue.finish()
@@ -1277,10 +1576,7 @@ class Judge:
         ref_prog = self.load_program(req["reference"], "reference")
         if ref_prog.meta_error:
             raise Verdict("compile_error", "compile", "reference: " + ref_prog.meta_error)
-        try:
-            ref = KernelSide(self.sess, ref_prog, task, self.poison, self.guard_word, checked=False)
-        except BuildFailure as e:
-            raise Verdict("compile_error", "compile", "reference: %s" % e)
+        ref = self.side(ref_prog, "reference")
         if mode == "null":
             cand = NullSide(req.get("null_kind", "zeros"), task, ref, self)
         else:
@@ -1291,11 +1587,7 @@ class Judge:
                 msg = prog.meta_error
                 raise Verdict("compile_error", "compile", msg, "Compilation failed: " + msg,
                               compile_log=prog.log[:16384])
-            try:
-                cand = KernelSide(self.sess, prog, task, self.poison, self.guard_word, checked=True)
-            except BuildFailure as e:
-                raise Verdict("compile_error", "compile", str(e), "Compilation failed: " + str(e),
-                              compile_log=prog.log[:16384])
+            cand = self.side(prog, "candidate")
         self.cand = cand
         self.ref = ref
         trials = max(1, int(req.get("trials", 3)))
@@ -1369,9 +1661,7 @@ class Judge:
     def write_outputs(self, side, si, place, outs, result):
         """Every buffer after the call into result (the out file's bytes) at its offset; inputs are read
         back from the kernel's buffers."""
-        sb = side.buffers[si]
-        back = {a["name"]: sb.read(a["name"]) for a in self.task["args"] if a["role"] == "in"}
-        self.sess.queue.finish()
+        back = side.last_inputs
         for a in self.task["args"]:
             if a["role"] == "scalar":
                 continue
@@ -1389,10 +1679,7 @@ class Judge:
         ref_prog = self.load_program(req["reference"], "reference")
         if ref_prog.meta_error:
             raise Verdict("compile_error", "compile", "reference: " + ref_prog.meta_error)
-        try:
-            ref = KernelSide(self.sess, ref_prog, self.task, self.poison, self.guard_word, checked=False)
-        except BuildFailure as e:
-            raise Verdict("compile_error", "compile", "reference: %s" % e)
+        ref = self.side(ref_prog, "reference")
         side = ref
         if program == "candidate":
             prog = self.load_program(req["candidate"], "candidate")
@@ -1400,11 +1687,7 @@ class Judge:
             if prog.meta_error:
                 raise Verdict("compile_error", "compile", prog.meta_error, "Compilation failed: " + prog.meta_error,
                               compile_log=prog.log[:16384])
-            try:
-                side = KernelSide(self.sess, prog, self.task, self.poison, self.guard_word, checked=True)
-            except BuildFailure as e:
-                raise Verdict("compile_error", "compile", str(e), "Compilation failed: " + str(e),
-                              compile_log=prog.log[:16384])
+            side = self.side(prog, "candidate")
         self.cand, self.ref = side, ref
         self.stage("correctness")
         by_label = {s["label"]: (si, s) for si, s in enumerate(self.shapes)}
@@ -1629,9 +1912,12 @@ class Judge:
             line = "shape %s: global %s, local %s" % (shape["label"], list(g), list(l) if l else "NULL (PoCL chooses)")
             kw = self.kernel_wall.get(shape["label"])
             if kw:
-                line += ("; profiling-event medians: candidate %.4g ms, reference %.4g ms; wall clock around "
-                         "enqueue+wait: candidate %.4g ms, reference %.4g ms"
-                         % (np.median(kw[2]) / 1e6, np.median(kw[3]) / 1e6, kw[0] / 1e6, kw[1] / 1e6))
+                line += ("; medians by the judge's clock around each launch, less each process's calibrated "
+                         "launch cost (candidate %.3g ms, reference %.3g ms): candidate %.4g ms, reference %.4g ms "
+                         "(the times used); by each kernel process's own profiling event: candidate %.4g ms, "
+                         "reference %.4g ms"
+                         % (c.overhead_ns / 1e6, self.ref.overhead_ns / 1e6, np.median(kw[2]) / 1e6,
+                            np.median(kw[3]) / 1e6, kw[0] / 1e6, kw[1] / 1e6))
             lines.append(line)
         return "\n".join(lines)
 
@@ -1840,10 +2126,10 @@ def main(argv):
             print("usage: kevo_opencl_eval.py --compile SRC --out DIR", file=sys.stderr)
             return 2
         return compile_mode(argv[1], argv[3])
-    if argv[:1] == ["--serve"]:
-        return serve()
-    if not argv:
-        return one_shot()
+    if argv[:1] == ["--serve"] or not argv:
+        if cl is not None:
+            start_zygote()   # before any OpenCL call of this process
+        return serve() if argv else one_shot()
     print(__doc__, file=sys.stderr)
     return 2
 
