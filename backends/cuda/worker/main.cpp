@@ -525,9 +525,11 @@ kevo::sandbox::SpawnCommand profile_command(const native::JudgeRequest& req, con
     std::error_code ec;
     const fs::path ncu = fs::canonical(x.profiler, ec);
     if (!ec) c.read_dirs.push_back(ncu.parent_path().string());
-    // ncu's temporary files and lock: in the profile folder.
-    c.env = {"TMPDIR=" + dir.string()};
   }
+  // ncu's temporary files and lock, and what it and its injected library
+  // make under a home folder (the worker's environment names none): in the
+  // profile folder, confined or not.
+  c.env = {"TMPDIR=" + dir.string(), "HOME=" + dir.string()};
   c.argv = {x.profiler,
           "--clock-control",
           "none",
