@@ -262,6 +262,17 @@ __kernel void vadd(__global const float* a, __global const float* b, __global fl
   if (i <= n) out[i] = a[i] + b[i];
 }
 """,
+    # vadd that also writes far from its buffers (into the first page, never mapped): its process
+    # faults.
+    "far_write": """
+// kevo:global (N + 63) // 64 * 64
+// kevo:local 64
+__kernel void vadd(__global const float* a, __global const float* b, __global float* out, const int n) {
+  const int i = get_global_id(0);
+  if (i < n) out[i] = a[i] + b[i];
+  if (i == 0) *(__global volatile float*)((ulong)16 + ((ulong)out & 0xfUL)) = 1.0f;
+}
+""",
     # softmax: no max subtraction (exp overflows at inputs around +1000).
     "softmax_no_max": """
 // kevo:global (R + 15) // 16 * 16
@@ -419,6 +430,19 @@ class OpenCLEvaluator(WithServer):
         v = self.judge_broken("oob_write")
         self.assertEqual(v["status"], "runtime_error", v)
         self.assertIn("out-of-bounds", v["message"])
+
+    def test_a_far_write_crashes_only_the_kernels_process(self):
+        # Every kernel runs in a kernel process of its own: a write far out of bounds kills that
+        # process, the verdict names the signal, and the same evaluator judges the next request.
+        srv = Server()
+        try:
+            v = srv.ask(self, request("vadd", candidate=self.write("far", BROKEN["far_write"]), trials=1))["verdict"]
+            self.assertEqual(v["status"], "runtime_error", v)
+            self.assertIn("the kernel's process ended during the call (killed by SIGSEGV", v["message"])
+            v = srv.ask(self, request("vadd", trials=1))["verdict"]
+            self.assertEqual(v["status"], "correct", v)
+        finally:
+            self.assertEqual(srv.close(), 0)
 
     def test_guard_word_changes_under_the_oob_sum(self):
         # oob_write stores a[n] + b[n], the sum of two guard words, into out's guard: with a guard word
