@@ -83,8 +83,12 @@ def main():
         ("+ /tmp and HOME writable", base_reads, [work, "/dev", "/tmp", os.path.expanduser("~")]),
         ("unconfined", None, None),
     ]
-    if os.environ.get("PROBE_QUICK"):   # the worker's rules and the control only
-        variants = [variants[1], variants[-1]]
+    variants[-1:-1] = [
+        ("no_new_privs alone (no Landlock)", "nnp", None),
+        ("Landlock allowing everything (/ readable and writable)", ["/"], ["/"], spawner),
+    ]
+    if os.environ.get("PROBE_QUICK"):   # the worker's rules, the two separations, the control
+        variants = [variants[1]] + variants[-3:]
     strace = shutil.which("strace")
     if strace:   # the confined run once more under strace: the paths refused
         variants.insert(1, ("as the worker, under strace", base_reads, [work, "/dev"]))
@@ -96,9 +100,14 @@ def main():
                 "--csv", "--page", "raw", exe]
         if "strace" in name:
             argv = [strace, "-f", "-e", "trace=%file,%desc,%network", "-o", os.path.join(work, "trace")] + argv
-        pre = (lambda r=reads, w=writes, x=extra: confine(r, w, x)) if reads is not None else None
+        if reads == "nnp":
+            pre = lambda: libc.prctl(38, 1, 0, 0, 0)   # PR_SET_NO_NEW_PRIVS
+        else:
+            pre = (lambda r=reads, w=writes, x=extra: confine(r, w, x)) if reads is not None else None
         p = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=work, preexec_fn=pre, timeout=120)
-        print("=== %s: exit %d" % (name, p.returncode))
+        out = p.stdout + p.stderr
+        print("=== %s: exit %d, %s" % (name, p.returncode, "NO KERNEL PROFILED" if "No kernels were profiled" in out
+                                      else "profiled" if p.returncode == 0 else "failed"))
         print((p.stdout + p.stderr)[-1500:])
         if "strace" in name and os.path.exists(os.path.join(work, "trace")):
             with open(os.path.join(work, "trace")) as f:
