@@ -89,6 +89,12 @@ def main():
     ]
     if os.environ.get("PROBE_QUICK"):   # the worker's rules, the two separations, the control
         variants = [variants[1]] + variants[-3:]
+    if os.environ.get("PROBE_BISECT"):   # the worker's rules plus one more readable (or writable) tree each
+        variants = [("+ %s readable" % d, base_reads + [d], [work, "/dev"], spawner)
+                    for d in ["/", "/var", "/tmp", "/root", "/home", "/dev/shm", "/srv", "/mnt"]]
+        variants.append(("+ / writable", base_reads, [work, "/dev", "/"], spawner))
+        variants += [("+ %s writable" % d, base_reads, [work, "/dev", d], spawner)
+                     for d in ["/proc", "/sys", "/run", "/var", "/opt", "/usr", "/etc", "/cache", "/tmp", "/root"]]
     strace = shutil.which("strace")
     if strace:   # the confined run once more under strace: the paths refused
         variants.insert(1, ("as the worker, under strace", base_reads, [work, "/dev"]))

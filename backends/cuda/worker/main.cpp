@@ -518,7 +518,13 @@ kevo::sandbox::SpawnCommand profile_command(const native::JudgeRequest& req, con
   c.max_wall_seconds = x.child_seconds;
   c.confined = confined;
   if (confined) {
-    c.write_dirs = {dir.string(), "/dev"};
+    // /proc writable: ncu's injected library writes there (through
+    // /proc/self: without it no kernel is profiled; the probe's bisection on
+    // an H100, tests/bench/ncu_confined_probe.py PROBE_BISECT). Landlock
+    // still keeps it from tracing, and so from writing the memory of, any
+    // process outside the domain (the worker, the spawner), and /proc/sys
+    // asks for capabilities the child has not.
+    c.write_dirs = {dir.string(), "/dev", "/proc"};
     if (!x.lock_dir.empty()) c.write_dirs.push_back(x.lock_dir);
     c.read_dirs = {"/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys", "/run",
                    kevo::self_executable().string(), candidate_copy().string()};
