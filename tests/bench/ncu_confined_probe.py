@@ -9,7 +9,9 @@ rules: finds the paths a confined ncu needs (docs/cuda.md#profiler-feedback).
 PROBE_QUICK=1 runs only the spawner's rules and the unconfined control; run
 that way inside namespaces (`unshare --user --map-root-user`, `unshare --pid
 --fork --mount-proc`, as an unprivileged user) to find which of the worker's
-surroundings the confined ncu fails in.
+surroundings the confined ncu fails in. PROBE_BISECT=1 adds one tree at a
+time to the spawner's rules, readable or writable (it found `/proc`
+writable to be what ncu's injected library needs; docs/cuda.md).
 """
 import ctypes
 import os
