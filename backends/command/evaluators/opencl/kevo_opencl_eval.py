@@ -750,12 +750,6 @@ class Inputs:
             self.cache[name] = h
         return self.cache[name]
 
-    def value(self, name, i):
-        e = self.e[name]
-        h = np.empty(1, dtype=e["npt"])
-        cl.enqueue_copy(self.sess.queue, h, e["buf"], device_offset=i * np.dtype(e["npt"]).itemsize)
-        return h[0]
-
 
 def make_poison(entropy):
     """Per-request poison bit patterns: NaNs with a random payload, random integer sentinels."""
@@ -1455,8 +1449,8 @@ class Judge:
         return s
 
     def scrub(self):
-        """At the end of every request: the reference's outputs (and the candidate's) zeroed before
-        their memory is freed, and the out file's bytes in run mode."""
+        """At the end of every request: both kernel processes killed and their shared memory zeroed
+        (the reference's outputs, the candidate's), and the out file's bytes in run mode."""
         try:
             for side in self.sides:
                 side.scrub()
