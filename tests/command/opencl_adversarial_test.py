@@ -30,6 +30,15 @@ evaluator on PoCL), each judged beside the task's seed in one command:
   the evaluator's process). Every kernel now runs in a process of its own:
   it must not be judged correct, in either mode.
 
+* tests/command/adversarial/fork_outputs_vadd.cl, spinners_sgemm.cl and
+  exec_survivor_vadd.cl make raw system calls through inline assembly
+  (PoCL compiles it): a process forked to write the outputs after the
+  timed launch (7-67x against the seed's 0.6-2.4x), processes spinning
+  while the reference runs (about 2x), a program exec'd through
+  posix_spawn's clone that outlives its call. Each must be `forbidden`
+  (the kernel processes' system-call policy; the judge's check for a
+  process of the kernel's still running after its call), in both modes.
+
   opencl_adversarial_test.py KEVO SOURCE_DIR WORK_DIR
 
 Exit 77 (skipped) when the evaluator's python3 has no pyopencl or no
@@ -119,6 +128,23 @@ def main():
             failures.append("oob_zero_inputs_sgemm.cl (%s mode): correct at %.3gx against the seed's %.3gx (the "
                             "judge's copy of the input zeroed)" % (mode, attack.get("speedup", 0.0),
                                                                    honest.get("speedup", 0.0)))
+
+    # Raw system calls through inline assembly (the red team of 2026-12-06), through kevo with the
+    # quickstart's confinement, in both modes: a fork, processes left spinning, a program exec'd
+    # through posix_spawn's clone that outlives its call. Each must be forbidden, and the seed beside
+    # them correct.
+    vadd_seed = os.path.join(tasks, "vadd", "seed.cl")
+    for mode in ("evaluator", "kevo"):
+        for task, name, seed_file in (("vadd", "fork_outputs_vadd.cl", vadd_seed),
+                                      ("sgemm", "spinners_sgemm.cl", seed),
+                                      ("vadd", "exec_survivor_vadd.cl", vadd_seed)):
+            honest, attack = judge(task, [seed_file, os.path.join(adv, name)], mode)
+            if honest["status"] != "correct":
+                failures.append("the %s seed beside %s (%s mode): %s (%s)"
+                                % (task, name, mode, honest["status"], honest["message"][:200]))
+            if attack["status"] != "forbidden":
+                failures.append("%s (%s mode): %s at %.3gx, not forbidden (%s)"
+                                % (name, mode, attack["status"], attack.get("speedup", 0.0), attack["message"][:200]))
 
     leak = os.path.join(adv, "local_leak.cl")
     for mode in ("evaluator", "kevo"):

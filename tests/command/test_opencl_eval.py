@@ -297,6 +297,14 @@ __kernel void vadd(__global const float* a, __global const float* b, __global fl
 }
 
 
+def landlock_abi():
+    """The kernel's Landlock ABI version (0: none)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    return max(0, libc.syscall(ctypes.c_long(444), None, ctypes.c_long(0), ctypes.c_long(1)))
+
+
 def have_opencl():
     try:
         p = subprocess.run([PYTHON, EVAL, "--version"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -443,6 +451,91 @@ class OpenCLEvaluator(WithServer):
             self.assertEqual(v["status"], "correct", v)
         finally:
             self.assertEqual(srv.close(), 0)
+
+    def test_raw_system_calls_from_a_kernel_are_forbidden(self):
+        # PoCL compiles inline assembly, so a kernel can make raw system calls. fork_outputs_vadd.cl
+        # forked a process that wrote its outputs after the timed launch returned (7-67x against the
+        # seed's 0.6-2.4x); spinners_sgemm.cl forked processes that spun while the reference ran (about
+        # 2x). Under the kernel processes' policy the fork ends the process with SIGSYS: forbidden.
+        # The same evaluator then judges the seed correct.
+        adv = os.path.join(ROOT, "tests", "command", "adversarial")
+        for task, name in (("vadd", "fork_outputs_vadd.cl"), ("sgemm", "spinners_sgemm.cl")):
+            v = self.ask(request(task, candidate=os.path.join(adv, name), trials=1, timing=True))["verdict"]
+            self.assertEqual(v["status"], "forbidden", (name, v))
+            self.assertIn("killed by SIGSYS", v["message"])
+            self.assertNotIn("speedup", v)
+        v = self.ask(request("vadd", trials=1))["verdict"]
+        self.assertEqual(v["status"], "correct", v)
+
+    def test_a_process_that_outlives_its_call_is_forbidden(self):
+        # posix_spawn's clone (the linker's, which PoCL runs) is allowed: exec_survivor_vadd.cl execs
+        # /bin/sleep through it, which lives on after the call. The judge finds it and ends it.
+        adv = os.path.join(ROOT, "tests", "command", "adversarial")
+        v = self.ask(request("vadd", candidate=os.path.join(adv, "exec_survivor_vadd.cl"), trials=1))["verdict"]
+        self.assertEqual(v["status"], "forbidden", v)
+        self.assertIn("still running when its call returned", v["message"])
+        m = re.search(r"pid (\d+)", v["message"])
+        self.assertTrue(m, v["message"])
+        deadline = time.time() + 5
+        while time.time() < deadline and os.path.exists("/proc/%s/cmdline" % m.group(1)):
+            with open("/proc/%s/stat" % m.group(1)) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                    break
+            time.sleep(0.05)
+        try:
+            with open("/proc/%s/cmdline" % m.group(1), "rb") as f:
+                alive = b"sleep" in f.read()
+        except OSError:
+            alive = False
+        self.assertFalse(alive, "the kernel's process was left running")
+
+    def test_the_policy_kills_what_it_does_not_list(self):
+        # The policy's program, run in a child process: a listed call with an allowed argument goes
+        # through, a fork, a signal to another process, a new socket and a new session end the process
+        # with SIGSYS; posix_spawn works, for the linker only.
+        probe = ("import os, signal, socket, sys\n"
+                 "sys.path.insert(0, %r)\n"
+                 "import kevo_opencl_eval as E\n"
+                 "why = E.install_kernel_policy()\n"
+                 "assert not why, why\n"
+                 "os.write(1, b'sealed ')\n"
+                 "what = sys.argv[1]\n"
+                 "if what == 'fork': os.fork()\n"
+                 "if what == 'kill': os.kill(os.getppid(), 0)\n"
+                 "if what == 'socket': socket.socket()\n"
+                 "if what == 'setsid': os.setsid()\n"
+                 "if what in ('exec', 'linker'):\n"
+                 "    path = '/bin/true' if what == 'exec' else '/usr/bin/ld'\n"
+                 "    try:\n"
+                 "        pid = os.posix_spawn(path, [path, '--version'], {})\n"
+                 "        os.write(1, b'ran:%%d ' %% os.waitpid(pid, 0)[1])\n"
+                 "    except PermissionError:\n"
+                 "        os.write(1, b'refused ')\n"
+                 "if what == 'mem':\n"
+                 "    try:\n"
+                 "        open('/proc/%%d/mem' %% os.getppid(), 'rb').close()\n"
+                 "        os.write(1, b'opened ')\n"
+                 "    except PermissionError:\n"
+                 "        os.write(1, b'refused ')\n"
+                 "os.write(1, b'survived')\n") % os.path.dirname(EVAL)
+        for what, survives in (("nothing", True), ("fork", False), ("kill", False), ("socket", False),
+                               ("setsid", False), ("exec", True), ("linker", True), ("mem", True)):
+            p = subprocess.run([PYTHON, "-c", probe, what], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               timeout=60)
+            self.assertIn(b"sealed", p.stdout, (what, p.stderr[-500:]))
+            if survives:
+                self.assertEqual(p.returncode, 0, (what, p.stderr[-500:]))
+                self.assertIn(b"survived", p.stdout)
+                # posix_spawn's clone is allowed; of the programs, only the linker may be executed
+                # (where the kernel has Landlock), and the process's own Landlock layer puts the judge
+                # (its parent here) outside its domain: the judge's memory cannot be opened
+                if what in ("exec", "mem") and landlock_abi() >= 1:
+                    self.assertIn(b"refused", p.stdout, what)
+                if what == "linker":
+                    self.assertIn(b"ran:0", p.stdout, p.stderr[-500:])
+            else:
+                self.assertEqual(p.returncode, -31, (what, p.returncode))   # SIGSYS
+                self.assertNotIn(b"survived", p.stdout)
 
     def test_guard_word_changes_under_the_oob_sum(self):
         # oob_write stores a[n] + b[n], the sum of two guard words, into out's guard: with a guard word

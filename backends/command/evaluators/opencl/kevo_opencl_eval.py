@@ -905,6 +905,209 @@ def _recv(sock):
     return obj
 
 
+# --------------------------------------------------------------------------
+# The kernel processes' system-call policy.
+#
+# OpenCL C has no system calls, but PoCL compiles inline assembly: a kernel
+# made raw ones (the red team of 2026-12-06: it forked a process that wrote
+# its outputs after the timed launch had returned, 7-67x where the seed got
+# 0.6-2.4x; and processes that spun while the reference ran, about 2x). A
+# kernel process therefore puts itself under an allow-list (seccomp) before
+# the program's kernel first runs: what PoCL needs to launch kernels and to
+# build a work-group function for a new local size (it runs /usr/bin/ld
+# through posix_spawn, and ld runs under the same policy), the socket to
+# the judge, memory, time. No fork (only the vfork of posix_spawn, whose
+# parent waits until the child has exec'd or ended), no thread, no signal
+# but to itself, no process group or session, no ptrace, no other
+# process's memory, no new socket, no timer; anything else ends the process
+# with SIGSYS, which the judge reports. A process that the kernel starts
+# (a program exec'd after the vfork) and that outlives its call is found
+# by the judge when the call returns (RemoteSide._run).
+
+_NR = {"read": 0, "write": 1, "close": 3, "fstat": 5, "lstat": 6, "poll": 7, "lseek": 8, "mmap": 9,
+       "mprotect": 10, "munmap": 11, "brk": 12, "rt_sigaction": 13, "rt_sigprocmask": 14, "rt_sigreturn": 15,
+       "ioctl": 16, "pread64": 17, "pwrite64": 18, "readv": 19, "writev": 20, "access": 21, "pipe": 22,
+       "select": 23, "sched_yield": 24, "mremap": 25, "mincore": 27, "madvise": 28, "dup": 32, "dup2": 33,
+       "nanosleep": 35, "getpid": 39, "sendto": 44, "recvfrom": 45, "sendmsg": 46, "recvmsg": 47,
+       "shutdown": 48, "clone": 56, "execve": 59, "exit": 60, "wait4": 61, "kill": 62, "uname": 63,
+       "fcntl": 72, "fsync": 74, "fdatasync": 75, "ftruncate": 77, "getdents": 78, "getcwd": 79,
+       "rename": 82, "mkdir": 83, "rmdir": 84, "unlink": 87, "readlink": 89, "chmod": 90, "fchmod": 91,
+       "umask": 95, "gettimeofday": 96, "getrlimit": 97, "getrusage": 98, "sysinfo": 99, "getuid": 102,
+       "getgid": 104, "geteuid": 107, "getegid": 108, "getppid": 110, "getpgrp": 111, "sigaltstack": 131,
+       "arch_prctl": 158, "gettid": 186, "time": 201, "futex": 202, "sched_setaffinity": 203,
+       "sched_getaffinity": 204, "getdents64": 217, "set_tid_address": 218, "clock_gettime": 228,
+       "clock_getres": 229, "clock_nanosleep": 230, "exit_group": 231, "epoll_wait": 232, "epoll_ctl": 233,
+       "tgkill": 234, "openat": 257, "mkdirat": 258, "newfstatat": 262, "unlinkat": 263, "renameat": 264,
+       "readlinkat": 267, "fchmodat": 268, "faccessat": 269, "pselect6": 270, "ppoll": 271,
+       "set_robust_list": 273, "get_robust_list": 274, "epoll_pwait": 281, "epoll_create1": 291, "dup3": 292,
+       "pipe2": 293, "prlimit64": 302, "getcpu": 309, "renameat2": 316, "getrandom": 318, "membarrier": 324,
+       "statx": 332, "rseq": 334, "clone3": 435, "close_range": 436, "faccessat2": 439}
+_CLONE_VFORK = 0x4000 | 0x100 | 17          # CLONE_VFORK | CLONE_VM | SIGCHLD: posix_spawn's clone
+_IOCTLS = (0x5401, 0x5413, 0x5421, 0x5451)  # TCGETS, TIOCGWINSZ, FIONBIO, FIOCLEX
+
+
+def _policy_rules(pid):
+    """{system call number: None (any arguments) or (argument index, allowed values)}."""
+    rules = {_NR[n]: None for n in _NR if n not in ("clone", "clone3", "kill", "tgkill", "ioctl", "prlimit64",
+                                                   "sched_setaffinity", "sched_getaffinity")}
+    rules[_NR["clone"]] = (0, (_CLONE_VFORK,))
+    rules[_NR["kill"]] = (0, (pid,))
+    rules[_NR["tgkill"]] = (0, (pid,))
+    rules[_NR["ioctl"]] = (1, _IOCTLS)
+    for n in ("prlimit64", "sched_setaffinity", "sched_getaffinity"):
+        rules[_NR[n]] = (0, (0,))   # itself only
+    return rules
+
+
+def _policy_program(pid):
+    """The seccomp BPF program of _policy_rules, as (code, jt, jf, k) tuples."""
+    LD, JEQ, RET = 0x20, 0x15, 0x06
+    ALLOW, KILL, ENOSYS = 0x7FFF0000, 0x80000000, 0x00050000 | 38
+    rules = _policy_rules(pid)
+    prog, fixups = [], []   # fixups: (instruction index, "jt"/"jf", label)
+
+    def op(code, k, jt=0, jf=0):
+        prog.append([code, jt, jf, k])
+        return len(prog) - 1
+
+    op(LD, 4)                                   # seccomp_data.arch
+    i = op(JEQ, 0xC000003E)                     # AUDIT_ARCH_X86_64
+    fixups.append((i, "jf", "kill"))
+    op(LD, 0)                                   # seccomp_data.nr
+    blocks = []
+    for nr in sorted(rules):
+        i = op(JEQ, nr)
+        if rules[nr] is None:
+            fixups.append((i, "jt", "allow"))
+        else:
+            fixups.append((i, "jt", "arg%d" % nr))
+            blocks.append(nr)
+    i = op(JEQ, _NR["clone3"])
+    fixups.append((i, "jt", "enosys"))
+    i = op(JEQ, 0, 0, 0)                        # the rest: killed (BPF jumps only forward)
+    fixups.append((i, "jf", "kill"))
+    fixups.append((i, "jt", "kill"))
+    labels = {}
+    for nr in blocks:
+        arg, values = rules[nr]
+        labels["arg%d" % nr] = op(LD, 16 + 8 * arg + 4)   # the argument's high half: 0
+        i = op(JEQ, 0)
+        fixups.append((i, "jf", "kill"))
+        op(LD, 16 + 8 * arg)                             # its low half: one of the values
+        for v in values:
+            i = op(JEQ, v & 0xFFFFFFFF)
+            fixups.append((i, "jt", "allow"))
+        i = op(JEQ, 0, 0, 0)
+        fixups.append((i, "jf", "kill"))
+        fixups.append((i, "jt", "kill"))
+    labels["kill"] = op(RET, KILL)
+    labels["allow"] = op(RET, ALLOW)
+    labels["enosys"] = op(RET, ENOSYS)
+    for i, field, label in fixups:
+        off = labels[label] - (i + 1)
+        if not 0 <= off < 256:
+            raise RuntimeError("the policy's jump from %d to %s does not fit" % (i, label))
+        prog[i][1 if field == "jt" else 2] = off
+    return [tuple(x) for x in prog]
+
+
+LINKER = "/usr/bin/ld"   # what PoCL's CPU device runs to link a work-group function
+
+
+def _confine_exec(libc, ctypes):
+    """A Landlock layer that lets this process execute nothing but the linker (and its ELF
+    interpreter): the one program PoCL runs. Returns why not, or ""."""
+    abi = libc.syscall(ctypes.c_long(444), None, ctypes.c_long(0), ctypes.c_long(1))   # the ABI version
+    if abi < 1:
+        return "no Landlock (%s)" % os.strerror(ctypes.get_errno())
+    attr = ctypes.c_uint64(1)   # handled_access_fs: LANDLOCK_ACCESS_FS_EXECUTE
+    fd = libc.syscall(ctypes.c_long(444), ctypes.byref(attr), ctypes.c_long(8), ctypes.c_long(0))
+    if fd < 0:
+        return "landlock_create_ruleset: %s" % os.strerror(ctypes.get_errno())
+    try:
+        for path in (LINKER, "/lib64/ld-linux-x86-64.so.2"):
+            try:
+                target = os.open(os.path.realpath(path), os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                rule = struct.pack("<Qi", 1, target)   # struct landlock_path_beneath_attr (packed)
+                if libc.syscall(ctypes.c_long(445), ctypes.c_long(fd), ctypes.c_long(1), rule, ctypes.c_long(0)) != 0:
+                    return "landlock_add_rule(%s): %s" % (path, os.strerror(ctypes.get_errno()))
+            finally:
+                os.close(target)
+        if libc.syscall(ctypes.c_long(446), ctypes.c_long(fd), ctypes.c_long(0)) != 0:
+            return "landlock_restrict_self: %s" % os.strerror(ctypes.get_errno())
+    finally:
+        os.close(fd)
+    return ""
+
+
+def install_kernel_policy():
+    """Puts this process under the kernel processes' policy (x86_64 Linux); returns why not, or "".
+    First a Landlock layer (where the kernel has Landlock) that allows executing the linker alone,
+    then the system-call allow-list for every thread."""
+    import ctypes
+    import platform
+    if not platform_has_policy():
+        return "no system-call policy on %s %s" % (sys.platform, platform.machine())
+
+    class Filter(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+
+    class Prog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Filter))]
+
+    insns = _policy_program(os.getpid())
+    arr = (Filter * len(insns))(*[Filter(*x) for x in insns])
+    prog = Prog(len(insns), arr)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+    if libc.prctl(38, 1, None, 0, 0) != 0:   # PR_SET_NO_NEW_PRIVS
+        return "prctl(PR_SET_NO_NEW_PRIVS): %s" % os.strerror(ctypes.get_errno())
+    libc.syscall.restype = ctypes.c_long
+    why = _confine_exec(libc, ctypes)
+    if why and not why.startswith("no Landlock"):
+        return why
+    # seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC): every
+    # thread of the process, PoCL's workers included (a filter put on with
+    # prctl holds only the calling thread: the red team's fork from a
+    # kernel's work-item got through so).
+    if libc.syscall(ctypes.c_long(317), ctypes.c_long(1), ctypes.c_long(1),
+                    ctypes.cast(ctypes.pointer(prog), ctypes.c_void_p)) != 0:
+        return "seccomp(SECCOMP_SET_MODE_FILTER, TSYNC): %s" % os.strerror(ctypes.get_errno())
+    return ""
+
+
+def platform_has_policy():
+    import platform
+    return platform.machine() == "x86_64" and sys.platform.startswith("linux")
+
+
+def live_children(pid):
+    """The processes that `pid` started and that have not ended (zombies left out)."""
+    found = []
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return found
+    for tid in tids:
+        try:
+            with open("/proc/%d/task/%s/children" % (pid, tid)) as f:
+                kids = [int(x) for x in f.read().split()]
+        except (OSError, ValueError):
+            continue
+        for kid in kids:
+            try:
+                with open("/proc/%d/stat" % kid) as f:
+                    state = f.read().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if state not in ("Z", "X"):
+                found.append(kid)
+    return found
+
+
 def _die_with_parent():
     try:
         import ctypes
@@ -931,6 +1134,9 @@ def kernel_process_main(sock, memfd):
     Its buffers are the shared memory itself (the judge writes the inputs, the poison and the guard
     zones there, and reads everything back from there)."""
     try:
+        # A process group of its own: whatever it starts stays in it (the
+        # policy allows no setpgid or setsid) and ends with it (close()).
+        os.setpgid(0, 0)
         size = os.fstat(memfd).st_size
         mm = mmap.mmap(memfd, size)
         os.close(memfd)
@@ -964,6 +1170,17 @@ def kernel_process_main(sock, memfd):
             elif op == "nop":
                 cl.enqueue_nd_range_kernel(q, nop, (1,), None).wait()
                 _send(sock, {"ok": True})
+            elif op == "seal":
+                # Before the program's kernel first runs (PoCL's threads
+                # exist: the calibration's launches made them).
+                try:
+                    why = install_kernel_policy()
+                except Exception as e:   # the policy's own failure: reported, never run without it
+                    why = "%s: %s" % (type(e).__name__, e)
+                if why and platform_has_policy():
+                    _send(sock, {"error": "policy", "text": why})
+                else:
+                    _send(sock, {"ok": True, "policy": not why, "why": why})
             elif op == "shape":
                 shapes[int(msg["si"])] = ShapeBuffers(whole, msg["buffers"])
                 _send(sock, {"ok": True})
@@ -1147,10 +1364,11 @@ class KernelProcess:
 
     def close(self):
         if self.status is None:
-            try:
-                os.kill(self.pid, 9)
-            except OSError:
-                pass
+            for kill in (os.killpg, os.kill):   # its group (what it started), then itself
+                try:
+                    kill(self.pid, 9)
+                except OSError:
+                    pass
             try:
                 self.status = self.zygote.reap(self.pid)
             except (OSError, KernelProcessDied):
@@ -1199,6 +1417,7 @@ class RemoteSide:
         self.layouts = {}
         self.proc = KernelProcess(judge.zygote, judge.shared_bytes())
         self.started = False
+        self.sealed = False
         self.overhead_ns = 0
         self.src, self.name = src, name
 
@@ -1213,6 +1432,11 @@ class RemoteSide:
         why = self.proc.ended()
         if not self.checked:
             raise RuntimeError("the reference's kernel process ended: %s" % why)
+        if why == "killed by SIGSYS":
+            msg = ("the kernel made a system call that kernel processes may not make (its process was killed by "
+                   "SIGSYS; %s, %s)" % (trial_text, shape_text))
+            raise Verdict("forbidden", "correctness", msg,
+                          "Forbidden: " + msg + ". OpenCL C kernels make no system calls: no inline assembly.")
         msg = "the kernel's process ended during the call (%s; %s, %s)" % (why, trial_text, shape_text)
         raise Verdict("runtime_error", "correctness", msg,
                       "Runtime error: " + msg + ". Out-of-bounds accesses (tails, partial tiles, work-items past "
@@ -1248,6 +1472,8 @@ class RemoteSide:
                                 "function": self.task["function"], "args": self.task["args"]})
                 self.started = True
                 self.calibrate()
+                r = self.proc.call({"op": "seal"})
+                self.sealed = bool(r.get("policy"))
             self.proc.call({"op": "shape", "si": si, "buffers": lay})
             self.layouts[si] = lay
         return self.layouts[si]
@@ -1264,6 +1490,8 @@ class RemoteSide:
         except KernelError as e:
             if e.kind == "memory":
                 raise Verdict("memory_limit", "correctness", "OpenCL: %s (%s, %s)" % (e, trial_text, shape_text))
+            if e.kind == "policy":   # the evaluator's failure, not the kernel's
+                raise RuntimeError("a kernel process could not take its system-call policy: %s" % e)
             if not self.checked:
                 raise RuntimeError("the reference's kernel process: %s" % e)
             if shape.get("kind") == "hidden":
@@ -1313,6 +1541,18 @@ class RemoteSide:
         wall = max(time.perf_counter_ns() - t0 - self.overhead_ns, 1000)
         if r.get("error"):
             raise KernelError(str(r["error"]), str(r.get("text", ""))[:2000])
+        if self.checked:
+            kids = live_children(self.proc.pid)
+            if kids:
+                for kid in kids:
+                    try:
+                        os.kill(kid, 9)
+                    except OSError:
+                        pass
+                msg = ("the kernel started a process (pid %d) that was still running when its call returned "
+                       "(%s, %s)" % (kids[0], trial_text, shape_text))
+                raise Verdict("forbidden", "correctness", msg,
+                              "Forbidden: " + msg + ". OpenCL C kernels start no processes.")
         event_ns = r.get("event_ns") if isinstance(r.get("event_ns"), int) else 0
         outs = {}
         modified = None
