@@ -489,6 +489,23 @@ class OpenCLEvaluator(WithServer):
             alive = False
         self.assertFalse(alive, "the kernel's process was left running")
 
+    def test_a_file_left_for_another_judgement_is_not_found(self):
+        # cache_drop_vadd.cl writes the size it runs at into the PoCL cache every kernel process
+        # shared (and /tmp); cache_pick_vadd.cl, judged next by the same evaluator, puts what it finds
+        # into out[0]: with the shared cache the wrong answer's feedback quoted the last (hidden or
+        # drawn) size the drop saw. Kernel processes now write only beneath a cache folder of their
+        # own program's.
+        adv = os.path.join(ROOT, "tests", "command", "adversarial")
+        try:
+            os.unlink("/tmp/kevo-opencl-drop")
+        except OSError:
+            pass
+        drop = self.ask(request("vadd", candidate=os.path.join(adv, "cache_drop_vadd.cl"), trials=1))["verdict"]
+        self.assertEqual(drop["status"], "correct", drop)
+        pick = self.ask(request("vadd", candidate=os.path.join(adv, "cache_pick_vadd.cl"), trials=1))["verdict"]
+        self.assertEqual(pick["status"], "correct", pick)
+        self.assertFalse(os.path.exists("/tmp/kevo-opencl-drop"))
+
     def test_the_policy_kills_what_it_does_not_list(self):
         # The policy's program, run in a child process: a listed call with an allowed argument goes
         # through, a fork, a signal to another process, a new socket and a new session end the process
@@ -496,7 +513,8 @@ class OpenCLEvaluator(WithServer):
         probe = ("import os, signal, socket, sys\n"
                  "sys.path.insert(0, %r)\n"
                  "import kevo_opencl_eval as E\n"
-                 "why = E.install_kernel_policy()\n"
+                 "cache = sys.argv[2]\n"
+                 "why = E.confine_kernel_process(cache) or E.install_kernel_policy()\n"
                  "assert not why, why\n"
                  "os.write(1, b'sealed ')\n"
                  "what = sys.argv[1]\n"
@@ -511,6 +529,14 @@ class OpenCLEvaluator(WithServer):
                  "        os.write(1, b'ran:%%d ' %% os.waitpid(pid, 0)[1])\n"
                  "    except PermissionError:\n"
                  "        os.write(1, b'refused ')\n"
+                 "if what == 'write':\n"
+                 "    open(os.path.join(cache, 'mine'), 'w').close()\n"
+                 "    os.write(1, b'own ')\n"
+                 "    try:\n"
+                 "        open(os.path.join(os.path.dirname(cache), 'shared'), 'w').close()\n"
+                 "        os.write(1, b'wrote ')\n"
+                 "    except PermissionError:\n"
+                 "        os.write(1, b'refused ')\n"
                  "if what == 'mem':\n"
                  "    try:\n"
                  "        open('/proc/%%d/mem' %% os.getppid(), 'rb').close()\n"
@@ -519,8 +545,11 @@ class OpenCLEvaluator(WithServer):
                  "        os.write(1, b'refused ')\n"
                  "os.write(1, b'survived')\n") % os.path.dirname(EVAL)
         for what, survives in (("nothing", True), ("fork", False), ("kill", False), ("socket", False),
-                               ("setsid", False), ("exec", True), ("linker", True), ("mem", True)):
-            p = subprocess.run([PYTHON, "-c", probe, what], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               ("setsid", False), ("exec", True), ("linker", True), ("mem", True),
+                               ("write", True)):
+            cache = os.path.join(self.tmp, "policy-" + what, "cache")
+            os.makedirs(cache)
+            p = subprocess.run([PYTHON, "-c", probe, what, cache], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                timeout=60)
             self.assertIn(b"sealed", p.stdout, (what, p.stderr[-500:]))
             if survives:
@@ -528,8 +557,9 @@ class OpenCLEvaluator(WithServer):
                 self.assertIn(b"survived", p.stdout)
                 # posix_spawn's clone is allowed; of the programs, only the linker may be executed
                 # (where the kernel has Landlock), and the process's own Landlock layer puts the judge
-                # (its parent here) outside its domain: the judge's memory cannot be opened
-                if what in ("exec", "mem") and landlock_abi() >= 1:
+                # (its parent here) outside its domain: the judge's memory cannot be opened; files are
+                # written only beneath its own cache folder
+                if what in ("exec", "mem", "write") and landlock_abi() >= 1:
                     self.assertIn(b"refused", p.stdout, what)
                 if what == "linker":
                     self.assertIn(b"ran:0", p.stdout, p.stderr[-500:])

@@ -507,6 +507,7 @@ class Session:
         if "\0" in src:
             raise BuildFailure("the OpenCL build failed", "%s: the source contains a NUL byte" % name)
         t0 = time.perf_counter()
+        wall0 = time.time()
         prg = cl._cl._Program(self.ctx, src) if hasattr(cl, "_cl") else cl.Program(self.ctx, src)
         try:
             if hasattr(cl, "_cl"):
@@ -525,6 +526,9 @@ class Session:
             raise BuildFailure("the OpenCL build failed", blog or err)
         entry = Program(prg, blog, meta_error, meta, time.perf_counter() - t0)
         entry.source, entry.name = src, name
+        # Where PoCL keeps this build (what a kernel process of the program
+        # gets a copy of); only the evaluator's processes write that cache.
+        entry.cache_rel = newest_program_dir(wall0) if _ZYGOTE is not None else None
         self.programs[key] = entry
         while len(self.programs) > MAX_PROGRAMS:
             self.programs.popitem(last=False)
@@ -1014,24 +1018,37 @@ def _policy_program(pid):
 LINKER = "/usr/bin/ld"   # what PoCL's CPU device runs to link a work-group function
 
 
-def _confine_exec(libc, ctypes):
+def _confine_exec(libc, ctypes, cache_dir):
     """A Landlock layer that lets this process execute nothing but the linker (and its ELF
-    interpreter): the one program PoCL runs. Returns why not, or ""."""
+    interpreter), the one program PoCL runs, and create, write or remove files only beneath
+    `cache_dir` (its program's own PoCL cache: a kernel that wrote the shared cache could leave a
+    hidden size for another judgement, or replace another program's cached code) and write
+    /dev/null. Reading stays as the evaluator's confinement has it. Returns why not, or ""."""
     abi = libc.syscall(ctypes.c_long(444), None, ctypes.c_long(0), ctypes.c_long(1))   # the ABI version
     if abi < 1:
         return "no Landlock (%s)" % os.strerror(ctypes.get_errno())
-    attr = ctypes.c_uint64(1)   # handled_access_fs: LANDLOCK_ACCESS_FS_EXECUTE
+    execute = 1 << 0
+    writes = 0
+    for bit in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12):   # write_file, remove_*, make_*
+        writes |= 1 << bit
+    if abi >= 2:
+        writes |= 1 << 13                            # refer
+    if abi >= 3:
+        writes |= 1 << 14                            # truncate
+    attr = ctypes.c_uint64(execute | writes)          # handled_access_fs
     fd = libc.syscall(ctypes.c_long(444), ctypes.byref(attr), ctypes.c_long(8), ctypes.c_long(0))
     if fd < 0:
         return "landlock_create_ruleset: %s" % os.strerror(ctypes.get_errno())
     try:
-        for path in (LINKER, "/lib64/ld-linux-x86-64.so.2"):
+        file_writes = writes & ((1 << 1) | (1 << 14))
+        for path, access in ((LINKER, execute), ("/lib64/ld-linux-x86-64.so.2", execute),
+                             (cache_dir, writes), ("/dev/null", file_writes)):
             try:
                 target = os.open(os.path.realpath(path), os.O_PATH | os.O_CLOEXEC)
             except OSError:
                 continue
             try:
-                rule = struct.pack("<Qi", 1, target)   # struct landlock_path_beneath_attr (packed)
+                rule = struct.pack("<Qi", access, target)   # struct landlock_path_beneath_attr (packed)
                 if libc.syscall(ctypes.c_long(445), ctypes.c_long(fd), ctypes.c_long(1), rule, ctypes.c_long(0)) != 0:
                     return "landlock_add_rule(%s): %s" % (path, os.strerror(ctypes.get_errno()))
             finally:
@@ -1043,10 +1060,25 @@ def _confine_exec(libc, ctypes):
     return ""
 
 
+def confine_kernel_process(cache_dir):
+    """The kernel process's Landlock layer (_confine_exec), put on at its start, before PoCL makes
+    any thread (Landlock holds the calling thread and its later threads and children only).
+    Returns why it could not be, or "" (also where the kernel has no Landlock)."""
+    import ctypes
+    if not sys.platform.startswith("linux"):
+        return ""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+    if libc.prctl(38, 1, None, 0, 0) != 0:   # PR_SET_NO_NEW_PRIVS
+        return "prctl(PR_SET_NO_NEW_PRIVS): %s" % os.strerror(ctypes.get_errno())
+    why = _confine_exec(libc, ctypes, cache_dir)
+    return "" if why.startswith("no Landlock") else why
+
+
 def install_kernel_policy():
-    """Puts this process under the kernel processes' policy (x86_64 Linux); returns why not, or "".
-    First a Landlock layer (where the kernel has Landlock) that allows executing the linker alone,
-    then the system-call allow-list for every thread."""
+    """Puts this process, every thread of it, under the kernel processes' system-call allow-list
+    (x86_64 Linux); returns why not, or ""."""
     import ctypes
     import platform
     if not platform_has_policy():
@@ -1066,9 +1098,6 @@ def install_kernel_policy():
     if libc.prctl(38, 1, None, 0, 0) != 0:   # PR_SET_NO_NEW_PRIVS
         return "prctl(PR_SET_NO_NEW_PRIVS): %s" % os.strerror(ctypes.get_errno())
     libc.syscall.restype = ctypes.c_long
-    why = _confine_exec(libc, ctypes)
-    if why and not why.startswith("no Landlock"):
-        return why
     # seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC): every
     # thread of the process, PoCL's workers included (a filter put on with
     # prctl holds only the calling thread: the red team's fork from a
@@ -1137,6 +1166,20 @@ def kernel_process_main(sock, memfd):
         # A process group of its own: whatever it starts stays in it (the
         # policy allows no setpgid or setsid) and ends with it (close()).
         os.setpgid(0, 0)
+        # PoCL's kernel cache: a folder of this program's own (the judge
+        # names it), the only one the kernel process may write once sealed.
+        start = _recv(sock)
+        cache = str(start.get("cache_dir") or "")
+        if start.get("op") != "start" or not cache:
+            raise RuntimeError("the judge's first message is not a start")
+        os.makedirs(cache, exist_ok=True)
+        os.environ["POCL_CACHE_DIR"] = cache
+        # Landlock holds the calling thread and what it starts: so before
+        # PoCL makes its worker threads (the red team's writes came from
+        # them), here, not at the seal.
+        why = confine_kernel_process(cache)
+        if why:
+            raise RuntimeError(why)
         size = os.fstat(memfd).st_size
         mm = mmap.mmap(memfd, size)
         os.close(memfd)
@@ -1160,6 +1203,8 @@ def kernel_process_main(sock, memfd):
         op = msg.get("op")
         try:
             if op == "init":
+                # A cache hit: the judge copied its build of the program
+                # into this process's cache folder (seed_program_cache).
                 prog = sess.build(msg["source"], msg["name"])
                 kernel = sess.kernel(prog, msg["function"])
                 args = msg["args"]
@@ -1319,7 +1364,7 @@ def _status_text(status):
 class KernelProcess:
     """The judge's end of one kernel process: its socket and shared memory."""
 
-    def __init__(self, zygote, nbytes):
+    def __init__(self, zygote, nbytes, cache_dir):
         self.zygote = zygote
         self.size = max(4096, nbytes)
         fd = os.memfd_create("kevo-opencl-buffers", os.MFD_CLOEXEC)
@@ -1337,6 +1382,7 @@ class KernelProcess:
         self.status = None
         if self.pid < 0:
             raise RuntimeError("the zygote could not fork a kernel process")
+        self.send({"op": "start", "cache_dir": cache_dir})
 
     def send(self, msg):
         try:
@@ -1381,6 +1427,63 @@ class KernelProcess:
                 pass
 
 
+def newest_program_dir(since):
+    """The program folder of PoCL's cache (relative, "XX/HASH") whose last_accessed is the newest
+    and not older than `since` (time.time()): the one a build just made or used (PoCL touches it on
+    a hit too); None when there is none."""
+    base = pocl_cache_base()
+    best, best_t = None, since - 0.01
+    try:
+        tops = [e for e in os.scandir(base) if len(e.name) == 2 and e.is_dir()]
+    except OSError:
+        return None
+    for top in tops:
+        try:
+            for e in os.scandir(top.path):
+                try:
+                    t = os.stat(os.path.join(e.path, "last_accessed")).st_mtime
+                except OSError:
+                    continue
+                if t >= best_t:
+                    best, best_t = top.name + "/" + e.name, t
+        except OSError:
+            continue
+    return best
+
+
+def seed_program_cache(dst, entries):
+    """Copies the judge's cached builds of the programs (Program.cache_rel) into a kernel
+    process's own cache folder, so that its build from source is a cache hit. A wrong or missing
+    entry only costs a build."""
+    import shutil
+    base = pocl_cache_base()
+    for entry in entries:
+        rel = getattr(entry, "cache_rel", None)
+        if not rel or os.path.isdir(os.path.join(dst, rel)):
+            continue
+        try:
+            shutil.copytree(os.path.join(base, rel), os.path.join(dst, rel), dirs_exist_ok=True)
+        except (OSError, shutil.Error):
+            pass
+
+
+def pocl_cache_base():
+    """PoCL's kernel cache as PoCL would find it ($POCL_CACHE_DIR, else $XDG_CACHE_HOME/pocl, else
+    $HOME/.cache/pocl; _cache_dirs made sure one is writable)."""
+    if os.environ.get("POCL_CACHE_DIR"):
+        return os.environ["POCL_CACHE_DIR"]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.environ.get("HOME") or "/nonexistent", ".cache")
+    return os.path.join(base, "pocl")
+
+
+def program_cache_dir(src, candidate):
+    """The PoCL cache folder of one program's kernel processes: its own, by the source's hash, apart
+    for the candidates' and the references' (a reference judged as a candidate gets a folder that is
+    not the reference's)."""
+    digest = hashlib.sha256(src.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return os.path.join(pocl_cache_base(), "kevo-%s-%s" % ("candidate" if candidate else "reference", digest))
+
+
 def _align(n):
     """Buffers start on page boundaries of the shared memory (OpenCL's sub-buffer alignment)."""
     return (n + 4095) // 4096 * 4096
@@ -1415,7 +1518,9 @@ class RemoteSide:
                           "the kernel uses %d bytes of __local memory; the device has %d"
                           % (lm, sess.device.local_mem_size))
         self.layouts = {}
-        self.proc = KernelProcess(judge.zygote, judge.shared_bytes())
+        cache = program_cache_dir(src, checked)
+        seed_program_cache(cache, [prog, sess.build(NOP_SRC, "kevo-nop.cl")])
+        self.proc = KernelProcess(judge.zygote, judge.shared_bytes(), cache)
         self.started = False
         self.sealed = False
         self.overhead_ns = 0
