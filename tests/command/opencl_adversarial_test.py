@@ -30,14 +30,16 @@ evaluator on PoCL), each judged beside the task's seed in one command:
   the evaluator's process). Every kernel now runs in a process of its own:
   it must not be judged correct, in either mode.
 
-* tests/command/adversarial/fork_outputs_vadd.cl, spinners_sgemm.cl and
-  exec_survivor_vadd.cl make raw system calls through inline assembly
-  (PoCL compiles it): a process forked to write the outputs after the
-  timed launch (7-67x against the seed's 0.6-2.4x), processes spinning
-  while the reference runs (about 2x), a program exec'd through
-  posix_spawn's clone that outlives its call. Each must be `forbidden`
-  (the kernel processes' system-call policy; the judge's check for a
-  process of the kernel's still running after its call), in both modes.
+* tests/command/adversarial/fork_outputs_vadd.cl and spinners_sgemm.cl
+  make raw system calls through inline assembly (PoCL compiles it): a
+  process forked to write the outputs after the
+  timed launch (7-67x against the seed's 0.6-2.4x) and processes spinning
+  while the reference runs (about 2x): each must be `forbidden` (the
+  kernel processes' system-call policy), in both modes.
+* tests/command/adversarial/socket_forge_vadd.cl takes its kernel
+  process's socket and answers for it, computing after its answer: the
+  judge freezes the process between exchanges and times it until it is
+  seen stopped, so it must gain nothing over the seed.
 
   opencl_adversarial_test.py KEVO SOURCE_DIR WORK_DIR
 
@@ -135,9 +137,10 @@ def main():
     # them correct.
     vadd_seed = os.path.join(tasks, "vadd", "seed.cl")
     for mode in ("evaluator", "kevo"):
+        # (exec_survivor_vadd.cl is test_opencl_eval.py's, unconfined: under `confine` the linker it
+        # execs cannot open /dev/stdin and ends at once.)
         for task, name, seed_file in (("vadd", "fork_outputs_vadd.cl", vadd_seed),
-                                      ("sgemm", "spinners_sgemm.cl", seed),
-                                      ("vadd", "exec_survivor_vadd.cl", vadd_seed)):
+                                      ("sgemm", "spinners_sgemm.cl", seed)):
             honest, attack = judge(task, [seed_file, os.path.join(adv, name)], mode)
             if honest["status"] != "correct":
                 failures.append("the %s seed beside %s (%s mode): %s (%s)"
@@ -145,6 +148,14 @@ def main():
             if attack["status"] != "forbidden":
                 failures.append("%s (%s mode): %s at %.3gx, not forbidden (%s)"
                                 % (name, mode, attack["status"], attack.get("speedup", 0.0), attack["message"][:200]))
+
+    # socket_forge_vadd.cl answers for its kernel process and computes after its answer: frozen
+    # then, and timed until it is seen stopped, it must gain nothing over the seed.
+    for mode in ("evaluator", "kevo"):
+        honest, attack = judge("vadd", [vadd_seed, os.path.join(adv, "socket_forge_vadd.cl")], mode)
+        if attack["status"] == "correct" and attack["speedup"] > 1.5 * honest.get("speedup", 0.0) + 0.05:
+            failures.append("socket_forge_vadd.cl (%s mode): correct at %.3gx against the seed's %.3gx"
+                            % (mode, attack.get("speedup", 0.0), honest.get("speedup", 0.0)))
 
     leak = os.path.join(adv, "local_leak.cl")
     for mode in ("evaluator", "kevo"):

@@ -23,6 +23,7 @@ import math
 import mmap
 import os
 import re
+import signal
 import socket
 import struct
 import sys
@@ -1140,7 +1141,6 @@ def live_children(pid):
 def _die_with_parent():
     try:
         import ctypes
-        import signal
         ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)   # PR_SET_PDEATHSIG
     except Exception:  # pragma: no cover
         pass
@@ -1180,6 +1180,16 @@ def kernel_process_main(sock, memfd):
         why = confine_kernel_process(cache)
         if why:
             raise RuntimeError(why)
+        # pyopencl stores each kernel's generated argument code in a disk
+        # cache (pytools) shared with the judge, which unpickles it: this
+        # process may not write there (the layer above), and pytools would
+        # wait for its lock for ever. It reads what the judge stored, and
+        # makes what is missing in memory only.
+        try:
+            import pyopencl.invoker
+            pyopencl.invoker.invoker_cache.store_if_not_present = lambda key, value: None
+        except (ImportError, AttributeError):
+            pass
         size = os.fstat(memfd).st_size
         mm = mmap.mmap(memfd, size)
         os.close(memfd)
@@ -1213,6 +1223,8 @@ def kernel_process_main(sock, memfd):
                 nop.set_args(nop_arg)
                 _send(sock, {"ok": True})
             elif op == "nop":
+                # As a launch does, less the kernel: the arguments set again.
+                nop.set_args(nop_arg)
                 cl.enqueue_nd_range_kernel(q, nop, (1,), None).wait()
                 _send(sock, {"ok": True})
             elif op == "seal":
@@ -1226,11 +1238,14 @@ def kernel_process_main(sock, memfd):
                     _send(sock, {"error": "policy", "text": why})
                 else:
                     _send(sock, {"ok": True, "policy": not why, "why": why})
-            elif op == "shape":
-                shapes[int(msg["si"])] = ShapeBuffers(whole, msg["buffers"])
-                _send(sock, {"ok": True})
-            elif op == "load":
-                sb = shapes[int(msg["si"])]
+            elif op == "launch":
+                # One message per call: the shape's buffers when new, the
+                # arguments, the launch (the judge thaws this process for
+                # this exchange alone, timed).
+                si = int(msg["si"])
+                if msg.get("buffers") is not None:
+                    shapes[si] = ShapeBuffers(whole, msg["buffers"])
+                sb = shapes[si]
                 values = []
                 for a in args:
                     if a["role"] == "scalar":
@@ -1238,8 +1253,6 @@ def kernel_process_main(sock, memfd):
                     else:
                         values.append(sb.bufs[a["name"]]["sub"])
                 kernel.set_args(*values)
-                _send(sock, {"ok": True})
-            elif op == "launch":
                 g = tuple(int(x) for x in msg["global"])
                 lo = tuple(int(x) for x in msg["local"]) if msg.get("local") else None
                 ev = cl.enqueue_nd_range_kernel(q, kernel, g, lo)
@@ -1291,6 +1304,7 @@ class Zygote:
             os.closerange(keep + 1, 1 << 16)
         except OSError:
             pass
+        ended = {}   # kernel processes whose end a "stopped" wait took: their status, for "reap"
         while True:
             try:
                 msg, fds, _, _ = socket.recv_fds(sock, 64, 2)
@@ -1314,10 +1328,29 @@ class Zygote:
                     os.close(fd)
                 status = -1
                 try:
-                    _, status = os.waitpid(int(cmd[5:]), 0)
+                    pid = int(cmd[5:])
+                    status = ended.pop(pid) if pid in ended else os.waitpid(pid, 0)[1]
                 except (OSError, ValueError):
                     pass
                 sock.sendall(struct.pack("<q", status))
+            elif cmd.startswith("stopped "):
+                # Waits until the kernel process's group stop is complete
+                # (every thread stopped: what waitpid reports with
+                # WUNTRACED), or it has ended: 1, or 0.
+                for fd in fds:
+                    os.close(fd)
+                answer = 0
+                try:
+                    pid = int(cmd[8:])
+                    if pid not in ended:
+                        _, status = os.waitpid(pid, os.WUNTRACED)
+                        if os.WIFSTOPPED(status):
+                            answer = 1
+                        else:
+                            ended[pid] = status
+                except (OSError, ValueError):
+                    pass
+                sock.sendall(struct.pack("<q", answer))
             else:
                 for fd in fds:
                     os.close(fd)
@@ -1326,6 +1359,12 @@ class Zygote:
     def spawn(self, conn_fd, memfd):
         socket.send_fds(self.sock, [b"spawn"], [conn_fd, memfd])
         return struct.unpack("<q", _recv_exact(self.sock, 8))[0]
+
+    def stopped(self, pid):
+        """Waits until the kernel process has stopped (its group stop complete): True, or False
+        when it ended instead."""
+        self.sock.sendall(("stopped %d" % pid).encode("ascii"))
+        return struct.unpack("<q", _recv_exact(self.sock, 8))[0] == 1
 
     def reap(self, pid):
         """The kernel process's wait status (it must have ended, or been killed)."""
@@ -1351,7 +1390,6 @@ def _status_text(status):
     if status < 0:
         return "it ended (no status)"
     if os.WIFSIGNALED(status):
-        import signal
         sig = os.WTERMSIG(status)
         try:
             name = signal.Signals(sig).name
@@ -1364,8 +1402,12 @@ def _status_text(status):
 class KernelProcess:
     """The judge's end of one kernel process: its socket and shared memory."""
 
-    def __init__(self, zygote, nbytes, cache_dir):
+    def __init__(self, zygote, nbytes, cache_dir, frozen):
         self.zygote = zygote
+        # The candidate's process is kept frozen between exchanges; the
+        # reference's (trusted) is not.
+        self.frozen = frozen
+        self.is_frozen = False
         self.size = max(4096, nbytes)
         fd = os.memfd_create("kevo-opencl-buffers", os.MFD_CLOEXEC)
         try:
@@ -1401,6 +1443,54 @@ class KernelProcess:
         r = self.recv()
         if r.get("error"):
             raise KernelError(str(r.get("error")), str(r.get("text", ""))[:2000])
+        return r
+
+    def freeze(self):
+        """Stops the process and everything in its group (the policy allows it no other group), and
+        waits until the process's group stop is complete: every thread of it stopped (its parent,
+        the zygote, waits for it: no /proc needed, which a confined evaluator may not read).
+        KernelProcessDied when it ended instead. Nothing for a process that is not kept frozen."""
+        if not self.frozen or self.is_frozen:
+            return
+        try:
+            os.killpg(self.pid, signal.SIGSTOP)
+        except OSError as e:
+            raise KernelProcessDied("cannot stop it: %s" % e)
+        if not self.zygote.stopped(self.pid):   # a stop already reported would never be again
+            raise KernelProcessDied("it ended")
+        self.is_frozen = True
+
+    def exchange(self, msg, timed=False):
+        """One exchange with the frozen process: thawed, the message, its answer, frozen again.
+        With `timed`, the answer carries "_ns": the judge's clock from the thaw to the process seen
+        stopped again (for a process not kept frozen, to its answer). An answer waiting before the
+        message is a breach (a kernel that took the socket)."""
+        try:
+            early = self.sock.recv(1, socket.MSG_DONTWAIT | socket.MSG_PEEK)
+        except BlockingIOError:
+            early = None
+        except OSError as e:
+            raise KernelProcessDied(str(e))
+        if early is not None:
+            raise KernelError("breach", "an answer came before the judge asked (%d byte(s) waiting)"
+                              % len(early) if early else "its end of the socket was closed")
+        t0 = time.perf_counter_ns()
+        if self.is_frozen:
+            os.killpg(self.pid, signal.SIGCONT)
+            self.is_frozen = False
+        try:
+            self.send(msg)
+            r = self.recv()
+        finally:
+            # The window ends when the process is seen stopped, not at its
+            # answer: code of a kernel's can answer first and work on until
+            # the stop (socket_forge_vadd.cl won that race while the judge's
+            # thread was preempted between the answer and the SIGSTOP on a
+            # loaded machine: correct at 2.89x), and all of it is timed.
+            self.freeze()
+            t1 = time.perf_counter_ns()
+        if timed:
+            r["_ns"] = t1 - t0
         return r
 
     def ended(self):
@@ -1519,10 +1609,13 @@ class RemoteSide:
                           % (lm, sess.device.local_mem_size))
         self.layouts = {}
         cache = program_cache_dir(src, checked)
-        seed_program_cache(cache, [prog, sess.build(NOP_SRC, "kevo-nop.cl")])
-        self.proc = KernelProcess(judge.zygote, judge.shared_bytes(), cache)
+        nop = sess.build(NOP_SRC, "kevo-nop.cl")
+        sess.kernel(nop, "kevo_nop")   # its argument code stored in pyopencl's cache, as the kernel's above
+        seed_program_cache(cache, [prog, nop])
+        self.proc = KernelProcess(judge.zygote, judge.shared_bytes(), cache, frozen=checked)
         self.started = False
         self.sealed = False
+        self.new_layout = set()   # shapes whose buffers the kernel process has not been sent
         self.overhead_ns = 0
         self.src, self.name = src, name
 
@@ -1576,11 +1669,15 @@ class RemoteSide:
                 self.proc.call({"op": "init", "source": self.src, "name": self.name,
                                 "function": self.task["function"], "args": self.task["args"]})
                 self.started = True
+                self.proc.freeze()
                 self.calibrate()
-                r = self.proc.call({"op": "seal"})
+                r = self.proc.exchange({"op": "seal"})
+                if r.get("error"):   # before the program's kernel ever ran: the evaluator's failure
+                    raise RuntimeError("a kernel process could not take its system-call policy: %s"
+                                       % str(r.get("text", ""))[:2000])
                 self.sealed = bool(r.get("policy"))
-            self.proc.call({"op": "shape", "si": si, "buffers": lay})
             self.layouts[si] = lay
+            self.new_layout.add(si)
         return self.layouts[si]
 
     def run(self, si, shape, shape_text, inputs, trial_text):
@@ -1593,10 +1690,15 @@ class RemoteSide:
         except KernelProcessDied:
             self._died(trial_text, shape_text)
         except KernelError as e:
+            if not self.checked:
+                raise RuntimeError("the reference's kernel process: %s" % e)
             if e.kind == "memory":
                 raise Verdict("memory_limit", "correctness", "OpenCL: %s (%s, %s)" % (e, trial_text, shape_text))
-            if e.kind == "policy":   # the evaluator's failure, not the kernel's
-                raise RuntimeError("a kernel process could not take its system-call policy: %s" % e)
+            if e.kind != "opencl":
+                # Anything else from a launch is an answer the kernel's code
+                # wrote itself (it can take its process's socket).
+                msg = "the kernel's process broke the judge's protocol: %s (%s, %s)" % (e, trial_text, shape_text)
+                raise Verdict("runtime_error", "correctness", msg, "Runtime error: " + msg)
             if not self.checked:
                 raise RuntimeError("the reference's kernel process: %s" % e)
             if shape.get("kind") == "hidden":
@@ -1612,10 +1714,11 @@ class RemoteSide:
         kernel first runs there (three more first, untimed)."""
         rts = []
         for k in range(CALIBRATION_LAUNCHES + 3):
-            t0 = time.perf_counter_ns()
-            self.proc.call({"op": "nop"})
+            r = self.proc.exchange({"op": "nop"}, timed=True)
+            if r.get("error"):
+                raise RuntimeError("a kernel process's calibration failed: %s" % str(r.get("text", ""))[:2000])
             if k >= 3:
-                rts.append(time.perf_counter_ns() - t0)
+                rts.append(r["_ns"])
         self.overhead_ns = int(np.median(rts))
 
     def _run(self, si, shape, shape_text, inputs, trial_text, gsize, lsize):
@@ -1636,14 +1739,22 @@ class RemoteSide:
                 np.frombuffer(mm, dtype=bits, count=nbytes // np.dtype(bits).itemsize,
                               offset=off + GUARD_BYTES).fill(self.poison[b["dtype"]])
         scalars = {a["name"]: shape["args"][a["name"]]["value"] for a in self.task["args"] if a["role"] == "scalar"}
-        self.proc.call({"op": "load", "si": si, "scalars": scalars})
-        launch = {"op": "launch", "global": list(gsize), "local": list(lsize) if lsize else None}
-        t0 = time.perf_counter_ns()
-        self.proc.send(launch)
-        r = self.proc.recv()
+        launch = {"op": "launch", "si": si, "buffers": lay if si in self.new_layout else None,
+                  "scalars": scalars, "global": list(gsize), "local": list(lsize) if lsize else None}
+        self.new_layout.discard(si)
+        # The kernel process runs only inside this exchange: thawed, the
+        # message, its answer, frozen again (and seen to be stopped) before
+        # anything is read. Code of a kernel's can take its process's socket
+        # and answer for it (the red team of 2026-12-06: a kernel that
+        # answered every timed launch at once and computed while it was
+        # asked to set its arguments, untimed, was correct at 3,454-7,284x);
+        # frozen between exchanges, with one message per call, it has no
+        # time outside the window, and what it leaves undone when it
+        # answers stays undone.
+        r = self.proc.exchange(launch, timed=True)
         # The launch by the judge's clock, less the calibrated fixed cost
         # (at least 1 us).
-        wall = max(time.perf_counter_ns() - t0 - self.overhead_ns, 1000)
+        wall = max(r["_ns"] - self.overhead_ns, 1000)
         if r.get("error"):
             raise KernelError(str(r["error"]), str(r.get("text", ""))[:2000])
         if self.checked:
