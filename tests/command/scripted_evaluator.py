@@ -134,6 +134,10 @@ PROFILES  a timed judge request with "profile": true that is judged correct
 KEVO_TEST_PROBE_READ=P1:P2:...  every log line has "readable": {path: whether
   this process could open and read it}.
 
+KEVO_TEST_PROBE_SIGNAL=PID  every log line has "signalled": the outcome of
+  sending SIGURG to PID ("sent", or the error's name: "EPERM" where the
+  process may not signal it).
+
 LOG  (--log FILE: one JSON line appended per request or compile; run mode
   adds {"event": "run", "program", "calls": [{"shape", "trial", "time",
   "inputs_sha": sha256 of the in/inout buffers, "poison": [first 8 bytes of
@@ -146,11 +150,13 @@ LOG  (--log FILE: one JSON line appended per request or compile; run mode
 """
 import argparse
 import array
+import errno
 import hashlib
 import json
 import math
 import os
 import re
+import signal
 import stat
 import sys
 import time
@@ -257,6 +263,12 @@ def write_log(path, event, behaviours, **extra):
     entry.update(extra)
     if os.environ.get("KEVO_TEST_PROBE_READ"):
         entry["readable"] = {p: can_read(p) for p in os.environ["KEVO_TEST_PROBE_READ"].split(":")}
+    if os.environ.get("KEVO_TEST_PROBE_SIGNAL"):
+        try:
+            os.kill(int(os.environ["KEVO_TEST_PROBE_SIGNAL"]), signal.SIGURG)
+            entry["signalled"] = "sent"
+        except OSError as e:
+            entry["signalled"] = errno.errorcode.get(e.errno, str(e.errno))
     line = (json.dumps(entry) + "\n").encode()
     # One write on an O_APPEND descriptor: concurrent evaluators don't interleave.
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

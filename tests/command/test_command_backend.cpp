@@ -8,17 +8,20 @@
 #include "kevo/core/task.hpp"
 #include "kevo/sandbox/isolation.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -202,6 +205,52 @@ TEST_F(Fixture, AConfinedEvaluatorReadsNoFileOfTheUsersNorTheTasks) {
       EXPECT_FALSE(r.at(engine_environ).get<bool>());
     }
   }
+}
+
+namespace {
+std::atomic<int> g_urgent_signals{0};
+void count_urgent_signal(int) { g_urgent_signals.fetch_add(1); }
+}  // namespace
+
+TEST_F(Fixture, AConfinedEvaluatorCannotSignalTheEngine) {
+  // The attack: an evaluator (or a candidate's code that took over one, as
+  // an OpenCL kernel's wild pointers could) signals the engine: SIGURG
+  // here, counted; a SIGSTOP or SIGKILL would stop or end the run.
+  // Unconfined it arrives; confined, Landlock's signal scope refuses it
+  // (Linux 6.12+, Landlock ABI 6).
+  struct sigaction on{}, before{};
+  on.sa_handler = count_urgent_signal;
+  sigemptyset(&on.sa_mask);
+  ASSERT_EQ(::sigaction(SIGURG, &on, &before), 0);
+  const int abi = sandbox::landlock_abi();
+  for (const bool confined : {false, true}) {
+    SCOPED_TRACE(confined ? "confined" : "unconfined");
+    if (confined && abi < 6) {
+      std::cout << "[ skipped ] confined: Landlock ABI " << abi << " has no signal scope\n";
+      continue;
+    }
+    fs::remove(log());
+    auto cfg = base_config("honest", log(), true);
+    cfg["env"] = {{"KEVO_TEST_PROBE_SIGNAL", std::to_string(::getpid())}};
+    if (confined) cfg["confine"] = {{"write", {tmp.path.string()}}};
+    const int seen = g_urgent_signals.load();
+    auto b = make(cfg);
+    b->prepare(*task());
+    const Verdict v = judge(*b, "KEVO_TEST_CORRECT\n");
+    EXPECT_EQ(v.status, Status::correct) << v.message;
+    const auto lines = log_lines(log(), "request");
+    ASSERT_FALSE(lines.empty());
+    const std::string outcome = lines.back().at("signalled").get<std::string>();
+    if (confined) {
+      EXPECT_EQ(outcome, "EPERM");
+      EXPECT_EQ(g_urgent_signals.load(), seen) << "a confined evaluator's signal reached the engine";
+    } else {
+      EXPECT_EQ(outcome, "sent");
+      for (int k = 0; k < 200 && g_urgent_signals.load() == seen; ++k) ::usleep(10000);
+      EXPECT_GT(g_urgent_signals.load(), seen) << "the control: an unconfined evaluator's signal arrives";
+    }
+  }
+  ::sigaction(SIGURG, &before, nullptr);
 }
 
 TEST(CommandTask, SignatureIsRequiredAndChecked) {

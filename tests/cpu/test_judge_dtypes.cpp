@@ -154,6 +154,32 @@ TEST(JudgePoison, DrawnPerJudgementAndNeverACanonicalNan) {
   sp.set_poison(before);
 }
 
+TEST(JudgePoison, KeyedPoisonIsNewWithEveryKeyAndFixedByKeyAndSeed) {
+  // One getrandom per judgement: the poison comes from the input key. A new
+  // key gives a new poison (whatever the seed), the same key and seed the
+  // same one, and another seed under the same key another one.
+  std::set<std::uint32_t> by_key;
+  std::set<std::uint64_t> f64;
+  for (int i = 0; i < 64; ++i) {
+    const InputKey k = InputKey::draw();
+    const Poison p = keyed_poison(k, 1);
+    by_key.insert(p.f32);
+    f64.insert(p.f64);
+    const Poison again = keyed_poison(k, 1);
+    ASSERT_EQ(again.f32, p.f32);
+    ASSERT_EQ(again.f64, p.f64);
+    ASSERT_EQ(again.i32, p.i32);
+    ASSERT_EQ(again.bf16, p.bf16);
+    float as_float = 0;
+    std::memcpy(&as_float, &p.f32, sizeof as_float);
+    ASSERT_TRUE(std::isnan(as_float));
+  }
+  EXPECT_GT(by_key.size(), 60u);
+  EXPECT_GT(f64.size(), 60u);
+  const InputKey k = InputKey::draw();
+  EXPECT_NE(keyed_poison(k, 1).f64, keyed_poison(k, 2).f64);
+}
+
 TEST(JudgeBfloat16, TheProtocolJudgesBfloat16Outputs) {
   const TempTask tt;
   const Task& t = tt.task();

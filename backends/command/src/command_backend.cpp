@@ -589,8 +589,8 @@ nlohmann::json CommandBackend::kevo_calls(Job& j, bool timing) {
   if (j.calls.empty()) {
     // Every shape in every trial, then every stress distribution on every
     // shape, as the native judge does; inputs fresh per call.
-    j.poison = jd::Poison::draw(j.seed ^ fnv1a64(random_hex(8)));
     j.input_key = jd::InputKey::draw();   // the seed alone does not give the inputs
+    j.poison = jd::keyed_poison(j.input_key, j.seed);
     std::vector<std::pair<std::size_t, jd::Case>> cases;
     std::size_t counts[3] = {0, 0, 0};
     for (const auto& rs : j.shapes) {

@@ -531,6 +531,11 @@ kevo::sandbox::SpawnCommand profile_command(const native::JudgeRequest& req, con
     std::error_code ec;
     const fs::path ncu = fs::canonical(x.profiler, ec);
     if (!ec) c.read_dirs.push_back(ncu.parent_path().string());
+    // Files only, as when the child was last seen to profile (on an H100,
+    // before Landlock's scopes were used): whether ncu's frontend and its
+    // injected library signal, or connect to, anything outside the domain
+    // is not yet known, so the scopes wait for a GPU run.
+    c.scoped = false;
   }
   // ncu's temporary files and lock, and what it and its injected library
   // make under a home folder (the worker's environment names none): in the

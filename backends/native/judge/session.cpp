@@ -6,7 +6,6 @@
 
 #include "kevo/sandbox/seccomp.hpp"
 
-#include <sys/random.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -16,17 +15,6 @@
 extern char** environ;
 
 namespace kevo::native::judge {
-
-namespace {
-
-std::uint64_t fresh_entropy(const std::string& nonce) {
-  std::uint64_t e = 0;
-  if (::getrandom(&e, sizeof e, 0) != static_cast<ssize_t>(sizeof e)) e = 0;
-  for (char c : nonce) e = (e ^ static_cast<unsigned char>(c)) * 0x100000001B3ULL;
-  return e;
-}
-
-}  // namespace
 
 Options options_of(const JudgeRequest& req, std::chrono::steady_clock::time_point started) {
   Options o;
@@ -82,10 +70,11 @@ std::vector<std::string> current_environment() {
 JudgeResult run_session(const JudgeRequest& req, const Task& task, const SessionParts& parts,
                         std::chrono::steady_clock::time_point started) {
   Space& space = *parts.space;
-  space.set_poison(Poison::draw(fresh_entropy(req.nonce)));
   // The inputs' key: the judgement's own secret, so that neither its inputs
-  // nor its drawn shapes can be rebuilt from its seed (InputKey).
+  // nor its drawn shapes can be rebuilt from its seed (InputKey); the
+  // poison comes from it too.
   space.set_input_key(InputKey::draw());
+  space.set_poison(keyed_poison(space.input_key(), req.seed));
   Options opt = options_of(req, started);
   if (!parts.protocol_timing) opt.timing = false;
   // Fresh shapes for this judgement from the task's shape space.

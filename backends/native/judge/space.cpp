@@ -187,6 +187,10 @@ InputKey InputKey::draw() {
   return k;
 }
 
+Poison keyed_poison(const InputKey& key, std::uint64_t seed) {
+  return Poison::draw(key.stream(seed, 0x706F69736F6EULL));   // "poison"
+}
+
 Poison Poison::draw(std::uint64_t entropy) {
   Rng rng = Rng::derive(entropy, 0x706F69736F6EULL);   // "poison"
   Poison p;

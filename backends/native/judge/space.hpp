@@ -103,6 +103,12 @@ struct InputKey {
   static InputKey draw();   // getrandom
 };
 
+// The judgement's poison from its input key (one getrandom per judgement:
+// the key's). The payloads are SipHash-2-4 of the seed under the key, which
+// the candidate sees; a PRF's outputs say nothing of its key, so the
+// poison tells nothing of the inputs' streams.
+Poison keyed_poison(const InputKey& key, std::uint64_t seed);
+
 // Why an element of an output is bad (ComparePart::why).
 enum class Why : std::int32_t {
   none,

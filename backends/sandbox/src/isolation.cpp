@@ -580,6 +580,8 @@ constexpr std::uint64_t kExecute = 1ULL << 0, kWriteFile = 1ULL << 1, kReadFile 
                         kMakeChar = 1ULL << 6, kMakeDir = 1ULL << 7, kMakeReg = 1ULL << 8, kMakeSock = 1ULL << 9,
                         kMakeFifo = 1ULL << 10, kMakeBlock = 1ULL << 11, kMakeSym = 1ULL << 12, kRefer = 1ULL << 13,
                         kTruncate = 1ULL << 14;
+// LANDLOCK_SCOPE_*: what a domain's processes may not reach outside it.
+constexpr std::uint64_t kScopeAbstractUnixSocket = 1ULL << 0, kScopeSignal = 1ULL << 1;
 struct PathBeneath {
   std::uint64_t allowed_access;
   std::int32_t parent_fd;
@@ -588,11 +590,16 @@ struct PathBeneath {
 }  // namespace
 
 int make_write_ruleset(const std::vector<std::string>& dirs, std::string& why) {
-  return make_ruleset(dirs, {}, why);
+  return make_ruleset(dirs, {}, why, false);
+}
+
+int landlock_abi() {
+  const long abi = ::syscall(kLandlockCreateRuleset, nullptr, 0, 1u /* LANDLOCK_CREATE_RULESET_VERSION */);
+  return abi > 0 ? static_cast<int>(abi) : 0;
 }
 
 int make_ruleset(const std::vector<std::string>& write_dirs, const std::vector<std::string>& read_dirs,
-                 std::string& why) {
+                 std::string& why, bool scoped) {
   const long abi = ::syscall(kLandlockCreateRuleset, nullptr, 0, 1u /* LANDLOCK_CREATE_RULESET_VERSION */);
   if (abi < 1) {
     why = std::string("Landlock is not available: ") + errno_text(errno);
@@ -603,8 +610,13 @@ int make_ruleset(const std::vector<std::string>& write_dirs, const std::vector<s
                           kMakeFifo | kMakeBlock | kMakeSym;
   if (abi >= 2) handled |= kRefer;
   if (abi >= 3) handled |= kTruncate;
-  const std::uint64_t attr = handled;   // struct landlock_ruleset_attr's first field is enough
-  const int fd = static_cast<int>(::syscall(kLandlockCreateRuleset, &attr, sizeof attr, 0u));
+  // struct landlock_ruleset_attr: handled_access_fs, handled_access_net
+  // (ABI 4; none handled: the network is left to the seccomp policies and
+  // namespaces), scoped (ABI 6). An older kernel takes the first field alone.
+  const std::uint64_t attr[3] = {handled, 0, kScopeAbstractUnixSocket | kScopeSignal};
+  const bool with_scopes = scoped && abi >= 6;
+  const int fd = static_cast<int>(
+      ::syscall(kLandlockCreateRuleset, attr, with_scopes ? sizeof attr : sizeof attr[0], 0u));
   if (fd < 0) {
     why = std::string("landlock_create_ruleset: ") + errno_text(errno);
     return -1;

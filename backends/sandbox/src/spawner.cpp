@@ -285,7 +285,7 @@ Spawner::Spawner(std::vector<SpawnCommand> commands) : state_(std::make_unique<S
     }
     if (c.confined) {
       std::string why;
-      rulesets.emplace_back(make_ruleset(c.write_dirs, c.read_dirs, why));
+      rulesets.emplace_back(make_ruleset(c.write_dirs, c.read_dirs, why, c.scoped));
       if (!rulesets.back().valid()) throw Failure("spawner: command " + std::to_string(i) + " cannot be confined: " + why);
       s.plans[i].ruleset = rulesets.back().get();
     }

@@ -94,13 +94,23 @@ void drop_capabilities(IsolationReport& report);
 // create, write, remove, rename or truncate files only beneath `dirs`
 // (reading stays free). Returns its descriptor (close-on-exec), or -1 with
 // the reason in `why` when the kernel has no Landlock. Built in the parent:
-// a child only has to call restrict_to(fd).
+// a child only has to call restrict_to(fd). Files only, no scopes (its
+// callers, the CUDA host and the sanitizer's child, have not yet run with
+// Landlock's scopes on a GPU: a driver or tool that signals its frontend
+// would break).
 int make_write_ruleset(const std::vector<std::string>& dirs, std::string& why);
 // The same, reading confined too: the caller may also read (and execute)
 // only beneath `read_dirs` (files or folders), and beneath `write_dirs`.
 // An empty `read_dirs` leaves reading free (make_write_ruleset).
+// Where the kernel's Landlock has scopes (ABI 6, Linux 6.12+) and `scoped`
+// holds, the caller may also not signal a process outside its Landlock
+// domain (the engine, a worker, another candidate's process) nor connect
+// to an abstract Unix socket made outside it; older kernels confine files
+// only (landlock_abi() says which).
 int make_ruleset(const std::vector<std::string>& write_dirs, const std::vector<std::string>& read_dirs,
-                 std::string& why);
+                 std::string& why, bool scoped = true);
+// The kernel's Landlock ABI version (0: no Landlock).
+int landlock_abi();
 // What every confined toolchain may read: the system's trees and the
 // dynamic linker's configuration (read_dirs of make_ruleset).
 std::vector<std::string> system_read_dirs();

@@ -46,6 +46,10 @@ struct SpawnCommand {
   // never runs unconfined.
   bool confined = false;
   std::vector<std::string> write_dirs, read_dirs;
+  // With `confined`: Landlock's scopes too where the kernel has them (no
+  // signal to, and no abstract Unix socket of, a process outside the
+  // command's domain: make_ruleset).
+  bool scoped = true;
   // "NAME=VALUE" entries set (or replaced) in this command's environment
   // only, over the caller's environment at the Spawner's start.
   std::vector<std::string> env;
