@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -213,6 +214,31 @@ void where_time_went(const std::vector<nlohmann::json>& timelines, double from, 
   }
 }
 
+// What one candidate-reference pair of the timed loop cost, step by step
+// (the judge's clock, the workers' phases "loop_*"; warm-up pairs included).
+void print_loop_pairs(const std::function<double(const std::string&)>& phase_sum) {
+  const double pairs = phase_sum("loop_pairs");
+  if (pairs <= 0) return;
+  std::printf("timed loop, per pair (us, %.0f pairs):", pairs);
+  double sum = 0;
+  for (const char* step :
+       {"inputs", "flush", "reference", "prime", "call", "flush_after_call", "check", "check_after_call"}) {
+    const double us = 1e6 * phase_sum(std::string("loop_") + step) / pairs;
+    sum += us;
+    std::printf(" %s %.1f", step, us);
+  }
+  std::printf("; all %.1f\n", sum);
+}
+
+// How widely the timed samples spread (IQR / median, the median over
+// judgements), each side: what decides how soon the timing's stop rule
+// (both medians known to 1%) is met.
+void print_spread(const std::vector<double>& cand, const std::vector<double>& ref) {
+  if (cand.empty()) return;
+  std::printf("timed samples, IQR / median (median over %zu judgements): candidate %.2f%%, reference %.2f%%\n",
+              cand.size(), 100.0 * median(cand), 100.0 * median(ref));
+}
+
 int throughput_bench(const fs::path& dir, int n, int eval_jobs) {
   auto task = std::make_shared<const Task>(load_task(dir));
   auto b = backend(eval_jobs);
@@ -226,6 +252,7 @@ int throughput_bench(const fs::path& dir, int n, int eval_jobs) {
   const auto t0 = Clock::now();
   int submitted = 0, done = 0, correct = 0;
   double slot = 0.0, worker = 0.0, repeats = 0.0;
+  std::vector<double> cand_spread, ref_spread;   // IQR / median of each correct candidate's timed samples
   std::set<std::string> devices;
   while (done < n) {
     // Proposals arrive instantly: keep the backend's queues as full as it wants.
@@ -239,6 +266,10 @@ int throughput_bench(const fs::path& dir, int n, int eval_jobs) {
       slot += r.verdict.slot_seconds;
       worker += r.verdict.worker_seconds;
       repeats += r.verdict.repeats;
+      if (r.verdict.is_correct() && r.verdict.cand_median_ns > 0 && r.verdict.ref_median_ns > 0) {
+        cand_spread.push_back(r.verdict.cand_iqr_ns / r.verdict.cand_median_ns);
+        ref_spread.push_back(r.verdict.ref_iqr_ns / r.verdict.ref_median_ns);
+      }
       if (!r.verdict.device.empty()) devices.insert(r.verdict.device);
       if (!r.verdict.is_correct()) std::printf("  not correct: %s\n", r.verdict.message.c_str());
     }
@@ -258,6 +289,7 @@ int throughput_bench(const fs::path& dir, int n, int eval_jobs) {
                 "budget %.3f s, repeats %d..%d)\n",
                 repeats / correct, repeats > 0 ? 1e3 * slot / repeats : 0.0, cb->options().timing.budget_seconds,
                 cb->options().timing.min_repeats, cb->options().timing.max_repeats);
+  print_spread(cand_spread, ref_spread);
   std::printf("worker environment set by the backend: %s\n", join(cb->options().flavour.worker_env).c_str());
   // The steady state: from the first timing hold to the last, so that the
   // pipeline's fill (the first compiles and contexts, before any timing can
@@ -302,12 +334,16 @@ int throughput_bench(const fs::path& dir, int n, int eval_jobs) {
   // Where an average worker's time went (the CUDA worker's "phases"), and
   // what the process cost outside main().
   const double results = static_cast<double>(std::max<std::uint64_t>(s1.worker_results - s0.worker_results, 1));
+  auto phase_sum = [&](const std::string& phase) {
+    const auto before = s0.worker_phase_seconds.find(phase), after = s1.worker_phase_seconds.find(phase);
+    return (after == s1.worker_phase_seconds.end() ? 0.0 : after->second) -
+           (before == s0.worker_phase_seconds.end() ? 0.0 : before->second);
+  };
   std::printf("per worker (s):");
-  for (const auto& [phase, secs] : s1.worker_phase_seconds) {
-    const auto before = s0.worker_phase_seconds.find(phase);
-    std::printf(" %s %.3f", phase.c_str(),
-                (secs - (before == s0.worker_phase_seconds.end() ? 0.0 : before->second)) / results);
-  }
+  for (const auto& [phase, secs] : s1.worker_phase_seconds)
+    if (phase.rfind("loop_", 0) != 0) std::printf(" %s %.3f", phase.c_str(), phase_sum(phase) / results);
+  std::printf("\n");
+  print_loop_pairs(phase_sum);
   std::printf("; outside main %.3f\n",
               ((s1.worker_wall_seconds - s0.worker_wall_seconds) - (s1.worker_inner_seconds - s0.worker_inner_seconds)) /
                   results);
@@ -514,7 +550,7 @@ int cv_bench(const fs::path& dir, int k) {
   auto task = std::make_shared<const Task>(load_task(dir));
   auto b = backend();
   b->prepare(*task);
-  std::vector<double> t;
+  std::vector<double> t, cand_spread, ref_spread;
   for (int i = 0; i < k; ++i) {
     const Verdict v = b->evaluate(task, task->seed_source, 100 + static_cast<std::uint64_t>(i));
     if (!v.is_correct()) {
@@ -522,6 +558,16 @@ int cv_bench(const fs::path& dir, int k) {
       return 1;
     }
     t.push_back(v.cand_median_ns);
+    cand_spread.push_back(v.cand_iqr_ns / std::max(v.cand_median_ns, 1.0));
+    ref_spread.push_back(v.ref_iqr_ns / std::max(v.ref_median_ns, 1.0));
+  }
+  print_spread(cand_spread, ref_spread);
+  if (auto* cb = dynamic_cast<cpu::CpuBackend*>(b.get())) {
+    const auto st = cb->stats();
+    print_loop_pairs([&](const std::string& phase) -> double {
+      const auto it = st.worker_phase_seconds.find(phase);
+      return it == st.worker_phase_seconds.end() ? 0.0 : it->second;
+    });
   }
   double m = 0, s = 0;
   for (double x : t) m += x;

@@ -12,12 +12,17 @@
 #include "kevo/core/task.hpp"
 #include "kevo/core/verdict.hpp"
 
+#include "kevo/sandbox/isolation.hpp"
+
 #include <cuda_runtime.h>
+#include <signal.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -405,6 +410,58 @@ TEST(CudaTools, TheProfileChildReadsNoHiddenShape) {
       EXPECT_NE(v.profile.find("2417"), std::string::npos) << v.profile;
     }
   }
+}
+
+// The ncu child runs the candidate without the system-call policy. A
+// candidate that, under ncu, sends SIGURG to every process of kevo's above
+// it (the worker that judges it and its spawner; SIGSTOP would stop them)
+// spells in a dummy kernel's grid how many it tried and how many the
+// kernel let through (6000 + 100 x tried + sent). Where the kernel has
+// Landlock's scopes (ABI 6) the confined child's signals all fail, and the
+// engine (this process, hidden by the workers' PID namespace where there is
+// one) counts none; unconfined (the control) they go through.
+std::atomic<int> engine_sigurg{0};
+
+TEST(CudaTools, TheProfileChildSignalsNothingOutside) {
+  REQUIRE_GPU();
+  if (kevo::sandbox::landlock_abi() < 6)
+    GTEST_SKIP() << "Landlock ABI " << kevo::sandbox::landlock_abi() << ": no scopes on this kernel (Linux 6.12+)";
+  struct sigaction sa {}, old{};
+  sa.sa_handler = [](int) { engine_sigurg.fetch_add(1); };
+  sigemptyset(&sa.sa_mask);
+  ASSERT_EQ(::sigaction(SIGURG, &sa, &old), 0);
+  auto task = std::make_shared<const Task>(load_task(fs::path(KEVO_CUDA_TASKS) / "softmax"));
+  const std::string src = read_text(fs::path(KEVO_CUDA_ADVERSARIAL) / "profile_signals_engine.cu");
+  for (const bool unconfined : {false, true}) {
+    cuda::CudaOptions o = test::gpu_test_options(180, "", 1);
+    o.profile_unconfined = unconfined;
+    auto b = cuda::make_cuda_backend(o);
+    b->prepare(*task);
+    const int before = engine_sigurg.load();
+    const Verdict v = b->evaluate(task, src, 3);
+    const int got = engine_sigurg.load() - before;
+    ASSERT_EQ(v.status, Status::correct) << v.message;
+    std::cout << "[ profile  ] " << (unconfined ? "unconfined" : "confined") << ": the engine got " << got
+              << " SIGURG; " << v.profile << "\n";
+    const std::string mark = "spell() grid (";
+    const auto at = v.profile.find(mark);
+    if (at == std::string::npos) {
+      ADD_FAILURE() << "no profile of the spelling kernel: " << v.profile;
+      continue;
+    }
+    const int spelled = std::atoi(v.profile.c_str() + at + mark.size()) - 6000;
+    const int tried = spelled / 100, sent = spelled % 100;
+    std::cout << "[ profile  ] " << (unconfined ? "unconfined" : "confined") << ": tried " << tried << ", sent "
+              << sent << "\n";
+    EXPECT_GT(tried, 0) << "the candidate did not find itself under ncu: " << v.profile;
+    if (unconfined) {
+      EXPECT_GT(sent, 0) << "the control's signals were refused: " << v.profile;
+    } else {
+      EXPECT_EQ(sent, 0) << "the confined child signalled outside its domain: " << v.profile;
+      EXPECT_EQ(got, 0) << "the confined child signalled the engine";
+    }
+  }
+  ::sigaction(SIGURG, &old, nullptr);
 }
 
 // Library baselines that ship with the tasks as sources (cuBLAS SGEMM,

@@ -193,6 +193,39 @@ TEST(DeviceSpace, InputsAreDeterministicFreshPerTagAndOutputsPoisoned) {
   }
 }
 
+// The timed loop's fill: both argument sets (the candidate's and the
+// reference's) hold what fill_inputs gives one of them, inputs and
+// poisoned outputs alike, over whatever they held before.
+TEST(DeviceSpace, FillingTwoSetsAtOnceGivesEachTheSingleFill) {
+  REQUIRE_GPU();
+  w::Space& dev = cw::device_space();
+  for (const char* name : {"axpy", "gemm_bf16_bias_relu"}) {
+    SCOPED_TRACE(name);
+    const kevo::Task t = task(name);
+    const w::Case c{&t.visible.at(0), w::Case::Kind::visible, 0};
+    w::ArgSet single = dev.make_inputs(t, c, 5, "stale"), a = dev.make_inputs(t, c, 5, "stale-a"),
+              b = dev.make_inputs(t, c, 5, "stale-b");
+    dev.fill_inputs(t, c, single, 9, "timing3");
+    cw::fill_inputs_twice(t, c, a, b, 9, "timing3");
+    for (std::size_t k = 0; k < t.args.size(); ++k) {
+      if (!t.args[k].is_buffer() || a.n[k] == 0) continue;
+      SCOPED_TRACE(t.args[k].name);
+      EXPECT_EQ(dev.first_difference(single.buf[k], a.buf[k]), a.buf[k].bytes());
+      EXPECT_EQ(dev.first_difference(single.buf[k], b.buf[k]), b.buf[k].bytes());
+      if (!t.args[k].is_input()) {
+        EXPECT_TRUE(std::isnan(dev.element(t.args[k].dtype, b.buf[k], 0)));
+      }
+    }
+    const w::ArgSet other = dev.make_inputs(t, c, 9, "timing4");
+    bool differs = false;
+    for (std::size_t k = 0; k < t.args.size(); ++k) {
+      if (t.args[k].is_input() && a.n[k] > 16)
+        differs = differs || dev.first_difference(a.buf[k], other.buf[k]) < a.buf[k].bytes();
+    }
+    EXPECT_TRUE(differs) << "another tag gives other inputs";
+  }
+}
+
 TEST(DeviceSpace, InputCheckFindsTheFirstChangedByte) {
   REQUIRE_GPU();
   w::Space& dev = cw::device_space();

@@ -133,8 +133,25 @@ std::string speedup_message(const Verdict& v) {
 
 }  // namespace
 
+void TimingLoopCost::add_to(nlohmann::json& phases) const {
+  for (const auto& [name, seconds] :
+       {std::pair{"loop_inputs", inputs}, std::pair{"loop_flush", flush},
+        std::pair{"loop_flush_after_call", flush_after_call}, std::pair{"loop_reference", reference},
+        std::pair{"loop_prime", prime}, std::pair{"loop_call", call}, std::pair{"loop_check", check},
+        std::pair{"loop_check_after_call", check_after_call}})
+    phases[name] = phases.value(name, 0.0) + seconds;
+  phases["loop_pairs"] = phases.value("loop_pairs", 0.0) + static_cast<double>(pairs);
+}
+
 nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint64_t seed, const GpuTiming& g,
-                              L2Flush& flush, w::Endpoint& cand, double cand_null_ns, Entry ref, Verdict& v) {
+                              L2Flush& flush, w::Endpoint& cand, double cand_null_ns, Entry ref, Verdict& v,
+                              TimingLoopCost& cost) {
+  // Seconds since `t` into `into`, and `t` moved on.
+  auto spent = [](Clock::time_point& t, double& into) {
+    const auto now = Clock::now();
+    into += std::chrono::duration<double>(now - t).count();
+    t = now;
+  };
   nlohmann::json shapes = nlohmann::json::array();
   std::size_t visible = task.visible.size();
   const double budget = opt.timing_options.budget_seconds / static_cast<double>(std::max<std::size_t>(visible, 1));
@@ -159,23 +176,27 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     w::Space& space = device_space();
     std::optional<SharedSlot> preparing;
     if (g.phase_holds) preparing.emplace();
-    w::ArgSet fresh = space.make_inputs(task, c, seed, "timing");
     w::ArgSet& dc = cand.arguments(task, c);
-    w::ArgSet dr = space.clone_for_call(task, fresh, true);
+    w::ArgSet dr = space.make_inputs(task, c, seed, "timing");
     int calls = 0;
     preparing.reset();
     // From here to the end of the timed calls no other kevo work runs on
     // this GPU (every worker on the host honours the slot). Allocations were
     // made before it: the repeats reuse these buffers.
     exclusive.emplace();
-    // New contents for `fresh`, both sides loaded (inputs, poisoned outputs).
+    // New contents for both sides (inputs, poisoned outputs): each value
+    // drawn once and stored into both, with no staging set and no copies
+    // of it (a third of the memory traffic it took).
     auto next_inputs = [&] {
-      space.fill_inputs(task, c, fresh, seed, "timing" + std::to_string(calls++));
-      space.load(task, dc, fresh);
-      space.load(task, dr, fresh);
+      auto t = Clock::now();
+      fill_inputs_twice(task, c, dc, dr, seed, "timing" + std::to_string(calls++));
+      spent(t, cost.inputs);
     };
-    auto check_repeat = [&](const char* when) -> std::string {
+    auto check_repeat = [&](const char* when, bool after_call) -> std::string {
+      auto t = Clock::now();
       const std::string bad = w::first_mismatch(task, c, dr, dc, space);
+      spent(t, after_call ? cost.check_after_call : cost.check);
+      ++cost.pairs;
       if (bad.empty()) return {};
       return "the output of " + std::string(when) + " " + std::to_string(calls) + " on shape " + c.label() +
              " is wrong (" + bad + "): results reused across calls, or work skipped while timed";
@@ -183,12 +204,17 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     std::vector<double> tc, tr, raw_c;
     std::string failed;   // a candidate call that failed (its process's end explains it)
     auto run_cand = [&]() {
+      auto t = Clock::now();
       flush.run();
-      if (!cand.prime()) {
+      spent(t, cost.flush);
+      const bool primed = cand.prime();
+      spent(t, cost.prime);
+      if (!primed) {
         failed = "died";
         return;
       }
       const w::CallResult r = cand.call(dc, false);
+      spent(t, cost.call);
       if (r.kind != w::CallResult::Kind::ok) {
         failed = r.kind == w::CallResult::Kind::died ? "died" : r.message;
         return;
@@ -196,9 +222,12 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       raw_c.push_back(r.ns);
       tc.push_back(std::max(r.ns - cand_null_ns, 1.0));
     };
-    auto run_ref = [&]() {
+    auto run_ref = [&](bool after_call) {
+      auto t = Clock::now();
       flush.run();
+      spent(t, after_call ? cost.flush_after_call : cost.flush);
       tr.push_back(time_reference(ref, dr, ref_null_ns));
+      spent(t, cost.reference);
     };
     auto fail_call = [&](const char* when) {
       v.stage = Stage::timing;
@@ -217,8 +246,8 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       next_inputs();
       run_cand();
       if (!failed.empty()) break;
-      run_ref();
-      wrong = check_repeat("warm-up call");
+      run_ref(true);
+      wrong = check_repeat("warm-up call", false);
     }
     if (!failed.empty()) {
       fail_call("a warm-up call");
@@ -234,14 +263,14 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       if (!wrong.empty()) break;
       next_inputs();
       if (rep % 2 == 0) {
-        run_ref();
+        run_ref(false);
         run_cand();
       } else {
         run_cand();
-        if (failed.empty()) run_ref();
+        if (failed.empty()) run_ref(true);
       }
       if (!failed.empty()) break;
-      wrong = check_repeat("timed call");
+      wrong = check_repeat("timed call", rep % 2 == 0);
       const auto now = Clock::now();
       const double spent = std::chrono::duration<double>(now - t_start).count();
       const auto reps = static_cast<std::size_t>(rep + 1);
@@ -322,12 +351,10 @@ bool reference_alone(const Task& task, const w::Options& opt, std::uint64_t seed
     w::Space& space = device_space();
     // Inside the caller's exclusive hold (the pool's reservation covers
     // these buffers).
-    w::ArgSet fresh = space.make_inputs(task, c, seed, "alone");
-    w::ArgSet dr = space.clone_for_call(task, fresh, true);
+    w::ArgSet dr = space.make_inputs(task, c, seed, "alone");
     std::vector<double> tr;
     for (int k = 0; k < repeats; ++k) {
-      space.fill_inputs(task, c, fresh, seed, "alone" + std::to_string(k));
-      space.load(task, dr, fresh);
+      space.fill_inputs(task, c, dr, seed, "alone" + std::to_string(k));
       flush.run();
       tr.push_back(time_reference(ref, dr, ref_null_ns));
     }

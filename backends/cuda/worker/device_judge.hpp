@@ -61,6 +61,20 @@ class L2Flush {
   L2Flush& operator=(const L2Flush&) = delete;
 };
 
+// Where the timed loop's wall time went, summed over its candidate and
+// reference pairs (the judge's clock): the fresh inputs of both sides, the
+// two L2 flushes, the reference's call, the host's prime, the candidate's
+// round trip, the check of the timed outputs; the judge's first step after
+// the candidate's call (a flush or the check) apart, since the GPU switches
+// back from the host's context there. For the backend's statistics (the
+// worker's phases "loop_*"), so that a benchmark can say what a pair costs.
+struct TimingLoopCost {
+  double inputs = 0, flush = 0, flush_after_call = 0, reference = 0, prime = 0, call = 0, check = 0,
+         check_after_call = 0;
+  std::int64_t pairs = 0;
+  void add_to(nlohmann::json& phases) const;
+};
+
 // Times candidate and reference on every visible shape (fresh inputs from
 // `seed` for every call) and fills the timing fields of `v`; a CUDA error,
 // a wrong timed output or a time under the roofline floor settles `v`.
@@ -76,7 +90,8 @@ class L2Flush {
 // Each shape's exclusive hold is released after its timed calls.
 // Returns the per-shape timings.
 nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint64_t seed, const GpuTiming& g,
-                              L2Flush& flush, w::Endpoint& cand, double cand_null_ns, Entry ref, Verdict& v);
+                              L2Flush& flush, w::Endpoint& cand, double cand_null_ns, Entry ref, Verdict& v,
+                              TimingLoopCost& cost);
 
 // After the candidate's process has ended (inside the caller's exclusive
 // hold): the reference timed alone on every visible shape (inputs from

@@ -157,7 +157,9 @@ struct GenParams {
   uint64_t key;
 };
 
-__global__ void generate(void* base, int64_t n, GenParams p) {
+// Into `base` and, where given, the same values into `twin` (both sides of
+// a timed call: one draw, two stores).
+__global__ void generate(void* base, void* twin, int64_t n, GenParams p) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
     const uint64_t h = mix(p.key, 2 * static_cast<uint64_t>(i));
@@ -181,19 +183,26 @@ __global__ void generate(void* base, int64_t n, GenParams p) {
       default: break;   // constant
     }
     save(p.dt, base, i, v);
+    if (twin) save(p.dt, twin, i, v);
   }
 }
 
-__global__ void fill_poison(int dt, void* base, int64_t n, DevPoison P) {
+__device__ inline void put_poison(int dt, void* base, int64_t i, const DevPoison& P) {
+  switch (dt) {
+    case kF32: static_cast<unsigned*>(base)[i] = P.f32; break;
+    case kF64: static_cast<unsigned long long*>(base)[i] = P.f64; break;
+    case kI32: static_cast<int*>(base)[i] = P.i32; break;
+    case kI64: static_cast<long long*>(base)[i] = P.i64; break;
+    default: static_cast<unsigned short*>(base)[i] = P.bf16; break;
+  }
+}
+
+// `base` and, where given, `twin` poisoned.
+__global__ void fill_poison(int dt, void* base, void* twin, int64_t n, DevPoison P) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
-    switch (dt) {
-      case kF32: static_cast<unsigned*>(base)[i] = P.f32; break;
-      case kF64: static_cast<unsigned long long*>(base)[i] = P.f64; break;
-      case kI32: static_cast<int*>(base)[i] = P.i32; break;
-      case kI64: static_cast<long long*>(base)[i] = P.i64; break;
-      default: static_cast<unsigned short*>(base)[i] = P.bf16; break;
-    }
+    put_poison(dt, base, i, P);
+    if (twin) put_poison(dt, twin, i, P);
   }
 }
 
@@ -252,9 +261,17 @@ __device__ inline void merge(Part& x, const Part& y) {
 // shared __host__ __device__ helper would make the host build need nvcc);
 // test_device_space checks that both give the same bad and worst elements,
 // reasons and sums on the same buffers.
-__global__ void compare_blocks(int dt, const void* want, const void* got, int64_t n, double atol, double rtol,
-                               int against_reference, DevPoison P, Part* out) {
-  __shared__ Part s[kThreads];
+//
+// kCompareThreads per block: the grid is only n / kBlock blocks (256 for 16M
+// elements), too few for a GPU's memory system at 256 threads each (the
+// check of a timed axpy output took about 200 us on an H100); 512 keeps the
+// tree's Parts within the 48 KB of static shared memory.
+constexpr int kCompareThreads = 512;
+
+__global__ void __launch_bounds__(kCompareThreads)
+    compare_blocks(int dt, const void* want, const void* got, int64_t n, double atol, double rtol,
+                   int against_reference, DevPoison P, Part* out) {
+  __shared__ Part s[kCompareThreads];
   const int64_t lo = static_cast<int64_t>(blockIdx.x) * kBlock;
   const int64_t hi = min(n, lo + kBlock);
   Part p{0.0, 0.0, 0.0, 0.0, 0.0, 0, -1, -1, 0};
@@ -294,7 +311,7 @@ __global__ void compare_blocks(int dt, const void* want, const void* got, int64_
   }
   s[threadIdx.x] = p;
   __syncthreads();
-  for (int half = kThreads / 2; half > 0; half /= 2) {
+  for (int half = kCompareThreads / 2; half > 0; half /= 2) {
     if (threadIdx.x < half) merge(s[threadIdx.x], s[threadIdx.x + half]);
     __syncthreads();
   }
@@ -320,14 +337,23 @@ class DeviceSpace final : public w::Space {
 
   void fill_inputs(const Task& task, const w::Case& c, w::ArgSet& a, uint64_t seed, const std::string& tag,
                    const w::DistributionOverride& dist) override {
+    fill_sets(task, c, a, nullptr, seed, tag, dist);
+  }
+
+  // fill_inputs into `a` and, where given, the same contents into `twin`
+  // (allocated for the same case): each value drawn once.
+  void fill_sets(const Task& task, const w::Case& c, w::ArgSet& a, w::ArgSet* twin, uint64_t seed,
+                 const std::string& tag, const w::DistributionOverride& dist) {
     SharedSlot slot;
     for (std::size_t k = 0; k < task.args.size(); ++k) {
       const Arg& arg = task.args[k];
       if (!arg.is_buffer()) continue;
       const int64_t n = a.n[k];
       if (n == 0) continue;
+      void* second = twin ? twin->buf[k].data() : nullptr;
+      if (twin && twin->n[k] != n) throw std::logic_error("fill_sets: the two argument sets differ in size");
       if (!arg.is_input()) {
-        fill_poison<<<grid_for(n), kThreads>>>(code(arg.dtype), a.buf[k].data(), n, dev_poison(poison()));
+        fill_poison<<<grid_for(n), kThreads>>>(code(arg.dtype), a.buf[k].data(), second, n, dev_poison(poison()));
         continue;
       }
       const Distribution* over = dist ? dist(arg) : nullptr;
@@ -336,7 +362,7 @@ class DeviceSpace final : public w::Space {
       // alone does not give the inputs.
       const uint64_t key = input_key().stream(seed, w::input_stream(c, tag, arg));
       GenParams p{code(arg.dtype), static_cast<int>(d.kind), d.a, d.b, key};
-      generate<<<grid_for(n), kThreads>>>(a.buf[k].data(), n, p);
+      generate<<<grid_for(n), kThreads>>>(a.buf[k].data(), second, n, p);
     }
     finish("input generation");
   }
@@ -404,7 +430,7 @@ class DeviceSpace final : public w::Space {
     std::vector<Part> host(blocks);
     {
       SharedSlot slot;
-      compare_blocks<<<static_cast<unsigned>(blocks), kThreads>>>(code(t), want.data(), got.data(), n, tol.atol,
+      compare_blocks<<<static_cast<unsigned>(blocks), kCompareThreads>>>(code(t), want.data(), got.data(), n, tol.atol,
                                                                   tol.rtol, against_reference ? 1 : 0,
                                                                   dev_poison(poison()), static_cast<Part*>(out.data()));
       finish("comparison");
@@ -433,7 +459,7 @@ class DeviceSpace final : public w::Space {
       if (!orig.buf[k].data()) continue;
       if (poison_outputs && task.args[k].role == Role::out) {
         if (a.n[k] > 0)
-          fill_poison<<<grid_for(a.n[k]), kThreads>>>(code(task.args[k].dtype), a.buf[k].data(), a.n[k],
+          fill_poison<<<grid_for(a.n[k]), kThreads>>>(code(task.args[k].dtype), a.buf[k].data(), nullptr, a.n[k],
                                                        dev_poison(poison()));
       } else {
         check(cudaMemcpyAsync(a.buf[k].data(), orig.buf[k].data(), orig.buf[k].bytes(), cudaMemcpyDeviceToDevice),
@@ -507,9 +533,18 @@ std::string prime_round_trip() {
   return {};
 }
 
-w::Space& device_space() {
+namespace {
+DeviceSpace& the_device_space() {
   static DeviceSpace space;
   return space;
+}
+}  // namespace
+
+w::Space& device_space() { return the_device_space(); }
+
+void fill_inputs_twice(const Task& task, const w::Case& c, w::ArgSet& a, w::ArgSet& b, uint64_t seed,
+                       const std::string& tag) {
+  the_device_space().fill_sets(task, c, a, &b, seed, tag, {});
 }
 
 void load_device_space_kernels() {

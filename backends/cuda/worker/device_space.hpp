@@ -9,6 +9,7 @@
 
 #include "space.hpp"
 
+#include <cstdint>
 #include <string>
 
 namespace kevo::cuda::worker {
@@ -20,6 +21,11 @@ using Entry = void (*)(void* const*);
 // inside the GPU's shared slot, like correctness calls: never during a
 // timing.
 w::Space& device_space();
+// The space's fill_inputs into `a` and the same contents into `b` (two
+// argument sets of case `c`: the candidate's and the reference's of a
+// timed call), each value drawn once and stored twice.
+void fill_inputs_twice(const Task& task, const w::Case& c, w::ArgSet& a, w::ArgSet& b, std::uint64_t seed,
+                       const std::string& tag);
 // Loads the device space's kernels (lazy loading would load them at their
 // first launch, inside the GPU's slot). Call once the context exists,
 // before taking the slot; throws std::runtime_error on a CUDA error.

@@ -531,11 +531,9 @@ kevo::sandbox::SpawnCommand profile_command(const native::JudgeRequest& req, con
     std::error_code ec;
     const fs::path ncu = fs::canonical(x.profiler, ec);
     if (!ec) c.read_dirs.push_back(ncu.parent_path().string());
-    // Files only, as when the child was last seen to profile (on an H100,
-    // before Landlock's scopes were used): whether ncu's frontend and its
-    // injected library signal, or connect to, anything outside the domain
-    // is not yet known, so the scopes wait for a GPU run.
-    c.scoped = false;
+    // Scoped too (the default: ABI 6, Linux 6.12+): no signal to, and no
+    // abstract socket of, a process outside the domain
+    // (CudaTools.TheProfileChildSignalsNothingOutside).
   }
   // ncu's temporary files and lock, and what it and its injected library
   // make under a home folder (the worker's environment names none): in the
@@ -778,6 +776,7 @@ int main(int argc, char** argv) {
     if (gpu_timing) flush.emplace(x.gt);
     std::optional<cw::ExportedArena> arena;
     nlohmann::json shape_timings;
+    cw::TimingLoopCost loop_cost;   // where the timed loops' time went (the phases "loop_*")
     bool timed = false;
 
     w::SessionParts parts;
@@ -835,7 +834,7 @@ int main(int argc, char** argv) {
       protocol_hold.reset();
       const double cand_null_ns = w::quantile(null_ns, 0.5);
       try {
-        shape_timings = cw::time_on_device(task, opt, opt.seed, x.gt, *flush, cand, cand_null_ns, ref, v);
+        shape_timings = cw::time_on_device(task, opt, opt.seed, x.gt, *flush, cand, cand_null_ns, ref, v, loop_cost);
         if (v.status == kevo::Status::pending && v.speedup > x.reverify_speedup) {
           // Too good to take on trust: judge again on inputs from another
           // seed (the visible and drawn shapes: the hidden ones follow this
@@ -852,7 +851,7 @@ int main(int argc, char** argv) {
             v = second.verdict;
             v.message = "re-verification of a " + std::to_string(first) + "x speedup failed: " + v.message;
           } else {
-            shape_timings = cw::time_on_device(task, again, again.seed, x.gt, *flush, cand, cand_null_ns, ref, v);
+            shape_timings = cw::time_on_device(task, again, again.seed, x.gt, *flush, cand, cand_null_ns, ref, v, loop_cost);
             timed_seed = again.seed;
             if (v.status == kevo::Status::pending)
               flagged = "; flagged: speedup above " + std::to_string(x.reverify_speedup) +
@@ -915,6 +914,7 @@ int main(int argc, char** argv) {
     phases["slot_shared_wait"] = cw::gpu_slot().shared_wait_seconds();
     phases["slot_exclusive_wait"] = cw::gpu_slot().exclusive_wait_seconds();
     phases["slot_exclusive"] = got.slot_seconds;
+    loop_cost.add_to(phases);
     nlohmann::json& fl = result.flavour;
     // MiB the pool grew past its reservation (0 when the reservation
     // covered the protocol, as it should: no driver call inside the slot).

@@ -589,8 +589,8 @@ struct PathBeneath {
 
 }  // namespace
 
-int make_write_ruleset(const std::vector<std::string>& dirs, std::string& why) {
-  return make_ruleset(dirs, {}, why, false);
+int make_write_ruleset(const std::vector<std::string>& dirs, std::string& why, bool scoped) {
+  return make_ruleset(dirs, {}, why, scoped);
 }
 
 int landlock_abi() {

@@ -94,11 +94,11 @@ void drop_capabilities(IsolationReport& report);
 // create, write, remove, rename or truncate files only beneath `dirs`
 // (reading stays free). Returns its descriptor (close-on-exec), or -1 with
 // the reason in `why` when the kernel has no Landlock. Built in the parent:
-// a child only has to call restrict_to(fd). Files only, no scopes (its
-// callers, the CUDA host and the sanitizer's child, have not yet run with
-// Landlock's scopes on a GPU: a driver or tool that signals its frontend
-// would break).
-int make_write_ruleset(const std::vector<std::string>& dirs, std::string& why);
+// a child only has to call restrict_to(fd). Scoped as make_ruleset says
+// (its callers, the CUDA host and the sanitizer's child, ran with the
+// scopes on a GPU: neither the driver nor the tool signals or connects
+// outside the domain).
+int make_write_ruleset(const std::vector<std::string>& dirs, std::string& why, bool scoped = true);
 // The same, reading confined too: the caller may also read (and execute)
 // only beneath `read_dirs` (files or folders), and beneath `write_dirs`.
 // An empty `read_dirs` leaves reading free (make_write_ruleset).
