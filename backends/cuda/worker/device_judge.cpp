@@ -141,6 +141,7 @@ void TimingLoopCost::add_to(nlohmann::json& phases) const {
         std::pair{"loop_check_after_call", check_after_call}})
     phases[name] = phases.value(name, 0.0) + seconds;
   phases["loop_pairs"] = phases.value("loop_pairs", 0.0) + static_cast<double>(pairs);
+  phases["hold_warmup"] = phases.value("hold_warmup", 0.0) + warmup;
 }
 
 nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint64_t seed, const GpuTiming& g,
@@ -184,6 +185,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     // this GPU (every worker on the host honours the slot). Allocations were
     // made before it: the repeats reuse these buffers.
     exclusive.emplace();
+    const auto held = Clock::now();
     // New contents for both sides (inputs, poisoned outputs): each value
     // drawn once and stored into both, with no staging set and no copies
     // of it (a third of the memory traffic it took).
@@ -257,6 +259,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     tr.clear();
     raw_c.clear();
     const auto t_start = Clock::now();
+    cost.warmup += std::chrono::duration<double>(t_start - held).count();
     double fill_until = -1.0;   // set when the budget's stop condition is first met
     for (int rep = 0; rep < std::max(opt.timing_options.max_repeats, 1); ++rep) {
       // Alternating order: drifts in clock or temperature hit both alike.

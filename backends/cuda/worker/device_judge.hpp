@@ -72,6 +72,7 @@ struct TimingLoopCost {
   double inputs = 0, flush = 0, flush_after_call = 0, reference = 0, prime = 0, call = 0, check = 0,
          check_after_call = 0;
   std::int64_t pairs = 0;
+  double warmup = 0;   // the exclusive hold before the timed pairs (the warm-up pairs included): "hold_warmup"
   void add_to(nlohmann::json& phases) const;
 };
 

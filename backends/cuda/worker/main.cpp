@@ -875,10 +875,21 @@ int main(int argc, char** argv) {
       kevo::Verdict& v = result.verdict;
       try {
         // The candidate's process ends inside an exclusive hold, and the
-        // reference is timed alone where nothing of it is left.
+        // reference is timed alone where nothing of it is left. (Ending it
+        // in a shared hold instead took its 36 ms of context teardown out
+        // of the exclusive hold on an H100, but the end then waited about
+        // 0.2 s for the shared slot behind the queued timers, and a worker's
+        // latency bounds the throughput as much as the slot does:
+        // docs/benchmarks.md#cuda-timed-pair.)
         cw::ExclusiveSlot exclusive;
+        const auto t0 = std::chrono::steady_clock::now();
         end_candidate();
-        if (cw::reference_alone(task, opt, timed_seed, *flush, ref, shape_timings, v)) v.message += flagged;
+        const auto t1 = std::chrono::steady_clock::now();
+        const bool changed = cw::reference_alone(task, opt, timed_seed, *flush, ref, shape_timings, v);
+        // What this hold costs, apart (the backend's statistics).
+        phases["hold_end_candidate"] = std::chrono::duration<double>(t1 - t0).count();
+        phases["hold_reference_alone"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+        if (changed) v.message += flagged;
       } catch (const std::exception& e) {
         v.status = kevo::Status::runtime_error;
         v.stage = kevo::Stage::timing;
