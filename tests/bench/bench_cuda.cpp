@@ -342,11 +342,10 @@ int throughput_bench(const fs::path& dir, int n, int eval_jobs) {
   std::printf("per worker (s):");
   for (const auto& [phase, secs] : s1.worker_phase_seconds)
     if (phase.rfind("loop_", 0) != 0) std::printf(" %s %.3f", phase.c_str(), phase_sum(phase) / results);
-  std::printf("\n");
-  print_loop_pairs(phase_sum);
   std::printf("; outside main %.3f\n",
               ((s1.worker_wall_seconds - s0.worker_wall_seconds) - (s1.worker_inner_seconds - s0.worker_inner_seconds)) /
                   results);
+  print_loop_pairs(phase_sum);
   std::printf("device memory pool grew past its reservation in %llu worker(s), %.1f MiB in all\n",
               static_cast<unsigned long long>(s1.workers_pool_grew - s0.workers_pool_grew),
               s1.pool_growth_mib - s0.pool_growth_mib);
