@@ -31,10 +31,11 @@ void fill_inputs_twice(const Task& task, const w::Case& c, w::ArgSet& a, w::ArgS
 // before taking the slot; throws std::runtime_error on a CUDA error.
 void load_device_space_kernels();
 
-// Grows the device's memory pool, once, to what the protocol holds at its
-// peak on the task's largest shape (the timing's two input sets, candidate
-// and reference arguments, two kept outputs and a reference check: 7 sets
-// of the shape's buffers), and frees it back into the pool. Later
+// Grows the device's memory pool, once, to at least what the protocol
+// holds at its peak on the task's largest shape (7 sets of the shape's
+// buffers: a bound with room to spare since the timing draws both sides'
+// inputs in place, fill_inputs_twice, and keeps no staging set), and frees
+// it back into the pool. Later
 // allocations are carved from that reservoir without asking the driver, so
 // they may run inside the GPU's slot (backend.cuda.slot_hold "phase"): the
 // driver serialises such calls with other workers' context creation, and

@@ -22,6 +22,7 @@ import json
 import math
 import mmap
 import os
+import platform
 import re
 import signal
 import socket
@@ -1081,7 +1082,6 @@ def install_kernel_policy():
     """Puts this process, every thread of it, under the kernel processes' system-call allow-list
     (x86_64 Linux); returns why not, or ""."""
     import ctypes
-    import platform
     if not platform_has_policy():
         return "no system-call policy on %s %s" % (sys.platform, platform.machine())
 
@@ -1110,7 +1110,6 @@ def install_kernel_policy():
 
 
 def platform_has_policy():
-    import platform
     return platform.machine() == "x86_64" and sys.platform.startswith("linux")
 
 
