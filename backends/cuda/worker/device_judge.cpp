@@ -148,7 +148,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
                               L2Flush& flush, w::Endpoint& cand, double cand_null_ns, Entry ref, Verdict& v,
                               TimingLoopCost& cost) {
   // Seconds since `t` into `into`, and `t` moved on.
-  auto spent = [](Clock::time_point& t, double& into) {
+  auto charge = [](Clock::time_point& t, double& into) {
     const auto now = Clock::now();
     into += std::chrono::duration<double>(now - t).count();
     t = now;
@@ -188,16 +188,16 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     const auto held = Clock::now();
     // New contents for both sides (inputs, poisoned outputs): each value
     // drawn once and stored into both, with no staging set and no copies
-    // of it (a third of the memory traffic it took).
+    // of it (less than half the memory traffic it took).
     auto next_inputs = [&] {
       auto t = Clock::now();
       fill_inputs_twice(task, c, dc, dr, seed, "timing" + std::to_string(calls++));
-      spent(t, cost.inputs);
+      charge(t, cost.inputs);
     };
     auto check_repeat = [&](const char* when, bool after_call) -> std::string {
       auto t = Clock::now();
       const std::string bad = w::first_mismatch(task, c, dr, dc, space);
-      spent(t, after_call ? cost.check_after_call : cost.check);
+      charge(t, after_call ? cost.check_after_call : cost.check);
       ++cost.pairs;
       if (bad.empty()) return {};
       return "the output of " + std::string(when) + " " + std::to_string(calls) + " on shape " + c.label() +
@@ -208,15 +208,15 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     auto run_cand = [&]() {
       auto t = Clock::now();
       flush.run();
-      spent(t, cost.flush);
+      charge(t, cost.flush);
       const bool primed = cand.prime();
-      spent(t, cost.prime);
+      charge(t, cost.prime);
       if (!primed) {
         failed = "died";
         return;
       }
       const w::CallResult r = cand.call(dc, false);
-      spent(t, cost.call);
+      charge(t, cost.call);
       if (r.kind != w::CallResult::Kind::ok) {
         failed = r.kind == w::CallResult::Kind::died ? "died" : r.message;
         return;
@@ -227,9 +227,9 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     auto run_ref = [&](bool after_call) {
       auto t = Clock::now();
       flush.run();
-      spent(t, after_call ? cost.flush_after_call : cost.flush);
+      charge(t, after_call ? cost.flush_after_call : cost.flush);
       tr.push_back(time_reference(ref, dr, ref_null_ns));
-      spent(t, cost.reference);
+      charge(t, cost.reference);
     };
     auto fail_call = [&](const char* when) {
       v.stage = Stage::timing;
