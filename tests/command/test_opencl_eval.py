@@ -606,6 +606,52 @@ print(len(set(words.tolist())), same32, same64, int(np.isfinite(f32).all()), int
         self.assertGreater(distinct, 19900)
         self.assertEqual((same32, same64, fin32, fin64), (0, 0, 1, 1))
 
+    def test_the_program_folder_of_a_new_build_is_found_in_the_changed_folders_alone(self):
+        # newest_program_dir finds the PoCL cache folder a build just made or used. A new build made
+        # its folder inside an "XX" folder, whose time changed: only those are scanned. A hit on an
+        # old folder (only its last_accessed touched) takes one scan of everything.
+        code = r"""
+import importlib.util, os, sys, tempfile, time
+base = tempfile.mkdtemp()
+os.environ["POCL_CACHE_DIR"] = base
+spec = importlib.util.spec_from_file_location("ev", sys.argv[1])
+ev = importlib.util.module_from_spec(spec); spec.loader.exec_module(ev)
+old = time.time() - 3600
+for i in range(200):
+    top = os.path.join(base, "%02x" % i)
+    for j in range(5):
+        d = os.path.join(top, "old%d" % j)
+        os.makedirs(d)
+        open(os.path.join(d, "last_accessed"), "w").close()
+        os.utime(os.path.join(d, "last_accessed"), (old, old))
+    os.utime(top, (old, old))
+scanned = []
+real = os.scandir
+def counting(path):
+    scanned.append(os.path.basename(path))
+    return real(path)
+ev.os.scandir = counting
+since = time.time()
+print(ev.newest_program_dir(since), len(scanned) - 1)
+d = os.path.join(base, "7a", "newbuild")
+os.makedirs(d)
+open(os.path.join(d, "last_accessed"), "w").close()
+del scanned[:]
+print(ev.newest_program_dir(since), len(scanned) - 1)
+time.sleep(0.05)
+since = time.time()
+os.utime(os.path.join(base, "c3", "old2", "last_accessed"), None)
+del scanned[:]
+print(ev.newest_program_dir(since), len(scanned) - 1)
+"""
+        p = subprocess.run([PYTHON, "-c", code, EVAL], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=120, env=EVAL_ENV)
+        self.assertEqual(p.returncode, 0, p.stderr.decode(errors="replace")[-3000:])
+        lines = p.stdout.decode().split("\n")
+        self.assertEqual(lines[0], "None 200", lines)        # nothing new: every folder scanned
+        self.assertEqual(lines[1], "7a/newbuild 1", lines)   # a new build: its "XX" folder alone
+        self.assertEqual(lines[2], "c3/old2 200", lines)     # a hit on an old folder: all of them
+
     def test_runtime_error_work_group_size(self):
         v = self.judge_broken("huge_local")
         self.assertEqual(v["status"], "runtime_error", v)

@@ -1519,25 +1519,39 @@ class KernelProcess:
 def newest_program_dir(since):
     """The program folder of PoCL's cache (relative, "XX/HASH") whose last_accessed is the newest
     and not older than `since` (time.time()): the one a build just made or used (PoCL touches it on
-    a hit too); None when there is none."""
+    a hit too); None when there is none. A build that made a new folder changed its "XX" folder's
+    time, so only those are scanned first; a hit on an older folder (no "XX" folder changed, or none
+    of the changed ones holds it) costs one scan of the whole cache."""
     base = pocl_cache_base()
-    best, best_t = None, since - 0.01
     try:
         tops = [e for e in os.scandir(base) if len(e.name) == 2 and e.is_dir()]
     except OSError:
         return None
+    cutoff = since - 0.01
+
+    def newest(dirs):
+        best, best_t = None, cutoff
+        for top in dirs:
+            try:
+                for e in os.scandir(top.path):
+                    try:
+                        t = os.stat(os.path.join(e.path, "last_accessed")).st_mtime
+                    except OSError:
+                        continue
+                    if t >= best_t:
+                        best, best_t = top.name + "/" + e.name, t
+            except OSError:
+                continue
+        return best
+
+    changed = []
     for top in tops:
         try:
-            for e in os.scandir(top.path):
-                try:
-                    t = os.stat(os.path.join(e.path, "last_accessed")).st_mtime
-                except OSError:
-                    continue
-                if t >= best_t:
-                    best, best_t = top.name + "/" + e.name, t
+            if top.stat().st_mtime >= cutoff:
+                changed.append(top)
         except OSError:
             continue
-    return best
+    return (newest(changed) if changed else None) or newest(tops)
 
 
 def seed_program_cache(dst, entries):
