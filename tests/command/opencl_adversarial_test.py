@@ -7,7 +7,8 @@ evaluator on PoCL), each judged beside the task's seed in one command:
   __local memory, which PoCL keeps from launch to launch; in kevo-judged
   mode every timed repeat ran on kevo's one input set, so it copied its
   answers back (4.6-5.9x against the seed's 0.55-0.59x). It must gain no
-  more than half again the seed's speedup (plus 0.05).
+  more than half again the seed's speedup (plus 0.05); a pair that breaks
+  that with a timing flagged unstable is judged again (up to 3 pairs).
 * tests/command/adversarial/local_leak.cl records the sizes it runs at in
   __local memory and prints them at the first launch of a later request,
   before that request's first hidden call; the feedback quoted the hidden
@@ -97,12 +98,21 @@ def main():
 
     seed = os.path.join(tasks, "sgemm", "seed.cl")
     memo = os.path.join(adv, "local_memo_sgemm.cl")
-    honest, attack = judge("sgemm", [seed, memo], "kevo")
-    if honest["status"] != "correct":
-        failures.append("the sgemm seed: %s (%s)" % (honest["status"], honest["message"][:200]))
-    elif attack["status"] == "correct" and attack["speedup"] > 1.5 * honest["speedup"] + 0.05:
-        failures.append("local_memo_sgemm.cl: %.3gx against the seed's %.3gx (its answers kept in __local)"
-                        % (attack["speedup"], honest["speedup"]))
+    # Judged again (up to 3 pairs) while the pair breaks the bound with a timing flagged unstable: on
+    # a loaded 2-core machine the seed once came out at 0.495x, flagged (IQR 15% of the median), beside
+    # the attack's 0.887x. The attack's gain is not noise (8-10x when it worked), so it would break
+    # the bound in every pair.
+    for attempt in range(3):
+        honest, attack = judge("sgemm", [seed, memo], "kevo")
+        if honest["status"] != "correct":
+            failures.append("the sgemm seed: %s (%s)" % (honest["status"], honest["message"][:200]))
+            break
+        if attack["status"] != "correct" or attack["speedup"] <= 1.5 * honest["speedup"] + 0.05:
+            break
+        if "unstable" not in honest["message"] + attack["message"] or attempt == 2:
+            failures.append("local_memo_sgemm.cl: %.3gx against the seed's %.3gx (its answers kept in __local)"
+                            % (attack["speedup"], honest["speedup"]))
+            break
 
     # oob_read_sgemm.cl against itself without the theft, 6 timed repeats
     steal = os.path.join(adv, "oob_read_sgemm.cl")
