@@ -364,6 +364,8 @@ void RemoteEndpoint::calibrate() {
   // call goes as a real one will: from a stopped host, or (a device's
   // host) from one primed and left running, as prime() leaves it.
   stop_and_wait();
+  const std::shared_ptr<void> hold =
+      spec_.calibrate > 0 && spec_.hold_for_calibration ? spec_.hold_for_calibration() : nullptr;
   for (int k = 0; k < spec_.calibrate && pid_ > 0; ++k) {
     if (spec_.before_null_call) spec_.before_null_call();
     double ns = 0.0;
@@ -379,6 +381,10 @@ void RemoteEndpoint::calibrate() {
   if (pid_ <= 0) return;
   ctl_->load_library = 1;
   post(++seq_);
+}
+
+void RemoteEndpoint::kill_now() {
+  if (pid_ > 0) ::kill(pid_, SIGKILL);
 }
 
 void RemoteEndpoint::terminate() {

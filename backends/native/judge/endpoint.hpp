@@ -113,6 +113,11 @@ struct HostSpec {
   // judge's preparation runs before a timed call.
   int calibrate = 0;
   std::function<void()> before_null_call;
+  // Held (the returned token alive) around all of the calibration's null
+  // calls: a device's shared slot, so that their GPU work neither waits
+  // behind another worker's timing (a null round trip inflated by it would
+  // be taken off every timed call: a speedup) nor runs inside one.
+  std::function<std::shared_ptr<void>()> hold_for_calibration;
 };
 
 // A kernel host process. The constructor starts it; wait_ready() waits
@@ -144,8 +149,13 @@ class RemoteEndpoint final : public Endpoint {
   pid_t pid() const { return pid_; }
   // The calibration's round trips (HostSpec::calibrate), in ns.
   const std::vector<double>& null_ns() const { return null_ns_; }
-  // Kills the host now (its device context goes with it); end() says so.
+  // Kills the host now (its device context goes with it) and reaps it;
+  // end() says so.
   void terminate();
+  // Sends the host SIGKILL without waiting: its end (a device context's
+  // teardown) runs on while the caller does other work; terminate() reaps
+  // it.
+  void kill_now();
 
  private:
   bool wait_done(std::uint32_t seq);

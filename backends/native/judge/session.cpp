@@ -126,6 +126,7 @@ JudgeResult run_session(const JudgeRequest& req, const Task& task, const Session
   cs.role = req.mode == kModeSelfCheck ? "reference copy" : "candidate";
   cs.host_args = parts.host_args;
   cs.before_null_call = parts.before_null_call;
+  cs.hold_for_calibration = parts.hold_for_calibration;
   auto start_candidate = [&](std::size_t arena_bytes, int calibrate) {
     HostSpec spec = cs;
     spec.arena_bytes = arena_bytes;
@@ -212,10 +213,16 @@ JudgeResult run_session(const JudgeRequest& req, const Task& task, const Session
         });
       result = parts.around_protocol ? parts.around_protocol([&] { return judge.run(); }) : judge.run();
       if (parts.after_protocol && result.verdict.is_correct())
-        parts.after_protocol(result, *cand, ref, remote ? remote->null_ns() : std::vector<double>{}, [&] {
-          check_libraries();
-          if (remote) remote->terminate();
-        });
+        parts.after_protocol(
+            result, *cand, ref, remote ? remote->null_ns() : std::vector<double>{},
+            [&] {
+              check_libraries();
+              if (remote) remote->kill_now();
+            },
+            [&] {
+              check_libraries();
+              if (remote) remote->terminate();
+            });
       check_libraries();
     }
     if (!banned.empty()) {

@@ -42,6 +42,7 @@ struct SessionParts {
   std::vector<std::string> host_args;     // HostSpec::host_args of the candidate's host
   int calibrate = 0;                      // HostSpec::calibrate of the candidate's host
   std::function<void()> before_null_call;
+  std::function<std::shared_ptr<void>()> hold_for_calibration;   // HostSpec::hold_for_calibration
   // Runs the protocol (a flavour holds its device's slot around it).
   std::function<JudgeResult(const std::function<JudgeResult()>&)> around_protocol;
   // The flavour's timing, inside the protocol where the judge's own would
@@ -51,11 +52,14 @@ struct SessionParts {
   // After a protocol that found the candidate correct, while its host
   // still runs: what the flavour does last (the CUDA worker ends the
   // candidate and times the reference alone).
-  // `end_candidate` checks its libraries one last time and kills its host
-  // (its device context and any work left in it go too): what the flavour
-  // measures after that, the candidate cannot disturb.
+  // `kill_candidate` checks its libraries one last time and sends its host
+  // SIGKILL without waiting (its end, a device context's teardown, runs
+  // on meanwhile); `end_candidate` kills it if that was not done and
+  // waits until it has ended (its device context and any work left in it
+  // are gone): what the flavour measures after that, the candidate cannot
+  // disturb.
   std::function<void(JudgeResult&, Endpoint& cand, Endpoint& ref, const std::vector<double>& null_ns,
-                     const std::function<void()>& end_candidate)>
+                     const std::function<void()>& kill_candidate, const std::function<void()>& end_candidate)>
       after_protocol;
 };
 
