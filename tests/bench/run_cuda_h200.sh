@@ -3,7 +3,7 @@
 # scaling run and the cuda-quickstart, each with its own time limit so that
 # the later ones still run; logs go to $OUT (docs/benchmarks.md#cuda-backend,
 # #multi-gpu).
-#   run_cuda_h200.sh PHASE...   build gpu gpu_all gpu_quick throughput vs_load_inline throughput_sgemm contexts sustain duty
+#   run_cuda_h200.sh PHASE...   build gpu gpu_all gpu_quick throughput vs_old vs_load_inline throughput_sgemm contexts sustain duty
 #                               multigpu cv cv_churn load_inline quickstart baselines llm_e2e llm_rate
 set -u
 OUT=${OUT:-/tmp/kevo-cuda-out}
@@ -41,6 +41,27 @@ throughput)
   step throughput: 16, 8 and 1 workers at once
   for J in 16 8 1; do
     timeout 120 $B/bench_cuda throughput configs/tasks/cuda/axpy $((J > 1 ? 48 : 12)) $J 2>&1 | tee -a "$OUT/bench.log"
+  done
+  ;;
+vs_old)
+  # Issue 15's throughput target on the card at hand: the worker before issue
+  # 15 built beside this tree and run alternately with it, VS_OLD_N times each
+  # (docs/benchmarks.md#cuda-same-card). OLD_TGZ is that tree's `git archive`
+  # (here: git archive --format=tar.gz -o build-base-src/old.tar.gz c7468d7;
+  # carry build-base-src).
+  step "candidates per GPU-minute: this worker against the one before issue 15, alternated"
+  [ -f "${OLD_TGZ:-}" ] || { echo "vs_old: set OLD_TGZ to the old tree's git archive"; exit 2; }
+  rm -rf /tmp/kevo-old && mkdir -p /tmp/kevo-old && tar -xzf "$OLD_TGZ" -C /tmp/kevo-old
+  (cd /tmp/kevo-old && cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$OUT/build_old.log" 2>&1 &&
+    cmake --build build-gpu -j16 --target kevo-cuda-worker bench_cuda >> "$OUT/build_old.log" 2>&1) ||
+    { tail -20 "$OUT/build_old.log"; exit 1; }
+  for r in $(seq ${VS_OLD_N:-2}); do
+    for side in old new; do
+      d=.; [ $side = old ] && d=/tmp/kevo-old
+      echo "--- $side" | tee -a "$OUT/bench.log"
+      (cd $d && timeout 120 build-gpu/bin/bench_cuda throughput configs/tasks/cuda/axpy 64 8 2>&1) | tee -a "$OUT/bench.log" |
+        grep -E "candidates verified|per worker|not correct" | cut -c1-300
+    done
   done
   ;;
 vs_load_inline)
