@@ -212,17 +212,20 @@ JudgeResult run_session(const JudgeRequest& req, const Task& task, const Session
           return parts.timing(v, *cand, ref, remote ? remote->null_ns() : std::vector<double>{});
         });
       result = parts.around_protocol ? parts.around_protocol([&] { return judge.run(); }) : judge.run();
-      if (parts.after_protocol && result.verdict.is_correct())
-        parts.after_protocol(
-            result, *cand, ref, remote ? remote->null_ns() : std::vector<double>{},
-            [&] {
-              check_libraries();
-              if (remote) remote->kill_now();
-            },
-            [&] {
-              check_libraries();
-              if (remote) remote->terminate();
-            });
+      if (parts.after_protocol && result.verdict.is_correct()) {
+        bool killed = false;
+        const std::function<void()> kill_candidate = [&] {
+          if (killed) return;
+          check_libraries();
+          if (remote) remote->kill_now();
+          killed = true;
+        };
+        parts.after_protocol(result, *cand, ref, remote ? remote->null_ns() : std::vector<double>{}, kill_candidate,
+                             [&] {
+                               kill_candidate();
+                               if (remote) remote->terminate();
+                             });
+      }
       check_libraries();
     }
     if (!banned.empty()) {

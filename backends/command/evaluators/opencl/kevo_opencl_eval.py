@@ -1551,7 +1551,7 @@ def newest_program_dir(since):
                 changed.append(top)
         except OSError:
             continue
-    return (newest(changed) if changed else None) or newest(tops)
+    return newest(changed) or newest([top for top in tops if top not in changed])
 
 
 def seed_program_cache(dst, entries):
