@@ -299,6 +299,29 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
         break;
     }
     check(cudaDeviceSynchronize(), "after the timed calls");
+    // The host's calibration against its timed calls: a null call is part
+    // of every timed call, so a calibrated median above the calls' lower
+    // quartile was lengthened by something else (on an H100 with 8
+    // workers: 1.01 ms against timed calls of 176 us). Null calls are made
+    // again here, in the exclusive hold, and the shorter median of the two
+    // comes off the calls: the candidate's code, loaded by now, can only
+    // lengthen the second (a gain for it only where the first was
+    // lengthened too), and the first is what was used before.
+    double null_ns = cand_null_ns;
+    bool recalibrated = false;
+    if (failed.empty() && wrong.empty() && !raw_c.empty() && quantile(raw_c, 0.25) <= cand_null_ns) {
+      std::vector<double> again;
+      for (int k = 0; k < 16; ++k) {
+        double ns = 0.0;
+        if (!cand.null_call(ns)) break;
+        again.push_back(ns);
+      }
+      if (!again.empty() && quantile(again, 0.5) < null_ns) {
+        null_ns = quantile(again, 0.5);
+        recalibrated = true;
+        for (std::size_t j = 0; j < raw_c.size(); ++j) tc[j] = std::max(raw_c[j] - null_ns, 1.0);
+      }
+    }
     exclusive.reset();
     if (!failed.empty()) {
       fail_call("a timed call");
@@ -320,7 +343,9 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
                       {"ref_median_ns", rm},
                       {"ref_iqr_ns", riqr},
                       {"cand_round_trip_median_ns", round_trip_ns},
-                      {"cand_null_ns", cand_null_ns},
+                      {"cand_null_ns", null_ns},
+                      {"cand_null_recalibrated", recalibrated},
+                      {"cand_null_calibrated_ns", cand_null_ns},
                       {"ref_null_ns", ref_null_ns},
                       {"roofline_floor_ns", floor_ns},
                       {"repeats", tc.size()},
@@ -329,7 +354,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       v.status = Status::runtime_error;
       v.stage = Stage::timing;
       v.message = "timed at " + fmt(cm / 1e3) + " us on shape " + c.label() + " (round trips " +
-                  fmt(round_trip_ns / 1e3) + " us, less the host's null call " + fmt(cand_null_ns / 1e3) +
+                  fmt(round_trip_ns / 1e3) + " us, less the host's null call " + fmt(null_ns / 1e3) +
                   " us), under the roofline floor of " + fmt(floor_ns / 1e3) +
                   " us (flops / peak, bytes / bandwidth): an error, not a speedup";
       return shapes;

@@ -364,6 +364,7 @@ class SlotHeld final : public w::Endpoint {
   const w::HostEnd& end() const override { return inner_.end(); }
   bool still_stopped() const override { return inner_.still_stopped(); }
   bool prime() override { return inner_.prime(); }
+  bool null_call(double& ns) override { return inner_.null_call(ns); }
 
  private:
   w::Endpoint& inner_;

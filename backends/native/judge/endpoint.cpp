@@ -398,6 +398,14 @@ void RemoteEndpoint::terminate() {
   end_.terminated = true;
 }
 
+bool RemoteEndpoint::null_call(double& ns) {
+  if (!spec_.device || pid_ <= 0 || !prime()) return false;
+  ctl_->null_call = 2;
+  const bool ok = round_trip(++seq_, ns);
+  ctl_->null_call = 0;
+  return ok && ctl_->outcome == static_cast<std::int32_t>(CallOutcome::ok);
+}
+
 bool RemoteEndpoint::prime() {
   if (!spec_.device) return true;   // no device context to make current
   if (pid_ <= 0) return false;

@@ -66,6 +66,14 @@ class Endpoint {
   // call then finds the side's context current on the device, as the
   // reference's call finds the judge's. Not timed; false: it died.
   virtual bool prime() { return true; }
+  // A null call as the calibration made them (primed, then an idle
+  // synchronize and the answer, none of the side's code), its round trip
+  // in `ns`; false where the side has none (not a device's host) or died.
+  // Made after the side's code is loaded, so that code may have slowed it.
+  virtual bool null_call(double& ns) {
+    (void)ns;
+    return false;
+  }
 };
 
 // Trusted code in the judge's own process (null candidates).
@@ -144,6 +152,7 @@ class RemoteEndpoint final : public Endpoint {
 
   bool still_stopped() const override;
   bool prime() override;
+  bool null_call(double& ns) override;
   // The files the host has mapped (/proc/PID/maps), "" when unreadable.
   std::string mapped_files() const;
   pid_t pid() const { return pid_; }

@@ -335,7 +335,7 @@ void host_main(int argc, char** argv, const HostDevice* device) {
 
   for (;;) {
     last = next_call(ctl, last, device != nullptr);
-    if (ctl->null_call && device) run_hook(ctl, device->prime_call);
+    if (ctl->null_call && device) run_hook(ctl, ctl->null_call == 2 ? device->null_call : device->prime_call);
     else serve_one(ctl, arena, arena_bytes, entry, device);
     answer(ctl, last);
   }

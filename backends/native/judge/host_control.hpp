@@ -33,7 +33,8 @@ struct alignas(64) HostControl {
   std::uint32_t nargs;
   std::uint32_t poison_allocations;       // fill fresh malloc blocks while this call runs
   std::uint32_t load_library;             // calibrating: leave the null calls and load the library
-  std::uint32_t null_call;                // make no call of the side's code: the device's shortest round trip
+  std::uint32_t null_call;                // make no call of the side's code: 1 = the device's shortest round trip
+                                          // (the prime), 2 = the null call of the calibration (an idle synchronize)
   std::uint32_t reserved0;
   std::uint64_t offset[kMaxArgs];         // buffer k's offset in the arena (kNoBuffer: a scalar)
   std::uint64_t scalar[kMaxArgs];         // scalar k's 8 bytes
