@@ -77,6 +77,7 @@ CudaOptions parse_cuda_options(StrictObject& obj) {
   o.fill_idle_seconds = obj.number("fill_idle_seconds", o.fill_idle_seconds, 0, 3600);
   o.max_connections = static_cast<int>(obj.integer("max_connections", o.max_connections, 0, 32));
   o.slot_hold = obj.choice("slot_hold", {"phase", "call"}, o.slot_hold);
+  o.null_recalibration = obj.choice("null_recalibration", {"when_long", "always"}, o.null_recalibration);
   o.lock_dir = obj.string("lock_dir", o.lock_dir);
   if (!o.lock_dir.empty() && !std::filesystem::is_directory(o.lock_dir))
     obj.fail("lock_dir", "an existing directory shared by the workers of one host (\"" + o.lock_dir + "\" is none)");
@@ -126,6 +127,7 @@ nlohmann::json to_json(const CudaOptions& o) {
   j["fill_idle_seconds"] = o.fill_idle_seconds;
   j["max_connections"] = o.max_connections;
   j["slot_hold"] = o.slot_hold;
+  j["null_recalibration"] = o.null_recalibration;
   j["lock_dir"] = o.lock_dir;
   j["sanitizer"] = {{"tool", o.sanitizer}, {"path", o.sanitizer_path}};
   j["profile"] = {{"every", o.profile_every},
@@ -149,6 +151,7 @@ cpu::CpuOptions to_cpu_options(CudaOptions o) {
                               {"fill_idle_seconds", o.fill_idle_seconds},
                               {"lock_dir", o.lock_dir},
                               {"slot_hold", o.slot_hold},
+                              {"null_recalibration", o.null_recalibration},
                               {"child_seconds", o.tool_seconds}};
   if (!o.sanitizer.empty()) {
     b.flavour.worker_request["sanitizer"] = o.sanitizer_path;

@@ -39,6 +39,10 @@ struct GpuTiming {
   // copies) and its final check each take the shared slot once, instead
   // of once per protocol step.
   bool phase_holds = false;
+  // backend.cuda.null_recalibration "always": the host's null calls made
+  // again after every shape's timed calls, not only where the first
+  // median came out longer than the calls' lower quartile.
+  bool always_recalibrate = false;
 };
 
 // The L2 flush before every timed call: a buffer of >= 2 x the L2 (from
@@ -73,6 +77,11 @@ struct TimingLoopCost {
          check_after_call = 0;
   std::int64_t pairs = 0;
   double warmup = 0;   // the exclusive hold before the timed pairs (the warm-up pairs included): "hold_warmup"
+  // Shapes whose null calls were made again after the timed calls, and of
+  // those, the ones whose second median was the shorter one (taken off the
+  // calls) and the ones whose second was longer (the first kept): counts,
+  // "null_recalibrations", "null_second_shorter", "null_second_longer".
+  std::int64_t recalibrations = 0, second_shorter = 0, second_longer = 0;
   void add_to(nlohmann::json& phases) const;
 };
 

@@ -47,6 +47,13 @@ struct CudaOptions {
   // (each input generation, copy, call and comparison), so a worker that
   // meets a timing at every step waits out each one (docs/cuda.md).
   std::string slot_hold = "phase";
+  // The candidate host's null calls, whose median comes off every timed
+  // call, made again inside the exclusive hold after a shape's timed calls
+  // and the shorter median of the two taken: "when_long" where the first
+  // median is not under the calls' lower quartile (it cannot have been
+  // right), "always" after every shape (about 16 round trips more of the
+  // hold). docs/cuda.md#verdicts.
+  std::string null_recalibration = "when_long";
   // The GPU's timing slot: lock files shared by every kevo worker on the
   // host, named after the GPU's PCI bus id ("" = no cross-process slot).
   std::string lock_dir = "/tmp";
