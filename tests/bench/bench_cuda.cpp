@@ -549,32 +549,54 @@ int cv_bench(const fs::path& dir, int k) {
   auto task = std::make_shared<const Task>(load_task(dir));
   auto b = backend();
   b->prepare(*task);
-  std::vector<double> t, cand_spread, ref_spread;
+  std::vector<double> t, cand_spread, ref_spread, nulls, trips;
+  auto* cb = dynamic_cast<cpu::CpuBackend*>(b.get());
+  // A phase's sum so far (the worker's "null_taken" and "round_trip": what
+  // came off each judgement's calls, and their median round trip).
+  auto phase = [&](const char* name) {
+    if (!cb) return 0.0;
+    const auto st = cb->stats();
+    const auto it = st.worker_phase_seconds.find(name);
+    return it == st.worker_phase_seconds.end() ? 0.0 : it->second;
+  };
   for (int i = 0; i < k; ++i) {
+    const double null0 = phase("null_taken"), trip0 = phase("round_trip");
     const Verdict v = b->evaluate(task, task->seed_source, 100 + static_cast<std::uint64_t>(i));
     if (!v.is_correct()) {
       std::printf("judgement %d: %s\n", i, v.message.c_str());
       return 1;
     }
     t.push_back(v.cand_median_ns);
+    nulls.push_back(1e9 * (phase("null_taken") - null0));
+    trips.push_back(1e9 * (phase("round_trip") - trip0));
     cand_spread.push_back(v.cand_iqr_ns / std::max(v.cand_median_ns, 1.0));
     ref_spread.push_back(v.ref_iqr_ns / std::max(v.ref_median_ns, 1.0));
   }
   print_spread(cand_spread, ref_spread);
-  if (auto* cb = dynamic_cast<cpu::CpuBackend*>(b.get())) {
+  if (cb) {
     const auto st = cb->stats();
-    print_loop_pairs([&](const std::string& phase) -> double {
-      const auto it = st.worker_phase_seconds.find(phase);
+    print_loop_pairs([&](const std::string& name) -> double {
+      const auto it = st.worker_phase_seconds.find(name);
       return it == st.worker_phase_seconds.end() ? 0.0 : it->second;
     });
   }
-  double m = 0, s = 0;
-  for (double x : t) m += x;
-  m /= static_cast<double>(t.size());
-  for (double x : t) s += (x - m) * (x - m);
-  s = std::sqrt(s / static_cast<double>(t.size() - 1));
+  auto mean_sd = [](const std::vector<double>& v) {
+    double m = 0, s = 0;
+    for (double x : v) m += x;
+    m /= static_cast<double>(v.size());
+    for (double x : v) s += (x - m) * (x - m);
+    return std::pair{m, v.size() > 1 ? std::sqrt(s / static_cast<double>(v.size() - 1)) : 0.0};
+  };
+  const auto [m, s] = mean_sd(t);
   std::printf("task %s seed: %d judgements, mean of medians %.2f us, CV %.3f%%\n", task->name.c_str(), k, m / 1e3,
               100.0 * s / m);
+  // Where the spread comes from: the calls' round trips, and the host's
+  // null call taken off them (SD in us, against the medians' SD).
+  const auto [tm, ts] = mean_sd(trips);
+  const auto [nm, ns] = mean_sd(nulls);
+  std::printf("of which: round trips' medians mean %.2f us, SD %.3f us; null call taken off mean %.2f us, SD %.3f us; "
+              "medians' SD %.3f us\n",
+              tm / 1e3, ts / 1e3, nm / 1e3, ns / 1e3, s / 1e3);
   // Every judgement's median, for tests/bench/cv_compare.py.
   const char* opts = std::getenv("BENCH_CUDA_OPTIONS");
   std::printf("values_us (kevo%s%s):", opts && *opts ? " " : "", opts && *opts ? opts : "");

@@ -83,6 +83,18 @@ TEST(CudaOptions, DefaultsAreTheCudaOnes) {
   EXPECT_EQ(c.flavour.worker_request.at("slot_hold"), "phase");
   EXPECT_EQ(cuda::to_cpu_options(parse(R"({"slot_hold": "call"})")).flavour.worker_request.at("slot_hold"), "call");
   EXPECT_THROW(parse(R"({"slot_hold": "trial"})"), InputError);
+  // The host's null calls are made again after every timed shape unless
+  // told "when_long"; the worker is told; another word names the key.
+  EXPECT_EQ(eff.at("null_recalibration"), "always");
+  EXPECT_EQ(c.flavour.worker_request.at("null_recalibration"), "always");
+  EXPECT_EQ(cuda::to_cpu_options(parse(R"({"null_recalibration": "when_long"})")).flavour.worker_request.at("null_recalibration"),
+            "when_long");
+  try {
+    parse(R"({"null_recalibration": "never"})");
+    FAIL() << "no error for an unknown null_recalibration";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("null_recalibration"), std::string::npos) << e.what();
+  }
 }
 
 TEST(CudaOptions, ToolStagesAreCheckedAtStart) {

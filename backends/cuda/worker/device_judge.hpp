@@ -39,10 +39,10 @@ struct GpuTiming {
   // copies) and its final check each take the shared slot once, instead
   // of once per protocol step.
   bool phase_holds = false;
-  // backend.cuda.null_recalibration "always": the host's null calls made
-  // again after every shape's timed calls, not only where the first
-  // median came out longer than the calls' lower quartile.
-  bool always_recalibrate = false;
+  // backend.cuda.null_recalibration "always" (the default): the host's
+  // null calls made again after every shape's timed calls, not only where
+  // the first median came out longer than the calls' lower quartile.
+  bool always_recalibrate = true;
 };
 
 // The L2 flush before every timed call: a buffer of >= 2 x the L2 (from
@@ -82,6 +82,11 @@ struct TimingLoopCost {
   // calls) and the ones whose second was longer (the first kept): counts,
   // "null_recalibrations", "null_second_shorter", "null_second_longer".
   std::int64_t recalibrations = 0, second_shorter = 0, second_longer = 0;
+  // Sums over the timed shapes of the host's null median that came off the
+  // calls and of the calls' median round trip, in seconds ("null_taken",
+  // "round_trip"): a benchmark's per-judgement figures (the difference of
+  // its statistics before and after a judgement).
+  double null_taken = 0, round_trip = 0;
   void add_to(nlohmann::json& phases) const;
 };
 

@@ -213,7 +213,7 @@ Extra parse_extra(const native::JudgeRequest& r) {
   x.reverify_speedup = req.value("reverify_speedup", x.reverify_speedup);
   x.gt.fill_idle_seconds = req.value("fill_idle_seconds", x.gt.fill_idle_seconds);
   x.gt.phase_holds = req.value("slot_hold", std::string("call")) == "phase";
-  x.gt.always_recalibrate = req.value("null_recalibration", std::string("when_long")) == "always";
+  x.gt.always_recalibrate = req.value("null_recalibration", std::string("always")) == "always";
   x.lock_dir = req.value("lock_dir", std::string());
   x.sanitizer = req.value("sanitizer", std::string());
   x.sanitizer_tool = req.value("sanitizer_tool", x.sanitizer_tool);

@@ -49,11 +49,14 @@ struct CudaOptions {
   std::string slot_hold = "phase";
   // The candidate host's null calls, whose median comes off every timed
   // call, made again inside the exclusive hold after a shape's timed calls
-  // and the shorter median of the two taken: "when_long" where the first
+  // and the shorter median of the two taken (the candidate's code, loaded
+  // by then, can only lengthen the second): "always" after every shape
+  // (16 more round trips of the hold), "when_long" only where the first
   // median is not under the calls' lower quartile (it cannot have been
-  // right), "always" after every shape (about 16 round trips more of the
-  // hold). docs/cuda.md#verdicts.
-  std::string null_recalibration = "when_long";
+  // right). On an H100 "always" caught first medians of 50 us and 1 ms
+  // against 2.4 us and took the judgement-to-judgement CV from 0.32% to
+  // 0.27% (docs/benchmarks.md#cuda-null-recalibration).
+  std::string null_recalibration = "always";
   // The GPU's timing slot: lock files shared by every kevo worker on the
   // host, named after the GPU's PCI bus id ("" = no cross-process slot).
   std::string lock_dir = "/tmp";
