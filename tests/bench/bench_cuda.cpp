@@ -339,13 +339,24 @@ int throughput_bench(const fs::path& dir, int n, int eval_jobs) {
     return (after == s1.worker_phase_seconds.end() ? 0.0 : after->second) -
            (before == s0.worker_phase_seconds.end() ? 0.0 : before->second);
   };
+  // Not seconds of a worker's time: the timed shapes' null-call counts and
+  // sums (printed apart below).
+  auto not_a_phase = [](const std::string& name) {
+    return name.rfind("loop_", 0) == 0 || name.rfind("null_", 0) == 0 || name == "round_trip";
+  };
   std::printf("per worker (s):");
   for (const auto& [phase, secs] : s1.worker_phase_seconds)
-    if (phase.rfind("loop_", 0) != 0) std::printf(" %s %.3f", phase.c_str(), phase_sum(phase) / results);
+    if (!not_a_phase(phase)) std::printf(" %s %.3f", phase.c_str(), phase_sum(phase) / results);
   std::printf("; outside main %.3f\n",
               ((s1.worker_wall_seconds - s0.worker_wall_seconds) - (s1.worker_inner_seconds - s0.worker_inner_seconds)) /
                   results);
   print_loop_pairs(phase_sum);
+  const double again = phase_sum("null_recalibrations");
+  if (again > 0)
+    std::printf("host null calls made again on %.0f timed shapes: the second median shorter on %.0f, longer on %.0f; "
+                "null taken off the calls %.2f us per judgement (its shapes' sum)\n",
+                again, phase_sum("null_second_shorter"), phase_sum("null_second_longer"),
+                1e6 * phase_sum("null_taken") / results);
   std::printf("device memory pool grew past its reservation in %llu worker(s), %.1f MiB in all\n",
               static_cast<unsigned long long>(s1.workers_pool_grew - s0.workers_pool_grew),
               s1.pool_growth_mib - s0.pool_growth_mib);
