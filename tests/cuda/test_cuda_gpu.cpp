@@ -168,6 +168,23 @@ TEST(CudaGpu, NullCallsLengthenedAfterTheCodeIsLoadedAreNotTakenOffTheCalls) {
   EXPECT_GT(v.cand_median_ns, 0.9 * plain.cand_median_ns) << "a lengthened null call came off the calls";
 }
 
+TEST_F(Adversarial, DISABLED_AnAnswerBeforeTheKernelIsDoneEarnsNothing) {
+  // answers_early.cu writes its answer into the control block while its
+  // kernel still runs, in its timed calls only. Written this session with
+  // no GPU left to run it; disabled until it has run
+  // (--gtest_also_run_disabled_tests) and the judge charges a host's GPU
+  // work left after its answer (docs/verdicts.md#threat-model).
+  REQUIRE_GPU();
+  const Verdict plain = judge("other_stream.cu");
+  ASSERT_EQ(plain.status, Status::correct) << plain.message;
+  const Verdict v = judge("answers_early.cu");
+  std::cout << "[ early    ] the same kernel " << plain.cand_median_ns << " ns, answered early " << v.cand_median_ns
+            << " ns\n";
+  if (v.status == Status::correct) {
+    EXPECT_GT(v.cand_median_ns, 0.9 * plain.cand_median_ns) << v.message;
+  }
+}
+
 TEST_F(Adversarial, ACublasCallIsForbidden) {
   REQUIRE_GPU();
   auto sgemm = std::make_shared<const Task>(load_task(fs::path(KEVO_CUDA_TASKS) / "sgemm"));
