@@ -9,6 +9,7 @@
 #include "kevo/core/verdict_text.hpp"
 #include "kevo/native/protocol.hpp"
 #include "kevo/native/compile_cache.hpp"
+#include "kevo/native/health_gate.hpp"
 #include "kevo/native/libraries.hpp"
 #include "kevo/sandbox/isolation.hpp"
 #include "kevo/sandbox/runner.hpp"
@@ -126,7 +127,7 @@ struct NativeBackend::Impl {
   std::uint64_t timed_started = 0;   // for flavour.profile_every
   nlohmann::json isolation;          // the last candidate host's IsolationReport (guarantees())
   std::string compiler_unconfined;   // why compilers may write outside their build ("" = they may not)
-  std::string unhealthy;             // set when the health check failed after an accelerator error
+  std::optional<HealthGate> health;  // the device's health check after an accelerator error (flavours with one)
   sb::Runner runner;
   Stats stats;
 
@@ -171,7 +172,7 @@ struct NativeBackend::Impl {
   void schedule();
   void start_compile(Job& j);
   void start_eval(Job& j);
-  void check_health();
+  std::string check_health();
   void start_failed(Job& j, const std::string& what, const std::exception& e);
   void to_eval(Job& j);
   void handle(sb::Finished& f);
@@ -205,6 +206,7 @@ NativeBackend::Impl::Impl(NativeOptions o) : opt(std::move(o)) {
   if (opt.limits.cpu_seconds <= 0) opt.limits.cpu_seconds = opt.limits.wall_seconds * cores;
   if (opt.timing.flush_kb <= 0) opt.timing.flush_kb = default_flush_kb();
   if (opt.trials < 1) throw Failure(opt.flavour.name + " backend: trials must be at least 1");
+  if (!opt.flavour.health_argv.empty()) health.emplace(opt.flavour.name, [this] { return check_health(); });
 
   scratch_base = opt.scratch_dir.empty() ? sb::default_scratch_base() : fs::path(opt.scratch_dir);
   if (!fs::is_directory(scratch_base))
@@ -321,7 +323,10 @@ void NativeBackend::Impl::schedule() {
       ++it;
     }
   }
-  for (auto it = eval_q.begin(); it != eval_q.end();) {
+  // A failed health check is made again once this backend's judgements
+  // have ended; new ones wait for it.
+  if (health) health->tick(static_cast<std::size_t>(evaluating_timed + evaluating_untimed));
+  for (auto it = eval_q.begin(); it != eval_q.end() && !(health && health->holding());) {
     Job& j = jobs.at(*it);
     const bool can = j.timing ? evaluating_timed < opt.eval_jobs
                               : evaluating_untimed < std::max(opt.compile_jobs, opt.eval_jobs);
@@ -435,7 +440,7 @@ void NativeBackend::Impl::to_eval(Job& j) {
   eval_q.push_back(j.key);
 }
 
-void NativeBackend::Impl::check_health() {
+std::string NativeBackend::Impl::check_health() {
   sb::Spec s;
   s.argv = {worker_path.string()};
   s.argv.insert(s.argv.end(), opt.flavour.health_argv.begin(), opt.flavour.health_argv.end());
@@ -446,16 +451,16 @@ void NativeBackend::Impl::check_health() {
   s.limits.open_files = std::max(opt.limits.open_files, 1024);
   sb::Finished f = runner.run(std::move(s));
   ++stats.health_checks;
-  if (f.outcome == sb::Outcome::exited && f.exit_code == 0) return;
-  unhealthy = "the " + opt.flavour.name + " device failed its health check after an error (" +
-              clean_text(head(f.output, 400)) + "); no further candidates are judged on it";
-  std::fprintf(stderr, "kevo: %s\n", unhealthy.c_str());
+  if (f.outcome == sb::Outcome::exited && f.exit_code == 0) return {};
+  std::string why = clean_text(head(f.output, 400));
+  std::fprintf(stderr, "kevo: the %s device failed a health check: %s\n", opt.flavour.name.c_str(), why.c_str());
+  return why.empty() ? std::string("the check exited with ") + std::to_string(f.exit_code) : why;
 }
 
 void NativeBackend::Impl::start_eval(Job& j) {
-  if (!unhealthy.empty()) {
+  if (health && !health->given_up().empty()) {
     j.v.status = Status::internal_error;
-    j.v.message = unhealthy;
+    j.v.message = health->given_up();
     finish(j);
     return;
   }
@@ -782,7 +787,7 @@ void NativeBackend::Impl::take_result(Job& j, JudgeResult r, const sb::Finished&
       }
   }
   if (got.status == Status::correct && !j.timing) v.stage = Stage::done;
-  if (r.device_error && !opt.flavour.health_argv.empty()) check_health();
+  if (r.device_error && health) health->device_error();
   j.mismatch_hidden = r.mismatch_hidden;
   if (j.mismatch_hidden && v.mismatch) j.hidden_label = v.mismatch->shape;
   ++stats.worker_results;
