@@ -168,20 +168,23 @@ TEST(CudaGpu, NullCallsLengthenedAfterTheCodeIsLoadedAreNotTakenOffTheCalls) {
   EXPECT_GT(v.cand_median_ns, 0.9 * plain.cand_median_ns) << "a lengthened null call came off the calls";
 }
 
-TEST_F(Adversarial, DISABLED_AnAnswerBeforeTheKernelIsDoneEarnsNothing) {
+TEST_F(Adversarial, AnAnswerBeforeTheKernelIsDoneEarnsNothing) {
   // answers_early.cu writes its answer into the control block while its
-  // kernel still runs, in its timed calls only. Written this session with
-  // no GPU left to run it; disabled until it has run
-  // (--gtest_also_run_disabled_tests) and the judge charges a host's GPU
-  // work left after its answer (docs/verdicts.md#threat-model).
+  // kernel still runs, in its timed calls only. The judge's probe after
+  // each timed call waits for that kernel, and what it waits beyond the
+  // same probe after a null call is counted in the call's time: the kernel
+  // is timed as the same kernel answered honestly (other_stream.cu), and
+  // the verdict says so (which shows that the attack did answer early).
   REQUIRE_GPU();
   const Verdict plain = judge("other_stream.cu");
   ASSERT_EQ(plain.status, Status::correct) << plain.message;
+  EXPECT_EQ(plain.message.find("left running"), std::string::npos) << "an honest kernel was charged: " << plain.message;
   const Verdict v = judge("answers_early.cu");
   std::cout << "[ early    ] the same kernel " << plain.cand_median_ns << " ns, answered early " << v.cand_median_ns
             << " ns\n";
   if (v.status == Status::correct) {
     EXPECT_GT(v.cand_median_ns, 0.9 * plain.cand_median_ns) << v.message;
+    EXPECT_NE(v.message.find("left running after its answers"), std::string::npos) << v.message;
   }
 }
 

@@ -140,6 +140,14 @@ TEST_F(CudaEscapes, OpeningASocketIsAViolation) {
   expect_violation(judge("escape_socket.cu", read_text(fs::path(KEVO_CUDA_ADVERSARIAL) / "escape_socket.cu")), "socket");
 }
 
+TEST_F(CudaEscapes, ATimerThatResumesTheHostIsAViolation) {
+  // resumes_itself.cu: a timer whose signal is SIGCONT resumes the stopped
+  // host while the judge times the reference.
+  REQUIRE_GPU();
+  expect_violation(judge("resumes_itself.cu", read_text(fs::path(KEVO_CUDA_ADVERSARIAL) / "resumes_itself.cu")),
+                   "timer_create");
+}
+
 TEST_F(CudaEscapes, AfterViolationsACorrectCandidateIsStillJudgedCorrect) {
   REQUIRE_GPU();
   const Verdict v = judge("seed", task_->seed_source);
@@ -190,4 +198,19 @@ TEST(CudaSandboxGpu, TheProfileStageRunsUnderThePolicy) {
   ASSERT_EQ(v.status, Status::correct) << v.message;
   std::cout << "[ profile  ] " << v.profile << "\n";
   EXPECT_NE(v.profile.find("DRAM"), std::string::npos) << v.profile;
+}
+
+TEST(CudaSandboxGpu, WithoutThePolicyAHostThatResumesItselfIsFoundRunning) {
+  // The second defence and the control of the first: with no policy the
+  // timer of resumes_itself.cu is made and resumes the host after its
+  // answers, and the judge, which checks after every timed pair that the
+  // host is still stopped, finds it running.
+  REQUIRE_GPU();
+  auto backend = make_backend(false, 30);
+  auto task = std::make_shared<const Task>(load_task(fs::path(KEVO_CUDA_TASKS) / "axpy"));
+  backend->prepare(*task);
+  const Verdict v = backend->evaluate(task, read_text(fs::path(KEVO_CUDA_ADVERSARIAL) / "resumes_itself.cu"), 13);
+  print("resumes_itself.cu without the policy", v);
+  EXPECT_EQ(v.status, Status::runtime_error) << v.message;
+  EXPECT_NE(v.message.find("resumed itself"), std::string::npos) << v.message;
 }

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -169,6 +170,31 @@ int main(int argc, char** argv) {
     // Runs until the test's runner kills this probe.
     std::printf("spawner %d\n", static_cast<int>(spawner.pid()));
     print_spawned("long", spawner.run(0));
+  } else if (what == "timer-sigcont") {
+    // A timer whose signal is SIGCONT would resume a stopped host.
+    sigevent sev{};
+    sev.sigev_notify = SIGEV_SIGNAL;
+    sev.sigev_signo = SIGCONT;
+    timer_t t{};
+    const int r = timer_create(CLOCK_MONOTONIC, &sev, &t);
+    std::printf("timer_create %d\n", r);
+  } else if (what == "fcntl-signal") {
+    // The commands that choose a signal or its receiver are refused
+    // (EINVAL); the ones the driver and libc use still work.
+    int fds[2];
+    if (pipe(fds) != 0) return 3;
+    const int setsig = fcntl(fds[0], F_SETSIG, SIGCONT);
+    const int setsig_errno = errno;
+    const int setown = fcntl(fds[0], F_SETOWN, getpid());
+    const int setown_errno = errno;
+    const int fl = fcntl(fds[0], F_GETFL);
+    const int setfl = fcntl(fds[0], F_SETFL, fl | O_NONBLOCK);
+    const int cloexec = fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+    const int dup = fcntl(fds[0], F_DUPFD_CLOEXEC, 10);
+    std::printf("F_SETSIG %s F_SETOWN %s F_GETFL %s F_SETFL %d F_SETFD %d F_DUPFD_CLOEXEC %s\n",
+                setsig < 0 && setsig_errno == EINVAL ? "EINVAL" : "allowed",
+                setown < 0 && setown_errno == EINVAL ? "EINVAL" : "allowed", fl >= 0 ? "ok" : "failed", setfl, cloexec,
+                dup >= 10 ? "ok" : "failed");
   } else if (what == "sigsys-handler") {
     signal(SIGSYS, SIG_IGN);
     std::printf("replaced\n");

@@ -1,7 +1,8 @@
 // The CUDA variant of the candidate policy, installed by the probe on
 // itself ("--cuda"): an existing file may be opened read-write (the driver
 // opens /dev/nvidia* so), but not created or truncated; processes, programs,
-// network, ptrace and signalling others stay violations; threads work,
+// network, ptrace, signalling others and timers that could resume a stopped
+// host stay violations (fcntl may not choose a signal); threads work,
 // including one that existed before the policy (it is filtered too).
 #include "kevo/sandbox/runner.hpp"
 #include "kevo/sandbox/scratch_dir.hpp"
@@ -121,4 +122,21 @@ TEST(CudaPolicyProcesses, AThreadStartedBeforeThePolicyIsFilteredToo) {
   // The CUDA driver's threads exist before the worker installs the policy.
   expect_violation(probe({"early-thread-fork"}), "clone");
   expect_violation(probe({"early-thread-fork"}, false), "clone");
+}
+
+TEST(CudaPolicyProcesses, ATimerThatCouldResumeTheHostIsAViolation) {
+  // A CUDA host is stopped between calls as a CPU one is: a timer whose
+  // signal is SIGCONT would resume it while the judge times the reference
+  // (tests/cuda/adversarial/resumes_itself.cu).
+  expect_violation(probe({"timer-sigcont"}), "timer_create");
+  expect_violation(probe({"timer-sigcont"}, false), "timer_create");
+}
+
+TEST(CudaPolicyProcesses, FcntlCannotChooseASignalButKeepsItsOtherCommands) {
+  for (const bool cuda : {true, false}) {
+    const auto f = probe({"fcntl-signal"}, cuda);
+    EXPECT_EQ(f.exit_code, 0) << f.output;
+    EXPECT_EQ(f.output, "F_SETSIG EINVAL F_SETOWN EINVAL F_GETFL ok F_SETFL 0 F_SETFD 0 F_DUPFD_CLOEXEC ok\n")
+        << (cuda ? "cuda" : "cpu");
+  }
 }

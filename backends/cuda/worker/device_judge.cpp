@@ -114,6 +114,17 @@ double time_reference(Entry ref, w::ArgSet& d, double null_ns) {
   return std::max(ns - null_ns, 1.0);
 }
 
+// The judge's empty round trip (an empty kernel and a device-wide
+// synchronize of its own context) right after a call of the host's: the
+// switch back from the host's context, and any GPU work the host left
+// running (the GPU time-slices between contexts).
+double after_host_probe_ns() {
+  const auto t0 = Clock::now();
+  if (const std::string e = empty_round_trip(); !e.empty())
+    throw std::runtime_error("CUDA error of the judge's probe after a call of the candidate's: " + e);
+  return std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+}
+
 double roofline_floor_ns(const Task& task, const w::Case& c, const GpuTiming& g) {
   double floor_ns = 0.0;
   const Env env = c.shape->env();
@@ -137,14 +148,16 @@ void TimingLoopCost::add_to(nlohmann::json& phases) const {
   for (const auto& [name, seconds] :
        {std::pair{"loop_inputs", inputs}, std::pair{"loop_flush", flush},
         std::pair{"loop_flush_after_call", flush_after_call}, std::pair{"loop_reference", reference},
-        std::pair{"loop_prime", prime}, std::pair{"loop_call", call}, std::pair{"loop_check", check},
+        std::pair{"loop_prime", prime}, std::pair{"loop_call", call}, std::pair{"loop_probe", probe},
+        std::pair{"loop_check", check},
         std::pair{"loop_check_after_call", check_after_call}})
     phases[name] = phases.value(name, 0.0) + seconds;
   phases["loop_pairs"] = phases.value("loop_pairs", 0.0) + static_cast<double>(pairs);
   phases["hold_warmup"] = phases.value("hold_warmup", 0.0) + warmup;
   for (const auto& [name, count] : {std::pair{"null_recalibrations", recalibrations},
                                     std::pair{"null_second_shorter", second_shorter},
-                                    std::pair{"null_second_longer", second_longer}})
+                                    std::pair{"null_second_longer", second_longer},
+                                    std::pair{"after_call_charged", after_call_charged}})
     phases[name] = phases.value(name, 0.0) + static_cast<double>(count);
   phases["null_taken"] = phases.value("null_taken", 0.0) + null_taken;
   phases["round_trip"] = phases.value("round_trip", 0.0) + round_trip;
@@ -165,6 +178,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
   const double fill_idle = g.fill_idle_seconds / static_cast<double>(std::max<std::size_t>(visible, 1));
   double log_ratio = 0.0;
   int min_reps = std::numeric_limits<int>::max();
+  std::string left_running;   // shapes whose calls were charged for work left after the answer
   v.cand_median_ns = v.ref_median_ns = v.cand_iqr_ns = v.ref_iqr_ns = 0.0;
   // The judge's idle synchronize, measured in the first exclusive hold
   // (below): beside other workers' GPU work it can come out long.
@@ -203,16 +217,32 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       fill_inputs_twice(task, c, dc, dr, seed, "timing" + std::to_string(calls++));
       charge(t, cost.inputs);
     };
+    bool resumed = false;   // `wrong` below says the host resumed itself, not that an output was wrong
     auto check_repeat = [&](const char* when, bool after_call) -> std::string {
       auto t = Clock::now();
       const std::string bad = w::first_mismatch(task, c, dr, dc, space);
       charge(t, after_call ? cost.check_after_call : cost.check);
       ++cost.pairs;
-      if (bad.empty()) return {};
+      if (bad.empty()) {
+        // The host is stopped between its calls; one that runs now resumed
+        // itself (a timer's SIGCONT, tests/cuda/adversarial/resumes_itself.cu)
+        // and may have run beside the reference.
+        if (cand.still_stopped()) return {};
+        resumed = true;
+        return "the candidate's process resumed itself while it was stopped (" + std::string(when) + " " +
+               std::to_string(calls) + " on shape " + c.label() + ")";
+      }
       return "the output of " + std::string(when) + " " + std::to_string(calls) + " on shape " + c.label() +
              " is wrong (" + bad + "): results reused across calls, or work skipped while timed";
     };
     std::vector<double> tc, tr, raw_c;
+    // The judge's own empty round trip right after each timed call of the
+    // candidate's: it waits for the switch back from the host's context,
+    // and for whatever GPU work the host left running after its answer (an
+    // answer written before the kernel is done,
+    // tests/cuda/adversarial/answers_early.cu, or work in a second context
+    // of the host's). Compared below with the same probe after null calls.
+    std::vector<double> probes;
     std::string failed;   // a candidate call that failed (its process's end explains it)
     auto run_cand = [&]() {
       auto t = Clock::now();
@@ -232,6 +262,8 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       }
       raw_c.push_back(r.ns);
       tc.push_back(std::max(r.ns - cand_null_ns, 1.0));
+      probes.push_back(after_host_probe_ns());
+      charge(t, cost.probe);
     };
     auto run_ref = [&](bool after_call) {
       auto t = Clock::now();
@@ -267,6 +299,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     tc.clear();
     tr.clear();
     raw_c.clear();
+    probes.clear();
     const auto t_start = Clock::now();
     cost.warmup += std::chrono::duration<double>(t_start - held).count();
     double fill_until = -1.0;   // set when the budget's stop condition is first met
@@ -314,25 +347,55 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     // code, loaded by now, can only lengthen the second
     // (tests/cuda/adversarial/lengthens_null_calls.cu).
     double null_ns = cand_null_ns, second_null_ns = 0.0;
-    if (failed.empty() && wrong.empty() && !raw_c.empty() &&
-        (g.always_recalibrate || quantile(raw_c, 0.25) <= cand_null_ns)) {
+    std::vector<double> null_probes;   // the judge's probe after each null call
+    if (failed.empty() && wrong.empty() && !raw_c.empty()) {
       std::vector<double> again;
       for (int k = 0; k < 16; ++k) {
         double ns = 0.0;
         if (!cand.null_call(ns)) break;
         again.push_back(ns);
+        null_probes.push_back(after_host_probe_ns());
       }
-      if (!again.empty()) {
+      if (again.size() < 16) {
+        // Its null calls are the yardstick of the probe after its calls: a
+        // host that cannot make them is not timed.
+        failed = cand.end().ended ? "died" : "the host failed a null call after the timed calls";
+      } else if (g.always_recalibrate || quantile(raw_c, 0.25) <= cand_null_ns) {
         ++cost.recalibrations;
         second_null_ns = quantile(again, 0.5);
         if (second_null_ns < null_ns) {
           ++cost.second_shorter;
           null_ns = second_null_ns;
-          for (std::size_t j = 0; j < raw_c.size(); ++j) tc[j] = std::max(raw_c[j] - null_ns, 1.0);
         } else {
           ++cost.second_longer;
         }
       }
+    }
+    // GPU work a host leaves running after its answer is charged to its
+    // call: the probe after a timed call beyond the probe after a null call
+    // (their median and spread; an honest call leaves nothing, so its probe
+    // is the same switch between contexts as a null call's).
+    double after_null_ns = 0.0, after_call_ns = 0.0, charged_ns = 0.0;
+    std::int64_t charged_calls = 0;
+    if (!null_probes.empty() && probes.size() == raw_c.size()) {
+      after_null_ns = quantile(null_probes, 0.5);
+      after_call_ns = quantile(probes, 0.5);
+      // The tolerance: an honest call's probe also comes out longer than a
+      // null call's (the switch back after real work: 1.5-8.5 us a call on
+      // the H200's bundled seeds, 2026-12-06), so what is charged is what
+      // goes beyond the null probes' median by more than their IQR, 5 us
+      // and a tenth of the calls' median round trip (an answer that early
+      // can hide that much, no more).
+      const double spread = std::max({quantile(null_probes, 0.75) - quantile(null_probes, 0.25), 5000.0,
+                                      0.1 * quantile(raw_c, 0.5)});
+      std::vector<double> extra(raw_c.size(), 0.0);
+      for (std::size_t j = 0; j < raw_c.size(); ++j) {
+        extra[j] = std::max(probes[j] - after_null_ns - spread, 0.0);
+        if (extra[j] > 0) ++charged_calls;
+        tc[j] = std::max(raw_c[j] - null_ns, 1.0) + extra[j];
+      }
+      charged_ns = quantile(extra, 0.5);
+      cost.after_call_charged += charged_calls;
     }
     exclusive.reset();
     if (!failed.empty()) {
@@ -340,7 +403,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       return shapes;
     }
     if (!wrong.empty()) {
-      v.status = Status::wrong_answer;
+      v.status = resumed ? Status::runtime_error : Status::wrong_answer;
       v.stage = Stage::timing;
       v.message = wrong;
       return shapes;
@@ -360,6 +423,10 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
                       {"cand_null_ns", null_ns},
                       {"cand_null_calibrated_ns", cand_null_ns},
                       {"cand_null_recalibrated_ns", second_null_ns},
+                      {"cand_after_call_probe_ns", after_call_ns},
+                      {"cand_after_null_probe_ns", after_null_ns},
+                      {"cand_after_call_charged_ns", charged_ns},
+                      {"cand_after_call_charged_calls", charged_calls},
                       {"ref_null_ns", ref_null_ns},
                       {"roofline_floor_ns", floor_ns},
                       {"repeats", tc.size()},
@@ -373,6 +440,8 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
                   " us (flops / peak, bytes / bandwidth): an error, not a speedup";
       return shapes;
     }
+    if (charged_ns > 0)
+      left_running += (left_running.empty() ? "" : "; ") + c.label() + ": " + fmt(charged_ns / 1e3) + " us a call";
     v.cand_median_ns += cm;
     v.ref_median_ns += rm;
     v.cand_iqr_ns += ciqr;
@@ -384,6 +453,8 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
   v.repeats = n ? min_reps : 0;
   v.speedup = n ? std::exp(log_ratio / static_cast<double>(n)) : 0.0;
   v.message = speedup_message(v);
+  if (!left_running.empty())
+    v.message += "; GPU work its process left running after its answers counted in its time (" + left_running + ")";
   return shapes;
 }
 

@@ -39,9 +39,11 @@ struct GpuTiming {
   // copies) and its final check each take the shared slot once, instead
   // of once per protocol step.
   bool phase_holds = false;
-  // backend.cuda.null_recalibration "always" (the default): the host's
-  // null calls made again after every shape's timed calls, not only where
-  // the first median came out longer than the calls' lower quartile.
+  // backend.cuda.null_recalibration "always" (the default): the median of
+  // the host's null calls made again after every shape's timed calls may
+  // replace the first where shorter, not only where the first came out
+  // longer than the calls' lower quartile ("when_long"). The null calls
+  // are made either way: they are the yardstick of the probe after a call.
   bool always_recalibrate = true;
 };
 
@@ -68,12 +70,12 @@ class L2Flush {
 // Where the timed loop's wall time went, summed over its candidate and
 // reference pairs (the judge's clock): the fresh inputs of both sides, the
 // two L2 flushes, the reference's call, the host's prime, the candidate's
-// round trip, the check of the timed outputs; the judge's first step after
+// round trip, the judge's probe after it, the check of the timed outputs; the judge's first step after
 // the candidate's call (a flush or the check) apart, since the GPU switches
 // back from the host's context there. For the backend's statistics (the
 // worker's phases "loop_*"), so that a benchmark can say what a pair costs.
 struct TimingLoopCost {
-  double inputs = 0, flush = 0, flush_after_call = 0, reference = 0, prime = 0, call = 0, check = 0,
+  double inputs = 0, flush = 0, flush_after_call = 0, reference = 0, prime = 0, call = 0, probe = 0, check = 0,
          check_after_call = 0;
   std::int64_t pairs = 0;
   double warmup = 0;   // the exclusive hold before the timed pairs (the warm-up pairs included): "hold_warmup"
@@ -82,6 +84,10 @@ struct TimingLoopCost {
   // calls) and the ones whose second was longer (the first kept): counts,
   // "null_recalibrations", "null_second_shorter", "null_second_longer".
   std::int64_t recalibrations = 0, second_shorter = 0, second_longer = 0;
+  // Timed calls charged for GPU work the host left running after its
+  // answer (the judge's probe after the call beyond its probe after a null
+  // call): "after_call_charged".
+  std::int64_t after_call_charged = 0;
   // Sums over the timed shapes of the host's null median that came off the
   // calls and of the calls' median round trip, in seconds ("null_taken",
   // "round_trip"): a benchmark's per-judgement figures (the difference of

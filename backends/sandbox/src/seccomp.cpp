@@ -402,17 +402,19 @@ void add_checked_rules(Prog& p, const PolicyOptions& o) {
   p.self_not(__NR_tgkill, 0, self, 2, SIGCONT);
   p.self_not(__NR_rt_sigqueueinfo, 0, self, 1, SIGCONT);
   p.self_not(__NR_rt_tgsigqueueinfo, 0, self, 2, SIGCONT);
+  // A host (CPU or CUDA) is stopped between calls; nothing may start it
+  // again. Timers that signal: their sigevent (in memory) may name any
+  // signal, SIGCONT among them (setitimer's are fixed: SIGALRM...).
+  // (tests/adversarial/redteam/timing/timer_precompute.cpp on the CPU,
+  // tests/cuda/adversarial/resumes_itself.cu on the GPU.)
+  p.simple(__NR_timer_create, kTrap);
+  // fcntl: descriptors, flags and locks; not the commands that choose a
+  // signal or its receiver (F_SETSIG, F_SETOWN(_EX), F_NOTIFY, F_SETLEASE).
+  p.one_of(__NR_fcntl, 1,
+           {F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_GETLK, F_SETLK, F_SETLKW, F_DUPFD_CLOEXEC, 36u, 37u, 38u,
+            1032u /* F_GETPIPE_SZ */, 1034u /* F_GET_SEALS */},
+           kAllow, errno_ret(EINVAL));
   if (o.policy == Policy::cpu) {
-    // A CPU host is stopped between calls; nothing may start it again.
-    // Timers that signal: their sigevent (in memory) may name any signal,
-    // SIGCONT among them (setitimer's are fixed: SIGALRM...).
-    p.simple(__NR_timer_create, kTrap);
-    // fcntl: descriptors, flags and locks; not the commands that choose a
-    // signal or its receiver (F_SETSIG, F_SETOWN(_EX), F_NOTIFY, F_SETLEASE).
-    p.one_of(__NR_fcntl, 1,
-             {F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_GETLK, F_SETLK, F_SETLKW, F_DUPFD_CLOEXEC, 36u, 37u, 38u,
-              1032u /* F_GETPIPE_SZ */, 1034u /* F_GET_SEALS */},
-             kAllow, errno_ret(EINVAL));
     // Executable memory: only what the loader maps from files. An anonymous
     // executable mapping, a writable and executable one, or memory made
     // executable later would let a candidate run code no mapped file names
@@ -423,15 +425,10 @@ void add_checked_rules(Prog& p, const PolicyOptions& o) {
     p.flags(__NR_pkey_mprotect, 2, PROT_EXEC, kTrap, kAllow);
 #endif
   } else {
-    // The driver maps and protects memory as it likes (and may use timers
-    // and fcntl's signal commands: not yet tried without them). A CUDA host
-    // is stopped between calls as a CPU one is, so a timer that sends
-    // SIGCONT can resume it: a suspected hole (docs/verdicts.md#threat-model),
-    // to be closed with the CPU rules once the driver is seen to run
-    // under them.
-    for (long nr : {static_cast<long>(__NR_mmap), static_cast<long>(__NR_mprotect), static_cast<long>(__NR_fcntl),
-                    static_cast<long>(__NR_timer_create)})
-      p.simple(nr, kAllow);
+    // The driver maps and protects memory as it likes (a suspected hole:
+    // a library copied into anonymous executable memory,
+    // docs/verdicts.md#threat-model).
+    for (long nr : {static_cast<long>(__NR_mmap), static_cast<long>(__NR_mprotect)}) p.simple(nr, kAllow);
   }
   // The violation handler cannot be replaced (or even read back): any
   // rt_sigaction on SIGSYS is itself a violation, trapped before it takes

@@ -9,14 +9,14 @@
 // How: the control block is the shared mapping of the memfd the judge
 // made ("/memfd:kevo-candidate" in /proc/self/maps; its layout is in
 // backends/native/judge/host_control.hpp: `call` at byte 0, `done` at
-// byte 576). A timed call is resumed twice (the prime, then the call) with
-// no stop between; a correctness call once: a SIGCONT handler counts. On a
-// timed call the entry launches the kernel and has a thread write the
-// call's number into `done` after 1.15 x the roofline floor of its bytes
-// (12 N / 4.8 TB/s: above the floor, under the kernel's real time).
+// byte 576). Every call (a timed call cannot be told from a correctness
+// call by its resumes: the prime's is the only one) launches the kernel
+// and has a thread write the call's number into `done` after 1.15 x the
+// roofline floor of its bytes (12 N / 4.8 TB/s: above the floor, under
+// the kernel's real time).
 // Expected on kevo: timed as the same kernel without the trick
-// (other_stream.cu), or a verdict that is not `correct`. Not yet run on a
-// GPU (docs/verdicts.md#threat-model).
+// (other_stream.cu), or a verdict that is not `correct`
+// (docs/cuda.md#verdicts: the judge's probe after each timed call).
 #include <cuda_runtime.h>
 
 #include <atomic>
@@ -34,11 +34,8 @@ __global__ void k(const float* x, const float* y, float* out, float a, int n) {
 
 namespace {
 
-std::atomic<unsigned> g_since_call{0};   // SIGCONTs since the last call of axpy
 std::atomic<std::uint32_t>* g_call = nullptr;
 std::atomic<std::uint32_t>* g_done = nullptr;
-
-void on_resume(int) { g_since_call.fetch_add(1); }
 
 // The control block: the first writable shared mapping of a kevo memfd.
 void find_control_block() {
@@ -65,17 +62,11 @@ extern "C" void axpy(const float* x, const float* y, float* out, float a, int32_
   static bool started = false;
   if (!started) {
     started = true;
-    struct sigaction sa = {};
-    sa.sa_handler = on_resume;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGCONT, &sa, nullptr);
     find_control_block();
   }
   const auto start = std::chrono::steady_clock::now();
-  const bool timed = g_since_call.exchange(0) >= 2;
   k<<<(N + 255) / 256, 256>>>(x, y, out, a, N);
-  if (!timed || !g_done) return;
+  if (!g_done) return;
   const std::uint32_t seq = g_call->load();
   const auto at = start + std::chrono::nanoseconds(static_cast<long long>(1.15 * 12.0 * N / 4.8e12 * 1e9));
   std::thread([seq, at] {
