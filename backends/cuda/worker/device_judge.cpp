@@ -86,6 +86,13 @@ void L2Flush::run() {
   check(cudaDeviceSynchronize(), "after the L2 flush");
 }
 
+double after_host_probe_ns() {
+  const auto t0 = Clock::now();
+  if (const std::string e = empty_round_trip(); !e.empty())
+    throw std::runtime_error("CUDA error of the judge's probe after a call of the candidate's host: " + e);
+  return std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+}
+
 namespace {
 
 // This process's shortest round trip on the judge's clock: the same
@@ -112,17 +119,6 @@ double time_reference(Entry ref, w::ArgSet& d, double null_ns) {
   check(launch, "after a timed call of the reference");
   check(run_err, "while a timed call of the reference ran");
   return std::max(ns - null_ns, 1.0);
-}
-
-// The judge's empty round trip (an empty kernel and a device-wide
-// synchronize of its own context) right after a call of the host's: the
-// switch back from the host's context, and any GPU work the host left
-// running (the GPU time-slices between contexts).
-double after_host_probe_ns() {
-  const auto t0 = Clock::now();
-  if (const std::string e = empty_round_trip(); !e.empty())
-    throw std::runtime_error("CUDA error of the judge's probe after a call of the candidate's: " + e);
-  return std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
 }
 
 double roofline_floor_ns(const Task& task, const w::Case& c, const GpuTiming& g) {
@@ -164,8 +160,8 @@ void TimingLoopCost::add_to(nlohmann::json& phases) const {
 }
 
 nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint64_t seed, const GpuTiming& g,
-                              L2Flush& flush, w::Endpoint& cand, double cand_null_ns, Entry ref, Verdict& v,
-                              TimingLoopCost& cost) {
+                              L2Flush& flush, w::Endpoint& cand, double cand_null_ns, double cand_null_probe_ns,
+                              Entry ref, Verdict& v, TimingLoopCost& cost) {
   // Seconds since `t` into `into`, and `t` moved on.
   auto charge = [](Clock::time_point& t, double& into) {
     const auto now = Clock::now();
@@ -378,7 +374,12 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     double after_null_ns = 0.0, after_call_ns = 0.0, charged_ns = 0.0;
     std::int64_t charged_calls = 0;
     if (!null_probes.empty() && probes.size() == raw_c.size()) {
+      // The yardstick: the shorter of the probes' medians after the first
+      // calibration (no code of the candidate's loaded; 0 where none was
+      // made) and after the second (a host that leaves work running after
+      // its null calls lengthens only the second).
       after_null_ns = quantile(null_probes, 0.5);
+      if (cand_null_probe_ns > 0) after_null_ns = std::min(after_null_ns, cand_null_probe_ns);
       after_call_ns = quantile(probes, 0.5);
       // The tolerance: an honest call's probe also comes out longer than a
       // null call's (the switch back after real work: 1.5-8.5 us a call on
@@ -425,6 +426,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
                       {"cand_null_recalibrated_ns", second_null_ns},
                       {"cand_after_call_probe_ns", after_call_ns},
                       {"cand_after_null_probe_ns", after_null_ns},
+                      {"cand_after_first_null_probe_ns", cand_null_probe_ns},
                       {"cand_after_call_charged_ns", charged_ns},
                       {"cand_after_call_charged_calls", charged_calls},
                       {"ref_null_ns", ref_null_ns},

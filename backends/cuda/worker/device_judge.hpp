@@ -102,7 +102,14 @@ struct TimingLoopCost {
 // The candidate runs in its kernel host (`cand`): its time is the judge's
 // clock around the call (resume to answer, the host's device-wide
 // synchronize inside) less `cand_null_ns`, the median round trip of the
-// host's calibration calls (made before its code was loaded). Before each
+// host's calibration calls (made before its code was loaded; or of the
+// same calls made again after the timed calls, where shorter), plus the
+// GPU work the host left running after its answer: the judge's
+// after_host_probe_ns() after the call beyond a yardstick, the shorter
+// median of the same probe after the second calibration's null calls and
+// `cand_null_probe_ns` (after the first's, made before the candidate's
+// code was loaded; 0: none), less a tolerance. Between calls the host must
+// be stopped: one found running resumed itself (a runtime_error). Before each
 // of its timed calls the host is primed (Endpoint::prime: its context made
 // the device's current one, as the judge's is before a reference call).
 // The reference runs here, timed by the same clock around its launch and a
@@ -111,8 +118,15 @@ struct TimingLoopCost {
 // Each shape's exclusive hold is released after its timed calls.
 // Returns the per-shape timings.
 nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint64_t seed, const GpuTiming& g,
-                              L2Flush& flush, w::Endpoint& cand, double cand_null_ns, Entry ref, Verdict& v,
-                              TimingLoopCost& cost);
+                              L2Flush& flush, w::Endpoint& cand, double cand_null_ns, double cand_null_probe_ns,
+                              Entry ref, Verdict& v, TimingLoopCost& cost);
+
+// The judge's empty round trip (an empty kernel and a device-wide
+// synchronize of its own context) right after a call of the candidate's
+// host: the switch back from the host's context, and any GPU work the host
+// left running (the GPU time-slices between contexts). Nanoseconds on the
+// judge's clock; a CUDA error throws std::runtime_error.
+double after_host_probe_ns();
 
 // After the candidate's process has ended (inside the caller's exclusive
 // hold): the reference timed alone on every visible shape (inputs from

@@ -809,6 +809,11 @@ int main(int argc, char** argv) {
     // once in 60 candidates: what lengthens it is not kevo's GPU work; each
     // worker waited about 0.1 s more for the slot. docs/cuda.md#not-done-yet.)
     parts.hold_for_calibration = [] { return std::static_pointer_cast<void>(std::make_shared<cw::SharedSlot>()); };
+    // The judge's probe after each of those null calls: the yardstick of
+    // the probe after a timed call that no code of the candidate's can
+    // have lengthened (time_on_device).
+    std::vector<double> calibration_probes;
+    if (gpu_timing) parts.after_null_call = [&] { calibration_probes.push_back(cw::after_host_probe_ns()); };
 
     // The correctness protocol under one shared hold of the GPU's slot with
     // phase holds (every step's own hold nests in it); the GPU timing inside
@@ -843,8 +848,10 @@ int main(int argc, char** argv) {
       const bool held = protocol_hold.has_value();
       protocol_hold.reset();
       const double cand_null_ns = w::quantile(null_ns, 0.5);
+      const double cand_null_probe_ns = calibration_probes.empty() ? 0.0 : w::quantile(calibration_probes, 0.5);
       try {
-        shape_timings = cw::time_on_device(task, opt, opt.seed, x.gt, *flush, cand, cand_null_ns, ref, v, loop_cost);
+        shape_timings = cw::time_on_device(task, opt, opt.seed, x.gt, *flush, cand, cand_null_ns, cand_null_probe_ns, ref,
+                                           v, loop_cost);
         if (v.status == kevo::Status::pending && v.speedup > x.reverify_speedup) {
           // Too good to take on trust: judge again on inputs from another
           // seed (the visible and drawn shapes: the hidden ones follow this
@@ -861,7 +868,8 @@ int main(int argc, char** argv) {
             v = second.verdict;
             v.message = "re-verification of a " + std::to_string(first) + "x speedup failed: " + v.message;
           } else {
-            shape_timings = cw::time_on_device(task, again, again.seed, x.gt, *flush, cand, cand_null_ns, ref, v, loop_cost);
+            shape_timings = cw::time_on_device(task, again, again.seed, x.gt, *flush, cand, cand_null_ns,
+                                               cand_null_probe_ns, ref, v, loop_cost);
             timed_seed = again.seed;
             if (v.status == kevo::Status::pending)
               flagged = "; flagged: speedup above " + std::to_string(x.reverify_speedup) +

@@ -377,6 +377,7 @@ void RemoteEndpoint::calibrate() {
     }
     if (!round_trip(++seq_, ns)) return;
     if (ctl_->outcome == static_cast<std::int32_t>(CallOutcome::ok)) null_ns_.push_back(ns);
+    if (spec_.after_null_call) spec_.after_null_call();
   }
   if (pid_ <= 0) return;
   ctl_->load_library = 1;

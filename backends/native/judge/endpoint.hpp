@@ -121,6 +121,9 @@ struct HostSpec {
   // judge's preparation runs before a timed call.
   int calibrate = 0;
   std::function<void()> before_null_call;
+  // Runs after each of them (the host stopped again): a device flavour's
+  // probe of the GPU after a call of a host with no code of the side.
+  std::function<void()> after_null_call;
   // Held (the returned token alive) around all of the calibration's null
   // calls: a device's shared slot, so that their GPU work neither waits
   // behind another worker's timing (a null round trip inflated by it would
