@@ -1,6 +1,6 @@
 // A kernel host (backends/native/judge/host.hpp) driven alone through
 // RemoteEndpoint: its calibration's null calls are made before any code of
-// its library runs, the judge's own kill after the last call is not taken
+// its library runs (a flavour's hook after each), the judge's own kill after the last call is not taken
 // for the candidate's end, and the library policy's one implied library.
 #include "endpoint.hpp"
 
@@ -36,6 +36,26 @@ TEST(KernelHost, CalibrationCallsAreMadeBeforeTheLibraryIsLoaded) {
   EXPECT_FALSE(host.ready());
   EXPECT_TRUE(host.end().ended);
   EXPECT_EQ(host.end().signal, SIGABRT) << host.load_error();
+}
+
+TEST(KernelHost, AfterEachCalibrationNullCallTheFlavoursHookRunsWithTheHostStopped) {
+  // The CUDA judge probes the GPU there (docs/cuda.md#verdicts): once per
+  // null call, each answered, with the host stopped again (no code of its
+  // can run beside the probe).
+  HostSpec s = spec(KEVO_HOST_KERNEL, 6);
+  RemoteEndpoint* self = nullptr;
+  int runs = 0, stopped = 0;
+  s.after_null_call = [&] {
+    ++runs;
+    if (self && self->still_stopped()) ++stopped;
+  };
+  RemoteEndpoint host(std::move(s));
+  self = &host;
+  host.wait_ready();
+  ASSERT_TRUE(host.ready()) << host.load_error();
+  EXPECT_EQ(host.null_ns().size(), 6u);
+  EXPECT_EQ(runs, 6);
+  EXPECT_EQ(stopped, 6);
 }
 
 TEST(KernelHost, WithoutCalibrationNoNullCallIsMade) {
