@@ -222,7 +222,7 @@ void print_loop_pairs(const std::function<double(const std::string&)>& phase_sum
   std::printf("timed loop, per pair (us, %.0f pairs):", pairs);
   double sum = 0;
   for (const char* step :
-       {"inputs", "flush", "reference", "prime", "call", "flush_after_call", "check", "check_after_call"}) {
+       {"inputs", "flush", "reference", "prime", "call", "probe", "flush_after_call", "check", "check_after_call"}) {
     const double us = 1e6 * phase_sum(std::string("loop_") + step) / pairs;
     sum += us;
     std::printf(" %s %.1f", step, us);
@@ -342,7 +342,8 @@ int throughput_bench(const fs::path& dir, int n, int eval_jobs) {
   // Not seconds of a worker's time: the timed shapes' null-call counts and
   // sums (printed apart below).
   auto not_a_phase = [](const std::string& name) {
-    return name.rfind("loop_", 0) == 0 || name.rfind("null_", 0) == 0 || name == "round_trip";
+    return name.rfind("loop_", 0) == 0 || name.rfind("null_", 0) == 0 || name == "round_trip" ||
+           name == "after_call_charged";
   };
   std::printf("per worker (s):");
   for (const auto& [phase, secs] : s1.worker_phase_seconds)
@@ -357,6 +358,10 @@ int throughput_bench(const fs::path& dir, int n, int eval_jobs) {
                 "null taken off the calls %.2f us per judgement (its shapes' sum)\n",
                 again, phase_sum("null_second_shorter"), phase_sum("null_second_longer"),
                 1e6 * phase_sum("null_taken") / results);
+  if (const double pairs = phase_sum("loop_pairs"); pairs > 0)
+    std::printf("timed calls charged for GPU work left after the answer (the judge's probe beyond its yardstick "
+                "and tolerance): %.0f of %.0f pairs\n",
+                phase_sum("after_call_charged"), pairs);
   std::printf("device memory pool grew past its reservation in %llu worker(s), %.1f MiB in all\n",
               static_cast<unsigned long long>(s1.workers_pool_grew - s0.workers_pool_grew),
               s1.pool_growth_mib - s0.pool_growth_mib);
