@@ -7,6 +7,8 @@
 #include "kevo/native/libraries.hpp"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <string>
 
@@ -56,6 +58,30 @@ TEST(KernelHost, AfterEachCalibrationNullCallTheFlavoursHookRunsWithTheHostStopp
   EXPECT_EQ(host.null_ns().size(), 6u);
   EXPECT_EQ(runs, 6);
   EXPECT_EQ(stopped, 6);
+}
+
+TEST(KernelHost, AHostResumedBehindTheJudgesBackIsSeenRunning) {
+  // still_stopped() is what the timing loops ask after every pair (a host
+  // that resumes itself, tests/cuda/adversarial/resumes_itself.cu): stopped
+  // after loading, running once something else sends it SIGCONT, stopped
+  // again after SIGSTOP, and nothing to say once it is reaped.
+  RemoteEndpoint host(spec(KEVO_HOST_KERNEL, 0));
+  host.wait_ready();
+  ASSERT_TRUE(host.ready()) << host.load_error();
+  EXPECT_TRUE(host.still_stopped());
+  auto becomes = [&](bool stopped) {
+    for (int i = 0; i < 2000; ++i) {
+      if (host.still_stopped() == stopped) return true;
+      ::usleep(1000);
+    }
+    return false;
+  };
+  ASSERT_EQ(::kill(host.pid(), SIGCONT), 0);
+  EXPECT_TRUE(becomes(false)) << "a resumed host was still reported stopped";
+  ASSERT_EQ(::kill(host.pid(), SIGSTOP), 0);
+  EXPECT_TRUE(becomes(true)) << "a host stopped again was reported running";
+  host.terminate();
+  EXPECT_TRUE(host.still_stopped());
 }
 
 TEST(KernelHost, WithoutCalibrationNoNullCallIsMade) {

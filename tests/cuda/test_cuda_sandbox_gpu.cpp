@@ -214,3 +214,47 @@ TEST(CudaSandboxGpu, WithoutThePolicyAHostThatResumesItselfIsFoundRunning) {
   EXPECT_EQ(v.status, Status::runtime_error) << v.message;
   EXPECT_NE(v.message.find("resumed itself"), std::string::npos) << v.message;
 }
+
+namespace {
+
+// The GPU timing slot's lock files in the default lock_dir (/tmp).
+bool slot_lock_exists() {
+  for (const auto& e : fs::directory_iterator("/tmp")) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("kevo-gpu-", 0) == 0 && e.path().extension() == ".lock") return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST(CudaSandboxGpu, WithoutARootOfItsOwnAHostCannotHoldTheTimingSlot) {
+  // holds_the_slot.cu opens the slot's .lock file in /tmp, which a host
+  // without a root of its own can see, and holds it shared from a thread:
+  // no worker on the GPU could time while it lives. Under the policy its
+  // flock fails (ENOLCK) and the honest kernel is judged correct in time.
+  REQUIRE_GPU();
+  auto backend = make_backend(true, 60, "", 0, false);
+  auto task = std::make_shared<const Task>(load_task(fs::path(KEVO_CUDA_TASKS) / "axpy"));
+  backend->prepare(*task);
+  ASSERT_TRUE(slot_lock_exists()) << "no kevo-gpu-*.lock in /tmp: the attack would find nothing to hold";
+  const Verdict v = backend->evaluate(task, read_text(fs::path(KEVO_CUDA_ADVERSARIAL) / "holds_the_slot.cu"), 13);
+  print("holds_the_slot.cu under the policy, no namespaces", v);
+  EXPECT_EQ(v.status, Status::correct) << v.message;
+}
+
+TEST(CudaSandboxGpu, WithoutThePolicyAHostThatHoldsTheTimingSlotStallsTheTiming) {
+  // The control: with neither the policy nor a root of its own the same
+  // host holds the lock, and its own timing never gets the slot.
+  REQUIRE_GPU();
+  auto backend = make_backend(false, 20, "", 0, false);
+  auto task = std::make_shared<const Task>(load_task(fs::path(KEVO_CUDA_TASKS) / "axpy"));
+  backend->prepare(*task);
+  ASSERT_TRUE(slot_lock_exists());
+  const Verdict v = backend->evaluate(task, read_text(fs::path(KEVO_CUDA_ADVERSARIAL) / "holds_the_slot.cu"), 13);
+  print("holds_the_slot.cu without the policy or namespaces", v);
+  EXPECT_EQ(v.status, Status::timeout) << v.message;
+  // Once its host is gone the slot is free again: the seed is timed.
+  const Verdict seed = backend->evaluate(task, task->seed_source, 13);
+  EXPECT_EQ(seed.status, Status::correct) << seed.message;
+}

@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -195,6 +196,13 @@ int main(int argc, char** argv) {
                 setsig < 0 && setsig_errno == EINVAL ? "EINVAL" : "allowed",
                 setown < 0 && setown_errno == EINVAL ? "EINVAL" : "allowed", fl >= 0 ? "ok" : "failed", setfl, cloexec,
                 dup >= 10 ? "ok" : "failed");
+  } else if (what == "flock") {
+    // An exclusive lock on an existing file opened for reading, as a host
+    // would take the GPU timing slot's (arg: the file).
+    const int fd = open(arg.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 3;
+    const int rc = flock(fd, LOCK_EX | LOCK_NB);
+    std::printf("flock %s\n", rc == 0 ? "taken" : errno == ENOLCK ? "ENOLCK" : std::strerror(errno));
   } else if (what == "sigsys-handler") {
     signal(SIGSYS, SIG_IGN);
     std::printf("replaced\n");

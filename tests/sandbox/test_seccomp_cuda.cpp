@@ -10,7 +10,10 @@
 
 #include "probe.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -130,6 +133,20 @@ TEST(CudaPolicyProcesses, ATimerThatCouldResumeTheHostIsAViolation) {
   // (tests/cuda/adversarial/resumes_itself.cu).
   expect_violation(probe({"timer-sigcont"}), "timer_create");
   expect_violation(probe({"timer-sigcont"}, false), "timer_create");
+}
+
+TEST_F(CudaPolicy, AFileLockIsRefusedAndUnderTheCpuVariantAViolation) {
+  // The GPU's timing slot is a flock on files in lock_dir; a host that
+  // could open them and hold one would stall every timing on the GPU
+  // (tests/cuda/adversarial/holds_the_slot.cu). The file stays unlocked.
+  const auto f = probe({"flock", existing_.string()});
+  EXPECT_EQ(f.exit_code, 0) << f.output;
+  EXPECT_EQ(f.output, "flock ENOLCK\n");
+  const int fd = ::open(existing_.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0) << "the file was left locked";
+  ::close(fd);
+  expect_violation(probe({"flock", existing_.string()}, false), "flock");
 }
 
 TEST(CudaPolicyProcesses, FcntlCannotChooseASignalButKeepsItsOtherCommands) {

@@ -21,6 +21,7 @@
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
+#include <string_view>
 
 namespace kevo::native::judge {
 
@@ -146,6 +147,8 @@ RemoteEndpoint::RemoteEndpoint(const HostSpec& spec) : spec_(spec) {
   fds.insert(fds.begin(), {{arena_fd_, 3}, {report.write.get(), 4}, {library.get(), 5}});
   sandbox::IsolatedChild child = sandbox::spawn_isolated(spec.program, args, env, fds, req);
   pid_ = child.pid;
+  // Kept open for still_stopped(), which reads it after every timed pair.
+  stat_fd_.reset(::open(("/proc/" + std::to_string(pid_) + "/stat").c_str(), O_RDONLY | O_CLOEXEC));
   report.write.reset();
   report_ = std::move(report.read);
   spawn_notes_ = child.report;
@@ -231,6 +234,7 @@ void RemoteEndpoint::reap(int status, const ::rusage& ru) {
   end_.violation = ctl_->violation.load();
   end_.alloc_failed_bytes = ctl_->alloc_failed_bytes.load();
   pid_ = -1;
+  stat_fd_.reset();
 }
 
 bool RemoteEndpoint::alive() {
@@ -283,12 +287,15 @@ void RemoteEndpoint::stop_and_wait() {
 }
 
 bool RemoteEndpoint::still_stopped() const {
-  if (pid_ <= 0) return true;
-  std::ifstream in("/proc/" + std::to_string(pid_) + "/stat");
-  std::string line;
-  std::getline(in, line);
+  if (pid_ <= 0 || !stat_fd_.valid()) return true;   // unreadable: nothing to say
+  // One pread of the descriptor opened at the start (this runs after every
+  // timed pair: no path to build, no file to open).
+  char buf[1024];
+  const ssize_t n = ::pread(stat_fd_.get(), buf, sizeof buf, 0);
+  if (n <= 0) return true;
+  const std::string_view line(buf, static_cast<std::size_t>(n));
   const auto close = line.rfind(')');
-  if (close == std::string::npos || close + 2 >= line.size()) return true;   // unreadable: nothing to say
+  if (close == std::string_view::npos || close + 2 >= line.size()) return true;
   const char state = line[close + 2];
   return state == 'T' || state == 't';
 }

@@ -186,6 +186,7 @@ class RemoteEndpoint final : public Endpoint {
   HostSpec spec_;
   pid_t pid_ = -1;
   sandbox::UniqueFd report_;                 // the isolation report's pipe, until wait_ready()
+  sandbox::UniqueFd stat_fd_;                // /proc/PID/stat, until the host is reaped
   sandbox::IsolationReport spawn_notes_;     // what the spawn itself found
   int arena_fd_ = -1;
   void* arena_ = nullptr;

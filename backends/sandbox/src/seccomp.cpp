@@ -112,7 +112,7 @@ const std::vector<Named>& always_allowed() {
 const std::vector<Named>& cuda_allowed() {
   static const std::vector<Named> list = {
       KEVO_NR(ioctl) KEVO_NR(eventfd2) KEVO_NR(epoll_create1) KEVO_NR(epoll_ctl) KEVO_NR(epoll_pwait)
-      KEVO_NR(mlock) KEVO_NR(munlock) KEVO_NR(msync) KEVO_NR(flock) KEVO_NR(fdatasync)
+      KEVO_NR(mlock) KEVO_NR(munlock) KEVO_NR(msync) KEVO_NR(fdatasync)
       // The CUDA worker's spawner channel (a socket made before the policy;
       // making one after it is still a violation).
       KEVO_NR(sendto) KEVO_NR(recvfrom) KEVO_NR(sendmsg) KEVO_NR(recvmsg)
@@ -408,6 +408,15 @@ void add_checked_rules(Prog& p, const PolicyOptions& o) {
   // (tests/adversarial/redteam/timing/timer_precompute.cpp on the CPU,
   // tests/cuda/adversarial/resumes_itself.cu on the GPU.)
   p.simple(__NR_timer_create, kTrap);
+  // File locks (flock): the GPU's timing slot is a lock on files that
+  // every worker of the host shares (backends/cuda/worker/slot.hpp); a
+  // host that could open them (no root of its own) and hold one would
+  // stall every timing on the GPU while it lives
+  // (tests/cuda/adversarial/holds_the_slot.cu). Refused with ENOLCK, as a
+  // lock the kernel has no room for: what the driver may lock (a cache of
+  // its own) it does without. fcntl's record locks do not exclude flock's.
+  // Under the CPU variant flock stays a violation (not allowed).
+  if (o.policy == Policy::cuda) p.simple(__NR_flock, errno_ret(ENOLCK));
   // fcntl: descriptors, flags and locks; not the commands that choose a
   // signal or its receiver (F_SETSIG, F_SETOWN(_EX), F_NOTIFY, F_SETLEASE).
   p.one_of(__NR_fcntl, 1,
