@@ -165,6 +165,14 @@ TEST(CudaOptions, ReadsItsKeysAndTheSharedOnes) {
   EXPECT_EQ(o.base.eval_jobs, 2);
   EXPECT_EQ(o.base.timing.min_repeats, 3);
   EXPECT_EQ(o.base.timing.max_repeats, 5000);   // the CUDA default survives
+  // The L2's persisting lines are reset before every flush unless turned
+  // off, and the worker is told either way.
+  EXPECT_TRUE(o.reset_persisting_l2);
+  EXPECT_EQ(cuda::to_cpu_options(o).flavour.worker_request.at("reset_persisting_l2"), true);
+  const cuda::CudaOptions off = parse(R"({"reset_persisting_l2": false})");
+  EXPECT_FALSE(off.reset_persisting_l2);
+  EXPECT_EQ(cuda::to_cpu_options(off).flavour.worker_request.at("reset_persisting_l2"), false);
+  EXPECT_THROW(parse(R"({"reset_persisting_l2": 1})"), InputError);
 }
 
 TEST(CudaOptions, RejectsUnknownKeysAndBadArch) {

@@ -188,6 +188,28 @@ TEST_F(Adversarial, AnAnswerBeforeTheKernelIsDoneEarnsNothing) {
   }
 }
 
+TEST_F(Adversarial, InputsKeptPersistingInTheL2EarnNothing) {
+  // persists_in_l2.cu marks as much of x as the device allows persisting
+  // in the L2 (an access policy window), so that the judge's flush, an
+  // ordinary write, would leave it warm. The judge resets the persisting
+  // lines before every flush: the kernel is timed as the same kernel
+  // without the window (other_stream.cu). What it gains where the reset is
+  // off (backend.cuda.reset_persisting_l2 false) is printed: the control.
+  REQUIRE_GPU();
+  const Verdict plain = judge("other_stream.cu");
+  ASSERT_EQ(plain.status, Status::correct) << plain.message;
+  const Verdict v = judge("persists_in_l2.cu");
+  ASSERT_EQ(v.status, Status::correct) << v.message;
+  cuda::CudaOptions o = test::gpu_test_options(20);
+  o.reset_persisting_l2 = false;
+  auto off = cuda::make_cuda_backend(std::move(o));
+  off->prepare(*task_);
+  const Verdict c = off->evaluate(task_, read_text(fs::path(KEVO_CUDA_ADVERSARIAL) / "persists_in_l2.cu"), 11);
+  std::cout << "[ l2       ] the same kernel " << plain.cand_median_ns << " ns; with the window " << v.cand_median_ns
+            << " ns; with the window and no reset " << c.cand_median_ns << " ns (" << to_string(c.status) << ")\n";
+  EXPECT_GT(v.cand_median_ns, 0.97 * plain.cand_median_ns) << "persisting lines outlived the flush: " << v.message;
+}
+
 TEST_F(Adversarial, ACublasCallIsForbidden) {
   REQUIRE_GPU();
   auto sgemm = std::make_shared<const Task>(load_task(fs::path(KEVO_CUDA_TASKS) / "sgemm"));

@@ -75,6 +75,7 @@ CudaOptions parse_cuda_options(StrictObject& obj) {
   }
   o.reverify_speedup = obj.number("reverify_speedup", o.reverify_speedup, 1, 1e9);
   o.fill_idle_seconds = obj.number("fill_idle_seconds", o.fill_idle_seconds, 0, 3600);
+  o.reset_persisting_l2 = obj.boolean("reset_persisting_l2", o.reset_persisting_l2);
   o.max_connections = static_cast<int>(obj.integer("max_connections", o.max_connections, 0, 32));
   o.slot_hold = obj.choice("slot_hold", {"phase", "call"}, o.slot_hold);
   o.null_recalibration = obj.choice("null_recalibration", {"when_long", "always"}, o.null_recalibration);
@@ -125,6 +126,7 @@ nlohmann::json to_json(const CudaOptions& o) {
                    {"floor_fraction", o.floor_fraction}};
   j["reverify_speedup"] = o.reverify_speedup;
   j["fill_idle_seconds"] = o.fill_idle_seconds;
+  j["reset_persisting_l2"] = o.reset_persisting_l2;
   j["max_connections"] = o.max_connections;
   j["slot_hold"] = o.slot_hold;
   j["null_recalibration"] = o.null_recalibration;
@@ -149,6 +151,7 @@ cpu::CpuOptions to_cpu_options(CudaOptions o) {
                               {"floor_fraction", o.floor_fraction},
                               {"reverify_speedup", o.reverify_speedup},
                               {"fill_idle_seconds", o.fill_idle_seconds},
+                              {"reset_persisting_l2", o.reset_persisting_l2},
                               {"lock_dir", o.lock_dir},
                               {"slot_hold", o.slot_hold},
                               {"null_recalibration", o.null_recalibration},

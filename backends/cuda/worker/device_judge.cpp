@@ -63,6 +63,7 @@ std::int64_t default_gpu_flush_bytes() {
 
 L2Flush::L2Flush(const GpuTiming& g) {
   bytes_ = static_cast<std::size_t>(std::max(g.flush_bytes, default_gpu_flush_bytes()));
+  reset_persisting_ = g.reset_persisting_l2;
   // With phase holds from the pool reserved at the start (a cudaMalloc
   // and cudaFree are driver calls that wait behind other workers' context
   // creation, and cudaFree synchronizes the device).
@@ -81,7 +82,10 @@ L2Flush::~L2Flush() {
 
 void L2Flush::run() {
   // Evicts the L2 (>= 2x its size) so that every timed call starts cold,
-  // and waits: the timed window starts on an idle GPU.
+  // and waits: the timed window starts on an idle GPU. Lines set aside as
+  // persisting (a candidate's access policy window) would survive the
+  // write: they are made normal first.
+  if (reset_persisting_) check(cudaCtxResetPersistingL2Cache(), "resetting the L2's persisting lines");
   check(cudaMemsetAsync(ptr_, (round_++) & 0xFF, bytes_), "flushing the L2");
   check(cudaDeviceSynchronize(), "after the L2 flush");
 }

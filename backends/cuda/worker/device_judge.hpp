@@ -45,6 +45,9 @@ struct GpuTiming {
   // longer than the calls' lower quartile ("when_long"). The null calls
   // are made either way: they are the yardstick of the probe after a call.
   bool always_recalibrate = true;
+  // backend.cuda.reset_persisting_l2: the L2's persisting lines reset
+  // before every flush.
+  bool reset_persisting_l2 = true;
 };
 
 // The L2 flush before every timed call: a buffer of >= 2 x the L2 (from
@@ -60,6 +63,7 @@ class L2Flush {
   void* ptr_ = nullptr;
   std::size_t bytes_ = 0;
   int round_ = 0;
+  bool reset_persisting_ = true;
 
  public:
   ~L2Flush();

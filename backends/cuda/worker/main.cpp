@@ -212,6 +212,7 @@ Extra parse_extra(const native::JudgeRequest& r) {
   x.gt.flush_bytes = r.timing_options.flush_bytes;
   x.reverify_speedup = req.value("reverify_speedup", x.reverify_speedup);
   x.gt.fill_idle_seconds = req.value("fill_idle_seconds", x.gt.fill_idle_seconds);
+  x.gt.reset_persisting_l2 = req.value("reset_persisting_l2", x.gt.reset_persisting_l2);
   x.gt.phase_holds = req.value("slot_hold", std::string("call")) == "phase";
   x.gt.always_recalibrate = req.value("null_recalibration", std::string("always")) == "always";
   x.lock_dir = req.value("lock_dir", std::string());

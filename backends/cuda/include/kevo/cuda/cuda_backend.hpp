@@ -34,6 +34,12 @@ struct CudaOptions {
   // for the GPU (the slot would idle), for up to this many more seconds:
   // more repeats where they cost no one anything (0 = off).
   double fill_idle_seconds = 0.3;
+  // Before every L2 flush of the timing the judge resets the L2's
+  // persisting lines (cudaCtxResetPersistingL2Cache), so that lines a
+  // candidate's access policy window set aside as persisting do not
+  // outlive the flush (tests/cuda/adversarial/persists_in_l2.cu). Off
+  // only to measure what the attack gains without it.
+  bool reset_persisting_l2 = true;
   // CUDA_DEVICE_MAX_CONNECTIONS of every worker: the hardware work queues
   // a context opens. With one, a host creates about twice as many contexts
   // per second, and a fresh context per candidate is what bounds a host's
