@@ -210,6 +210,21 @@ TEST_F(Adversarial, InputsKeptPersistingInTheL2EarnNothing) {
   EXPECT_GT(v.cand_median_ns, 0.97 * plain.cand_median_ns) << "persisting lines outlived the flush: " << v.message;
 }
 
+TEST_F(Adversarial, AWidenedToleranceHidesNoEarlyAnswer) {
+  // widens_tolerance.cu answers early as answers_early.cu does, and first
+  // leaves 200 us of GPU work after every other null call of the second
+  // calibration, which would widen the spread of the judge's probe after
+  // them, and so the tolerance, past what its early answers hide. The
+  // spread comes from the first calibration (before its code was loaded).
+  REQUIRE_GPU();
+  const Verdict plain = judge("other_stream.cu");
+  ASSERT_EQ(plain.status, Status::correct) << plain.message;
+  const Verdict v = judge("widens_tolerance.cu");
+  std::cout << "[ early    ] the same kernel " << plain.cand_median_ns << " ns, answered early after a widened spread "
+            << v.cand_median_ns << " ns\n";
+  if (v.status == Status::correct) EXPECT_GT(v.cand_median_ns, 0.85 * plain.cand_median_ns) << v.message;
+}
+
 TEST_F(Adversarial, ACublasCallIsForbidden) {
   REQUIRE_GPU();
   auto sgemm = std::make_shared<const Task>(load_task(fs::path(KEVO_CUDA_TASKS) / "sgemm"));

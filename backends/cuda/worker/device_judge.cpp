@@ -164,8 +164,9 @@ void TimingLoopCost::add_to(nlohmann::json& phases) const {
 }
 
 nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint64_t seed, const GpuTiming& g,
-                              L2Flush& flush, w::Endpoint& cand, double cand_null_ns, double cand_null_probe_ns,
-                              Entry ref, Verdict& v, TimingLoopCost& cost) {
+                              L2Flush& flush, w::Endpoint& cand, double cand_null_ns,
+                              const FirstNullProbes& first_probes, Entry ref, Verdict& v, TimingLoopCost& cost) {
+  const double cand_null_probe_ns = first_probes.median_ns;
   // Seconds since `t` into `into`, and `t` moved on.
   auto charge = [](Clock::time_point& t, double& into) {
     const auto now = Clock::now();
@@ -375,7 +376,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     // call: the probe after a timed call beyond the probe after a null call
     // (their median and spread; an honest call leaves nothing, so its probe
     // is the same switch between contexts as a null call's).
-    double after_null_ns = 0.0, after_call_ns = 0.0, charged_ns = 0.0;
+    double after_null_ns = 0.0, after_call_ns = 0.0, charged_ns = 0.0, spread_ns = 0.0;
     std::int64_t charged_calls = 0;
     if (!null_probes.empty() && probes.size() == raw_c.size()) {
       // The yardstick: the shorter of the probes' medians after the first
@@ -388,11 +389,16 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       // The tolerance: an honest call's probe also comes out longer than a
       // null call's (the switch back after real work: 1.5-8.5 us a call on
       // the H200's bundled seeds, 2026-12-06), so what is charged is what
-      // goes beyond the null probes' median by more than their IQR, 5 us
+      // goes beyond the yardstick by more than the null probes' IQR, 5 us
       // and a tenth of the calls' median round trip (an answer that early
-      // can hide that much, no more).
-      const double spread = std::max({quantile(null_probes, 0.75) - quantile(null_probes, 0.25), 5000.0,
-                                      0.1 * quantile(raw_c, 0.5)});
+      // can hide that much, no more). The IQR is the smaller of the two
+      // calibrations': work the candidate's threads leave after some of
+      // the second's null calls widens only that one
+      // (tests/cuda/adversarial/widens_tolerance.cu).
+      double null_iqr = quantile(null_probes, 0.75) - quantile(null_probes, 0.25);
+      if (cand_null_probe_ns > 0) null_iqr = std::min(null_iqr, first_probes.iqr_ns);
+      const double spread = std::max({null_iqr, 5000.0, 0.1 * quantile(raw_c, 0.5)});
+      spread_ns = spread;
       std::vector<double> extra(raw_c.size(), 0.0);
       for (std::size_t j = 0; j < raw_c.size(); ++j) {
         extra[j] = std::max(probes[j] - after_null_ns - spread, 0.0);
@@ -431,6 +437,8 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
                       {"cand_after_call_probe_ns", after_call_ns},
                       {"cand_after_null_probe_ns", after_null_ns},
                       {"cand_after_first_null_probe_ns", cand_null_probe_ns},
+                      {"cand_after_first_null_probe_iqr_ns", first_probes.iqr_ns},
+                      {"cand_after_call_tolerance_ns", spread_ns},
                       {"cand_after_call_charged_ns", charged_ns},
                       {"cand_after_call_charged_calls", charged_calls},
                       {"ref_null_ns", ref_null_ns},

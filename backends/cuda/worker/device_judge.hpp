@@ -111,8 +111,10 @@ struct TimingLoopCost {
 // GPU work the host left running after its answer: the judge's
 // after_host_probe_ns() after the call beyond a yardstick, the shorter
 // median of the same probe after the second calibration's null calls and
-// `cand_null_probe_ns` (after the first's, made before the candidate's
-// code was loaded; 0: none), less a tolerance. Between calls the host must
+// `first_probes.median_ns` (after the first's, made before the candidate's
+// code was loaded; 0: none), less a tolerance (whose spread term comes
+// from the first calibration's probes too, where they were made: code
+// loaded later could widen the second's). Between calls the host must
 // be stopped: one found running resumed itself (a runtime_error). Before each
 // of its timed calls the host is primed (Endpoint::prime: its context made
 // the device's current one, as the judge's is before a reference call).
@@ -121,9 +123,15 @@ struct TimingLoopCost {
 //
 // Each shape's exclusive hold is released after its timed calls.
 // Returns the per-shape timings.
+// The judge's probe after the first calibration's null calls (made before
+// the candidate's code was loaded): their median and IQR; median 0 = none.
+struct FirstNullProbes {
+  double median_ns = 0.0;
+  double iqr_ns = 0.0;
+};
 nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint64_t seed, const GpuTiming& g,
-                              L2Flush& flush, w::Endpoint& cand, double cand_null_ns, double cand_null_probe_ns,
-                              Entry ref, Verdict& v, TimingLoopCost& cost);
+                              L2Flush& flush, w::Endpoint& cand, double cand_null_ns,
+                              const FirstNullProbes& first_probes, Entry ref, Verdict& v, TimingLoopCost& cost);
 
 // The judge's empty round trip (an empty kernel and a device-wide
 // synchronize of its own context) right after a call of the candidate's

@@ -849,9 +849,13 @@ int main(int argc, char** argv) {
       const bool held = protocol_hold.has_value();
       protocol_hold.reset();
       const double cand_null_ns = w::quantile(null_ns, 0.5);
-      const double cand_null_probe_ns = calibration_probes.empty() ? 0.0 : w::quantile(calibration_probes, 0.5);
+      cw::FirstNullProbes first_probes;
+      if (!calibration_probes.empty()) {
+        first_probes.median_ns = w::quantile(calibration_probes, 0.5);
+        first_probes.iqr_ns = w::quantile(calibration_probes, 0.75) - w::quantile(calibration_probes, 0.25);
+      }
       try {
-        shape_timings = cw::time_on_device(task, opt, opt.seed, x.gt, *flush, cand, cand_null_ns, cand_null_probe_ns, ref,
+        shape_timings = cw::time_on_device(task, opt, opt.seed, x.gt, *flush, cand, cand_null_ns, first_probes, ref,
                                            v, loop_cost);
         if (v.status == kevo::Status::pending && v.speedup > x.reverify_speedup) {
           // Too good to take on trust: judge again on inputs from another
@@ -870,7 +874,7 @@ int main(int argc, char** argv) {
             v.message = "re-verification of a " + std::to_string(first) + "x speedup failed: " + v.message;
           } else {
             shape_timings = cw::time_on_device(task, again, again.seed, x.gt, *flush, cand, cand_null_ns,
-                                               cand_null_probe_ns, ref, v, loop_cost);
+                                               first_probes, ref, v, loop_cost);
             timed_seed = again.seed;
             if (v.status == kevo::Status::pending)
               flagged = "; flagged: speedup above " + std::to_string(x.reverify_speedup) +
