@@ -74,7 +74,19 @@ int main(int argc, char** argv) {
       std::printf("forked from an early thread\n");
     });
   }
-  if (what != "none") kevo::sandbox::install_candidate_policy(policy);
+  // "flock-own": a descriptor opened before the policy and named to it
+  // as lockable (the GPU slot's, in the sanitizer child), and another one
+  // on the same file that is not.
+  kevo::sandbox::PolicyOptions po;
+  po.policy = policy;
+  int own_fd = -1, other_fd = -1;
+  if (what == "flock-own") {
+    own_fd = open(arg.c_str(), O_RDONLY | O_CLOEXEC);
+    other_fd = open(arg.c_str(), O_RDONLY | O_CLOEXEC);
+    if (own_fd < 0 || other_fd < 0) return 3;
+    po.lockable_fds = {own_fd};
+  }
+  if (what != "none") kevo::sandbox::install_candidate_policy(po);
 
   if (what == "none" || what == "nothing") {
     std::printf("ok\n");
@@ -203,6 +215,13 @@ int main(int argc, char** argv) {
     if (fd < 0) return 3;
     const int rc = flock(fd, LOCK_EX | LOCK_NB);
     std::printf("flock %s\n", rc == 0 ? "taken" : errno == ENOLCK ? "ENOLCK" : std::strerror(errno));
+  } else if (what == "flock-own") {
+    const int own = flock(own_fd, LOCK_EX | LOCK_NB);
+    const int own_errno = errno;
+    const int unlocked = flock(own_fd, LOCK_UN);
+    const int other = flock(other_fd, LOCK_EX | LOCK_NB);
+    std::printf("own %s unlock %d other %s\n", own == 0 ? "taken" : std::strerror(own_errno), unlocked,
+                other == 0 ? "taken" : errno == ENOLCK ? "ENOLCK" : std::strerror(errno));
   } else if (what == "sigsys-handler") {
     signal(SIGSYS, SIG_IGN);
     std::printf("replaced\n");

@@ -149,6 +149,15 @@ TEST_F(CudaPolicy, AFileLockIsRefusedAndUnderTheCpuVariantAViolation) {
   expect_violation(probe({"flock", existing_.string()}, false), "flock");
 }
 
+TEST_F(CudaPolicy, AProcessThatHoldsTheTimingSlotKeepsItsOwnLocks) {
+  // The worker's sanitizer child holds the GPU's slot and runs the
+  // candidate under the policy: flock works on the slot's descriptors
+  // (named to the policy) and on no other.
+  const auto f = probe({"flock-own", existing_.string()});
+  EXPECT_EQ(f.exit_code, 0) << f.output;
+  EXPECT_EQ(f.output, "own taken unlock 0 other ENOLCK\n");
+}
+
 TEST(CudaPolicyProcesses, FcntlCannotChooseASignalButKeepsItsOtherCommands) {
   for (const bool cuda : {true, false}) {
     const auto f = probe({"fcntl-signal"}, cuda);

@@ -425,7 +425,12 @@ int child_main(const std::string& mode, const fs::path& request_file, const fs::
       const int ruleset = kevo::sandbox::make_write_ruleset({"/dev", "/proc", fs::current_path().string()}, why);
       if (ruleset >= 0 && !kevo::sandbox::restrict_to(ruleset)) throw std::runtime_error("landlock_restrict_self failed");
       if (ruleset >= 0) ::close(ruleset);
-      kevo::sandbox::install_candidate_policy(kevo::sandbox::policy_from_string(r.policy));
+      // The slot's own locks stay possible here (the candidate shares this
+      // process, as it does under the sanitizer anyway: docs/sandbox.md).
+      kevo::sandbox::PolicyOptions po;
+      po.policy = kevo::sandbox::policy_from_string(r.policy);
+      po.lockable_fds = cw::gpu_slot().descriptors();
+      kevo::sandbox::install_candidate_policy(po);
     }
     cand = entry_of(open_library(r.candidate_so, "candidate"));
   } catch (const std::exception& e) {

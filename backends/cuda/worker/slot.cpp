@@ -30,6 +30,13 @@ GpuSlot::~GpuSlot() {
     if (fd >= 0) ::close(fd);
 }
 
+std::vector<int> GpuSlot::descriptors() const {
+  std::vector<int> fds;
+  for (const int fd : {gate_, lock_, queue_})
+    if (fd >= 0) fds.push_back(fd);
+  return fds;
+}
+
 void GpuSlot::open(const std::string& dir, const std::string& pci_bus_id) {
   if (dir.empty()) return;
   std::string id = pci_bus_id;

@@ -37,6 +37,9 @@ class GpuSlot {
   void lock_shared();
   void lock_exclusive();
   void unlock();
+  // The descriptors of its files (none before open()): the only ones a
+  // process under the CUDA policy that holds the slot may flock.
+  std::vector<int> descriptors() const;
   // Whether another holder (of this GPU's slot, any process) is waiting for
   // it, shared or exclusive: a timer that has met its budget goes on only
   // while none is (backend.cuda.fill_idle_seconds). False when not open.

@@ -415,8 +415,14 @@ void add_checked_rules(Prog& p, const PolicyOptions& o) {
   // (tests/cuda/adversarial/holds_the_slot.cu). Refused with ENOLCK, as a
   // lock the kernel has no room for: what the driver may lock (a cache of
   // its own) it does without. fcntl's record locks do not exclude flock's.
-  // Under the CPU variant flock stays a violation (not allowed).
-  if (o.policy == Policy::cuda) p.simple(__NR_flock, errno_ret(ENOLCK));
+  // Under the CPU variant flock stays a violation (not allowed). A process
+  // that holds the slot itself (the sanitizer child) names its descriptors.
+  if (o.policy == Policy::cuda) {
+    std::vector<std::uint32_t> lockable;
+    for (const int fd : o.lockable_fds)
+      if (fd >= 0) lockable.push_back(static_cast<std::uint32_t>(fd));
+    p.one_of(__NR_flock, 0, lockable, kAllow, errno_ret(ENOLCK));
+  }
   // fcntl: descriptors, flags and locks; not the commands that choose a
   // signal or its receiver (F_SETSIG, F_SETOWN(_EX), F_NOTIFY, F_SETLEASE).
   p.one_of(__NR_fcntl, 1,

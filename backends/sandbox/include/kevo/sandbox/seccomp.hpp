@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kevo::sandbox {
 
@@ -50,6 +51,10 @@ struct PolicyOptions {
   // name is one of its own threads, so scheduling and affinity calls may
   // name any (OpenMP pins its threads by thread id).
   bool own_pid_namespace = false;
+  // Under the CUDA variant flock fails (ENOLCK) but on these descriptors:
+  // the GPU timing slot's, where the process that holds it also runs the
+  // candidate (the worker's sanitizer child).
+  std::vector<int> lockable_fds;
 };
 
 // Installs the SIGSYS handler and the filter on every thread of the process
