@@ -45,6 +45,13 @@ int main(int argc, char** argv) {
     ++argv;
     --argc;
   }
+  // "--locks": flock left alone (the torch host's variant).
+  bool locks_allowed = false;
+  if (argc > 1 && std::strcmp(argv[1], "--locks") == 0) {
+    locks_allowed = true;
+    ++argv;
+    --argc;
+  }
   if (argc < 2) return 2;
   const std::string what = argv[1];
   const std::string arg = argc > 2 ? argv[2] : "";
@@ -79,6 +86,7 @@ int main(int argc, char** argv) {
   // on the same file that is not.
   kevo::sandbox::PolicyOptions po;
   po.policy = policy;
+  po.refuse_file_locks = !locks_allowed;   // as in kevo's kernel hosts, unless --locks
   int own_fd = -1, other_fd = -1;
   if (what == "flock-own") {
     own_fd = open(arg.c_str(), O_RDONLY | O_CLOEXEC);

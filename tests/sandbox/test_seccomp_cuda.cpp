@@ -147,6 +147,10 @@ TEST_F(CudaPolicy, AFileLockIsRefusedAndUnderTheCpuVariantAViolation) {
   EXPECT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0) << "the file was left locked";
   ::close(fd);
   expect_violation(probe({"flock", existing_.string()}, false), "flock");
+  // The torch host's variant leaves flock alone (its libraries lock their
+  // caches).
+  const auto torch = probe({"--locks", "flock", existing_.string()});
+  EXPECT_EQ(torch.output, "flock taken\n");
 }
 
 TEST_F(CudaPolicy, AProcessThatHoldsTheTimingSlotKeepsItsOwnLocks) {

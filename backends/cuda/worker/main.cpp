@@ -429,6 +429,7 @@ int child_main(const std::string& mode, const fs::path& request_file, const fs::
       // process, as it does under the sanitizer anyway: docs/sandbox.md).
       kevo::sandbox::PolicyOptions po;
       po.policy = kevo::sandbox::policy_from_string(r.policy);
+      po.refuse_file_locks = true;
       po.lockable_fds = cw::gpu_slot().descriptors();
       kevo::sandbox::install_candidate_policy(po);
     }

@@ -299,6 +299,7 @@ void host_main(int argc, char** argv, const HostDevice* device) {
       sandbox::PolicyOptions po;
       po.policy = sandbox::policy_from_string(a.policy);
       po.own_pid_namespace = rep.pid_ns;
+      po.refuse_file_locks = true;   // the GPU timing slot's locks (docs/sandbox.md)
       sandbox::install_candidate_policy(po);
       rep.seccomp = true;
     } catch (const std::exception& e) {

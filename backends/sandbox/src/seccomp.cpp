@@ -417,11 +417,13 @@ void add_checked_rules(Prog& p, const PolicyOptions& o) {
   // its own) it does without. fcntl's record locks do not exclude flock's.
   // Under the CPU variant flock stays a violation (not allowed). A process
   // that holds the slot itself (the sanitizer child) names its descriptors.
-  if (o.policy == Policy::cuda) {
+  if (o.policy == Policy::cuda && o.refuse_file_locks) {
     std::vector<std::uint32_t> lockable;
     for (const int fd : o.lockable_fds)
       if (fd >= 0) lockable.push_back(static_cast<std::uint32_t>(fd));
     p.one_of(__NR_flock, 0, lockable, kAllow, errno_ret(ENOLCK));
+  } else if (o.policy == Policy::cuda) {
+    p.simple(__NR_flock, kAllow);
   }
   // fcntl: descriptors, flags and locks; not the commands that choose a
   // signal or its receiver (F_SETSIG, F_SETOWN(_EX), F_NOTIFY, F_SETLEASE).

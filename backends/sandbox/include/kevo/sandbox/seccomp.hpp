@@ -51,9 +51,12 @@ struct PolicyOptions {
   // name is one of its own threads, so scheduling and affinity calls may
   // name any (OpenMP pins its threads by thread id).
   bool own_pid_namespace = false;
-  // Under the CUDA variant flock fails (ENOLCK) but on these descriptors:
-  // the GPU timing slot's, where the process that holds it also runs the
-  // candidate (the worker's sanitizer child).
+  // Under the CUDA variant, flock fails (ENOLCK) but on `lockable_fds`:
+  // kevo's kernel hosts and the CUDA worker's sanitizer child, which must
+  // not hold the GPU timing slot's locks (the sanitizer child holds the
+  // slot itself and names its descriptors). Off for the torch host, whose
+  // libraries lock their caches (docs/sandbox.md).
+  bool refuse_file_locks = false;
   std::vector<int> lockable_fds;
 };
 
