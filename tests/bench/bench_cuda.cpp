@@ -355,8 +355,9 @@ int throughput_bench(const fs::path& dir, int n, int eval_jobs) {
   const double again = phase_sum("null_recalibrations");
   if (again > 0)
     std::printf("host null calls made again on %.0f timed shapes: the second median shorter on %.0f, longer on %.0f; "
-                "null taken off the calls %.2f us per judgement (its shapes' sum)\n",
-                again, phase_sum("null_second_shorter"), phase_sum("null_second_longer"),
+                "made a third or fourth time %.0f times; null taken off the calls %.2f us per judgement (its "
+                "shapes' sum)\n",
+                again, phase_sum("null_second_shorter"), phase_sum("null_second_longer"), phase_sum("null_retries"),
                 1e6 * phase_sum("null_taken") / results);
   if (const double pairs = phase_sum("loop_pairs"); pairs > 0)
     std::printf("timed calls charged for GPU work left after the answer (the judge's probe beyond its yardstick "

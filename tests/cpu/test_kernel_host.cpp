@@ -46,10 +46,14 @@ TEST(KernelHost, AfterEachCalibrationNullCallTheFlavoursHookRunsWithTheHostStopp
   // can run beside the probe).
   HostSpec s = spec(KEVO_HOST_KERNEL, 6);
   RemoteEndpoint* self = nullptr;
-  int runs = 0, stopped = 0;
-  s.after_null_call = [&] {
+  int runs = 0, stopped = 0, answered_before = 0;
+  s.after_null_call = [&](std::chrono::steady_clock::time_point answered) {
     ++runs;
     if (self && self->still_stopped()) ++stopped;
+    // The answer's time is the null call's, taken before the stop.
+    if (self && answered == self->answered_at() && answered.time_since_epoch().count() > 0 &&
+        answered <= std::chrono::steady_clock::now())
+      ++answered_before;
   };
   RemoteEndpoint host(std::move(s));
   self = &host;
@@ -58,6 +62,7 @@ TEST(KernelHost, AfterEachCalibrationNullCallTheFlavoursHookRunsWithTheHostStopp
   EXPECT_EQ(host.null_ns().size(), 6u);
   EXPECT_EQ(runs, 6);
   EXPECT_EQ(stopped, 6);
+  EXPECT_EQ(answered_before, 6);
 }
 
 TEST(KernelHost, AHostResumedBehindTheJudgesBackIsSeenRunning) {

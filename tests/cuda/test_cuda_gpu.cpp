@@ -225,6 +225,25 @@ TEST_F(Adversarial, AWidenedToleranceHidesNoEarlyAnswer) {
   if (v.status == Status::correct) EXPECT_GT(v.cand_median_ns, 0.85 * plain.cand_median_ns) << v.message;
 }
 
+TEST_F(Adversarial, WorkInASecondContextEarnsNothing) {
+  // second_context.cu launches its kernel in a green context of the host's,
+  // which the host's synchronize after the call does not wait for, so the
+  // host answers while the kernel runs (without touching the control
+  // block). The judge's probe after each timed call waits for any context's
+  // work: timed as the same kernel in the host's own context
+  // (other_stream.cu), or not correct. Its stderr says where the driver
+  // refused the second context (no attack took place then).
+  REQUIRE_GPU();
+  const Verdict plain = judge("other_stream.cu");
+  ASSERT_EQ(plain.status, Status::correct) << plain.message;
+  const Verdict v = judge("second_context.cu");
+  const bool attacked = v.output_tail.find("launching in the host's context") == std::string::npos;
+  std::cout << "[ early    ] the same kernel " << plain.cand_median_ns << " ns, in a second context "
+            << v.cand_median_ns << " ns (" << (attacked ? "second context made" : "second context refused") << ")\n"
+            << v.output_tail << "\n";
+  if (v.status == Status::correct) EXPECT_GT(v.cand_median_ns, 0.9 * plain.cand_median_ns) << v.message;
+}
+
 TEST_F(Adversarial, ACublasCallIsForbidden) {
   REQUIRE_GPU();
   auto sgemm = std::make_shared<const Task>(load_task(fs::path(KEVO_CUDA_TASKS) / "sgemm"));

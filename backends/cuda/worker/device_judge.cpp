@@ -93,11 +93,10 @@ void L2Flush::run() {
   check(cudaDeviceSynchronize(), "after the L2 flush");
 }
 
-double after_host_probe_ns() {
-  const auto t0 = Clock::now();
+double after_host_probe_ns(Clock::time_point answered) {
   if (const std::string e = empty_round_trip(); !e.empty())
     throw std::runtime_error("CUDA error of the judge's probe after a call of the candidate's host: " + e);
-  return std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+  return std::chrono::duration<double, std::nano>(Clock::now() - answered).count();
 }
 
 namespace {
@@ -160,6 +159,7 @@ void TimingLoopCost::add_to(nlohmann::json& phases) const {
   for (const auto& [name, count] : {std::pair{"null_recalibrations", recalibrations},
                                     std::pair{"null_second_shorter", second_shorter},
                                     std::pair{"null_second_longer", second_longer},
+                                    std::pair{"null_retries", null_retries},
                                     std::pair{"after_call_charged", after_call_charged}})
     phases[name] = phases.value(name, 0.0) + static_cast<double>(count);
   phases["null_taken"] = phases.value("null_taken", 0.0) + null_taken;
@@ -266,7 +266,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       }
       raw_c.push_back(r.ns);
       tc.push_back(std::max(r.ns - cand_null_ns, 1.0));
-      probes.push_back(after_host_probe_ns());
+      probes.push_back(after_host_probe_ns(cand.answered_at()));
       charge(t, cost.probe);
     };
     auto run_ref = [&](bool after_call) {
@@ -352,27 +352,44 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     // (tests/cuda/adversarial/lengthens_null_calls.cu).
     double null_ns = cand_null_ns, second_null_ns = 0.0;
     std::vector<double> null_probes;   // the judge's probe after each null call
+    // Where even the second median is above the calls' lower quartile (an
+    // honest axpy on an H100 with 8 workers and budget 0.075: 1.01 ms
+    // against round trips of 179 us, so it was timed under the roofline
+    // floor), the null calls are made again, up to twice more, and the
+    // shortest median taken: a shorter null call only lengthens the calls.
     if (failed.empty() && wrong.empty() && !raw_c.empty()) {
-      std::vector<double> again;
-      for (int k = 0; k < 16; ++k) {
-        double ns = 0.0;
-        if (!cand.null_call(ns)) break;
-        again.push_back(ns);
-        null_probes.push_back(after_host_probe_ns());
-      }
-      if (again.size() < 16) {
-        // Its null calls are the yardstick of the probe after its calls: a
-        // host that cannot make them is not timed.
-        failed = cand.end().ended ? "died" : "the host failed a null call after the timed calls";
-      } else if (g.always_recalibrate || quantile(raw_c, 0.25) <= cand_null_ns) {
-        ++cost.recalibrations;
-        second_null_ns = quantile(again, 0.5);
-        if (second_null_ns < null_ns) {
-          ++cost.second_shorter;
-          null_ns = second_null_ns;
-        } else {
-          ++cost.second_longer;
+      const bool recalibrate = g.always_recalibrate || quantile(raw_c, 0.25) <= cand_null_ns;
+      for (int round = 0; round < 3 && failed.empty(); ++round) {
+        std::vector<double> again;
+        for (int k = 0; k < 16; ++k) {
+          double ns = 0.0;
+          if (!cand.null_call(ns)) break;
+          again.push_back(ns);
+          null_probes.push_back(after_host_probe_ns(cand.answered_at()));
         }
+        if (again.size() < 16) {
+          // Its null calls are the yardstick of the probe after its calls: a
+          // host that cannot make them is not timed.
+          failed = cand.end().ended ? "died" : "the host failed a null call after the timed calls";
+          break;
+        }
+        if (!recalibrate) break;
+        const double median = quantile(again, 0.5);
+        if (round == 0) {
+          ++cost.recalibrations;
+          second_null_ns = median;
+          if (second_null_ns < null_ns) {
+            ++cost.second_shorter;
+            null_ns = second_null_ns;
+          } else {
+            ++cost.second_longer;
+          }
+        } else {
+          ++cost.null_retries;
+          second_null_ns = std::min(second_null_ns, median);
+          null_ns = std::min(null_ns, median);
+        }
+        if (null_ns < quantile(raw_c, 0.25)) break;
       }
     }
     // GPU work a host leaves running after its answer is charged to its

@@ -820,7 +820,9 @@ int main(int argc, char** argv) {
     // the probe after a timed call that no code of the candidate's can
     // have lengthened (time_on_device).
     std::vector<double> calibration_probes;
-    if (gpu_timing) parts.after_null_call = [&] { calibration_probes.push_back(cw::after_host_probe_ns()); };
+    if (gpu_timing) parts.after_null_call = [&](std::chrono::steady_clock::time_point answered) {
+        calibration_probes.push_back(cw::after_host_probe_ns(answered));
+      };
 
     // The correctness protocol under one shared hold of the GPU's slot with
     // phase holds (every step's own hold nests in it); the GPU timing inside

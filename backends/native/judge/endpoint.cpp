@@ -361,7 +361,8 @@ bool RemoteEndpoint::round_trip(std::uint32_t seq, double& ns, bool stop_after) 
   const auto t0 = Clock::now();
   post(seq);
   const bool finished = wait_done(seq);
-  ns = ns_between(t0, Clock::now());
+  answered_ = Clock::now();
+  ns = ns_between(t0, answered_);
   if (finished && stop_after) stop_and_wait();
   return finished && pid_ > 0;
 }
@@ -384,7 +385,7 @@ void RemoteEndpoint::calibrate() {
     }
     if (!round_trip(++seq_, ns)) return;
     if (ctl_->outcome == static_cast<std::int32_t>(CallOutcome::ok)) null_ns_.push_back(ns);
-    if (spec_.after_null_call) spec_.after_null_call();
+    if (spec_.after_null_call) spec_.after_null_call(answered_);
   }
   if (pid_ <= 0) return;
   ctl_->load_library = 1;

@@ -17,6 +17,7 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -61,6 +62,11 @@ class Endpoint {
   // Whether its process is still stopped, as the judge left it after its
   // last call (a host that resumed itself would run beside the other side).
   virtual bool still_stopped() const { return true; }
+  // The judge's clock at the answer of its last call or null call, before
+  // the host was stopped again (a default time_point where it has none):
+  // what the host left running on a device runs on from there, the stop
+  // included (device flavours measure their probe after a call from it).
+  virtual std::chrono::steady_clock::time_point answered_at() const { return {}; }
   // A round trip that runs none of the side's code (a device's host: an
   // empty kernel in its context), outside any timed window: the next timed
   // call then finds the side's context current on the device, as the
@@ -121,9 +127,10 @@ struct HostSpec {
   // judge's preparation runs before a timed call.
   int calibrate = 0;
   std::function<void()> before_null_call;
-  // Runs after each of them (the host stopped again): a device flavour's
+  // Runs after each of them (the host stopped again), given the judge's
+  // clock at the null call's answer (before the stop): a device flavour's
   // probe of the GPU after a call of a host with no code of the side.
-  std::function<void()> after_null_call;
+  std::function<void(std::chrono::steady_clock::time_point answered)> after_null_call;
   // Held (the returned token alive) around all of the calibration's null
   // calls: a device's shared slot, so that their GPU work neither waits
   // behind another worker's timing (a null round trip inflated by it would
@@ -156,6 +163,7 @@ class RemoteEndpoint final : public Endpoint {
   bool still_stopped() const override;
   bool prime() override;
   bool null_call(double& ns) override;
+  std::chrono::steady_clock::time_point answered_at() const override { return answered_; }
   // The files the host has mapped (/proc/PID/maps), "" when unreadable.
   std::string mapped_files() const;
   pid_t pid() const { return pid_; }
@@ -193,6 +201,7 @@ class RemoteEndpoint final : public Endpoint {
   std::size_t arena_bytes_ = 0;
   HostControl* ctl_ = nullptr;
   std::uint32_t seq_ = 0;
+  std::chrono::steady_clock::time_point answered_{};   // the last round trip's answer (answered_at())
   bool ready_ = false;
   std::string load_error_;
   sandbox::IsolationReport isolation_;

@@ -10,6 +10,7 @@
 
 #include "kevo/native/protocol.hpp"
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -42,7 +43,7 @@ struct SessionParts {
   std::vector<std::string> host_args;     // HostSpec::host_args of the candidate's host
   int calibrate = 0;                      // HostSpec::calibrate of the candidate's host
   std::function<void()> before_null_call;
-  std::function<void()> after_null_call;                         // HostSpec::after_null_call
+  std::function<void(std::chrono::steady_clock::time_point)> after_null_call;   // HostSpec::after_null_call
   std::function<std::shared_ptr<void>()> hold_for_calibration;   // HostSpec::hold_for_calibration
   // Runs the protocol (a flavour holds its device's slot around it).
   std::function<JudgeResult(const std::function<JudgeResult()>&)> around_protocol;
