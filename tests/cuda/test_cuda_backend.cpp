@@ -35,7 +35,7 @@ TEST(CudaOptions, DefaultsAreTheCudaOnes) {
   // Several workers at once; the GPU's timing slot keeps their timings apart.
   EXPECT_EQ(o.base.eval_jobs, 8);
   // The timing budget, not the repeat count, ends a timing.
-  EXPECT_EQ(o.base.timing.budget_seconds, 0.15);
+  EXPECT_EQ(o.base.timing.budget_seconds, 0.075);
   EXPECT_EQ(o.base.timing.max_repeats, 5000);
   EXPECT_EQ(o.base.limits.memory_mb, 0);
   EXPECT_EQ(o.lock_dir, "/tmp");

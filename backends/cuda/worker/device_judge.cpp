@@ -94,6 +94,9 @@ void L2Flush::run() {
 }
 
 double after_host_probe_ns(Clock::time_point answered) {
+  // An answer the endpoint did not record (a default time point) would make
+  // the probe the machine's uptime: every call charged with it.
+  if (answered == Clock::time_point{}) throw std::logic_error("the judge's probe after a call that has no answer time");
   if (const std::string e = empty_round_trip(); !e.empty())
     throw std::runtime_error("CUDA error of the judge's probe after a call of the candidate's host: " + e);
   return std::chrono::duration<double, std::nano>(Clock::now() - answered).count();

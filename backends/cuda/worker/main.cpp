@@ -270,16 +270,19 @@ class DeviceEndpoint final : public w::Endpoint {
       r.kind = w::CallResult::Kind::threw;
       r.message = std::string("(") + typeid(e).name() + "): " + e.what();
     }
-    r.ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    answered_ = std::chrono::steady_clock::now();
+    r.ns = std::chrono::duration<double, std::nano>(answered_ - t0).count();
     return r;
   }
   const w::HostEnd& end() const override { return end_; }
+  std::chrono::steady_clock::time_point answered_at() const override { return answered_; }
 
  private:
   std::function<void(w::ArgSet&, const w::Case&)> call_;
   w::ArgSet args_;
   w::Case c_;
   w::HostEnd end_;
+  std::chrono::steady_clock::time_point answered_{};
 };
 
 // The candidate's library for a child: the parent's private copy.
@@ -367,6 +370,7 @@ class SlotHeld final : public w::Endpoint {
   bool still_stopped() const override { return inner_.still_stopped(); }
   bool prime() override { return inner_.prime(); }
   bool null_call(double& ns) override { return inner_.null_call(ns); }
+  std::chrono::steady_clock::time_point answered_at() const override { return inner_.answered_at(); }
 
  private:
   w::Endpoint& inner_;

@@ -80,7 +80,8 @@ CallResult LocalEndpoint::call(ArgSet& a, bool) {
   CallResult r;
   const auto t0 = Clock::now();
   kernel_(a, case_);
-  r.ns = ns_between(t0, Clock::now());
+  answered_ = Clock::now();
+  r.ns = ns_between(t0, answered_);
   return r;
 }
 

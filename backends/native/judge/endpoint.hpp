@@ -62,11 +62,13 @@ class Endpoint {
   // Whether its process is still stopped, as the judge left it after its
   // last call (a host that resumed itself would run beside the other side).
   virtual bool still_stopped() const { return true; }
-  // The judge's clock at the answer of its last call or null call, before
-  // the host was stopped again (a default time_point where it has none):
-  // what the host left running on a device runs on from there, the stop
-  // included (device flavours measure their probe after a call from it).
-  virtual std::chrono::steady_clock::time_point answered_at() const { return {}; }
+  // The judge's clock at the answer of its last call or null call (for a
+  // host, before it was stopped again): what the host left running on a
+  // device runs on from there, the stop included (device flavours measure
+  // their probe after a call from it). Pure, so that a wrapper cannot
+  // forget to pass it on (one that did made every probe the machine's
+  // uptime, on an H100).
+  virtual std::chrono::steady_clock::time_point answered_at() const = 0;
   // A round trip that runs none of the side's code (a device's host: an
   // empty kernel in its context), outside any timed window: the next timed
   // call then finds the side's context current on the device, as the
@@ -90,6 +92,7 @@ class LocalEndpoint final : public Endpoint {
   ArgSet& arguments(const Task& task, const Case& c) override;
   CallResult call(ArgSet& a, bool poison_allocations) override;
   const HostEnd& end() const override { return end_; }
+  std::chrono::steady_clock::time_point answered_at() const override { return answered_; }
 
  private:
   Kernel kernel_;
@@ -97,6 +100,7 @@ class LocalEndpoint final : public Endpoint {
   ArgSet args_;
   Case case_;
   HostEnd end_;
+  std::chrono::steady_clock::time_point answered_{};
 };
 
 // A host's argument buffers in device memory instead of its shared-memory
