@@ -3,7 +3,7 @@
 # scaling run and the cuda-quickstart, each with its own time limit so that
 # the later ones still run; logs go to $OUT (docs/benchmarks.md#cuda-backend,
 # #multi-gpu).
-#   run_cuda_h200.sh PHASE...   build gpu gpu_all gpu_quick gpu_disabled throughput vs_old vs_load_inline throughput_sgemm contexts sustain duty
+#   run_cuda_h200.sh PHASE...   build gpu gpu_all gpu_quick probe throughput_budget gpu_disabled throughput vs_old vs_load_inline throughput_sgemm contexts sustain duty
 #                               multigpu cv cv_churn load_inline quickstart baselines llm_e2e llm_rate
 set -u
 OUT=${OUT:-/tmp/kevo-cuda-out}
@@ -36,6 +36,27 @@ gpu_quick)
   step gpu tests: the tool, slot and adversarial ones
   (cd build-gpu && timeout 200 ctest -L gpu -R "${GPU_RE:-Adversarial|CudaTools}" -j1 --output-on-failure -V) > "$OUT/ctest.log" 2>&1
   grep -E "\[ (verdict|seed|device|profile|holds) |tests passed|\(Failed\)|^output" "$OUT/ctest.log" | cut -c1-600 | tail -30
+  ;;
+probe)
+  # Issue 15's owed checks of the judge's probe after each timed call (the
+  # early-answer attacks, the second context, the widened tolerance) and
+  # the bundled seeds, which an honest probe must not charge
+  # (docs/verdicts.md#threat-model, docs/cuda.md#not-done-yet).
+  step "gpu tests: the probe after each timed call, its attacks and the seeds"
+  (cd build-gpu && timeout ${PROBE_TIMEOUT:-150} ./bin/test_cuda_gpu --gtest_filter='Adversarial.AnAnswer*:Adversarial.AWidened*:Adversarial.WorkInASecond*:Adversarial.TheReferenceJudged*:CudaGpu.NullCalls*:CudaGpu.EveryTask*') > "$OUT/probe.log" 2>&1
+  grep -E "^\[ (verdict|seed|early) |second_context|Failure|Expected|actual|PASSED|FAILED" "$OUT/probe.log" | cut -c1-300 | tail -40
+  ;;
+throughput_budget)
+  # This tree at the default budget and at TP_BUDGET (0.15: the default
+  # before 2026-12-07), alternated TP_ROUNDS times, 8 workers each.
+  step "candidates per GPU-minute: default budget against ${TP_BUDGET:-0.15} s, alternated"
+  for r in $(seq ${TP_ROUNDS:-2}); do
+    for o in "" "{\"timing\": {\"budget_seconds\": ${TP_BUDGET:-0.15}}}"; do
+      echo "--- ${o:-default}" | tee -a "$OUT/bench.log"
+      BENCH_CUDA_OPTIONS="$o" timeout 90 $B/bench_cuda throughput configs/tasks/cuda/axpy 64 8 2>&1 | tee -a "$OUT/bench.log" |
+        grep -E "candidates verified|not correct|made again|charged for GPU" | cut -c1-300
+    done
+  done
   ;;
 gpu_disabled)
   # The GPU tests written before they could run (attacks on suspected holes,
