@@ -8,8 +8,10 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <string>
 
 namespace {
@@ -63,6 +65,47 @@ TEST(KernelHost, AfterEachCalibrationNullCallTheFlavoursHookRunsWithTheHostStopp
   EXPECT_EQ(runs, 6);
   EXPECT_EQ(stopped, 6);
   EXPECT_EQ(answered_before, 6);
+}
+
+TEST(KernelHost, TheAnswerHookRunsWithTheStopSentAndNotYetWaitedFor) {
+  // A device flavour probes the GPU there (HostSpec::on_answer): from the
+  // answer, while the stop is delivered, so that the probe's end does not
+  // depend on the stop's length. At each null call it runs once, given the
+  // answer's time, before the calibration's hook; the SIGSTOP is already
+  // sent and its report not yet taken by the judge (the host stops while
+  // the hook waits, with nobody else sending it), and after the call the
+  // host is stopped.
+  HostSpec s = spec(KEVO_HOST_KERNEL, 5);
+  RemoteEndpoint* self = nullptr;
+  int answers = 0, stopped_in_hook = 0, right_time = 0, hooks_after = 0;
+  s.on_answer = [&](std::chrono::steady_clock::time_point answered) {
+    ++answers;
+    if (!self) return;
+    if (answered == self->answered_at()) ++right_time;
+    // The stop's report, peeked at without taking it (WNOWAIT): there only
+    // while the judge has not yet waited for it.
+    for (int i = 0; i < 1000; ++i) {
+      ::siginfo_t info{};
+      if (::waitid(P_PID, static_cast<id_t>(self->pid()), &info, WSTOPPED | WNOHANG | WNOWAIT) == 0 &&
+          info.si_pid == self->pid()) {
+        ++stopped_in_hook;
+        break;
+      }
+      ::usleep(1000);
+    }
+  };
+  s.after_null_call = [&](std::chrono::steady_clock::time_point) {
+    if (answers == hooks_after + 1) ++hooks_after;
+  };
+  RemoteEndpoint host(std::move(s));
+  self = &host;
+  host.wait_ready();
+  ASSERT_TRUE(host.ready()) << host.load_error();
+  EXPECT_EQ(answers, 5);
+  EXPECT_EQ(right_time, 5);
+  EXPECT_EQ(stopped_in_hook, 5) << "the stop was not sent before the hook, or already waited for";
+  EXPECT_EQ(hooks_after, 5) << "the calibration's hook did not follow each answer's";
+  EXPECT_TRUE(host.still_stopped());
 }
 
 TEST(KernelHost, AHostResumedBehindTheJudgesBackIsSeenRunning) {

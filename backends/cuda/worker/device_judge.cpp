@@ -102,6 +102,26 @@ double after_host_probe_ns(Clock::time_point answered) {
   return std::chrono::duration<double, std::nano>(Clock::now() - answered).count();
 }
 
+void AnswerProbe::made(Clock::time_point answered) noexcept {
+  try {
+    ns = after_host_probe_ns(answered);
+    error.clear();
+  } catch (const std::exception& e) {
+    ns = -1.0;
+    error = e.what();
+  }
+}
+
+double AnswerProbe::take() {
+  const double t = ns;
+  const std::string e = std::move(error);
+  ns = -1.0;
+  error.clear();
+  if (!e.empty()) throw std::runtime_error(e);
+  if (t < 0) throw std::logic_error("no probe was made at the candidate's host's answer");
+  return t;
+}
+
 namespace {
 
 // This process's shortest round trip on the judge's clock: the same
@@ -170,7 +190,7 @@ void TimingLoopCost::add_to(nlohmann::json& phases) const {
 }
 
 nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint64_t seed, const GpuTiming& g,
-                              L2Flush& flush, w::Endpoint& cand, double cand_null_ns,
+                              L2Flush& flush, w::Endpoint& cand, AnswerProbe& answer_probe, double cand_null_ns,
                               const FirstNullProbes& first_probes, Entry ref, Verdict& v, TimingLoopCost& cost) {
   const double cand_null_probe_ns = first_probes.median_ns;
   // Seconds since `t` into `into`, and `t` moved on.
@@ -269,7 +289,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       }
       raw_c.push_back(r.ns);
       tc.push_back(std::max(r.ns - cand_null_ns, 1.0));
-      probes.push_back(after_host_probe_ns(cand.answered_at()));
+      probes.push_back(answer_probe.take());
       charge(t, cost.probe);
     };
     auto run_ref = [&](bool after_call) {
@@ -368,7 +388,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
           double ns = 0.0;
           if (!cand.null_call(ns)) break;
           again.push_back(ns);
-          null_probes.push_back(after_host_probe_ns(cand.answered_at()));
+          null_probes.push_back(answer_probe.take());
         }
         if (again.size() < 16) {
           // Its null calls are the yardstick of the probe after its calls: a

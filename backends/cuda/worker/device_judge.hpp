@@ -125,6 +125,17 @@ struct TimingLoopCost {
 //
 // Each shape's exclusive hold is released after its timed calls.
 // Returns the per-shape timings.
+// The probe made at every answer of the candidate's host, while its stop
+// is delivered (HostSpec::on_answer): made() runs after_host_probe_ns and
+// keeps its time or its error; take() returns the last one and forgets it
+// (a CUDA error: std::runtime_error; none made since the last take:
+// std::logic_error).
+struct AnswerProbe {
+  double ns = -1.0;
+  std::string error;
+  void made(std::chrono::steady_clock::time_point answered) noexcept;
+  double take();
+};
 // The judge's probe after the first calibration's null calls (made before
 // the candidate's code was loaded): their median and IQR; median 0 = none.
 struct FirstNullProbes {
@@ -132,7 +143,7 @@ struct FirstNullProbes {
   double iqr_ns = 0.0;
 };
 nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint64_t seed, const GpuTiming& g,
-                              L2Flush& flush, w::Endpoint& cand, double cand_null_ns,
+                              L2Flush& flush, w::Endpoint& cand, AnswerProbe& answer_probe, double cand_null_ns,
                               const FirstNullProbes& first_probes, Entry ref, Verdict& v, TimingLoopCost& cost);
 
 // The judge's empty round trip (an empty kernel and a device-wide

@@ -824,9 +824,13 @@ int main(int argc, char** argv) {
     // the probe after a timed call that no code of the candidate's can
     // have lengthened (time_on_device).
     std::vector<double> calibration_probes;
-    if (gpu_timing) parts.after_null_call = [&](std::chrono::steady_clock::time_point answered) {
-        calibration_probes.push_back(cw::after_host_probe_ns(answered));
+    cw::AnswerProbe answer_probe;
+    if (gpu_timing) {
+      parts.on_answer = [&](std::chrono::steady_clock::time_point answered) { answer_probe.made(answered); };
+      parts.after_null_call = [&](std::chrono::steady_clock::time_point) {
+        calibration_probes.push_back(answer_probe.take());
       };
+    }
 
     // The correctness protocol under one shared hold of the GPU's slot with
     // phase holds (every step's own hold nests in it); the GPU timing inside
@@ -867,7 +871,7 @@ int main(int argc, char** argv) {
         first_probes.iqr_ns = w::quantile(calibration_probes, 0.75) - w::quantile(calibration_probes, 0.25);
       }
       try {
-        shape_timings = cw::time_on_device(task, opt, opt.seed, x.gt, *flush, cand, cand_null_ns, first_probes, ref,
+        shape_timings = cw::time_on_device(task, opt, opt.seed, x.gt, *flush, cand, answer_probe, cand_null_ns, first_probes, ref,
                                            v, loop_cost);
         if (v.status == kevo::Status::pending && v.speedup > x.reverify_speedup) {
           // Too good to take on trust: judge again on inputs from another
@@ -885,8 +889,8 @@ int main(int argc, char** argv) {
             v = second.verdict;
             v.message = "re-verification of a " + std::to_string(first) + "x speedup failed: " + v.message;
           } else {
-            shape_timings = cw::time_on_device(task, again, again.seed, x.gt, *flush, cand, cand_null_ns,
-                                               first_probes, ref, v, loop_cost);
+            shape_timings = cw::time_on_device(task, again, again.seed, x.gt, *flush, cand, answer_probe,
+                                               cand_null_ns, first_probes, ref, v, loop_cost);
             timed_seed = again.seed;
             if (v.status == kevo::Status::pending)
               flagged = "; flagged: speedup above " + std::to_string(x.reverify_speedup) +

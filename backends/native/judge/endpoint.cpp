@@ -253,6 +253,11 @@ bool RemoteEndpoint::alive() {
 void RemoteEndpoint::stop_and_wait() {
   if (pid_ <= 0) return;
   ::kill(pid_, SIGSTOP);
+  wait_stopped();
+}
+
+void RemoteEndpoint::wait_stopped() {
+  if (pid_ <= 0) return;
   // A stopped host reports it at once; one that keeps resuming itself never
   // settles: it is killed, and its death says why.
   // It stops within microseconds: the first 100 us are polled without
@@ -364,7 +369,14 @@ bool RemoteEndpoint::round_trip(std::uint32_t seq, double& ns, bool stop_after) 
   const bool finished = wait_done(seq);
   answered_ = Clock::now();
   ns = ns_between(t0, answered_);
-  if (finished && stop_after) stop_and_wait();
+  if (finished && stop_after) {
+    // The stop is sent at once and waited for after the flavour's hook:
+    // a device's probe then starts at the answer, and GPU work the host
+    // left running is waited for while the stop is delivered, not after.
+    if (pid_ > 0) ::kill(pid_, SIGSTOP);
+    if (spec_.on_answer) spec_.on_answer(answered_);
+    wait_stopped();
+  }
   return finished && pid_ > 0;
 }
 

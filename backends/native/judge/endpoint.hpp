@@ -135,6 +135,12 @@ struct HostSpec {
   // clock at the null call's answer (before the stop): a device flavour's
   // probe of the GPU after a call of a host with no code of the side.
   std::function<void(std::chrono::steady_clock::time_point answered)> after_null_call;
+  // Runs right after the answer of every call and null call that stops
+  // the host, its SIGSTOP sent but not yet waited for, given the judge's
+  // clock at the answer: a device flavour's probe of the GPU, so that the
+  // probe's end does not depend on how long the stop takes (GPU work the
+  // host left running runs on through the stop).
+  std::function<void(std::chrono::steady_clock::time_point answered)> on_answer;
   // Held (the returned token alive) around all of the calibration's null
   // calls: a device's shared slot, so that their GPU work neither waits
   // behind another worker's timing (a null round trip inflated by it would
@@ -185,6 +191,7 @@ class RemoteEndpoint final : public Endpoint {
   bool wait_done(std::uint32_t seq);
   bool alive();
   void stop_and_wait();
+  void wait_stopped();   // after SIGSTOP: until the host is stopped (or killed for resisting)
   void reap(int status, const ::rusage& ru);
   void reset_scheduling();
   // Posts call `seq` to the host and waits for its answer; the judge's

@@ -127,6 +127,7 @@ JudgeResult run_session(const JudgeRequest& req, const Task& task, const Session
   cs.host_args = parts.host_args;
   cs.before_null_call = parts.before_null_call;
   cs.after_null_call = parts.after_null_call;
+  cs.on_answer = parts.on_answer;
   cs.hold_for_calibration = parts.hold_for_calibration;
   auto start_candidate = [&](std::size_t arena_bytes, int calibrate) {
     HostSpec spec = cs;
