@@ -150,11 +150,12 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
 // synchronize of its own context) right after a call of the candidate's
 // host: the switch back from the host's context, and any GPU work the host
 // left running (the GPU time-slices between contexts). Nanoseconds on the
-// judge's clock from the host's answer (Endpoint::answered_at) to the
-// probe's end, so that the host's stop after its answer, during which its
-// GPU work runs on, is inside it too (measured from the probe's start, an
-// H100 charged 11.5 us of an axpy's 38 us answered early). A CUDA error
-// throws std::runtime_error.
+// judge's clock from the host's answer to the probe's end. Made at the
+// answer, the host's SIGSTOP sent and not yet waited for (HostSpec::on_answer,
+// AnswerProbe below), so that the stop's length is in neither the call's
+// probe nor the yardstick (made after the stop and measured from the
+// probe's start, an H100 charged 11.5 us of an axpy's 38 us answered
+// early). A CUDA error throws std::runtime_error.
 double after_host_probe_ns(std::chrono::steady_clock::time_point answered);
 
 // After the candidate's process has ended (inside the caller's exclusive
