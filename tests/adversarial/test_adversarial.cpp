@@ -204,9 +204,9 @@ TEST(Adversarial, TheCudaPolicyVariantReachesTheWorker) {
                            "  int fd = open(\"" + existing.string() + "\", O_RDWR);\n"
                            "  if (fd >= 0) close(fd);\n"
                            "  for (int32_t i = 0; i < M; ++i) {\n"
-                           "    double s = 0.0;\n"
+                           "    float s = 0.0f;\n"
                            "    for (int32_t j = 0; j < N; ++j) s += A[static_cast<int64_t>(i) * N + j];\n"
-                           "    out[i] = static_cast<float>(s);\n  }\n}\n";
+                           "    out[i] = s;\n  }\n}\n";
   kevo::cpu::CpuOptions cuda_opt = test_options();
   cuda_opt.flavour.policy = "cuda";
   kevo::cpu::CpuBackend cuda_variant(cuda_opt);

@@ -22,7 +22,8 @@ evaluator on PoCL), each judged beside the task's seed in one command:
   (6 here, so that the median is not left to chance) it got twice the
   speedup of the same kernel without the theft (STEAL 0), in both modes.
   It must gain less than half again (noise between two judgements on a
-  loaded 2-core machine reached 1.2x; the theft gained 1.8-2.6x).
+  loaded 2-core machine reached 1.2x; the theft gained 1.8-2.6x), in one
+  of up to 3 pairs.
 * tests/command/adversarial/oob_zero_inputs_sgemm.cl scans downward from
   its buffers for the judge's own copy of A (drawn before the candidate's
   buffers existed), zeroes both copies and answers zeros: the reference,
@@ -122,14 +123,23 @@ def main():
     with open(plain, "w", encoding="utf-8") as f:
         f.write("#define STEAL 0\n" + text)
     six = {"warmup": 1, "min_repeats": 6, "max_repeats": 6, "budget_seconds": 0, "max_iqr_fraction": 0.25}
+    # Judged again (up to 3 pairs) while a pair breaks the bound: a CI run with two tests at once once
+    # failed here, where alone the pair came out at 0.38x against 0.42x without the theft. The theft
+    # gained 1.8-2.6x when it worked, so it would break the bound in every pair.
     for mode in ("evaluator", "kevo"):
-        honest, attack = judge("sgemm", [plain, steal], mode, ["--set", "timing=" + json.dumps(six)])
-        if honest["status"] != "correct":
-            failures.append("oob_read_sgemm.cl without the theft (%s mode): %s (%s)"
-                            % (mode, honest["status"], honest["message"][:200]))
-        elif attack["status"] == "correct" and attack["speedup"] > 1.5 * honest["speedup"]:
-            failures.append("oob_read_sgemm.cl (%s mode): %.3gx against %.3gx without the theft (the reference's "
-                            "answer read out of the evaluator's memory)" % (mode, attack["speedup"], honest["speedup"]))
+        for attempt in range(3):
+            honest, attack = judge("sgemm", [plain, steal], mode, ["--set", "timing=" + json.dumps(six)])
+            if honest["status"] != "correct":
+                problem = ("oob_read_sgemm.cl without the theft (%s mode): %s (%s)"
+                           % (mode, honest["status"], honest["message"][:200]))
+            elif attack["status"] == "correct" and attack["speedup"] > 1.5 * honest["speedup"]:
+                problem = ("oob_read_sgemm.cl (%s mode): %.3gx against %.3gx without the theft (the reference's "
+                           "answer read out of the evaluator's memory)" % (mode, attack["speedup"], honest["speedup"]))
+            else:
+                break
+            print("pair %d breaks the bound: %s" % (attempt + 1, problem), flush=True)
+            if attempt == 2:
+                failures.append(problem + " in 3 pairs of 3")
 
     zero = os.path.join(adv, "oob_zero_inputs_sgemm.cl")
     for mode in ("evaluator", "kevo"):

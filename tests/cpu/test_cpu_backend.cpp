@@ -434,9 +434,9 @@ extern "C" void rowsum(const float* A, float* out, int32_t M, int32_t N) {
   const char* e = std::getenv("KEVO_TEST_WORKER_ENV");
   const bool set = e && std::strcmp(e, "set") == 0;
   for (int32_t i = 0; i < M; ++i) {
-    double s = 0.0;
+    float s = 0.0f;
     for (int32_t j = 0; j < N; ++j) s += A[static_cast<int64_t>(i) * N + j];
-    out[i] = set ? static_cast<float>(s) : static_cast<float>(s) + 1.0f;
+    out[i] = set ? s : s + 1.0f;
   }
 }
 )";

@@ -97,9 +97,9 @@ candidate = (b'#include <cstdint>\n#include <cstdio>\n'
              b'    fflush(stdout);\n'
              b'  }\n'
              b'  for (int32_t i = 0; i < M; ++i) {\n'
-             b'    double s = 0.0;\n'
+             b'    float s = 0.0f;\n'
              b'    for (int32_t j = 0; j < N; ++j) s += A[static_cast<int64_t>(i) * N + j];\n'
-             b'    out[i] = static_cast<float>(s);\n'
+             b'    out[i] = s;\n'
              b'  }\n'
              b'}\n')
 with open(os.path.join(task, "seed.cpp"), "wb") as f:

@@ -73,7 +73,7 @@ double g_wait_ns = 0;
 constexpr int64_t kBlock = 1 << 16;
 uint64_t key_of(const float* A) { uint64_t k; std::memcpy(&k, A, 8); return k; }
 void honest(const float* A, float* out, int32_t M, int32_t N) {
-  for (int32_t i = 0; i < M; ++i) { double s = 0; for (int32_t j = 0; j < N; ++j) s += A[int64_t(i) * N + j]; out[i] = float(s); }
+  for (int32_t i = 0; i < M; ++i) { float s = 0; for (int32_t j = 0; j < N; ++j) s += A[int64_t(i) * N + j]; out[i] = s; }
 }
 void precompute(uint64_t seed, int32_t M, int32_t N, int K) {
   const int64_t n = int64_t(M) * N;
