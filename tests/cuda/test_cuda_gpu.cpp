@@ -227,8 +227,9 @@ TEST_F(Adversarial, AWidenedToleranceHidesNoEarlyAnswer) {
             << " ns, answered early after a widened spread " << v.cand_median_ns << " ns\n";
   if (v.status != Status::correct) return;
   EXPECT_GT(v.cand_median_ns, 0.85 * plain.cand_median_ns) << v.message;
-  if (early.status == Status::correct)
+  if (early.status == Status::correct) {
     EXPECT_GT(v.cand_median_ns, 0.95 * early.cand_median_ns) << "the widening hid more: " << v.message;
+  }
 }
 
 TEST_F(Adversarial, WorkInASecondContextEarnsNothing) {
@@ -247,7 +248,51 @@ TEST_F(Adversarial, WorkInASecondContextEarnsNothing) {
   std::cout << "[ early    ] the same kernel " << plain.cand_median_ns << " ns, in a second context "
             << v.cand_median_ns << " ns (" << (attacked ? "second context made" : "second context refused") << ")\n"
             << v.output_tail << "\n";
-  if (v.status == Status::correct) EXPECT_GT(v.cand_median_ns, 0.9 * plain.cand_median_ns) << v.message;
+  if (v.status == Status::correct) {
+    EXPECT_GT(v.cand_median_ns, 0.9 * plain.cand_median_ns) << v.message;
+  }
+}
+
+TEST_F(Adversarial, WorkThatOutlastsATimeSliceAfterTheAnswerEarnsNothing) {
+  // outlasts_the_probe.cu answers early (as answers_early.cu does) and
+  // leaves 20 ms of GPU work, several time slices: one probe after the call
+  // waits for one slice of it. The judge probes again while each probe is
+  // held up, and counts every one: timed as the same work answered after
+  // the kernel (the same file with EARLY 0), or not correct.
+  REQUIRE_GPU();
+  const std::string src = read_text(fs::path(KEVO_CUDA_ADVERSARIAL) / "outlasts_the_probe.cu");
+  const Verdict plain = backend_->evaluate(task_, "#define EARLY 0\n" + src, 11);
+  std::cout << "[ verdict  ] outlasts_the_probe.cu, EARLY 0: " << to_string(plain.status) << ": " << plain.message
+            << "\n";
+  ASSERT_EQ(plain.status, Status::correct) << plain.message;
+  const Verdict v = judge("outlasts_the_probe.cu");
+  std::cout << "[ slices   ] the same work answered after it " << plain.cand_median_ns << " ns, answered early "
+            << v.cand_median_ns << " ns\n";
+  if (v.status == Status::correct) {
+    EXPECT_GT(v.cand_median_ns, 0.9 * plain.cand_median_ns) << v.message;
+  }
+}
+
+TEST_F(Adversarial, WorkReleasedByTheJudgesInputFillEarnsNothing) {
+  // released_by_fill.cu leaves, after every call, a stream of a second
+  // context waiting (cuStreamWaitValue32) for the judge's next fill to
+  // poison `out`, then computing the next call's outputs from the new
+  // inputs outside the timed window; its call does nothing where they are
+  // there. Timed as the same kernel in the call (other_stream.cu), or not
+  // correct. Its stderr says where the driver refused a step (no attack
+  // took place then). docs/verdicts.md#threat-model: an open hole until
+  // this passes on a GPU.
+  REQUIRE_GPU();
+  const Verdict plain = judge("other_stream.cu");
+  ASSERT_EQ(plain.status, Status::correct) << plain.message;
+  const Verdict v = judge("released_by_fill.cu");
+  const bool attacked = v.output_tail.find("computing in the call") == std::string::npos;
+  std::cout << "[ released ] the same kernel " << plain.cand_median_ns << " ns, released by the fill "
+            << v.cand_median_ns << " ns (" << (attacked ? "the wait was set" : "a driver step refused") << ")\n"
+            << v.output_tail << "\n";
+  if (v.status == Status::correct) {
+    EXPECT_GT(v.cand_median_ns, 0.9 * plain.cand_median_ns) << v.message;
+  }
 }
 
 TEST_F(Adversarial, ACublasCallIsForbidden) {

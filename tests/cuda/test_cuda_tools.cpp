@@ -1,6 +1,7 @@
 // The CUDA worker's host-side pieces that need no GPU: the GPU timing slot
 // (file locks shared by every worker of a host) and the condensing of ncu
 // and compute-sanitizer reports into verdict text.
+#include "probe_wait.hpp"
 #include "profile.hpp"
 #include "slot.hpp"
 #include "visible_devices.hpp"
@@ -12,8 +13,10 @@
 #include <cstdlib>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <optional>
+#include <stdexcept>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -34,6 +37,69 @@ fs::path temp_dir() {
 
 // Two GpuSlot objects hold separate open file descriptions, so they exclude
 // each other exactly as two worker processes do.
+// The judge's wait after a call (probe_wait.hpp), with a probe that sleeps
+// the scripted times: the GPU's time slices, as a host's work left running
+// would hold the judge's probes up. The quiet threshold (50 ms) is far from
+// both the held-up probes (80 ms) and the quiet ones (none).
+namespace {
+struct ScriptedProbe {
+  std::vector<int> ms;   // each probe's sleep; past the end, quiet
+  int made = 0;
+  std::vector<std::chrono::steady_clock::time_point> started;
+  void operator()() {
+    started.push_back(std::chrono::steady_clock::now());
+    const int t = made < static_cast<int>(ms.size()) ? ms[made] : 0;
+    ++made;
+    std::this_thread::sleep_for(std::chrono::milliseconds(t));
+  }
+};
+double ns_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::nano>(b - a).count();
+}
+}  // namespace
+
+TEST(ProbeWait, ProbesFollowWhileEachIsHeldUpAndEveryHeldUpOneCounts) {
+  ScriptedProbe p{{10, 80, 80, 20}};
+  const auto answered = std::chrono::steady_clock::now();
+  const double ns = cw::wait_until_quiet(answered, 50e6, 5.0, std::ref(p));
+  ASSERT_EQ(p.made, 4) << "the first, two held up, one quiet";
+  EXPECT_GE(ns, 170e6) << "the held-up probes count";
+  EXPECT_LE(ns, ns_between(answered, p.started[3])) << "the quiet one does not";
+}
+
+TEST(ProbeWait, AQuietSecondProbeEndsTheWaitAndDoesNotCount) {
+  ScriptedProbe p{{30, 20}};
+  const auto answered = std::chrono::steady_clock::now();
+  const double ns = cw::wait_until_quiet(answered, 50e6, 5.0, std::ref(p));
+  ASSERT_EQ(p.made, 2);
+  EXPECT_GE(ns, 30e6) << "the first probe counts";
+  EXPECT_LE(ns, ns_between(answered, p.started[1])) << "the quiet second (20 ms) does not";
+}
+
+TEST(ProbeWait, WithoutAThresholdOneProbeIsMade) {
+  ScriptedProbe p{{0, 80, 80}};
+  (void)cw::wait_until_quiet(std::chrono::steady_clock::now(), 0.0, 5.0, std::ref(p));
+  EXPECT_EQ(p.made, 1);
+}
+
+TEST(ProbeWait, WorkThatNeverEndsFailsTheWaitAtTheLimit) {
+  ScriptedProbe p{std::vector<int>(100, 80)};
+  const auto answered = std::chrono::steady_clock::now();
+  try {
+    (void)cw::wait_until_quiet(answered, 50e6, 0.3, std::ref(p));
+    FAIL() << "no error after " << p.made << " probes";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("still ran"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(p.made, 10) << "the wait went on past its limit";
+}
+
+TEST(ProbeWait, AProbesErrorGoesThrough) {
+  const auto answered = std::chrono::steady_clock::now();
+  EXPECT_THROW(cw::wait_until_quiet(answered, 50e6, 5.0, [] { throw std::runtime_error("CUDA error"); }),
+               std::runtime_error);
+}
+
 TEST(GpuSlot, ExclusiveExcludesSharedAndSharedAllowsShared) {
   const fs::path dir = temp_dir();
   cw::GpuSlot timer, judge_a, judge_b;

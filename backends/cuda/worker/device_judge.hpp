@@ -129,12 +129,18 @@ struct TimingLoopCost {
 // is delivered (HostSpec::on_answer): made() runs after_host_probe_ns and
 // keeps its time or its error; take() returns the last one and forgets it
 // (a CUDA error: std::runtime_error; none made since the last take:
-// std::logic_error).
+// std::logic_error). `quiet_ns`: the threshold of the probes after the
+// first (after_host_probe_ns), set by calibrate_quiet() (3 x the lower
+// quartile of 16 of this context's empty round trips, at least 15 us
+// more), which time_on_device calls in its first exclusive hold; 0 before:
+// one probe.
 struct AnswerProbe {
   double ns = -1.0;
   std::string error;
+  double quiet_ns = 0.0;
   void made(std::chrono::steady_clock::time_point answered) noexcept;
   double take();
+  void calibrate_quiet();
 };
 // The judge's probe after the first calibration's null calls (made before
 // the candidate's code was loaded): their median and IQR; median 0 = none.
@@ -155,8 +161,12 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
 // AnswerProbe below), so that the stop's length is in neither the call's
 // probe nor the yardstick (made after the stop and measured from the
 // probe's start, an H100 charged 11.5 us of an axpy's 38 us answered
-// early). A CUDA error throws std::runtime_error.
-double after_host_probe_ns(std::chrono::steady_clock::time_point answered);
+// early). Where `quiet_ns` > 0, more probes follow while each takes longer
+// than that, until one does not or 5 s have passed since the answer (then
+// std::runtime_error): the GPU time-slices between contexts, so the first
+// probe waits for one slice of work the host left running, not for all of
+// it; every probe held up counts. A CUDA error throws std::runtime_error.
+double after_host_probe_ns(std::chrono::steady_clock::time_point answered, double quiet_ns = 0.0);
 
 // After the candidate's process has ended (inside the caller's exclusive
 // hold): the reference timed alone on every visible shape (inputs from

@@ -1,0 +1,23 @@
+// The judge's wait, after a call of the candidate's kernel host, for GPU
+// work that host left running. Plain C++ (no CUDA): the probe is passed in,
+// so the wait is tested without a GPU. Documented in docs/cuda.md#verdicts.
+#pragma once
+
+#include <chrono>
+#include <functional>
+
+namespace kevo::cuda::worker {
+
+// Makes `probe` (the judge's empty round trip on the GPU) once, then again
+// while the last one took longer than `quiet_ns`: the GPU time-slices
+// between contexts, so a probe that found the host's work running ends when
+// the judge's context gets a slice, while that work may go on in the next.
+// Every probe held up counts; the first quiet one does not. `quiet_ns` 0:
+// the first probe only. Returns nanoseconds from `answered` to the end of
+// the last probe that counts. Throws std::runtime_error once a probe that
+// counts ends more than `limit_seconds` after `answered`; what `probe`
+// throws goes through.
+double wait_until_quiet(std::chrono::steady_clock::time_point answered, double quiet_ns, double limit_seconds,
+                        const std::function<void()>& probe);
+
+}  // namespace kevo::cuda::worker
