@@ -3,7 +3,7 @@
 # scaling run and the cuda-quickstart, each with its own time limit so that
 # the later ones still run; logs go to $OUT (docs/benchmarks.md#cuda-backend,
 # #multi-gpu).
-#   run_cuda_h200.sh PHASE...   build gpu gpu_all gpu_quick probe throughput_budget gpu_disabled throughput vs_old vs_load_inline throughput_sgemm contexts sustain duty
+#   run_cuda_h200.sh PHASE...   build gpu gpu_all gpu_quick probe checkpoint_lock throughput_budget gpu_disabled throughput vs_old vs_load_inline throughput_sgemm contexts sustain duty
 #                               multigpu cv cv_churn load_inline quickstart baselines llm_e2e llm_rate
 set -u
 OUT=${OUT:-/tmp/kevo-cuda-out}
@@ -45,6 +45,16 @@ probe)
   step "gpu tests: the probe after each timed call, its attacks and the seeds"
   (cd build-gpu && timeout ${PROBE_TIMEOUT:-150} ./bin/test_cuda_gpu --gtest_filter='Adversarial.AnAnswer*:Adversarial.AWidened*:Adversarial.WorkInASecond*:Adversarial.WorkThatOutlasts*:Adversarial.WorkReleased*:Adversarial.TheReferenceJudged*:CudaGpu.NullCalls*:CudaGpu.EveryTask*') > "$OUT/probe.log" 2>&1
   grep -E "^\[ (verdict|seed|early|slices|released) |second_context|released_by_fill|Failure|Expected|actual|PASSED|FAILED" "$OUT/probe.log" | cut -c1-300 | tail -40
+  ;;
+checkpoint_lock)
+  # The driver's process lock on a child CUDA process (cost, and what it
+  # does with work in flight, a stream waiting on a value, a stopped
+  # process): a candidate defence of hole 10 (docs/verdicts.md#threat-model).
+  step "checkpoint lock probe"
+  nvcc -O2 -std=c++17 -o "$OUT/checkpoint_lock_probe" tests/bench/checkpoint_lock_probe.cu -lcuda > "$OUT/checkpoint_lock.log" 2>&1 \
+    && timeout ${LOCK_TIMEOUT:-60} "$OUT/checkpoint_lock_probe" ${LOCK_ROUNDS:-50} >> "$OUT/checkpoint_lock.log" 2>&1
+  echo "rc=$?" >> "$OUT/checkpoint_lock.log"
+  tail -12 "$OUT/checkpoint_lock.log"
   ;;
 throughput_budget)
   # This tree at the default budget and at TP_BUDGET (0.15: the default
