@@ -208,9 +208,9 @@ void TimingLoopCost::add_to(nlohmann::json& phases) const {
 }
 
 nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint64_t seed, const GpuTiming& g,
-                              L2Flush& flush, w::Endpoint& cand, AnswerProbe& answer_probe, double cand_null_ns,
-                              const FirstNullProbes& first_probes, Entry ref, Verdict& v, TimingLoopCost& cost) {
-  const double cand_null_probe_ns = first_probes.median_ns;
+                              L2Flush& flush, w::Endpoint& cand, AnswerProbe& answer_probe,
+                              const FirstCalibration& first, Entry ref, Verdict& v, TimingLoopCost& cost) {
+  const double cand_null_ns = first.null_ns, cand_null_probe_ns = first.probe_median_ns;
   // Seconds since `t` into `into`, and `t` moved on.
   auto charge = [](Clock::time_point& t, double& into) {
     const auto now = Clock::now();
@@ -461,7 +461,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       // the second's null calls widens only that one
       // (tests/cuda/adversarial/widens_tolerance.cu).
       double null_iqr = quantile(null_probes, 0.75) - quantile(null_probes, 0.25);
-      if (cand_null_probe_ns > 0) null_iqr = std::min(null_iqr, first_probes.iqr_ns);
+      if (cand_null_probe_ns > 0) null_iqr = std::min(null_iqr, first.probe_iqr_ns);
       const double spread = std::max({null_iqr, 5000.0, 0.1 * quantile(raw_c, 0.5)});
       spread_ns = spread;
       std::vector<double> extra(raw_c.size(), 0.0);
@@ -502,7 +502,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
                       {"cand_after_call_probe_ns", after_call_ns},
                       {"cand_after_null_probe_ns", after_null_ns},
                       {"cand_after_first_null_probe_ns", cand_null_probe_ns},
-                      {"cand_after_first_null_probe_iqr_ns", first_probes.iqr_ns},
+                      {"cand_after_first_null_probe_iqr_ns", first.probe_iqr_ns},
                       {"cand_after_call_tolerance_ns", spread_ns},
                       {"cand_after_call_charged_ns", charged_ns},
                       {"cand_after_call_charged_calls", charged_calls},

@@ -102,29 +102,6 @@ struct TimingLoopCost {
   void add_to(nlohmann::json& phases) const;
 };
 
-// Times candidate and reference on every visible shape (fresh inputs from
-// `seed` for every call) and fills the timing fields of `v`; a CUDA error,
-// a wrong timed output or a time under the roofline floor settles `v`.
-// The candidate runs in its kernel host (`cand`): its time is the judge's
-// clock around the call (resume to answer, the host's device-wide
-// synchronize inside) less `cand_null_ns`, the median round trip of the
-// host's calibration calls (made before its code was loaded; or of the
-// same calls made again after the timed calls, where shorter), plus the
-// GPU work the host left running after its answer: the judge's
-// after_host_probe_ns() after the call beyond a yardstick, the shorter
-// median of the same probe after the second calibration's null calls and
-// `first_probes.median_ns` (after the first's, made before the candidate's
-// code was loaded; 0: none), less a tolerance (whose spread term comes
-// from the first calibration's probes too, where they were made: code
-// loaded later could widen the second's). Between calls the host must
-// be stopped: one found running resumed itself (a runtime_error). Before each
-// of its timed calls the host is primed (Endpoint::prime: its context made
-// the device's current one, as the judge's is before a reference call).
-// The reference runs here, timed by the same clock around its launch and a
-// device-wide synchronize, less this process's own empty round trip.
-//
-// Each shape's exclusive hold is released after its timed calls.
-// Returns the per-shape timings.
 // The probe made at every answer of the candidate's host, while its stop
 // is delivered (HostSpec::on_answer): made() runs after_host_probe_ns and
 // keeps its time or its error; take() returns the last one and forgets it
@@ -142,15 +119,42 @@ struct AnswerProbe {
   double take();
   void calibrate_quiet();
 };
-// The judge's probe after the first calibration's null calls (made before
-// the candidate's code was loaded): their median and IQR; median 0 = none.
-struct FirstNullProbes {
-  double median_ns = 0.0;
-  double iqr_ns = 0.0;
+
+// The host's first calibration (its null calls, made before the
+// candidate's code was loaded): the median of their round trips, and the
+// median and IQR of the judge's probe after each (probe median 0 = none).
+struct FirstCalibration {
+  double null_ns = 0.0;
+  double probe_median_ns = 0.0;
+  double probe_iqr_ns = 0.0;
 };
+
+// Times candidate and reference on every visible shape (fresh inputs from
+// `seed` for every call) and fills the timing fields of `v`; a CUDA error,
+// a wrong timed output or a time under the roofline floor settles `v`.
+// The candidate runs in its kernel host (`cand`): its time is the judge's
+// clock around the call (resume to answer, the host's device-wide
+// synchronize inside) less `first.null_ns`, the median round trip of the
+// host's calibration calls (made before its code was loaded; or of the
+// same calls made again after the timed calls, where shorter), plus the
+// GPU work the host left running after its answer: the judge's
+// after_host_probe_ns() after the call beyond a yardstick, the shorter
+// median of the same probe after the second calibration's null calls and
+// `first.probe_median_ns` (after the first's, made before the candidate's
+// code was loaded; 0: none), less a tolerance (whose spread term comes
+// from the first calibration's probes too, where they were made: code
+// loaded later could widen the second's). Between calls the host must
+// be stopped: one found running resumed itself (a runtime_error). Before each
+// of its timed calls the host is primed (Endpoint::prime: its context made
+// the device's current one, as the judge's is before a reference call).
+// The reference runs here, timed by the same clock around its launch and a
+// device-wide synchronize, less this process's own empty round trip.
+//
+// Each shape's exclusive hold is released after its timed calls.
+// Returns the per-shape timings.
 nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint64_t seed, const GpuTiming& g,
-                              L2Flush& flush, w::Endpoint& cand, AnswerProbe& answer_probe, double cand_null_ns,
-                              const FirstNullProbes& first_probes, Entry ref, Verdict& v, TimingLoopCost& cost);
+                              L2Flush& flush, w::Endpoint& cand, AnswerProbe& answer_probe,
+                              const FirstCalibration& first, Entry ref, Verdict& v, TimingLoopCost& cost);
 
 // The judge's empty round trip (an empty kernel and a device-wide
 // synchronize of its own context) right after a call of the candidate's
@@ -158,7 +162,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
 // left running (the GPU time-slices between contexts). Nanoseconds on the
 // judge's clock from the host's answer to the probe's end. Made at the
 // answer, the host's SIGSTOP sent and not yet waited for (HostSpec::on_answer,
-// AnswerProbe below), so that the stop's length is in neither the call's
+// AnswerProbe above), so that the stop's length is in neither the call's
 // probe nor the yardstick (made after the stop and measured from the
 // probe's start, an H100 charged 11.5 us of an axpy's 38 us answered
 // early). Where `quiet_ns` > 0, more probes follow while each takes longer

@@ -270,19 +270,16 @@ class DeviceEndpoint final : public w::Endpoint {
       r.kind = w::CallResult::Kind::threw;
       r.message = std::string("(") + typeid(e).name() + "): " + e.what();
     }
-    answered_ = std::chrono::steady_clock::now();
-    r.ns = std::chrono::duration<double, std::nano>(answered_ - t0).count();
+    r.ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
     return r;
   }
   const w::HostEnd& end() const override { return end_; }
-  std::chrono::steady_clock::time_point answered_at() const override { return answered_; }
 
  private:
   std::function<void(w::ArgSet&, const w::Case&)> call_;
   w::ArgSet args_;
   w::Case c_;
   w::HostEnd end_;
-  std::chrono::steady_clock::time_point answered_{};
 };
 
 // The candidate's library for a child: the parent's private copy.
@@ -370,7 +367,6 @@ class SlotHeld final : public w::Endpoint {
   bool still_stopped() const override { return inner_.still_stopped(); }
   bool prime() override { return inner_.prime(); }
   bool null_call(double& ns) override { return inner_.null_call(ns); }
-  std::chrono::steady_clock::time_point answered_at() const override { return inner_.answered_at(); }
 
  private:
   w::Endpoint& inner_;
@@ -827,7 +823,7 @@ int main(int argc, char** argv) {
     cw::AnswerProbe answer_probe;
     if (gpu_timing) {
       parts.on_answer = [&](std::chrono::steady_clock::time_point answered) { answer_probe.made(answered); };
-      parts.after_null_call = [&](std::chrono::steady_clock::time_point) {
+      parts.after_null_call = [&] {
         calibration_probes.push_back(answer_probe.take());
       };
     }
@@ -864,14 +860,14 @@ int main(int argc, char** argv) {
       if (!gpu_timing) return false;
       const bool held = protocol_hold.has_value();
       protocol_hold.reset();
-      const double cand_null_ns = w::quantile(null_ns, 0.5);
-      cw::FirstNullProbes first_probes;
+      cw::FirstCalibration calibrated;
+      calibrated.null_ns = w::quantile(null_ns, 0.5);
       if (!calibration_probes.empty()) {
-        first_probes.median_ns = w::quantile(calibration_probes, 0.5);
-        first_probes.iqr_ns = w::quantile(calibration_probes, 0.75) - w::quantile(calibration_probes, 0.25);
+        calibrated.probe_median_ns = w::quantile(calibration_probes, 0.5);
+        calibrated.probe_iqr_ns = w::quantile(calibration_probes, 0.75) - w::quantile(calibration_probes, 0.25);
       }
       try {
-        shape_timings = cw::time_on_device(task, opt, opt.seed, x.gt, *flush, cand, answer_probe, cand_null_ns, first_probes, ref,
+        shape_timings = cw::time_on_device(task, opt, opt.seed, x.gt, *flush, cand, answer_probe, calibrated, ref,
                                            v, loop_cost);
         if (v.status == kevo::Status::pending && v.speedup > x.reverify_speedup) {
           // Too good to take on trust: judge again on inputs from another
@@ -890,7 +886,7 @@ int main(int argc, char** argv) {
             v.message = "re-verification of a " + std::to_string(first) + "x speedup failed: " + v.message;
           } else {
             shape_timings = cw::time_on_device(task, again, again.seed, x.gt, *flush, cand, answer_probe,
-                                               cand_null_ns, first_probes, ref, v, loop_cost);
+                                               calibrated, ref, v, loop_cost);
             timed_seed = again.seed;
             if (v.status == kevo::Status::pending)
               flagged = "; flagged: speedup above " + std::to_string(x.reverify_speedup) +

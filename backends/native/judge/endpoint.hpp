@@ -62,13 +62,6 @@ class Endpoint {
   // Whether its process is still stopped, as the judge left it after its
   // last call (a host that resumed itself would run beside the other side).
   virtual bool still_stopped() const { return true; }
-  // The judge's clock at the answer of its last call or null call (for a
-  // host, before it was stopped again): what the host left running on a
-  // device runs on from there, the stop included (device flavours measure
-  // their probe after a call from it). Pure, so that a wrapper cannot
-  // forget to pass it on (one that did made every probe the machine's
-  // uptime, on an H100).
-  virtual std::chrono::steady_clock::time_point answered_at() const = 0;
   // A round trip that runs none of the side's code (a device's host: an
   // empty kernel in its context), outside any timed window: the next timed
   // call then finds the side's context current on the device, as the
@@ -92,7 +85,6 @@ class LocalEndpoint final : public Endpoint {
   ArgSet& arguments(const Task& task, const Case& c) override;
   CallResult call(ArgSet& a, bool poison_allocations) override;
   const HostEnd& end() const override { return end_; }
-  std::chrono::steady_clock::time_point answered_at() const override { return answered_; }
 
  private:
   Kernel kernel_;
@@ -100,7 +92,6 @@ class LocalEndpoint final : public Endpoint {
   ArgSet args_;
   Case case_;
   HostEnd end_;
-  std::chrono::steady_clock::time_point answered_{};
 };
 
 // A host's argument buffers in device memory instead of its shared-memory
@@ -131,10 +122,10 @@ struct HostSpec {
   // judge's preparation runs before a timed call.
   int calibrate = 0;
   std::function<void()> before_null_call;
-  // Runs after each of them (the host stopped again), given the judge's
-  // clock at the null call's answer (before the stop): a device flavour's
-  // probe of the GPU after a call of a host with no code of the side.
-  std::function<void(std::chrono::steady_clock::time_point answered)> after_null_call;
+  // Runs after each of them (the host stopped again): a device flavour
+  // takes its probe of the GPU, made at the null call's answer (on_answer
+  // below), after a call of a host with no code of the side.
+  std::function<void()> after_null_call;
   // Runs right after the answer of every call and null call that stops
   // the host, its SIGSTOP sent but not yet waited for, given the judge's
   // clock at the answer: a device flavour's probe of the GPU, so that the
@@ -173,7 +164,9 @@ class RemoteEndpoint final : public Endpoint {
   bool still_stopped() const override;
   bool prime() override;
   bool null_call(double& ns) override;
-  std::chrono::steady_clock::time_point answered_at() const override { return answered_; }
+  // The judge's clock at the answer of the last call or null call, before
+  // the host was stopped again (HostSpec::on_answer gets it too).
+  std::chrono::steady_clock::time_point answered_at() const { return answered_; }
   // The files the host has mapped (/proc/PID/maps), "" when unreadable.
   std::string mapped_files() const;
   pid_t pid() const { return pid_; }

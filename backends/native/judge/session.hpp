@@ -43,7 +43,7 @@ struct SessionParts {
   std::vector<std::string> host_args;     // HostSpec::host_args of the candidate's host
   int calibrate = 0;                      // HostSpec::calibrate of the candidate's host
   std::function<void()> before_null_call;
-  std::function<void(std::chrono::steady_clock::time_point)> after_null_call;   // HostSpec::after_null_call
+  std::function<void()> after_null_call;                                        // HostSpec::after_null_call
   std::function<void(std::chrono::steady_clock::time_point)> on_answer;         // HostSpec::on_answer (the candidate's)
   std::function<std::shared_ptr<void>()> hold_for_calibration;   // HostSpec::hold_for_calibration
   // Runs the protocol (a flavour holds its device's slot around it).
