@@ -108,7 +108,7 @@ double after_host_probe_ns(Clock::time_point answered, double quiet_ns) {
   });
 }
 
-void AnswerProbe::calibrate_quiet() {
+double quiet_probe_threshold_ns() {
   std::vector<double> ns;
   for (int k = 0; k < 16; ++k) {
     const auto t0 = Clock::now();
@@ -117,12 +117,12 @@ void AnswerProbe::calibrate_quiet() {
     ns.push_back(std::chrono::duration<double, std::nano>(Clock::now() - t0).count());
   }
   const double q25 = quantile(ns, 0.25);
-  quiet_ns = std::max(3.0 * q25, q25 + 15000.0);
+  return q25 + std::clamp(2.0 * q25, 15000.0, 100000.0);
 }
 
 void AnswerProbe::made(Clock::time_point answered) noexcept {
   try {
-    ns = after_host_probe_ns(answered, quiet_ns);
+    ns = after_host_probe_ns(answered, repeat ? quiet_ns : 0.0);
     error.clear();
   } catch (const std::exception& e) {
     ns = -1.0;
@@ -211,6 +211,11 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
                               L2Flush& flush, w::Endpoint& cand, AnswerProbe& answer_probe,
                               const FirstCalibration& first, Entry ref, Verdict& v, TimingLoopCost& cost) {
   const double cand_null_ns = first.null_ns, cand_null_probe_ns = first.probe_median_ns;
+  // Probes repeated only inside the exclusive hold, whatever way this returns.
+  struct SingleProbesAfter {
+    AnswerProbe& p;
+    ~SingleProbesAfter() { p.repeat = false; }
+  } single_after{answer_probe};
   // Seconds since `t` into `into`, and `t` moved on.
   auto charge = [](Clock::time_point& t, double& into) {
     const auto now = Clock::now();
@@ -253,10 +258,10 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     // made before it: the repeats reuse these buffers.
     exclusive.emplace();
     if (ref_null_ns < 0) ref_null_ns = local_null_ns();
-    // The threshold of the probes after the first (after_host_probe_ns),
-    // from this context's own empty round trips on a GPU no other kevo
-    // work uses; the first calibration's probes (before it) are one each.
-    if (answer_probe.quiet_ns <= 0) answer_probe.calibrate_quiet();
+    // In the hold, the probes after a call follow one another while each is
+    // held up (after_host_probe_ns): on the timed calls and the second
+    // calibration's null calls, not on other workers' GPU work.
+    answer_probe.repeat = true;
     const auto held = Clock::now();
     // New contents for both sides (inputs, poisoned outputs): each value
     // drawn once and stored into both, with no staging set and no copies
@@ -473,6 +478,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       charged_ns = quantile(extra, 0.5);
       cost.after_call_charged += charged_calls;
     }
+    answer_probe.repeat = false;
     exclusive.reset();
     if (!failed.empty()) {
       fail_call("a timed call");

@@ -107,18 +107,25 @@ struct TimingLoopCost {
 // keeps its time or its error; take() returns the last one and forgets it
 // (a CUDA error: std::runtime_error; none made since the last take:
 // std::logic_error). `quiet_ns`: the threshold of the probes after the
-// first (after_host_probe_ns), set by calibrate_quiet() (3 x the lower
-// quartile of 16 of this context's empty round trips, at least 15 us
-// more), which time_on_device calls in its first exclusive hold; 0 before:
-// one probe.
+// first (after_host_probe_ns; quiet_probe_threshold_ns(), measured before
+// any candidate's process exists, so that no code of its can have held it
+// up); they are made only while `repeat` is set: time_on_device sets it in
+// its exclusive hold (the timed calls and the second calibration's null
+// calls), so that correctness calls, beside other workers' GPU work under
+// the shared slot, make one probe each.
 struct AnswerProbe {
   double ns = -1.0;
   std::string error;
   double quiet_ns = 0.0;
+  bool repeat = false;
   void made(std::chrono::steady_clock::time_point answered) noexcept;
   double take();
-  void calibrate_quiet();
 };
+
+// The threshold of the judge's probes after the first: this context's
+// empty round trip (the lower quartile of 16) plus twice that, clamped to
+// 15-100 us.
+double quiet_probe_threshold_ns();
 
 // The host's first calibration (its null calls, made before the
 // candidate's code was loaded): the median of their round trips, and the

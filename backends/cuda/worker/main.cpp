@@ -715,8 +715,12 @@ int main(int argc, char** argv) {
   if (std::string why = open_device(x.device); !why.empty()) w::fatal("no_gpu", why);
   int ordinal = 0;
   (void)cudaGetDevice(&ordinal);
+  // The threshold of the judge's repeated probes after a call, before any
+  // candidate's process exists (cw::AnswerProbe).
+  double quiet_probe_ns = 0.0;
   try {
     cw::load_device_space_kernels();
+    if (gpu_timing) quiet_probe_ns = cw::quiet_probe_threshold_ns();
   } catch (const std::exception& e) {
     w::fatal("no_gpu", e.what());
   }
@@ -821,6 +825,7 @@ int main(int argc, char** argv) {
     // have lengthened (time_on_device).
     std::vector<double> calibration_probes;
     cw::AnswerProbe answer_probe;
+    answer_probe.quiet_ns = quiet_probe_ns;
     if (gpu_timing) {
       parts.on_answer = [&](std::chrono::steady_clock::time_point answered) { answer_probe.made(answered); };
       parts.after_null_call = [&] {

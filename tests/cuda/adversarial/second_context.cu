@@ -1,18 +1,22 @@
 // Answers its timed calls before its kernel is done, without touching the
-// control block: the kernel runs in a second context of the host's (a green
-// context, which shares the primary context's memory), so the host's
-// device-wide synchronize after the call, which waits for the current
-// context's work only, returns at once and the host answers while the
+// control block: the kernel runs in a second, ordinary context of the
+// host's (cuCtxCreate), so the host's device-wide synchronize after the
+// call, which waits for the primary context's work (and its green
+// contexts': the first version of this attack used a green context and so
+// answered honestly), returns at once and the host answers while the
 // kernel still runs (docs/verdicts.md#threat-model, hole 5).
 //
-// How: at the first call, a green context over every SM of the device
-// (cuDeviceGetDevResource, cuDevResourceGenerateDesc, cuGreenCtxCreate) and
-// a non-blocking stream of it; the driver's entry points come through the
+// How: at the first call, a context of its own on the device and a
+// non-blocking stream of it; the driver's entry points come through the
 // runtime (cudaGetDriverEntryPointByVersion), so nothing more is linked.
-// Every call launches the context-independent kernel handle
-// (cudaGetKernel) on that stream with cuLaunchKernel. Where any step fails
-// the kernel is launched as other_stream.cu does, and a line on stderr
-// says which step failed (the attack did not take place).
+// Every call pushes that context, launches the context-independent kernel
+// handle (cudaGetKernel) on its stream with cuLaunchKernel, and pops it
+// again (the harness's runtime calls stay on the primary context). The
+// arguments are the judge's arena, mapped into the process; a context
+// that cannot reach them fails, which the next call sees (cuStreamQuery).
+// Where any step fails the kernel is launched as other_stream.cu does,
+// and a line on stderr says which step failed (the attack did not take
+// place).
 // Expected on kevo: timed as the same kernel answered honestly
 // (other_stream.cu), or a verdict that is not `correct` (the judge's probe
 // after each timed call waits for any context's work on the GPU).
@@ -29,10 +33,11 @@ __global__ void k(const float* x, const float* y, float* out, float a, int n) {
 
 namespace {
 
-using GetDevResource = CUresult (*)(CUdevice, CUdevResource*, CUdevResourceType);
-using GenerateDesc = CUresult (*)(CUdevResourceDesc*, CUdevResource*, unsigned int);
-using GreenCtxCreate = CUresult (*)(CUgreenCtx*, CUdevResourceDesc, CUdevice, unsigned int);
-using GreenCtxStreamCreate = CUresult (*)(CUstream*, CUgreenCtx, unsigned int, int);
+using CtxCreate = CUresult (*)(CUcontext*, CUctxCreateParams*, unsigned int, CUdevice);
+using CtxPush = CUresult (*)(CUcontext);
+using CtxPop = CUresult (*)(CUcontext*);
+using StreamCreate = CUresult (*)(CUstream*, unsigned int);
+using StreamQuery = CUresult (*)(CUstream);
 using LaunchKernel = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                   CUstream, void**, void**);
 
@@ -54,35 +59,59 @@ F entry(const char* name) {
   return reinterpret_cast<F>(p);
 }
 
+CUcontext g_ctx = nullptr;
 CUstream g_stream = nullptr;
+CtxPush g_push = nullptr;
+CtxPop g_pop = nullptr;
+StreamQuery g_query = nullptr;
 LaunchKernel g_launch = nullptr;
 CUfunction g_kernel = nullptr;
 cudaStream_t g_fallback = nullptr;
 
 void start() {
-  auto get_resource = entry<GetDevResource>("cuDeviceGetDevResource");
-  auto generate = entry<GenerateDesc>("cuDevResourceGenerateDesc");
-  auto create = entry<GreenCtxCreate>("cuGreenCtxCreate");
-  auto stream_create = entry<GreenCtxStreamCreate>("cuGreenCtxStreamCreate");
+  auto create = entry<CtxCreate>("cuCtxCreate");
+  auto stream_create = entry<StreamCreate>("cuStreamCreate");
+  g_push = entry<CtxPush>("cuCtxPushCurrent");
+  g_pop = entry<CtxPop>("cuCtxPopCurrent");
+  g_query = entry<StreamQuery>("cuStreamQuery");
   g_launch = entry<LaunchKernel>("cuLaunchKernel");
-  if (!get_resource || !generate || !create || !stream_create || !g_launch) return;
+  if (!create || !stream_create || !g_push || !g_pop || !g_query || !g_launch) return;
   int dev = 0;
   cudaGetDevice(&dev);
-  CUdevResource sms{};
-  CUresult r = get_resource(static_cast<CUdevice>(dev), &sms, CU_DEV_RESOURCE_TYPE_SM);
-  if (r != CUDA_SUCCESS) return fail("cuDeviceGetDevResource", r);
-  CUdevResourceDesc desc{};
-  if ((r = generate(&desc, &sms, 1)) != CUDA_SUCCESS) return fail("cuDevResourceGenerateDesc", r);
-  CUgreenCtx green{};
-  if ((r = create(&green, desc, static_cast<CUdevice>(dev), CU_GREEN_CTX_DEFAULT_STREAM)) != CUDA_SUCCESS)
-    return fail("cuGreenCtxCreate", r);
-  CUstream s{};
-  if ((r = stream_create(&s, green, CU_STREAM_NON_BLOCKING, 0)) != CUDA_SUCCESS) return fail("cuGreenCtxStreamCreate", r);
   cudaKernel_t kernel{};
   const cudaError_t e = cudaGetKernel(&kernel, k);
   if (e != cudaSuccess) return fail("cudaGetKernel", e);
+  CUcontext ctx = nullptr;
+  CUresult r = create(&ctx, nullptr, 0, static_cast<CUdevice>(dev));   // made current (pushed)
+  if (r != CUDA_SUCCESS) return fail("cuCtxCreate", r);
+  CUstream s = nullptr;
+  r = stream_create(&s, CU_STREAM_NON_BLOCKING);
+  CUcontext popped = nullptr;
+  g_pop(&popped);
+  if (r != CUDA_SUCCESS) return fail("cuStreamCreate", r);
   g_kernel = reinterpret_cast<CUfunction>(kernel);
+  g_ctx = ctx;
   g_stream = s;
+}
+
+// The kernel on the second context's stream; false where a step failed.
+bool launch_there(const float* x, const float* y, float* out, float a, int n, unsigned blocks) {
+  if (g_push(g_ctx) != CUDA_SUCCESS) {
+    fail("cuCtxPushCurrent", 0);
+    return false;
+  }
+  // An error of the previous call's kernel (the arena out of its reach).
+  CUresult r = g_query(g_stream);
+  if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY) {
+    fail("the second context's previous kernel", r);
+  } else {
+    void* args[] = {&x, &y, &out, &a, &n};
+    r = g_launch(g_kernel, blocks, 1, 1, 256, 1, 1, 0, g_stream, args, nullptr);
+    if (r != CUDA_SUCCESS) fail("cuLaunchKernel", r);
+  }
+  CUcontext popped = nullptr;
+  g_pop(&popped);
+  return r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY;
 }
 
 }  // namespace
@@ -92,17 +121,12 @@ extern "C" void axpy(const float* x, const float* y, float* out, float a, int32_
   if (!started) {
     started = true;
     start();
-    if (!g_stream) cudaStreamCreateWithFlags(&g_fallback, cudaStreamNonBlocking);
   }
   const unsigned blocks = static_cast<unsigned>((N + 255) / 256);
   if (g_stream) {
-    int n = N;
-    void* args[] = {&x, &y, &out, &a, &n};
-    const CUresult r = g_launch(g_kernel, blocks, 1, 1, 256, 1, 1, 0, g_stream, args, nullptr);
-    if (r == CUDA_SUCCESS) return;
-    fail("cuLaunchKernel", r);
+    if (launch_there(x, y, out, a, N, blocks)) return;
     g_stream = nullptr;
-    cudaStreamCreateWithFlags(&g_fallback, cudaStreamNonBlocking);
   }
+  if (!g_fallback) cudaStreamCreateWithFlags(&g_fallback, cudaStreamNonBlocking);
   k<<<blocks, 256, 0, g_fallback>>>(x, y, out, a, N);
 }
