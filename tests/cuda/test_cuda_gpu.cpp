@@ -282,9 +282,9 @@ TEST_F(Adversarial, WorkReleasedByTheJudgesInputFillEarnsNothing) {
   // inputs outside the timed window; its call does nothing where they are
   // there. Timed as the same kernel in the call (other_stream.cu), or not
   // correct. Its stderr says where the driver refused a step, and whether
-  // a call found its outputs computed (the attack took place).
-  // docs/verdicts.md#threat-model, hole 10: open until this passes on a GPU
-  // with the attack taking place.
+  // a call found its outputs computed (the attack took place). The judge
+  // probes the GPU after each fill until a probe is quiet and adds what
+  // held them up to the call (docs/verdicts.md#threat-model, hole 10).
   REQUIRE_GPU();
   const Verdict plain = judge("other_stream.cu");
   ASSERT_EQ(plain.status, Status::correct) << plain.message;

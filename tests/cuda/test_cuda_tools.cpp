@@ -100,6 +100,27 @@ TEST(ProbeWait, AProbesErrorGoesThrough) {
                std::runtime_error);
 }
 
+TEST(ProbeWait, HeldUpProbesBeforeAQuietOneAreWhatIsCounted) {
+  ScriptedProbe p{{80, 80, 20}};
+  const auto before = std::chrono::steady_clock::now();
+  const double ns = cw::held_up_ns(50e6, 5.0, std::ref(p));
+  ASSERT_EQ(p.made, 3) << "two held up, one quiet";
+  EXPECT_GE(ns, 160e6);
+  EXPECT_LE(ns, ns_between(before, p.started[2])) << "the quiet one does not count";
+}
+
+TEST(ProbeWait, AQuietFirstProbeCountsNothing) {
+  ScriptedProbe p{{20, 80}};
+  EXPECT_EQ(cw::held_up_ns(50e6, 5.0, std::ref(p)), 0.0);
+  EXPECT_EQ(p.made, 1);
+}
+
+TEST(ProbeWait, WorkAfterTheFillThatNeverEndsFailsAtTheLimit) {
+  ScriptedProbe p{std::vector<int>(100, 80)};
+  EXPECT_THROW(cw::held_up_ns(50e6, 0.3, std::ref(p)), std::runtime_error);
+  EXPECT_LT(p.made, 10);
+}
+
 TEST(GpuSlot, ExclusiveExcludesSharedAndSharedAllowsShared) {
   const fs::path dir = temp_dir();
   cw::GpuSlot timer, judge_a, judge_b;

@@ -98,14 +98,21 @@ void L2Flush::run() {
   check(cudaDeviceSynchronize(), "after the L2 flush");
 }
 
+namespace {
+
+// The judge's probe: an empty round trip of its own context.
+void judge_probe() {
+  if (const std::string e = empty_round_trip(); !e.empty())
+    throw std::runtime_error("CUDA error of the judge's probe of the GPU: " + e);
+}
+
+}  // namespace
+
 double after_host_probe_ns(Clock::time_point answered, double quiet_ns) {
   // An answer the endpoint did not record (a default time point) would make
   // the probe the machine's uptime: every call charged with it.
   if (answered == Clock::time_point{}) throw std::logic_error("the judge's probe after a call that has no answer time");
-  return wait_until_quiet(answered, quiet_ns, kProbeLimitSeconds, [] {
-    if (const std::string e = empty_round_trip(); !e.empty())
-      throw std::runtime_error("CUDA error of the judge's probe after a call of the candidate's host: " + e);
-  });
+  return wait_until_quiet(answered, quiet_ns, kProbeLimitSeconds, judge_probe);
 }
 
 double quiet_probe_threshold_ns() {
@@ -229,6 +236,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
   double log_ratio = 0.0;
   int min_reps = std::numeric_limits<int>::max();
   std::string left_running;   // shapes whose calls were charged for work left after the answer
+  std::string after_fills;    // shapes whose calls were charged for work run after the judge's input fill
   v.cand_median_ns = v.ref_median_ns = v.cand_iqr_ns = v.ref_iqr_ns = 0.0;
   // The judge's idle synchronize, measured in the first exclusive hold
   // (below): beside other workers' GPU work it can come out long.
@@ -266,9 +274,15 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     // New contents for both sides (inputs, poisoned outputs): each value
     // drawn once and stored into both, with no staging set and no copies
     // of it (less than half the memory traffic it took).
+    // After each fill, the judge's probes until one is quiet: GPU work the
+    // host set to start when the fill writes its buffers (a stream waiting
+    // on a value, tests/cuda/adversarial/released_by_fill.cu) runs before
+    // its call, and what holds the probes up is added to that call.
+    double fill_held_ns = 0.0;
     auto next_inputs = [&] {
       auto t = Clock::now();
       fill_inputs_twice(task, c, dc, dr, seed, "timing" + std::to_string(calls++));
+      fill_held_ns = answer_probe.quiet_ns > 0 ? held_up_ns(answer_probe.quiet_ns, kProbeLimitSeconds, judge_probe) : 0.0;
       charge(t, cost.inputs);
     };
     bool resumed = false;   // `wrong` below says the host resumed itself, not that an output was wrong
@@ -297,6 +311,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     // tests/cuda/adversarial/answers_early.cu, or work in a second context
     // of the host's). Compared below with the same probe after null calls.
     std::vector<double> probes;
+    std::vector<double> after_fill;   // each timed call's fill_held_ns
     std::string failed;   // a candidate call that failed (its process's end explains it)
     auto run_cand = [&]() {
       auto t = Clock::now();
@@ -315,7 +330,8 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
         return;
       }
       raw_c.push_back(r.ns);
-      tc.push_back(std::max(r.ns - cand_null_ns, 1.0));
+      tc.push_back(std::max(r.ns - cand_null_ns, 1.0) + fill_held_ns);
+      after_fill.push_back(fill_held_ns);
       probes.push_back(answer_probe.take());
       charge(t, cost.probe);
     };
@@ -354,6 +370,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     tr.clear();
     raw_c.clear();
     probes.clear();
+    after_fill.clear();
     const auto t_start = Clock::now();
     cost.warmup += std::chrono::duration<double>(t_start - held).count();
     double fill_until = -1.0;   // set when the budget's stop condition is first met
@@ -473,7 +490,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       for (std::size_t j = 0; j < raw_c.size(); ++j) {
         extra[j] = std::max(probes[j] - after_null_ns - spread, 0.0);
         if (extra[j] > 0) ++charged_calls;
-        tc[j] = std::max(raw_c[j] - null_ns, 1.0) + extra[j];
+        tc[j] = std::max(raw_c[j] - null_ns, 1.0) + extra[j] + after_fill[j];
       }
       charged_ns = quantile(extra, 0.5);
       cost.after_call_charged += charged_calls;
@@ -512,6 +529,9 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
                       {"cand_after_call_tolerance_ns", spread_ns},
                       {"cand_after_call_charged_ns", charged_ns},
                       {"cand_after_call_charged_calls", charged_calls},
+                      {"cand_after_fill_charged_ns", quantile(after_fill, 0.5)},
+                      {"cand_after_fill_charged_calls",
+                       std::count_if(after_fill.begin(), after_fill.end(), [](double x) { return x > 0; })},
                       {"ref_null_ns", ref_null_ns},
                       {"roofline_floor_ns", floor_ns},
                       {"repeats", tc.size()},
@@ -527,6 +547,8 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     }
     if (charged_ns > 0)
       left_running += (left_running.empty() ? "" : "; ") + c.label() + ": " + fmt(charged_ns / 1e3) + " us a call";
+    if (const double f = quantile(after_fill, 0.5); f > 0)
+      after_fills += (after_fills.empty() ? "" : "; ") + c.label() + ": " + fmt(f / 1e3) + " us a call";
     v.cand_median_ns += cm;
     v.ref_median_ns += rm;
     v.cand_iqr_ns += ciqr;
@@ -540,6 +562,9 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
   v.message = speedup_message(v);
   if (!left_running.empty())
     v.message += "; GPU work its process left running after its answers counted in its time (" + left_running + ")";
+  if (!after_fills.empty())
+    v.message += "; GPU work its process ran after the judge's input fills, before its calls, counted in its time (" +
+                 after_fills + ")";
   return shapes;
 }
 

@@ -20,4 +20,13 @@ namespace kevo::cuda::worker {
 double wait_until_quiet(std::chrono::steady_clock::time_point answered, double quiet_ns, double limit_seconds,
                         const std::function<void()>& probe);
 
+// Makes `probe` until one takes no longer than `quiet_ns` (> 0), and
+// returns the nanoseconds from the start of the first to the end of the
+// last that took longer (0 where the first is quiet): the GPU work of
+// another context that held the probes up, as after the judge's input fill
+// (work the fill released, docs/verdicts.md#threat-model hole 10). Throws
+// std::runtime_error once that passes `limit_seconds`; what `probe` throws
+// goes through.
+double held_up_ns(double quiet_ns, double limit_seconds, const std::function<void()>& probe);
+
 }  // namespace kevo::cuda::worker
