@@ -268,17 +268,25 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     if (ref_null_ns < 0) ref_null_ns = local_null_ns();
     // In the hold, the probes after a call follow one another while each is
     // held up (after_host_probe_ns): on the timed calls and the second
-    // calibration's null calls, not on other workers' GPU work.
+    // calibration's null calls, not on other workers' GPU work. Their
+    // threshold, measured when the worker started (beside other workers'
+    // GPU work, which may have raised it), measured again in the first
+    // hold (beside work the candidate's host may have left, which may
+    // have raised this one): the lower of the two.
+    if (!answer_probe.measured_in_hold) {
+      answer_probe.quiet_ns = std::min(answer_probe.quiet_ns, quiet_probe_threshold_ns());
+      answer_probe.measured_in_hold = true;
+    }
     answer_probe.repeat = true;
     const auto held = Clock::now();
-    // New contents for both sides (inputs, poisoned outputs): each value
-    // drawn once and stored into both, with no staging set and no copies
-    // of it (less than half the memory traffic it took).
     // After each fill, the judge's probes until one is quiet: GPU work the
     // host set to start when the fill writes its buffers (a stream waiting
     // on a value, tests/cuda/adversarial/released_by_fill.cu) runs before
     // its call, and what holds the probes up is added to that call.
     double fill_held_ns = 0.0;
+    // New contents for both sides (inputs, poisoned outputs): each value
+    // drawn once and stored into both, with no staging set and no copies
+    // of it (less than half the memory traffic it took).
     auto next_inputs = [&] {
       auto t = Clock::now();
       fill_inputs_twice(task, c, dc, dr, seed, "timing" + std::to_string(calls++));

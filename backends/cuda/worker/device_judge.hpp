@@ -106,17 +106,22 @@ struct TimingLoopCost {
 // is delivered (HostSpec::on_answer): made() runs after_host_probe_ns and
 // keeps its time or its error; take() returns the last one and forgets it
 // (a CUDA error: std::runtime_error; none made since the last take:
-// std::logic_error). `quiet_ns`: the threshold of the probes after the
-// first (after_host_probe_ns; quiet_probe_threshold_ns(), measured before
-// any candidate's process exists, so that no code of its can have held it
-// up); they are made only while `repeat` is set: time_on_device sets it in
-// its exclusive hold (the timed calls and the second calibration's null
+// std::logic_error).
+// `quiet_ns`: the threshold of the probes after the first
+// (after_host_probe_ns), quiet_probe_threshold_ns() measured when the
+// worker starts, before any candidate's process exists (no code of its can
+// have held it up), and again in time_on_device's first exclusive hold (no
+// other worker's GPU work can have): the lower of the two
+// (`measured_in_hold` once the second is taken). The probes after the
+// first are made only while `repeat` is set: time_on_device sets it in its
+// exclusive hold (the timed calls and the second calibration's null
 // calls), so that correctness calls, beside other workers' GPU work under
 // the shared slot, make one probe each.
 struct AnswerProbe {
   double ns = -1.0;
   std::string error;
   double quiet_ns = 0.0;
+  bool measured_in_hold = false;
   bool repeat = false;
   void made(std::chrono::steady_clock::time_point answered) noexcept;
   double take();
