@@ -343,7 +343,7 @@ int throughput_bench(const fs::path& dir, int n, int eval_jobs) {
   // sums (printed apart below).
   auto not_a_phase = [](const std::string& name) {
     return name.rfind("loop_", 0) == 0 || name.rfind("null_", 0) == 0 || name == "round_trip" ||
-           name == "after_call_charged";
+           name.rfind("after_call_charged", 0) == 0 || name.rfind("probe_excess_", 0) == 0;
   };
   std::printf("per worker (s):");
   for (const auto& [phase, secs] : s1.worker_phase_seconds)
@@ -363,6 +363,15 @@ int throughput_bench(const fs::path& dir, int n, int eval_jobs) {
     std::printf("timed calls charged for GPU work left after the answer (the judge's probe beyond its yardstick "
                 "and tolerance): %.0f of %.0f pairs\n",
                 phase_sum("after_call_charged"), pairs);
+  if (const double pairs = phase_sum("loop_pairs"); pairs > 0) {
+    // The distribution of the probe's excess over its yardstick, over every
+    // timed pair: what honest calls leave, and so what the tolerance
+    // (backend.cuda.probe_tolerance_fraction) must allow.
+    std::printf("probe after a call beyond its yardstick, share of pairs:");
+    for (const char* b : {"le_2us", "le_5us", "le_10us", "le_20us", "le_50us", "above_50us"})
+      std::printf(" %s %.1f%%", b, 100.0 * phase_sum(std::string("probe_excess_") + b) / pairs);
+    std::printf("; charged %.2f us a pair on average\n", phase_sum("after_call_charged_us") / pairs);
+  }
   std::printf("device memory pool grew past its reservation in %llu worker(s), %.1f MiB in all\n",
               static_cast<unsigned long long>(s1.workers_pool_grew - s0.workers_pool_grew),
               s1.pool_growth_mib - s0.pool_growth_mib);

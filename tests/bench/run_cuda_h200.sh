@@ -3,7 +3,7 @@
 # scaling run and the cuda-quickstart, each with its own time limit so that
 # the later ones still run; logs go to $OUT (docs/benchmarks.md#cuda-backend,
 # #multi-gpu).
-#   run_cuda_h200.sh PHASE...   build gpu gpu_all gpu_quick probe checkpoint_lock throughput_budget gpu_disabled throughput vs_old vs_load_inline throughput_sgemm contexts sustain duty
+#   run_cuda_h200.sh PHASE...   build gpu gpu_all gpu_quick probe checkpoint_lock throughput_budget alternate gpu_disabled throughput vs_old vs_load_inline throughput_sgemm contexts sustain duty
 #                               multigpu cv cv_churn load_inline quickstart baselines llm_e2e llm_rate
 set -u
 OUT=${OUT:-/tmp/kevo-cuda-out}
@@ -68,6 +68,21 @@ throughput_budget)
     done
   done
   ;;
+alternate)
+  # Backend options against each other on one task, alternated ALT_ROUNDS
+  # times (ALT_OPTS: backend.cuda JSON objects separated by ';', "" for the
+  # defaults), with what the judge's probe saw (its excess over the
+  # yardstick, the calls charged).
+  step "candidates per GPU-minute and the probe's excess: ${ALT_TASK:-axpy}, options alternated"
+  IFS=';' read -ra opts <<< "${ALT_OPTS:-;{\"probe_tolerance_fraction\": 0.02\}}"
+  for r in $(seq ${ALT_ROUNDS:-2}); do
+    for o in "${opts[@]}"; do
+      echo "--- ${o:-default}" | tee -a "$OUT/bench.log"
+      BENCH_CUDA_OPTIONS="$o" timeout 120 $B/bench_cuda throughput configs/tasks/cuda/${ALT_TASK:-axpy} ${ALT_N:-64} ${ALT_J:-8} 2>&1 |
+        tee -a "$OUT/bench.log" | grep -E "candidates verified|not correct|charged for GPU|beyond its yardstick" | cut -c1-300
+    done
+  done
+  ;;
 gpu_disabled)
   # The GPU tests written before they could run (attacks on suspected holes,
   # docs/verdicts.md#threat-model), disabled until they have.
@@ -98,7 +113,7 @@ vs_old)
       d=.; [ $side = old ] && d=/tmp/kevo-old
       echo "--- $side" | tee -a "$OUT/bench.log"
       (cd $d && timeout 120 build-gpu/bin/bench_cuda throughput configs/tasks/cuda/axpy 64 8 2>&1) | tee -a "$OUT/bench.log" |
-        grep -E "candidates verified|per worker|not correct" | cut -c1-300
+        grep -E "candidates verified|per worker|not correct|beyond its yardstick" | cut -c1-300
     done
   done
   ;;

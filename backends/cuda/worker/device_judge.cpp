@@ -100,6 +100,17 @@ void L2Flush::run() {
 
 namespace {
 
+// Sixteen calls of `f`, each timed on the judge's clock (ns).
+std::vector<double> sixteen_timed(const std::function<void()>& f) {
+  std::vector<double> ns;
+  for (int k = 0; k < 16; ++k) {
+    const auto t0 = Clock::now();
+    f();
+    ns.push_back(std::chrono::duration<double, std::nano>(Clock::now() - t0).count());
+  }
+  return ns;
+}
+
 // The judge's probe: an empty round trip of its own context.
 void judge_probe() {
   if (const std::string e = empty_round_trip(); !e.empty())
@@ -116,18 +127,16 @@ double after_host_probe_ns(Clock::time_point answered, double quiet_ns) {
 }
 
 double quiet_probe_threshold_ns() {
-  std::vector<double> ns;
-  for (int k = 0; k < 16; ++k) {
-    const auto t0 = Clock::now();
+  const std::vector<double> ns = sixteen_timed([] {
     if (const std::string e = empty_round_trip(); !e.empty())
       throw std::runtime_error("CUDA error of the judge's empty round trip: " + e);
-    ns.push_back(std::chrono::duration<double, std::nano>(Clock::now() - t0).count());
-  }
+  });
   const double q25 = quantile(ns, 0.25);
   return q25 + std::clamp(2.0 * q25, 15000.0, 100000.0);
 }
 
 void AnswerProbe::made(Clock::time_point answered) noexcept {
+  if (!armed) return;
   try {
     ns = after_host_probe_ns(answered, repeat ? quiet_ns : 0.0);
     error.clear();
@@ -153,13 +162,7 @@ namespace {
 // device-wide synchronize on an idle device that closes every reference
 // call (the median of a few).
 double local_null_ns() {
-  std::vector<double> ns;
-  for (int k = 0; k < 16; ++k) {
-    const auto t0 = Clock::now();
-    check(cudaDeviceSynchronize(), "calibrating the judge's clock");
-    ns.push_back(std::chrono::duration<double, std::nano>(Clock::now() - t0).count());
-  }
-  return quantile(ns, 0.5);
+  return quantile(sixteen_timed([] { check(cudaDeviceSynchronize(), "calibrating the judge's clock"); }), 0.5);
 }
 
 // The reference's call on the judge's clock (launch to the end of a
@@ -210,6 +213,12 @@ void TimingLoopCost::add_to(nlohmann::json& phases) const {
                                     std::pair{"null_retries", null_retries},
                                     std::pair{"after_call_charged", after_call_charged}})
     phases[name] = phases.value(name, 0.0) + static_cast<double>(count);
+  for (std::size_t b = 0; b < 6; ++b) {
+    const std::string name = b < 5 ? "probe_excess_le_" + std::to_string(static_cast<int>(kExcessBucketsUs[b])) + "us"
+                                   : "probe_excess_above_" + std::to_string(static_cast<int>(kExcessBucketsUs[4])) + "us";
+    phases[name] = phases.value(name, 0.0) + static_cast<double>(excess_buckets[b]);
+  }
+  phases["after_call_charged_us"] = phases.value("after_call_charged_us", 0.0) + after_call_charged_us;
   phases["null_taken"] = phases.value("null_taken", 0.0) + null_taken;
   phases["round_trip"] = phases.value("round_trip", 0.0) + round_trip;
 }
@@ -219,9 +228,10 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
                               const FirstCalibration& first, Entry ref, Verdict& v, TimingLoopCost& cost) {
   const double cand_null_ns = first.null_ns, cand_null_probe_ns = first.probe_median_ns;
   // Probes repeated only inside the exclusive hold, whatever way this returns.
+  // No probes at all after it (correctness calls make none).
   struct SingleProbesAfter {
     AnswerProbe& p;
-    ~SingleProbesAfter() { p.repeat = false; }
+    ~SingleProbesAfter() { p.repeat = p.armed = false; }
   } single_after{answer_probe};
   // Seconds since `t` into `into`, and `t` moved on.
   auto charge = [](Clock::time_point& t, double& into) {
@@ -277,7 +287,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       answer_probe.quiet_ns = std::min(answer_probe.quiet_ns, quiet_probe_threshold_ns());
       answer_probe.measured_in_hold = true;
     }
-    answer_probe.repeat = true;
+    answer_probe.repeat = answer_probe.armed = true;
     const auto held = Clock::now();
     // After each fill, the judge's probes until one is quiet: GPU work the
     // host set to start when the fill writes its buffers (a stream waiting
@@ -492,18 +502,23 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       // (tests/cuda/adversarial/widens_tolerance.cu).
       double null_iqr = quantile(null_probes, 0.75) - quantile(null_probes, 0.25);
       if (cand_null_probe_ns > 0) null_iqr = std::min(null_iqr, first.probe_iqr_ns);
-      const double spread = std::max({null_iqr, 5000.0, 0.1 * quantile(raw_c, 0.5)});
+      const double spread = std::max({null_iqr, 5000.0, g.probe_tolerance_fraction * quantile(raw_c, 0.5)});
       spread_ns = spread;
       std::vector<double> extra(raw_c.size(), 0.0);
       for (std::size_t j = 0; j < raw_c.size(); ++j) {
+        const double excess_us = (probes[j] - after_null_ns) / 1e3;
+        std::size_t b = 0;
+        while (b < 5 && excess_us > TimingLoopCost::kExcessBucketsUs[b]) ++b;
+        ++cost.excess_buckets[b];
         extra[j] = std::max(probes[j] - after_null_ns - spread, 0.0);
+        cost.after_call_charged_us += extra[j] / 1e3;
         if (extra[j] > 0) ++charged_calls;
         tc[j] = std::max(raw_c[j] - null_ns, 1.0) + extra[j] + after_fill[j];
       }
       charged_ns = quantile(extra, 0.5);
       cost.after_call_charged += charged_calls;
     }
-    answer_probe.repeat = false;
+    answer_probe.repeat = answer_probe.armed = false;
     exclusive.reset();
     if (!failed.empty()) {
       fail_call("a timed call");

@@ -214,6 +214,7 @@ Extra parse_extra(const native::JudgeRequest& r) {
   x.gt.fill_idle_seconds = req.value("fill_idle_seconds", x.gt.fill_idle_seconds);
   x.gt.reset_persisting_l2 = req.value("reset_persisting_l2", x.gt.reset_persisting_l2);
   x.gt.phase_holds = req.value("slot_hold", std::string("call")) == "phase";
+  x.gt.probe_tolerance_fraction = req.value("probe_tolerance_fraction", x.gt.probe_tolerance_fraction);
   x.gt.always_recalibrate = req.value("null_recalibration", std::string("always")) == "always";
   x.lock_dir = req.value("lock_dir", std::string());
   x.sanitizer = req.value("sanitizer", std::string());
@@ -819,13 +820,22 @@ int main(int argc, char** argv) {
     // came out at 1.01 ms against 176 us for the host's timed round trips
     // once in 60 candidates: what lengthens it is not kevo's GPU work; each
     // worker waited about 0.1 s more for the slot. docs/cuda.md#not-done-yet.)
-    parts.hold_for_calibration = [] { return std::static_pointer_cast<void>(std::make_shared<cw::SharedSlot>()); };
     // The judge's probe after each of those null calls: the yardstick of
     // the probe after a timed call that no code of the candidate's can
-    // have lengthened (time_on_device).
+    // have lengthened (time_on_device). Armed for the calibration only
+    // (and again by time_on_device): correctness calls make no probe.
     std::vector<double> calibration_probes;
     cw::AnswerProbe answer_probe;
     answer_probe.quiet_ns = quiet_probe_ns;
+    parts.hold_for_calibration = [&answer_probe, gpu_timing] {
+      struct Held {
+        cw::SharedSlot slot;
+        cw::AnswerProbe& probe;
+        explicit Held(cw::AnswerProbe& p, bool arm) : probe(p) { probe.armed = arm; }
+        ~Held() { probe.armed = false; }
+      };
+      return std::static_pointer_cast<void>(std::make_shared<Held>(answer_probe, gpu_timing));
+    };
     if (gpu_timing) {
       parts.on_answer = [&](std::chrono::steady_clock::time_point answered) { answer_probe.made(answered); };
       parts.after_null_call = [&] {

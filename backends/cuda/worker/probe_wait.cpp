@@ -7,42 +7,46 @@
 
 namespace kevo::cuda::worker {
 
-double wait_until_quiet(std::chrono::steady_clock::time_point answered, double quiet_ns, double limit_seconds,
-                        const std::function<void()>& probe) {
-  using Clock = std::chrono::steady_clock;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Probes from `end` on while each takes longer than `quiet_ns`; each held-up
+// probe moves `end` to its own end. Returns nanoseconds from `from` to
+// `end`; throws std::runtime_error with "... " + `after` once `end` is more
+// than `limit_seconds` after `from`.
+double until_quiet(Clock::time_point from, Clock::time_point end, double quiet_ns, double limit_seconds,
+                   const std::function<void()>& probe, const std::string& still_ran, const char* after) {
   const auto limit = std::chrono::duration<double>(limit_seconds);
-  probe();
-  Clock::time_point end = Clock::now();
-  while (quiet_ns > 0) {
-    if (end - answered > limit)
-      throw std::runtime_error("GPU work of the candidate's process still ran " + format_number(limit_seconds) +
-                               " s after its answer (the judge's probes after the call kept waiting for it)");
+  for (;;) {
+    if (end - from > limit)
+      throw std::runtime_error("GPU work of the candidate's process " + still_ran + " " +
+                               format_number(limit_seconds) + " s after " + after);
     const Clock::time_point start = Clock::now();
     probe();
     const Clock::time_point now = Clock::now();
     if (std::chrono::duration<double, std::nano>(now - start).count() <= quiet_ns) break;
     end = now;
   }
-  return std::chrono::duration<double, std::nano>(end - answered).count();
+  return std::chrono::duration<double, std::nano>(end - from).count();
+}
+
+}  // namespace
+
+double wait_until_quiet(Clock::time_point answered, double quiet_ns, double limit_seconds,
+                        const std::function<void()>& probe) {
+  probe();
+  const Clock::time_point end = Clock::now();
+  if (quiet_ns <= 0) return std::chrono::duration<double, std::nano>(end - answered).count();
+  return until_quiet(answered, end, quiet_ns, limit_seconds, probe, "still ran",
+                     "its answer (the judge's probes after the call kept waiting for it)");
 }
 
 double held_up_ns(double quiet_ns, double limit_seconds, const std::function<void()>& probe) {
-  using Clock = std::chrono::steady_clock;
   if (quiet_ns <= 0) throw std::logic_error("held_up_ns without a quiet threshold");
-  const auto limit = std::chrono::duration<double>(limit_seconds);
   const Clock::time_point first = Clock::now();
-  Clock::time_point end = first;
-  for (;;) {
-    const Clock::time_point start = Clock::now();
-    probe();
-    const Clock::time_point now = Clock::now();
-    if (std::chrono::duration<double, std::nano>(now - start).count() <= quiet_ns) break;
-    end = now;
-    if (end - first > limit)
-      throw std::runtime_error("GPU work of the candidate's process ran " + format_number(limit_seconds) +
-                               " s after the judge's input fill (the judge's probes kept waiting for it)");
-  }
-  return std::chrono::duration<double, std::nano>(end - first).count();
+  return until_quiet(first, first, quiet_ns, limit_seconds, probe, "ran",
+                     "the judge's input fill (the judge's probes kept waiting for it)");
 }
 
 }  // namespace kevo::cuda::worker
