@@ -95,14 +95,14 @@ TEST(CudaOptions, DefaultsAreTheCudaOnes) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("null_recalibration"), std::string::npos) << e.what();
   }
-  // The probe's tolerance: a tenth of the round trip unless told; the
+  // The probe's tolerance: a fiftieth of the round trip unless told; the
   // worker is told; a fraction outside [0, 1] names the key.
-  EXPECT_DOUBLE_EQ(eff.at("probe_tolerance_fraction").get<double>(), 0.1);
-  EXPECT_DOUBLE_EQ(c.flavour.worker_request.at("probe_tolerance_fraction").get<double>(), 0.1);
-  EXPECT_DOUBLE_EQ(cuda::to_cpu_options(parse(R"({"probe_tolerance_fraction": 0.02})"))
+  EXPECT_DOUBLE_EQ(eff.at("probe_tolerance_fraction").get<double>(), 0.02);
+  EXPECT_DOUBLE_EQ(c.flavour.worker_request.at("probe_tolerance_fraction").get<double>(), 0.02);
+  EXPECT_DOUBLE_EQ(cuda::to_cpu_options(parse(R"({"probe_tolerance_fraction": 0.1})"))
                        .flavour.worker_request.at("probe_tolerance_fraction")
                        .get<double>(),
-                   0.02);
+                   0.1);
   try {
     parse(R"({"probe_tolerance_fraction": 1.5})");
     FAIL() << "no error for a probe_tolerance_fraction above 1";

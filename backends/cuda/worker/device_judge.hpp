@@ -50,9 +50,9 @@ struct GpuTiming {
   bool reset_persisting_l2 = true;
   // backend.cuda.probe_tolerance_fraction: the part of the calls' median
   // round trip that the probe after a call may exceed its yardstick by
-  // uncharged (beside the null probes' IQR and 5 us, the larger of the
-  // three); an early answer can hide up to the tolerance a call.
-  double probe_tolerance_fraction = 0.1;
+  // uncharged (beside the null probes' IQR and 10 us, the largest of the
+  // three); an early answer can hide up to the tolerance a call, and more.
+  double probe_tolerance_fraction = 0.02;
 };
 
 // The L2 flush before every timed call: a buffer of >= 2 x the L2 (from
