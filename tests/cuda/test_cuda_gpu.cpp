@@ -302,6 +302,44 @@ TEST_F(Adversarial, WorkReleasedByTheJudgesInputFillEarnsNothing) {
   }
 }
 
+TEST_F(Adversarial, WorkLeftForOtherWorkersTimingsMovesNoOtherJudgement) {
+  // leaves_work_for_others.cu answers its correctness calls once the axpy
+  // is done and leaves 300 ms of GPU work each time, which runs while
+  // other workers time their candidates (hole 4 of
+  // docs/verdicts.md#threat-model). An honest candidate (other_stream.cu)
+  // judged beside it, two workers at once, must be timed as it is alone:
+  // each exclusive hold first waits, with the judge's probes, until no
+  // work runs on the GPU.
+  REQUIRE_GPU();
+  cuda::CudaOptions o = test::gpu_test_options(60);
+  o.base.eval_jobs = 2;
+  auto b = cuda::make_cuda_backend(o);
+  b->prepare(*task_);
+  const std::string honest = read_text(fs::path(KEVO_CUDA_ADVERSARIAL) / "other_stream.cu");
+  const std::string culprit = read_text(fs::path(KEVO_CUDA_ADVERSARIAL) / "leaves_work_for_others.cu");
+  auto judge_all = [&](const std::vector<std::pair<std::uint64_t, std::string>>& sources) {
+    std::map<std::uint64_t, Verdict> out;
+    for (const auto& [id, src] : sources) b->submit({id, task_, src, 11});
+    while (out.size() < sources.size())
+      for (EvalResult& r : b->poll(std::chrono::milliseconds(50))) out[r.id] = std::move(r.verdict);
+    return out;
+  };
+  const Verdict alone = judge_all({{1, honest}}).at(1);
+  ASSERT_EQ(alone.status, Status::correct) << alone.message;
+  const auto both = judge_all({{2, culprit}, {3, honest}});
+  const Verdict& culprits = both.at(2);
+  const Verdict& beside = both.at(3);
+  std::cout << "[ verdict  ] leaves_work_for_others.cu: " << to_string(culprits.status) << ": " << culprits.message
+            << "\n[ beside   ] other_stream.cu alone: candidate " << alone.cand_median_ns << " ns, reference "
+            << alone.ref_median_ns << " ns, " << alone.speedup << "x; beside it: candidate " << beside.cand_median_ns
+            << " ns, reference " << beside.ref_median_ns << " ns, " << beside.speedup << "x (" << beside.message
+            << ")\n";
+  ASSERT_EQ(beside.status, Status::correct) << beside.message;
+  EXPECT_LT(beside.cand_median_ns, 1.15 * alone.cand_median_ns) << beside.message;
+  EXPECT_LT(beside.ref_median_ns, 1.15 * alone.ref_median_ns) << beside.message;
+  EXPECT_NEAR(beside.speedup / alone.speedup, 1.0, 0.1) << beside.message;
+}
+
 TEST_F(Adversarial, ACublasCallIsForbidden) {
   REQUIRE_GPU();
   auto sgemm = std::make_shared<const Task>(load_task(fs::path(KEVO_CUDA_TASKS) / "sgemm"));

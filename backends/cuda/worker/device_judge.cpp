@@ -210,6 +210,9 @@ void TimingLoopCost::add_to(nlohmann::json& phases) const {
     phases[name] = phases.value(name, 0.0) + seconds;
   phases["loop_pairs"] = phases.value("loop_pairs", 0.0) + static_cast<double>(pairs);
   phases["hold_warmup"] = phases.value("hold_warmup", 0.0) + warmup;
+  phases["hold_foreign_wait"] = phases.value("hold_foreign_wait", 0.0) + foreign_wait;
+  phases["hold_foreign_unfinished"] =
+      phases.value("hold_foreign_unfinished", 0.0) + static_cast<double>(foreign_unfinished);
   for (const auto& [name, count] : {std::pair{"null_recalibrations", recalibrations},
                                     std::pair{"null_second_shorter", second_shorter},
                                     std::pair{"null_second_longer", second_longer},
@@ -250,6 +253,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
   int min_reps = std::numeric_limits<int>::max();
   std::string left_running;   // shapes whose calls were charged for work left after the answer
   std::string after_fills;    // shapes whose calls were charged for work run after the judge's input fill
+  bool beside_foreign = false;   // a hold began while GPU work still ran after the judge's wait for it
   v.cand_median_ns = v.ref_median_ns = v.cand_iqr_ns = v.ref_iqr_ns = 0.0;
   // The judge's idle synchronize, measured in the first exclusive hold
   // (below): beside other workers' GPU work it can come out long.
@@ -278,6 +282,24 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     // this GPU (every worker on the host honours the slot). Allocations were
     // made before it: the repeats reuse these buffers.
     exclusive.emplace();
+    // GPU work already running when the hold begins (queued by a host that
+    // answered before its work was done, in its correctness calls, and is
+    // stopped now: tests/cuda/adversarial/leaves_work_for_others.cu) would
+    // share the GPU with every call timed here, this candidate's and the
+    // reference's, and move a judgement that is not its own: the judge's
+    // probes until one is quiet, before anything is timed or calibrated.
+    // Not charged to anyone; a hold where it still runs at the limit is
+    // timed anyway and its verdict says so.
+    if (answer_probe.quiet_ns > 0) {
+      const auto t = Clock::now();
+      try {
+        (void)held_up_ns(answer_probe.quiet_ns, kProbeLimitSeconds, judge_probe);
+      } catch (const std::runtime_error&) {
+        ++cost.foreign_unfinished;
+        beside_foreign = true;
+      }
+      cost.foreign_wait += std::chrono::duration<double>(Clock::now() - t).count();
+    }
     if (ref_null_ns < 0) ref_null_ns = local_null_ns();
     // In the hold, the probes after a call follow one another while each is
     // held up (after_host_probe_ns): on the timed calls and the second
@@ -595,6 +617,9 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
   if (!after_fills.empty())
     v.message += "; GPU work its process ran after the judge's input fills, before its calls, counted in its time (" +
                  after_fills + ")";
+  if (beside_foreign)
+    v.message += "; timed while GPU work that was running when its timing began still ran " +
+                 fmt(kProbeLimitSeconds) + " s later (another process's, or its own from before)";
   return shapes;
 }
 

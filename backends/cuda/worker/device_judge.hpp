@@ -88,6 +88,12 @@ struct TimingLoopCost {
          check_after_call = 0;
   std::int64_t pairs = 0;
   double warmup = 0;   // the exclusive hold before the timed pairs (the warm-up pairs included): "hold_warmup"
+  // Seconds each exclusive hold waited, at its start, for GPU work already
+  // running (another process's, or the host's own from its correctness
+  // calls) before anything was timed: "hold_foreign_wait"; and the holds
+  // where that work still ran at the limit: "hold_foreign_unfinished".
+  double foreign_wait = 0;
+  std::int64_t foreign_unfinished = 0;
   // Shapes whose null calls were made again after the timed calls, and of
   // those, the ones whose second median was the shorter one (taken off the
   // calls) and the ones whose second was longer (the first kept): counts,
