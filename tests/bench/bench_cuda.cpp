@@ -19,6 +19,7 @@
 #include "kevo/core/task.hpp"
 #include "kevo/cpu/cpu_backend.hpp"
 #include "kevo/cuda/cuda_backend.hpp"
+#include "kevo/cuda/probe_excess.hpp"
 
 #include <cuda_runtime.h>
 #include <nvrtc.h>
@@ -369,8 +370,10 @@ int throughput_bench(const fs::path& dir, int n, int eval_jobs) {
     // timed pair: what honest calls leave, and so what the tolerance
     // (backend.cuda.probe_tolerance_fraction) must allow.
     std::printf("probe after a call beyond its yardstick, share of pairs:");
-    for (const char* b : {"le_2us", "le_5us", "le_10us", "le_20us", "le_50us", "above_50us"})
-      std::printf(" %s %.1f%%", b, 100.0 * phase_sum(std::string("probe_excess_") + b) / pairs);
+    for (std::size_t b = 0; b < kevo::cuda::kProbeExcessBuckets; ++b) {
+      const std::string phase = kevo::cuda::probe_excess_phase(b);
+      std::printf(" %s %.1f%%", phase.substr(std::string("probe_excess_").size()).c_str(), 100.0 * phase_sum(phase) / pairs);
+    }
     std::printf("; charged %.2f us a pair on average\n", phase_sum("after_call_charged_us") / pairs);
   }
   std::printf("device memory pool grew past its reservation in %llu worker(s), %.1f MiB in all\n",

@@ -1,10 +1,12 @@
 // The CUDA worker's host-side pieces that need no GPU: the GPU timing slot
 // (file locks shared by every worker of a host) and the condensing of ncu
-// and compute-sanitizer reports into verdict text.
+// and compute-sanitizer reports into verdict text; the judge's probe waits
+// with a scripted probe, and the buckets of the probe's excess.
 #include "probe_wait.hpp"
 #include "profile.hpp"
 #include "slot.hpp"
 #include "visible_devices.hpp"
+#include "kevo/cuda/probe_excess.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -119,6 +121,40 @@ TEST(ProbeWait, WorkAfterTheFillThatNeverEndsFailsAtTheLimit) {
   ScriptedProbe p{std::vector<int>(100, 80)};
   EXPECT_THROW(cw::held_up_ns(50e6, 0.3, std::ref(p)), std::runtime_error);
   EXPECT_LT(p.made, 10);
+}
+
+// The hold's wait for foreign GPU work (wait_for_quiet_gpu) tolerates the
+// limit and nothing else: a CUDA error of the probe must not pass for work
+// that still ran.
+TEST(ProbeWait, TheLimitIsAProbeLimitReachedAndAProbesErrorIsNot) {
+  ScriptedProbe p{std::vector<int>(100, 80)};
+  EXPECT_THROW(cw::held_up_ns(50e6, 0.2, std::ref(p)), cw::ProbeLimitReached);
+  EXPECT_THROW(cw::wait_until_quiet(std::chrono::steady_clock::now(), 50e6, 0.2, std::ref(p)), cw::ProbeLimitReached);
+  bool limit = false, other = false;
+  try {
+    (void)cw::held_up_ns(50e6, 5.0, [] { throw std::runtime_error("CUDA error of the judge's probe"); });
+  } catch (const cw::ProbeLimitReached&) {
+    limit = true;
+  } catch (const std::runtime_error& e) {
+    other = std::string(e.what()).find("CUDA error") != std::string::npos;
+  }
+  EXPECT_FALSE(limit) << "a probe's error was taken for the limit";
+  EXPECT_TRUE(other);
+}
+
+TEST(ProbeExcess, BucketsAreBoundedAboveAndNamedByTheirBound) {
+  namespace kc = kevo::cuda;
+  ASSERT_EQ(kc::kProbeExcessBuckets, 6u);
+  EXPECT_EQ(kc::probe_excess_bucket(-3.0), 0u) << "a probe shorter than its yardstick";
+  EXPECT_EQ(kc::probe_excess_bucket(2.0), 0u) << "a bound belongs to its own bucket";
+  EXPECT_EQ(kc::probe_excess_bucket(2.01), 1u);
+  EXPECT_EQ(kc::probe_excess_bucket(10.0), 2u);
+  EXPECT_EQ(kc::probe_excess_bucket(50.0), 4u);
+  EXPECT_EQ(kc::probe_excess_bucket(50.5), 5u);
+  EXPECT_EQ(kc::probe_excess_bucket(1e9), 5u);
+  EXPECT_EQ(kc::probe_excess_phase(0), "probe_excess_le_2us");
+  EXPECT_EQ(kc::probe_excess_phase(4), "probe_excess_le_50us");
+  EXPECT_EQ(kc::probe_excess_phase(5), "probe_excess_above_50us");
 }
 
 TEST(GpuSlot, ExclusiveExcludesSharedAndSharedAllowsShared) {

@@ -122,6 +122,18 @@ void judge_probe() {
 
 }  // namespace
 
+QuietWait wait_for_quiet_gpu(double quiet_ns) {
+  QuietWait q;
+  const auto t = Clock::now();
+  try {
+    (void)held_up_ns(quiet_ns, kProbeLimitSeconds, judge_probe);
+  } catch (const ProbeLimitReached&) {
+    q.unfinished = true;
+  }
+  q.seconds = std::chrono::duration<double>(Clock::now() - t).count();
+  return q;
+}
+
 double after_host_probe_ns(Clock::time_point answered, double quiet_ns) {
   // An answer the endpoint did not record (a default time point) would make
   // the probe the machine's uptime: every call charged with it.
@@ -139,9 +151,9 @@ double quiet_probe_threshold_ns() {
 }
 
 void AnswerProbe::made(Clock::time_point answered) noexcept {
-  if (!armed) return;
+  if (mode == Mode::none) return;
   try {
-    ns = after_host_probe_ns(answered, repeat ? quiet_ns : 0.0);
+    ns = after_host_probe_ns(answered, mode == Mode::until_quiet ? quiet_ns : 0.0);
     error.clear();
   } catch (const std::exception& e) {
     ns = -1.0;
@@ -219,9 +231,8 @@ void TimingLoopCost::add_to(nlohmann::json& phases) const {
                                     std::pair{"null_retries", null_retries},
                                     std::pair{"after_call_charged", after_call_charged}})
     phases[name] = phases.value(name, 0.0) + static_cast<double>(count);
-  for (std::size_t b = 0; b < 6; ++b) {
-    const std::string name = b < 5 ? "probe_excess_le_" + std::to_string(static_cast<int>(kExcessBucketsUs[b])) + "us"
-                                   : "probe_excess_above_" + std::to_string(static_cast<int>(kExcessBucketsUs[4])) + "us";
+  for (std::size_t b = 0; b < kProbeExcessBuckets; ++b) {
+    const std::string name = probe_excess_phase(b);
     phases[name] = phases.value(name, 0.0) + static_cast<double>(excess_buckets[b]);
   }
   phases["after_call_charged_us"] = phases.value("after_call_charged_us", 0.0) + after_call_charged_us;
@@ -233,12 +244,12 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
                               L2Flush& flush, w::Endpoint& cand, AnswerProbe& answer_probe,
                               const FirstCalibration& first, Entry ref, Verdict& v, TimingLoopCost& cost) {
   const double cand_null_ns = first.null_ns, cand_null_probe_ns = first.probe_median_ns;
-  // Probes repeated only inside the exclusive hold, whatever way this returns.
-  // No probes at all after it (correctness calls make none).
-  struct SingleProbesAfter {
+  // Probes only inside the exclusive hold, whatever way this returns
+  // (correctness calls make none).
+  struct NoProbesAfter {
     AnswerProbe& p;
-    ~SingleProbesAfter() { p.repeat = p.armed = false; }
-  } single_after{answer_probe};
+    ~NoProbesAfter() { p.mode = AnswerProbe::Mode::none; }
+  } no_probes_after{answer_probe};
   // Seconds since `t` into `into`, and `t` moved on.
   auto charge = [](Clock::time_point& t, double& into) {
     const auto now = Clock::now();
@@ -291,14 +302,12 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     // Not charged to anyone; a hold where it still runs at the limit is
     // timed anyway and its verdict says so.
     if (answer_probe.quiet_ns > 0) {
-      const auto t = Clock::now();
-      try {
-        (void)held_up_ns(answer_probe.quiet_ns, kProbeLimitSeconds, judge_probe);
-      } catch (const std::runtime_error&) {
+      const QuietWait q = wait_for_quiet_gpu(answer_probe.quiet_ns);
+      cost.foreign_wait += q.seconds;
+      if (q.unfinished) {
         ++cost.foreign_unfinished;
         beside_foreign = true;
       }
-      cost.foreign_wait += std::chrono::duration<double>(Clock::now() - t).count();
     }
     if (ref_null_ns < 0) ref_null_ns = local_null_ns();
     // In the hold, the probes after a call follow one another while each is
@@ -312,7 +321,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       answer_probe.quiet_ns = std::min(answer_probe.quiet_ns, quiet_probe_threshold_ns());
       answer_probe.measured_in_hold = true;
     }
-    answer_probe.repeat = answer_probe.armed = true;
+    answer_probe.mode = AnswerProbe::Mode::until_quiet;
     const auto held = Clock::now();
     // After each fill, the judge's probes until one is quiet: GPU work the
     // host set to start when the fill writes its buffers (a stream waiting
@@ -536,9 +545,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       std::vector<double> extra(raw_c.size(), 0.0);
       for (std::size_t j = 0; j < raw_c.size(); ++j) {
         const double excess_us = (probes[j] - after_null_ns) / 1e3;
-        std::size_t b = 0;
-        while (b < 5 && excess_us > TimingLoopCost::kExcessBucketsUs[b]) ++b;
-        ++cost.excess_buckets[b];
+        ++cost.excess_buckets[probe_excess_bucket(excess_us)];
         extra[j] = std::max(probes[j] - after_null_ns - spread, 0.0);
         cost.after_call_charged_us += extra[j] / 1e3;
         if (extra[j] > 0) ++charged_calls;
@@ -547,7 +554,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       charged_ns = quantile(extra, 0.5);
       cost.after_call_charged += charged_calls;
     }
-    answer_probe.repeat = answer_probe.armed = false;
+    answer_probe.mode = AnswerProbe::Mode::none;
     exclusive.reset();
     if (!failed.empty()) {
       fail_call("a timed call");

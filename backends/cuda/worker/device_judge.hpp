@@ -11,6 +11,7 @@
 #include "slot.hpp"
 
 #include "kevo/core/task.hpp"
+#include "kevo/cuda/probe_excess.hpp"
 #include "kevo/core/verdict.hpp"
 
 #include <nlohmann/json.hpp>
@@ -107,12 +108,12 @@ struct TimingLoopCost {
   std::int64_t after_call_charged = 0;
   // How far each timed call's probe came out beyond its yardstick (the
   // probe after a null call), counted in buckets: at most 2, 5, 10, 20 and
-  // 50 us, and above ("probe_excess_le_2us" ... "probe_excess_above_50us"),
+  // 50 us, and above ("probe_excess_le_2us" ... "probe_excess_above_50us",
+// kevo/cuda/probe_excess.hpp),
   // so that a benchmark can show what honest calls leave and so what the
   // tolerance must allow; and the microseconds charged in all
   // ("after_call_charged_us").
-  static constexpr double kExcessBucketsUs[5] = {2, 5, 10, 20, 50};
-  std::int64_t excess_buckets[6] = {};
+  std::int64_t excess_buckets[kProbeExcessBuckets] = {};
   double after_call_charged_us = 0;
   // Sums over the timed shapes of the host's null median that came off the
   // calls and of the calls' median round trip, in seconds ("null_taken",
@@ -132,25 +133,24 @@ struct TimingLoopCost {
 // worker starts, before any candidate's process exists (no code of its can
 // have held it up), and again in time_on_device's first exclusive hold (no
 // other worker's GPU work can have): the lower of the two
-// (`measured_in_hold` once the second is taken). The probes after the
-// first are made only while `repeat` is set: time_on_device sets it in its
-// exclusive hold (the timed calls and the second calibration's null
-// calls), so that correctness calls, beside other workers' GPU work under
-// the shared slot, make one probe each.
-// Probes are made only while `armed`: in the host's first calibration (its
-// null calls) and in time_on_device, where they are taken. A correctness
-// call makes none: its probe was never taken, and under the shared slot it
-// is GPU work beside other workers' (it did not explain the correctness
-// phase's length: 0.65-0.67 s a candidate with 8 workers on an H100 with
-// or without it, 2026-12-07; the host's second context is most of it,
-// docs/cuda.md#not-done-yet).
+// (`measured_in_hold` once the second is taken).
+// `mode`: `single` (one probe a call) in the host's first calibration (its
+// null calls, made under the shared slot beside other workers' GPU work);
+// `until_quiet` in time_on_device's exclusive holds (the timed calls and
+// the second calibration's null calls), where the probes are taken; `none`
+// elsewhere. A correctness call makes none: its probe was never taken, and
+// under the shared slot it is GPU work beside other workers' (it did not
+// explain the correctness phase's length: 0.65-0.67 s a candidate with 8
+// workers on an H100 with or without it, 2026-12-07; the host's second
+// context is most of it, docs/cuda.md#not-done-yet).
 struct AnswerProbe {
   double ns = -1.0;
   std::string error;
   double quiet_ns = 0.0;
   bool measured_in_hold = false;
-  bool repeat = false;
-  bool armed = false;
+  // none: no probe; single: one probe a call; until_quiet: probes until
+  // one is quiet (after_host_probe_ns with `quiet_ns`).
+  enum class Mode { none, single, until_quiet } mode = Mode::none;
   void made(std::chrono::steady_clock::time_point answered) noexcept;
   double take();
 };
@@ -211,6 +211,19 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
 // probe waits for one slice of work the host left running, not for all of
 // it; every probe held up counts. A CUDA error throws std::runtime_error.
 double after_host_probe_ns(std::chrono::steady_clock::time_point answered, double quiet_ns = 0.0);
+
+// At the start of an exclusive hold: the judge's probes until one takes no
+// longer than `quiet_ns` (> 0), so that GPU work still running from before
+// the hold (another worker's candidate's host that answered early and is
+// stopped now, docs/verdicts.md#threat-model hole 4) shares the GPU with
+// nothing timed in it. `seconds`: how long it waited; `unfinished`: the
+// work still ran at 5 s (the hold goes on; the caller says so). A CUDA
+// error of the probe throws std::runtime_error.
+struct QuietWait {
+  double seconds = 0.0;
+  bool unfinished = false;
+};
+QuietWait wait_for_quiet_gpu(double quiet_ns);
 
 // After the candidate's process has ended (inside the caller's exclusive
 // hold): the reference timed alone on every visible shape (inputs from

@@ -13,14 +13,14 @@ using Clock = std::chrono::steady_clock;
 
 // Probes from `end` on while each takes longer than `quiet_ns`; each held-up
 // probe moves `end` to its own end. Returns nanoseconds from `from` to
-// `end`; throws std::runtime_error with "... " + `after` once `end` is more
+// `end`; throws ProbeLimitReached with "... " + `after` once `end` is more
 // than `limit_seconds` after `from`.
 double until_quiet(Clock::time_point from, Clock::time_point end, double quiet_ns, double limit_seconds,
                    const std::function<void()>& probe, const std::string& still_ran, const char* after) {
   const auto limit = std::chrono::duration<double>(limit_seconds);
   for (;;) {
     if (end - from > limit)
-      throw std::runtime_error("GPU work of the candidate's process " + still_ran + " " +
+      throw ProbeLimitReached("GPU work of the candidate's process " + still_ran + " " +
                                format_number(limit_seconds) + " s after " + after);
     const Clock::time_point start = Clock::now();
     probe();
