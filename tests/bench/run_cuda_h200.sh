@@ -3,7 +3,7 @@
 # scaling run and the cuda-quickstart, each with its own time limit so that
 # the later ones still run; logs go to $OUT (docs/benchmarks.md#cuda-backend,
 # #multi-gpu).
-#   run_cuda_h200.sh PHASE...   build gpu gpu_all gpu_quick probe checkpoint_lock prequeued_probe throughput_budget alternate gpu_disabled throughput vs_old vs_load_inline throughput_sgemm contexts sustain duty
+#   run_cuda_h200.sh PHASE...   build gpu gpu_all gpu_quick probe checkpoint_lock check_at_answer prequeued_probe throughput_budget alternate gpu_disabled throughput vs_old vs_load_inline throughput_sgemm contexts sustain duty
 #                               multigpu cv cv_churn load_inline quickstart baselines llm_e2e llm_rate
 set -u
 OUT=${OUT:-/tmp/kevo-cuda-out}
@@ -55,6 +55,16 @@ checkpoint_lock)
     && timeout ${LOCK_TIMEOUT:-60} "$OUT/checkpoint_lock_probe" ${LOCK_ROUNDS:-50} >> "$OUT/checkpoint_lock.log" 2>&1
   echo "rc=$?" >> "$OUT/checkpoint_lock.log"
   tail -12 "$OUT/checkpoint_lock.log"
+  ;;
+check_at_answer)
+  # The judge's read of the outputs at the host's answer, before or after
+  # its probe: does it find an early answer's outputs incomplete?
+  # (docs/verdicts.md#threat-model, the early-answer hole.)
+  step "check at the answer"
+  nvcc -O2 -std=c++17 -o "$OUT/check_at_answer" tests/bench/check_at_answer.cu > "$OUT/check_at_answer.log" 2>&1 \
+    && timeout ${CHECK_TIMEOUT:-120} "$OUT/check_at_answer" ${CHECK_ROUNDS:-100} >> "$OUT/check_at_answer.log" 2>&1
+  echo "rc=$?" >> "$OUT/check_at_answer.log"
+  tail -16 "$OUT/check_at_answer.log"
   ;;
 prequeued_probe)
   # The judge's probe after a call, launched at the answer against one
