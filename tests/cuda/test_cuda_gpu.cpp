@@ -185,7 +185,32 @@ TEST_F(Adversarial, AnAnswerBeforeTheKernelIsDoneEarnsNothing) {
   if (v.status == Status::correct) {
     EXPECT_GT(v.cand_median_ns, 0.9 * plain.cand_median_ns) << v.message;
     EXPECT_NE(v.message.find("left running after its answers"), std::string::npos) << v.message;
+  } else {
+    // The judge read the outputs at the answer (read_outputs_at_answer)
+    // and found them written after it.
+    EXPECT_EQ(v.status, Status::wrong_answer) << v.message;
+    EXPECT_NE(v.message.find("before its outputs were written"), std::string::npos) << v.message;
   }
+}
+
+TEST_F(Adversarial, WithoutTheReadAtTheAnswerAnEarlyAnswerIsOnlyCharged) {
+  // The control of the test above: with backend.cuda.read_outputs_at_answer
+  // off, answers_early.cu is judged correct (only the probe after each
+  // call stands between it and its early answers), so the wrong_answer
+  // above is the read's doing. What it earns then is printed.
+  REQUIRE_GPU();
+  cuda::CudaOptions o = test::gpu_test_options(60);
+  o.read_outputs_at_answer = false;
+  auto b = cuda::make_cuda_backend(o);
+  b->prepare(*task_);
+  const Verdict plain = b->evaluate(task_, read_text(fs::path(KEVO_CUDA_ADVERSARIAL) / "other_stream.cu"), 11);
+  ASSERT_EQ(plain.status, Status::correct) << plain.message;
+  const Verdict v = b->evaluate(task_, read_text(fs::path(KEVO_CUDA_ADVERSARIAL) / "answers_early.cu"), 11);
+  std::cout << "[ early    ] without the read at the answer: the same kernel " << plain.cand_median_ns
+            << " ns, answered early " << v.cand_median_ns << " ns (" << to_string(v.status) << ": " << v.message
+            << ")\n";
+  EXPECT_EQ(v.status, Status::correct) << v.message;
+  EXPECT_EQ(v.message.find("before its outputs were written"), std::string::npos) << v.message;
 }
 
 TEST_F(Adversarial, InputsKeptPersistingInTheL2EarnNothing) {
@@ -260,14 +285,20 @@ TEST_F(Adversarial, WorkThatOutlastsATimeSliceAfterTheAnswerEarnsNothing) {
   // leaves 20 ms of GPU work, several time slices: one probe after the call
   // waits for one slice of it. The judge probes again while each probe is
   // held up, and counts every one: timed as the same work answered after
-  // the kernel (the same file with EARLY 0), or not correct.
+  // the kernel (the same file with EARLY 0), or not correct. The outputs'
+  // read at the answer is off here (it would find the axpy unfinished and
+  // make the verdict a wrong_answer before the probes are tried).
   REQUIRE_GPU();
+  cuda::CudaOptions o = test::gpu_test_options(60);
+  o.read_outputs_at_answer = false;
+  auto b = cuda::make_cuda_backend(o);
+  b->prepare(*task_);
   const std::string src = read_text(fs::path(KEVO_CUDA_ADVERSARIAL) / "outlasts_the_probe.cu");
-  const Verdict plain = backend_->evaluate(task_, "#define EARLY 0\n" + src, 11);
+  const Verdict plain = b->evaluate(task_, "#define EARLY 0\n" + src, 11);
   std::cout << "[ verdict  ] outlasts_the_probe.cu, EARLY 0: " << to_string(plain.status) << ": " << plain.message
             << "\n";
   ASSERT_EQ(plain.status, Status::correct) << plain.message;
-  const Verdict v = judge("outlasts_the_probe.cu");
+  const Verdict v = b->evaluate(task_, src, 11);
   std::cout << "[ slices   ] the same work answered after it " << plain.cand_median_ns << " ns, answered early "
             << v.cand_median_ns << " ns\n";
   // The defence charges the work; it has no reason to fail the candidate.

@@ -153,7 +153,15 @@ double quiet_probe_threshold_ns() {
 void AnswerProbe::made(Clock::time_point answered) noexcept {
   if (mode == Mode::none) return;
   try {
-    ns = after_host_probe_ns(answered, mode == Mode::until_quiet ? quiet_ns : 0.0);
+    Clock::time_point from = answered;
+    if (first_step) {
+      if (read_outputs)
+        unwritten = read_outputs();
+      else
+        judge_probe();
+      from = Clock::now();
+    }
+    ns = after_host_probe_ns(from, mode == Mode::until_quiet ? quiet_ns : 0.0);
     error.clear();
   } catch (const std::exception& e) {
     ns = -1.0;
@@ -229,7 +237,8 @@ void TimingLoopCost::add_to(nlohmann::json& phases) const {
                                     std::pair{"null_second_shorter", second_shorter},
                                     std::pair{"null_second_longer", second_longer},
                                     std::pair{"null_retries", null_retries},
-                                    std::pair{"after_call_charged", after_call_charged}})
+                                    std::pair{"after_call_charged", after_call_charged},
+                                    std::pair{"answered_unwritten", answered_unwritten}})
     phases[name] = phases.value(name, 0.0) + static_cast<double>(count);
   for (std::size_t b = 0; b < kProbeExcessBuckets; ++b) {
     const std::string name = probe_excess_phase(b);
@@ -248,7 +257,10 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
   // (correctness calls make none).
   struct NoProbesAfter {
     AnswerProbe& p;
-    ~NoProbesAfter() { p.mode = AnswerProbe::Mode::none; }
+    ~NoProbesAfter() {
+      p.mode = AnswerProbe::Mode::none;
+      p.read_outputs = nullptr;
+    }
   } no_probes_after{answer_probe};
   // Seconds since `t` into `into`, and `t` moved on.
   auto charge = [](Clock::time_point& t, double& into) {
@@ -338,11 +350,24 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       charge(t, cost.inputs);
     };
     bool resumed = false;   // `wrong` below says the host resumed itself, not that an output was wrong
+    std::int64_t unwritten_at_answer = -1;   // the last timed call's output words poisoned at its answer
     auto check_repeat = [&](const char* when, bool after_call) -> std::string {
       auto t = Clock::now();
       const std::string bad = w::first_mismatch(task, c, dr, dc, space);
+      // Words that held the poison at the answer and hold a value now were
+      // written after it (a right output may hold the poison's value, an
+      // integer sentinel: those are poisoned now as then).
+      std::int64_t unwritten_now = 0;
+      if (bad.empty() && unwritten_at_answer > 0) unwritten_now = unwritten_outputs(task, dc);
       charge(t, after_call ? cost.check_after_call : cost.check);
       ++cost.pairs;
+      if (bad.empty() && unwritten_at_answer > unwritten_now) {
+        ++cost.answered_unwritten;
+        return "the candidate's process answered " + std::string(when) + " " + std::to_string(calls) +
+               " on shape " + c.label() + " before its outputs were written: " +
+               std::to_string(unwritten_at_answer - unwritten_now) +
+               " output elements still held the judge's poison at its answer and were written after it";
+      }
       if (bad.empty()) {
         // The host is stopped between its calls; one that runs now resumed
         // itself (a timer's SIGCONT, tests/cuda/adversarial/resumes_itself.cu)
@@ -375,7 +400,14 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
         failed = "died";
         return;
       }
+      // The outputs read first at the answer (AnswerProbe::first_step):
+      // their words still poisoned then, compared after the pair with
+      // those still poisoned once the host's work is surely done.
+      answer_probe.unwritten = -1;
+      if (answer_probe.first_step) answer_probe.read_outputs = [&] { return unwritten_outputs(task, dc); };
       const w::CallResult r = cand.call(dc, false);
+      answer_probe.read_outputs = nullptr;
+      unwritten_at_answer = answer_probe.unwritten;
       charge(t, cost.call);
       if (r.kind != w::CallResult::Kind::ok) {
         failed = r.kind == w::CallResult::Kind::died ? "died" : r.message;

@@ -206,6 +206,16 @@ __global__ void fill_poison(int dt, void* base, void* twin, int64_t n, DevPoison
   }
 }
 
+// The words of `base` that still hold the poison, added to g_unwritten.
+__device__ unsigned long long g_unwritten;
+__global__ void count_poisoned(int dt, const void* base, int64_t n, DevPoison P) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  unsigned long long local = 0;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step)
+    local += poisoned(dt, base, i, P) ? 1 : 0;
+  if (local) atomicAdd(&g_unwritten, local);
+}
+
 __global__ void convert_wrapping(int dst_t, void* dst, int64_t dst_n, int src_t, const void* src, int64_t src_n) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < dst_n; i += step)
@@ -542,6 +552,22 @@ DeviceSpace& the_device_space() {
 
 w::Space& device_space() { return the_device_space(); }
 
+std::int64_t unwritten_outputs(const Task& task, const w::ArgSet& a) {
+  static const unsigned long long zero = 0;
+  check(cudaMemcpyToSymbolAsync(g_unwritten, &zero, sizeof zero, 0, cudaMemcpyHostToDevice, 0),
+        "reading the outputs at the answer (clearing the count)");
+  const DevPoison P = dev_poison(the_device_space().poison());
+  for (std::size_t k = 0; k < task.args.size(); ++k) {
+    const Arg& arg = task.args[k];
+    if (!arg.is_buffer() || arg.is_input() || a.n[k] == 0) continue;
+    count_poisoned<<<grid_for(a.n[k]), kThreads>>>(code(arg.dtype), a.buf[k].data(), a.n[k], P);
+  }
+  unsigned long long got = 0;
+  check(cudaGetLastError(), "reading the outputs at the answer (a launch)");
+  check(cudaMemcpyFromSymbol(&got, g_unwritten, sizeof got), "reading the outputs at the answer");
+  return static_cast<std::int64_t>(got);
+}
+
 void fill_inputs_twice(const Task& task, const w::Case& c, w::ArgSet& a, w::ArgSet& b, uint64_t seed,
                        const std::string& tag) {
   the_device_space().fill_sets(task, c, a, &b, seed, tag, {});
@@ -553,7 +579,7 @@ void load_device_space_kernels() {
   cudaFuncAttributes attr;
   for (const void* f : {reinterpret_cast<const void*>(&generate), reinterpret_cast<const void*>(&fill_poison),
                         reinterpret_cast<const void*>(&convert_wrapping), reinterpret_cast<const void*>(&first_diff),
-                        reinterpret_cast<const void*>(&compare_blocks),
+                        reinterpret_cast<const void*>(&compare_blocks), reinterpret_cast<const void*>(&count_poisoned),
                         reinterpret_cast<const void*>(&empty_kernel)})
     check(cudaFuncGetAttributes(&attr, f), "loading the protocol's kernels");
 }
