@@ -155,10 +155,12 @@ void AnswerProbe::made(Clock::time_point answered) noexcept {
   try {
     Clock::time_point from = answered;
     if (first_step) {
-      if (read_outputs)
-        unwritten = read_outputs();
-      else
+      if (read_outputs) {
+        digest = read_outputs();
+        digested = true;
+      } else {
         judge_probe();
+      }
       from = Clock::now();
     }
     ns = after_host_probe_ns(from, mode == Mode::until_quiet ? quiet_ns : 0.0);
@@ -350,32 +352,32 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       charge(t, cost.inputs);
     };
     bool resumed = false;   // `wrong` below says the host resumed itself, not that an output was wrong
-    std::int64_t unwritten_at_answer = -1;   // the last timed call's output words poisoned at its answer
+    // The last call's output digest at its answer (AnswerProbe::first_step).
+    std::optional<std::uint64_t> digest_at_answer;
     auto check_repeat = [&](const char* when, bool after_call) -> std::string {
       auto t = Clock::now();
       const std::string bad = w::first_mismatch(task, c, dr, dc, space);
-      // Words that held the poison at the answer and hold a value now were
-      // written after it (a right output may hold the poison's value, an
-      // integer sentinel: those are poisoned now as then).
-      std::int64_t unwritten_now = 0;
-      if (bad.empty() && unwritten_at_answer > 0) unwritten_now = unwritten_outputs(task, dc);
+      // The outputs read again: the host's work is done (they are right),
+      // and honest outputs do not change after its answer (its device-wide
+      // synchronize came first).
+      const bool changed = bad.empty() && digest_at_answer && output_digest(task, dc) != *digest_at_answer;
       charge(t, after_call ? cost.check_after_call : cost.check);
       ++cost.pairs;
-      if (bad.empty() && unwritten_at_answer > unwritten_now) {
-        ++cost.answered_unwritten;
-        return "the candidate's process answered " + std::string(when) + " " + std::to_string(calls) +
-               " on shape " + c.label() + " before its outputs were written: " +
-               std::to_string(unwritten_at_answer - unwritten_now) +
-               " output elements still held the judge's poison at its answer and were written after it";
-      }
       if (bad.empty()) {
         // The host is stopped between its calls; one that runs now resumed
         // itself (a timer's SIGCONT, tests/cuda/adversarial/resumes_itself.cu)
         // and may have run beside the reference.
-        if (cand.still_stopped()) return {};
-        resumed = true;
-        return "the candidate's process resumed itself while it was stopped (" + std::string(when) + " " +
-               std::to_string(calls) + " on shape " + c.label() + ")";
+        if (!cand.still_stopped()) {
+          resumed = true;
+          return "the candidate's process resumed itself while it was stopped (" + std::string(when) + " " +
+                 std::to_string(calls) + " on shape " + c.label() + ")";
+        }
+        if (!changed) return {};
+        ++cost.answered_unwritten;
+        return "the candidate's process answered " + std::string(when) + " " + std::to_string(calls) +
+               " on shape " + c.label() +
+               " before its outputs were written: they changed after its answer (read by the judge at the answer "
+               "and again after the call)";
       }
       return "the output of " + std::string(when) + " " + std::to_string(calls) + " on shape " + c.label() +
              " is wrong (" + bad + "): results reused across calls, or work skipped while timed";
@@ -401,13 +403,14 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
         return;
       }
       // The outputs read first at the answer (AnswerProbe::first_step):
-      // their words still poisoned then, compared after the pair with
-      // those still poisoned once the host's work is surely done.
-      answer_probe.unwritten = -1;
-      if (answer_probe.first_step) answer_probe.read_outputs = [&] { return unwritten_outputs(task, dc); };
+      // their digest then, compared after the pair with their digest once
+      // the host's work is surely done.
+      answer_probe.digested = false;
+      if (answer_probe.first_step) answer_probe.read_outputs = [&] { return output_digest(task, dc); };
       const w::CallResult r = cand.call(dc, false);
       answer_probe.read_outputs = nullptr;
-      unwritten_at_answer = answer_probe.unwritten;
+      digest_at_answer.reset();
+      if (answer_probe.digested) digest_at_answer = answer_probe.digest;
       charge(t, cost.call);
       if (r.kind != w::CallResult::Kind::ok) {
         failed = r.kind == w::CallResult::Kind::died ? "died" : r.message;
