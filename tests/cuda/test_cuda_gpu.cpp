@@ -187,28 +187,47 @@ TEST_F(Adversarial, AnAnswerBeforeTheKernelIsDoneEarnsNothing) {
     EXPECT_NE(v.message.find("left running after its answers"), std::string::npos) << v.message;
   } else {
     // The judge read the outputs at the answer (read_outputs_at_answer)
-    // and found them written after it.
+    // and found them changed after it.
     EXPECT_EQ(v.status, Status::wrong_answer) << v.message;
     EXPECT_NE(v.message.find("before its outputs were written"), std::string::npos) << v.message;
   }
 }
 
-TEST_F(Adversarial, WithoutTheReadAtTheAnswerAnEarlyAnswerIsOnlyCharged) {
-  // The control of the test above: with backend.cuda.read_outputs_at_answer
-  // off, answers_early.cu is judged correct (only the probe after each
-  // call stands between it and its early answers), so the wrong_answer
-  // above is the read's doing. What it earns then is printed.
-  REQUIRE_GPU();
+// answers_early.cu and the honest other_stream.cu judged with
+// backend.cuda.read_outputs_at_answer set as told.
+static std::pair<Verdict, Verdict> early_and_honest(const std::shared_ptr<const Task>& task, bool read_at_answer) {
   cuda::CudaOptions o = test::gpu_test_options(60);
-  o.read_outputs_at_answer = false;
+  o.read_outputs_at_answer = read_at_answer;
   auto b = cuda::make_cuda_backend(o);
-  b->prepare(*task_);
-  const Verdict plain = b->evaluate(task_, read_text(fs::path(KEVO_CUDA_ADVERSARIAL) / "other_stream.cu"), 11);
-  ASSERT_EQ(plain.status, Status::correct) << plain.message;
-  const Verdict v = b->evaluate(task_, read_text(fs::path(KEVO_CUDA_ADVERSARIAL) / "answers_early.cu"), 11);
-  std::cout << "[ early    ] without the read at the answer: the same kernel " << plain.cand_median_ns
-            << " ns, answered early " << v.cand_median_ns << " ns (" << to_string(v.status) << ": " << v.message
+  b->prepare(*task);
+  const Verdict plain = b->evaluate(task, read_text(fs::path(KEVO_CUDA_ADVERSARIAL) / "other_stream.cu"), 11);
+  const Verdict v = b->evaluate(task, read_text(fs::path(KEVO_CUDA_ADVERSARIAL) / "answers_early.cu"), 11);
+  std::cout << "[ early    ] read at the answer " << (read_at_answer ? "on" : "off") << ": the same kernel "
+            << plain.cand_median_ns << " ns (" << to_string(plain.status) << ": " << plain.message
+            << "), answered early " << v.cand_median_ns << " ns (" << to_string(v.status) << ": " << v.message
             << ")\n";
+  return {v, plain};
+}
+
+TEST_F(Adversarial, AnAnswerBeforeItsOutputsAreWrittenIsAWrongAnswer) {
+  // With the outputs read at every answer, answers_early.cu's outputs
+  // change after its answers: a wrong_answer that says so; the same
+  // kernel answered honestly is correct and not charged.
+  REQUIRE_GPU();
+  const auto [v, plain] = early_and_honest(task_, true);
+  ASSERT_EQ(plain.status, Status::correct) << plain.message;
+  EXPECT_EQ(plain.message.find("left running"), std::string::npos) << "an honest kernel was charged: " << plain.message;
+  EXPECT_EQ(v.status, Status::wrong_answer) << v.message;
+  EXPECT_NE(v.message.find("before its outputs were written"), std::string::npos) << v.message;
+}
+
+TEST_F(Adversarial, WithoutTheReadAtTheAnswerAnEarlyAnswerIsOnlyCharged) {
+  // The control of the test above: with the read off, answers_early.cu is
+  // judged correct (only the probe after each call stands between it and
+  // its early answers), so the wrong_answer above is the read's doing.
+  REQUIRE_GPU();
+  const auto [v, plain] = early_and_honest(task_, false);
+  ASSERT_EQ(plain.status, Status::correct) << plain.message;
   EXPECT_EQ(v.status, Status::correct) << v.message;
   EXPECT_EQ(v.message.find("before its outputs were written"), std::string::npos) << v.message;
 }

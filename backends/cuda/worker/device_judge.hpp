@@ -56,7 +56,7 @@ struct GpuTiming {
   double probe_tolerance_fraction = 0.02;
   // backend.cuda.read_outputs_at_answer: the outputs' digest taken at each
   // timed call's answer, before the probe (AnswerProbe::first_step).
-  bool read_outputs_at_answer = true;
+  bool read_outputs_at_answer = false;
 };
 
 // The L2 flush before every timed call: a buffer of >= 2 x the L2 (from
