@@ -345,7 +345,7 @@ int throughput_bench(const fs::path& dir, int n, int eval_jobs) {
   auto not_a_phase = [](const std::string& name) {
     return name.rfind("loop_", 0) == 0 || name.rfind("null_", 0) == 0 || name == "round_trip" ||
            name.rfind("after_call_charged", 0) == 0 || name.rfind("probe_excess_", 0) == 0 ||
-           name == "hold_foreign_unfinished" || name == "answered_unwritten";
+           name == "hold_foreign_unfinished";
   };
   std::printf("per worker (s):");
   for (const auto& [phase, secs] : s1.worker_phase_seconds)

@@ -43,7 +43,7 @@ probe)
   # the bundled seeds, which an honest probe must not charge
   # (docs/verdicts.md#threat-model, docs/cuda.md#not-done-yet).
   step "gpu tests: the probe after each timed call, its attacks and the seeds"
-  (cd build-gpu && timeout ${PROBE_TIMEOUT:-150} ./bin/test_cuda_gpu --gtest_filter='Adversarial.AnAnswer*:Adversarial.WithoutTheRead*:Adversarial.AWidened*:Adversarial.WorkInASecond*:Adversarial.WorkThatOutlasts*:Adversarial.WorkReleased*:Adversarial.WorkLeftFor*:Adversarial.TheReferenceJudged*:CudaGpu.NullCalls*:CudaGpu.EveryTask*') > "$OUT/probe.log" 2>&1
+  (cd build-gpu && timeout ${PROBE_TIMEOUT:-150} ./bin/test_cuda_gpu --gtest_filter='Adversarial.AnAnswer*:Adversarial.AWidened*:Adversarial.WorkInASecond*:Adversarial.WorkThatOutlasts*:Adversarial.WorkReleased*:Adversarial.WorkLeftFor*:Adversarial.TheReferenceJudged*:CudaGpu.NullCalls*:CudaGpu.EveryTask*') > "$OUT/probe.log" 2>&1
   grep -E "^\[ (verdict|seed|early|slices|released|beside) |second_context|released_by_fill|Failure|Expected|actual|PASSED|FAILED" "$OUT/probe.log" | cut -c1-300 | tail -40
   ;;
 checkpoint_lock)

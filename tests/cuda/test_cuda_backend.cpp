@@ -109,20 +109,6 @@ TEST(CudaOptions, DefaultsAreTheCudaOnes) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("probe_tolerance_fraction"), std::string::npos) << e.what();
   }
-  // The outputs read at every answer only where told (off until it has
-  // run on a GPU); the worker is told; a value that is not a boolean
-  // names the key.
-  EXPECT_EQ(eff.at("read_outputs_at_answer"), false);
-  EXPECT_EQ(c.flavour.worker_request.at("read_outputs_at_answer"), false);
-  EXPECT_EQ(cuda::to_cpu_options(parse(R"({"read_outputs_at_answer": true})"))
-                .flavour.worker_request.at("read_outputs_at_answer"),
-            true);
-  try {
-    parse(R"({"read_outputs_at_answer": "yes"})");
-    FAIL() << "no error for a read_outputs_at_answer that is not a boolean";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("read_outputs_at_answer"), std::string::npos) << e.what();
-  }
 }
 
 TEST(CudaOptions, ToolStagesAreCheckedAtStart) {

@@ -82,7 +82,6 @@ CudaOptions parse_cuda_options(StrictObject& obj) {
   o.max_connections = static_cast<int>(obj.integer("max_connections", o.max_connections, 0, 32));
   o.slot_hold = obj.choice("slot_hold", {"phase", "call"}, o.slot_hold);
   o.probe_tolerance_fraction = obj.number("probe_tolerance_fraction", o.probe_tolerance_fraction, 0, 1);
-  o.read_outputs_at_answer = obj.boolean("read_outputs_at_answer", o.read_outputs_at_answer);
   o.null_recalibration = obj.choice("null_recalibration", {"when_long", "always"}, o.null_recalibration);
   o.lock_dir = obj.string("lock_dir", o.lock_dir);
   if (!o.lock_dir.empty() && !std::filesystem::is_directory(o.lock_dir))
@@ -136,7 +135,6 @@ nlohmann::json to_json(const CudaOptions& o) {
   j["slot_hold"] = o.slot_hold;
   j["null_recalibration"] = o.null_recalibration;
   j["probe_tolerance_fraction"] = o.probe_tolerance_fraction;
-  j["read_outputs_at_answer"] = o.read_outputs_at_answer;
   j["lock_dir"] = o.lock_dir;
   j["sanitizer"] = {{"tool", o.sanitizer}, {"path", o.sanitizer_path}};
   j["profile"] = {{"every", o.profile_every},
@@ -163,7 +161,6 @@ cpu::CpuOptions to_cpu_options(CudaOptions o) {
                               {"slot_hold", o.slot_hold},
                               {"null_recalibration", o.null_recalibration},
                               {"probe_tolerance_fraction", o.probe_tolerance_fraction},
-                              {"read_outputs_at_answer", o.read_outputs_at_answer},
                               {"child_seconds", o.tool_seconds}};
   if (!o.sanitizer.empty()) {
     b.flavour.worker_request["sanitizer"] = o.sanitizer_path;

@@ -153,17 +153,7 @@ double quiet_probe_threshold_ns() {
 void AnswerProbe::made(Clock::time_point answered) noexcept {
   if (mode == Mode::none) return;
   try {
-    Clock::time_point from = answered;
-    if (first_step) {
-      if (read_outputs) {
-        digest = read_outputs();
-        digested = true;
-      } else {
-        judge_probe();
-      }
-      from = Clock::now();
-    }
-    ns = after_host_probe_ns(from, mode == Mode::until_quiet ? quiet_ns : 0.0);
+    ns = after_host_probe_ns(answered, mode == Mode::until_quiet ? quiet_ns : 0.0);
     error.clear();
   } catch (const std::exception& e) {
     ns = -1.0;
@@ -239,8 +229,7 @@ void TimingLoopCost::add_to(nlohmann::json& phases) const {
                                     std::pair{"null_second_shorter", second_shorter},
                                     std::pair{"null_second_longer", second_longer},
                                     std::pair{"null_retries", null_retries},
-                                    std::pair{"after_call_charged", after_call_charged},
-                                    std::pair{"answered_unwritten", answered_unwritten}})
+                                    std::pair{"after_call_charged", after_call_charged}})
     phases[name] = phases.value(name, 0.0) + static_cast<double>(count);
   for (std::size_t b = 0; b < kProbeExcessBuckets; ++b) {
     const std::string name = probe_excess_phase(b);
@@ -259,10 +248,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
   // (correctness calls make none).
   struct NoProbesAfter {
     AnswerProbe& p;
-    ~NoProbesAfter() {
-      p.mode = AnswerProbe::Mode::none;
-      p.read_outputs = nullptr;
-    }
+    ~NoProbesAfter() { p.mode = AnswerProbe::Mode::none; }
   } no_probes_after{answer_probe};
   // Seconds since `t` into `into`, and `t` moved on.
   auto charge = [](Clock::time_point& t, double& into) {
@@ -352,32 +338,19 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
       charge(t, cost.inputs);
     };
     bool resumed = false;   // `wrong` below says the host resumed itself, not that an output was wrong
-    // The last call's output digest at its answer (AnswerProbe::first_step).
-    std::optional<std::uint64_t> digest_at_answer;
     auto check_repeat = [&](const char* when, bool after_call) -> std::string {
       auto t = Clock::now();
       const std::string bad = w::first_mismatch(task, c, dr, dc, space);
-      // The outputs read again: the host's work is done (they are right),
-      // and honest outputs do not change after its answer (its device-wide
-      // synchronize came first).
-      const bool changed = bad.empty() && digest_at_answer && output_digest(task, dc) != *digest_at_answer;
       charge(t, after_call ? cost.check_after_call : cost.check);
       ++cost.pairs;
       if (bad.empty()) {
         // The host is stopped between its calls; one that runs now resumed
         // itself (a timer's SIGCONT, tests/cuda/adversarial/resumes_itself.cu)
         // and may have run beside the reference.
-        if (!cand.still_stopped()) {
-          resumed = true;
-          return "the candidate's process resumed itself while it was stopped (" + std::string(when) + " " +
-                 std::to_string(calls) + " on shape " + c.label() + ")";
-        }
-        if (!changed) return {};
-        ++cost.answered_unwritten;
-        return "the candidate's process answered " + std::string(when) + " " + std::to_string(calls) +
-               " on shape " + c.label() +
-               " before its outputs were written: they changed after its answer (read by the judge at the answer "
-               "and again after the call)";
+        if (cand.still_stopped()) return {};
+        resumed = true;
+        return "the candidate's process resumed itself while it was stopped (" + std::string(when) + " " +
+               std::to_string(calls) + " on shape " + c.label() + ")";
       }
       return "the output of " + std::string(when) + " " + std::to_string(calls) + " on shape " + c.label() +
              " is wrong (" + bad + "): results reused across calls, or work skipped while timed";
@@ -402,15 +375,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
         failed = "died";
         return;
       }
-      // The outputs read first at the answer (AnswerProbe::first_step):
-      // their digest then, compared after the pair with their digest once
-      // the host's work is surely done.
-      answer_probe.digested = false;
-      if (answer_probe.first_step) answer_probe.read_outputs = [&] { return output_digest(task, dc); };
       const w::CallResult r = cand.call(dc, false);
-      answer_probe.read_outputs = nullptr;
-      digest_at_answer.reset();
-      if (answer_probe.digested) digest_at_answer = answer_probe.digest;
       charge(t, cost.call);
       if (r.kind != w::CallResult::Kind::ok) {
         failed = r.kind == w::CallResult::Kind::died ? "died" : r.message;

@@ -54,9 +54,6 @@ struct GpuTiming {
   // uncharged (beside the null probes' IQR and 10 us, the largest of the
   // three); an early answer can hide up to the tolerance a call, and more.
   double probe_tolerance_fraction = 0.02;
-  // backend.cuda.read_outputs_at_answer: the outputs' digest taken at each
-  // timed call's answer, before the probe (AnswerProbe::first_step).
-  bool read_outputs_at_answer = false;
 };
 
 // The L2 flush before every timed call: a buffer of >= 2 x the L2 (from
@@ -109,9 +106,6 @@ struct TimingLoopCost {
   // answer (the judge's probe after the call beyond its probe after a null
   // call): "after_call_charged".
   std::int64_t after_call_charged = 0;
-  // Calls whose outputs changed after their answer (AnswerProbe::first_step):
-  // "answered_unwritten".
-  std::int64_t answered_unwritten = 0;
   // How far each timed call's probe came out beyond its yardstick (the
   // probe after a null call), counted in buckets: at most 2, 5, 10, 20 and
   // 50 us, and above ("probe_excess_le_2us" ... "probe_excess_above_50us",
@@ -157,20 +151,6 @@ struct AnswerProbe {
   // none: no probe; single: one probe a call; until_quiet: probes until
   // one is quiet (after_host_probe_ns with `quiet_ns`).
   enum class Mode { none, single, until_quiet } mode = Mode::none;
-  // backend.cuda.read_outputs_at_answer: a first GPU step of the judge's
-  // at each answer, before the probe, which is then measured from its end
-  // (after null calls and timed calls alike, so that the yardstick stays
-  // the same probe): `read_outputs` where set (time_on_device sets it
-  // around each of the candidate's timed calls: output_digest of the
-  // call's arguments), its digest kept in `digest` (`digested` set); an
-  // empty round trip where none is set. The GPU switches to the judge's
-  // context in the middle of work the host left running, so outputs that
-  // an early answer left unwritten (or holding placeholders) are read so
-  // here, and differ from the same outputs read after the pair.
-  bool first_step = false;
-  std::function<std::uint64_t()> read_outputs;
-  std::uint64_t digest = 0;
-  bool digested = false;
   void made(std::chrono::steady_clock::time_point answered) noexcept;
   double take();
 };

@@ -206,22 +206,6 @@ __global__ void fill_poison(int dt, void* base, void* twin, int64_t n, DevPoison
   }
 }
 
-// A keyed digest of `words` 32-bit words at `base` and `tail` bytes after
-// them, added (wrapping) to g_digest: each word's position and value mixed
-// under `key`, so that no change of any word keeps the sum but by chance.
-__device__ unsigned long long g_digest;
-__global__ void digest_words(const unsigned* base, int64_t words, int tail, uint64_t key) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  unsigned long long local = 0;
-  for (int64_t i = first; i < words; i += step) local += mix(mix(key, static_cast<uint64_t>(i)), base[i]);
-  if (first == 0)
-    for (int b = 0; b < tail; ++b)
-      local += mix(mix(key, static_cast<uint64_t>(words) * 4 + b),
-                   reinterpret_cast<const unsigned char*>(base + words)[b] + 0x100u);
-  if (local) atomicAdd(&g_digest, local);
-}
-
 __global__ void convert_wrapping(int dst_t, void* dst, int64_t dst_n, int src_t, const void* src, int64_t src_n) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < dst_n; i += step)
@@ -558,28 +542,6 @@ DeviceSpace& the_device_space() {
 
 w::Space& device_space() { return the_device_space(); }
 
-std::uint64_t output_digest(const Task& task, const w::ArgSet& a) {
-  static const unsigned long long zero = 0;
-  check(cudaMemcpyToSymbolAsync(g_digest, &zero, sizeof zero, 0, cudaMemcpyHostToDevice, 0),
-        "reading the outputs (clearing the digest)");
-  // The judgement's secret key (drawn per judgement, never in the host's
-  // reach), a different stream of it per argument.
-  const w::InputKey& ik = the_device_space().input_key();
-  for (std::size_t k = 0; k < task.args.size(); ++k) {
-    const Arg& arg = task.args[k];
-    if (!arg.is_buffer() || !arg.is_output() || a.n[k] == 0) continue;
-    const std::size_t bytes = static_cast<std::size_t>(a.n[k]) * dtype_size(arg.dtype);
-    const auto words = static_cast<int64_t>(bytes / 4);
-    digest_words<<<grid_for(std::max<int64_t>(words, 1)), kThreads>>>(static_cast<const unsigned*>(a.buf[k].data()),
-                                                                      words, static_cast<int>(bytes % 4),
-                                                                      ik.stream(0x6f757470757473ull, k));
-  }
-  unsigned long long got = 0;
-  check(cudaGetLastError(), "reading the outputs (a launch)");
-  check(cudaMemcpyFromSymbol(&got, g_digest, sizeof got), "reading the outputs");
-  return got;
-}
-
 void fill_inputs_twice(const Task& task, const w::Case& c, w::ArgSet& a, w::ArgSet& b, uint64_t seed,
                        const std::string& tag) {
   the_device_space().fill_sets(task, c, a, &b, seed, tag, {});
@@ -591,7 +553,7 @@ void load_device_space_kernels() {
   cudaFuncAttributes attr;
   for (const void* f : {reinterpret_cast<const void*>(&generate), reinterpret_cast<const void*>(&fill_poison),
                         reinterpret_cast<const void*>(&convert_wrapping), reinterpret_cast<const void*>(&first_diff),
-                        reinterpret_cast<const void*>(&compare_blocks), reinterpret_cast<const void*>(&digest_words),
+                        reinterpret_cast<const void*>(&compare_blocks),
                         reinterpret_cast<const void*>(&empty_kernel)})
     check(cudaFuncGetAttributes(&attr, f), "loading the protocol's kernels");
 }

@@ -26,13 +26,6 @@ w::Space& device_space();
 // timed call), each value drawn once and stored twice.
 void fill_inputs_twice(const Task& task, const w::Case& c, w::ArgSet& a, w::ArgSet& b, std::uint64_t seed,
                        const std::string& tag);
-// A digest of every word of `a`'s outputs (roles out and inout) under the
-// judgement's secret key: a sum of each word's value mixed with its
-// position, made by the judge's own kernels and copied back, outside any
-// slot (the caller holds the exclusive one). Two digests of the same
-// buffers differ where any word changed between them (but with
-// probability 2^-64). A CUDA error throws std::runtime_error.
-std::uint64_t output_digest(const Task& task, const w::ArgSet& a);
 // Loads the device space's kernels (lazy loading would load them at their
 // first launch, inside the GPU's slot). Call once the context exists,
 // before taking the slot; throws std::runtime_error on a CUDA error.

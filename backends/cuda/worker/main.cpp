@@ -215,7 +215,6 @@ Extra parse_extra(const native::JudgeRequest& r) {
   x.gt.reset_persisting_l2 = req.value("reset_persisting_l2", x.gt.reset_persisting_l2);
   x.gt.phase_holds = req.value("slot_hold", std::string("call")) == "phase";
   x.gt.probe_tolerance_fraction = req.value("probe_tolerance_fraction", x.gt.probe_tolerance_fraction);
-  x.gt.read_outputs_at_answer = req.value("read_outputs_at_answer", x.gt.read_outputs_at_answer);
   x.gt.always_recalibrate = req.value("null_recalibration", std::string("always")) == "always";
   x.lock_dir = req.value("lock_dir", std::string());
   x.sanitizer = req.value("sanitizer", std::string());
@@ -828,7 +827,6 @@ int main(int argc, char** argv) {
     std::vector<double> calibration_probes;
     cw::AnswerProbe answer_probe;
     answer_probe.quiet_ns = quiet_probe_ns;
-    answer_probe.first_step = x.gt.read_outputs_at_answer;
     parts.hold_for_calibration = [&answer_probe, gpu_timing] {
       struct Held {
         cw::SharedSlot slot;

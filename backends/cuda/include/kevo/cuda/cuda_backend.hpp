@@ -76,17 +76,6 @@ struct CudaOptions {
   // tenth of a long kernel is more than any honest excess seen: 0.02
   // with a 10 us floor (not yet run on a GPU).
   double probe_tolerance_fraction = 0.02;
-  // The judge's first GPU step after every answer of the host's, before
-  // its probe: a count of the call's output words that still hold the
-  // poison (an empty round trip after a null call), the probe measured
-  // from its end. The GPU switches to the judge's context in the middle
-  // of a kernel the host left running, so an answer given before the
-  // outputs are written finds them unwritten there, and once they are
-  // written later the verdict is a wrong_answer ("answered before its
-  // outputs were written"; docs/verdicts.md#threat-model). Off by
-  // default until it has run on a GPU: it changes what the probe's
-  // yardstick is (docs/cuda.md#not-done-yet).
-  bool read_outputs_at_answer = false;
   // The GPU's timing slot: lock files shared by every kevo worker on the
   // host, named after the GPU's PCI bus id ("" = no cross-process slot).
   std::string lock_dir = "/tmp";
