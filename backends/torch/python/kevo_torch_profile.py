@@ -10,7 +10,7 @@ whose request asks for a profile, on the GPU. Two modes:
       inherited descriptors named in it. Makes a sandbox for the profiler
       (libkevo_pyhost: user, PID, mount, IPC, network and UTS namespaces, a
       private read-only root holding the system's and the interpreter's
-      trees, the GPU's device files and the driver's parts of /sys, ncu's own tree and kevo's scripts, a
+      trees, the GPU's device files, ncu's own tree and kevo's scripts, a
       writable tmpfs at /tmp and at /dev/shm, the loopback up, every capability dropped, no
       new privileges; no system-call policy: ncu's injected library needs
       more than the candidate host's allow-list), writes the candidate's
@@ -65,19 +65,6 @@ def ncu_trees(ncu):
     top = os.path.dirname(os.path.realpath(ncu))
     return [top] + glob.glob(os.path.join(os.path.dirname(top), "nsight-compute*")) + \
         glob.glob("/opt/nvidia/nsight-compute")
-
-
-def driver_sysfs():
-    """The parts of /sys that the GPU driver reads when a process starts
-    CUDA (its PCI devices, their classes and links, the driver's module, the
-    NUMA nodes), bound read-only into the profiler's root. The candidate
-    hosts start CUDA before their root is made (docs/torch.md#the-judge);
-    the profiler's target starts it under ncu, inside the root, where
-    without these cudaGetDeviceCount failed with error 304 (an OS call
-    failed; an H100, 2026-12-07). Not the rest of /sys (the cgroup tree,
-    the kernel's)."""
-    return ["/sys/bus", "/sys/class", "/sys/dev", "/sys/module", "/sys/devices/system/node"] + \
-        [d for d in glob.glob("/sys/devices/*") if os.path.basename(d) != "system"]
 
 
 def interpreter_paths(python):
@@ -171,7 +158,7 @@ def launch():
         step("kevo_pyhost_mount_proc")
     kept, left_out = kc.sandbox_binds([sys.prefix, sys.base_prefix, sys.exec_prefix, HERE,
                                        os.path.dirname(os.path.realpath(python))] + modules + ncu_trees(ncu) +
-                                      spec.get("binds", []) + glob.glob("/dev/nvidia*") + driver_sysfs(), HERE)
+                                      spec.get("binds", []) + glob.glob("/dev/nvidia*"), HERE)
     env["PYTHONPATH"] = ":".join(p for p in modules if os.path.isdir(p) and os.path.realpath(p) not in left_out)
     if left_out:
         sys.stderr.write("kevo-profile: left out of the private root (they hold kevo's tree, the working folder "
