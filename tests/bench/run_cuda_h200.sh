@@ -92,10 +92,11 @@ throughput_budget)
 alternate)
   # Backend options against each other on one task, alternated ALT_ROUNDS
   # times (ALT_OPTS: backend.cuda JSON objects separated by ';', "" for the
-  # defaults), with what the judge's probe saw (its excess over the
-  # yardstick, the calls charged).
+  # defaults; ALT_OPTS='' the defaults alone), with what the judge's probe
+  # saw (its excess over the yardstick, the calls charged).
   step "candidates per GPU-minute and the probe's excess: ${ALT_TASK:-axpy}, options alternated"
-  IFS=';' read -ra opts <<< "${ALT_OPTS:-;{\"probe_tolerance_fraction\": 0.1\}}"
+  IFS=';' read -ra opts <<< "${ALT_OPTS-;{\"probe_tolerance_fraction\": 0.1\}}"
+  [ ${#opts[@]} -eq 0 ] && opts=("")
   for r in $(seq ${ALT_ROUNDS:-2}); do
     for o in "${opts[@]}"; do
       echo "--- ${o:-default}" | tee -a "$OUT/bench.log"

@@ -122,16 +122,18 @@ void judge_probe() {
 
 }  // namespace
 
-QuietWait wait_for_quiet_gpu(double quiet_ns) {
-  QuietWait q;
+bool wait_for_quiet_gpu(double quiet_ns, TimingLoopCost& cost) {
+  if (quiet_ns <= 0) return false;
+  bool unfinished = false;
   const auto t = Clock::now();
   try {
     (void)held_up_ns(quiet_ns, kProbeLimitSeconds, judge_probe);
   } catch (const ProbeLimitReached&) {
-    q.unfinished = true;
+    unfinished = true;
+    ++cost.foreign_unfinished;
   }
-  q.seconds = std::chrono::duration<double>(Clock::now() - t).count();
-  return q;
+  cost.foreign_wait += std::chrono::duration<double>(Clock::now() - t).count();
+  return unfinished;
 }
 
 double after_host_probe_ns(Clock::time_point answered, double quiet_ns) {
@@ -301,14 +303,7 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
     // probes until one is quiet, before anything is timed or calibrated.
     // Not charged to anyone; a hold where it still runs at the limit is
     // timed anyway and its verdict says so.
-    if (answer_probe.quiet_ns > 0) {
-      const QuietWait q = wait_for_quiet_gpu(answer_probe.quiet_ns);
-      cost.foreign_wait += q.seconds;
-      if (q.unfinished) {
-        ++cost.foreign_unfinished;
-        beside_foreign = true;
-      }
-    }
+    if (wait_for_quiet_gpu(answer_probe.quiet_ns, cost)) beside_foreign = true;
     if (ref_null_ns < 0) ref_null_ns = local_null_ns();
     // In the hold, the probes after a call follow one another while each is
     // held up (after_host_probe_ns): on the timed calls and the second

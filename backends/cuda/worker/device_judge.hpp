@@ -11,8 +11,8 @@
 #include "slot.hpp"
 
 #include "kevo/core/task.hpp"
-#include "kevo/cuda/probe_excess.hpp"
 #include "kevo/core/verdict.hpp"
+#include "kevo/cuda/probe_excess.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -109,7 +109,7 @@ struct TimingLoopCost {
   // How far each timed call's probe came out beyond its yardstick (the
   // probe after a null call), counted in buckets: at most 2, 5, 10, 20 and
   // 50 us, and above ("probe_excess_le_2us" ... "probe_excess_above_50us",
-// kevo/cuda/probe_excess.hpp),
+  // kevo/cuda/probe_excess.hpp),
   // so that a benchmark can show what honest calls leave and so what the
   // tolerance must allow; and the microseconds charged in all
   // ("after_call_charged_us").
@@ -213,17 +213,14 @@ nlohmann::json time_on_device(const Task& task, const w::Options& opt, std::uint
 double after_host_probe_ns(std::chrono::steady_clock::time_point answered, double quiet_ns = 0.0);
 
 // At the start of an exclusive hold: the judge's probes until one takes no
-// longer than `quiet_ns` (> 0), so that GPU work still running from before
-// the hold (another worker's candidate's host that answered early and is
+// longer than `quiet_ns`, so that GPU work still running from before the
+// hold (another worker's candidate's host that answered early and is
 // stopped now, docs/verdicts.md#threat-model hole 4) shares the GPU with
-// nothing timed in it. `seconds`: how long it waited; `unfinished`: the
-// work still ran at 5 s (the hold goes on; the caller says so). A CUDA
-// error of the probe throws std::runtime_error.
-struct QuietWait {
-  double seconds = 0.0;
-  bool unfinished = false;
-};
-QuietWait wait_for_quiet_gpu(double quiet_ns);
+// nothing timed in it; none where `quiet_ns` is 0. The wait is added to
+// `cost.foreign_wait`, and a hold where the work still ran at 5 s to
+// `cost.foreign_unfinished`; returns whether it did (the hold goes on; the
+// caller says so). A CUDA error of the probe throws std::runtime_error.
+bool wait_for_quiet_gpu(double quiet_ns, TimingLoopCost& cost);
 
 // After the candidate's process has ended (inside the caller's exclusive
 // hold): the reference timed alone on every visible shape (inputs from

@@ -947,11 +947,7 @@ int main(int argc, char** argv) {
         // alone and so keep a slowed reference's time beside the candidate:
         // the judge's probes until the GPU is quiet first (counted with the
         // timing holds' waits).
-        if (answer_probe.quiet_ns > 0) {
-          const cw::QuietWait q = cw::wait_for_quiet_gpu(answer_probe.quiet_ns);
-          loop_cost.foreign_wait += q.seconds;
-          if (q.unfinished) ++loop_cost.foreign_unfinished;
-        }
+        (void)cw::wait_for_quiet_gpu(answer_probe.quiet_ns, loop_cost);
         const bool changed = cw::reference_alone(task, opt, timed_seed, *flush, ref, shape_timings, v);
         // What this hold costs, apart (the backend's statistics).
         phases["hold_end_candidate"] = std::chrono::duration<double>(t1 - t0).count();
