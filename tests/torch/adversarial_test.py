@@ -438,17 +438,35 @@ def main():
     # follows the timed pairs too. Judged beside the honest softmax, with a
     # budget that fits many more pairs than min_repeats.
     if not only or any(n in only or n + ".py" in only for n in ("steers_warmup", "steers_then_reference_op",
-                                                                "steers_then_skimps")):
+                                                                "steers_then_skimps", "counts_then_reference_op")):
         hp, sp = os.path.join(adv, "honest.py"), os.path.join(adv, "steers_warmup.py")
         op = os.path.join(adv, "steers_then_reference_op.py")
         sk = os.path.join(adv, "steers_then_skimps.py")
+        # counts_then_reference_op.py three times (each copy a judgement of
+        # its own, a comment apart): one recorded call in the loop caught it
+        # less than half the time, so the three were all caught about one
+        # time in fifteen; the recorded call in each stretch of six pairs
+        # catches each.
+        with open(os.path.join(adv, "counts_then_reference_op.py")) as f:
+            counts_source = f.read()
+        counts = []
+        for i in range(3):
+            counts.append(os.path.join(work, "counts_then_reference_op_%d.py" % i))
+            with open(counts[-1], "w") as f:
+                f.write("# copy %d\n%s" % (i, counts_source))
         # Never timed again (max_ci_fraction 0): a second timing makes
         # fresh models, whose calls a candidate counts from one again. At
         # most 20 pairs: a steered loop is lengthened from 5 pairs to 20
         # (steers_then_skimps.py counts on it).
-        got = judge(softmax, [hp, sp, op, sk], sets=["timing.budget_seconds=1.0", "timing.max_ci_fraction=0",
-                                                    "timing.max_repeats=20"])
+        got = judge(softmax, [hp, sp, op, sk] + counts, sets=["timing.budget_seconds=1.0", "timing.max_ci_fraction=0",
+                                                             "timing.max_repeats=20"])
         h, st, ro, ski = got.get(hp), got.get(sp), got.get(op), got.get(sk)
+        for c in counts:
+            v = got.get(c)
+            show(os.path.basename(c), v, v and "%d timed pairs" % v.get("repeats", 0))
+            if not v or v["status"] != "forbidden" or "aten::_softmax" not in v["message"]:
+                failures.append("%s: expected forbidden (aten::_softmax), got %s"
+                                % (os.path.basename(c), str(v and (v["status"], v.get("repeats"), v["message"][:200]))))
         # The lengthened part of the loop has a full check of its own.
         if not ski or ski["status"] != "wrong_answer" or "timed call" not in ski["message"]:
             failures.append("steers_then_skimps.py: expected wrong_answer in a timed call, got %s"

@@ -8,7 +8,8 @@ Everywhere (CI has no GPU and no ncu):
 * the profiler's sandbox (kevo_torch_profile.py --launch) with a stand-in
   for ncu (tests/torch/profile/fake_ncu, tests only), which reports what it
   finds there: PID 1 of its namespace, none of the source tree, a read-only
-  root, a writable /tmp and /dev/shm, no capabilities, a working loopback and no network;
+  root, a writable /tmp and /dev/shm, thread names settable in /proc (the CUDA driver's
+  start needs it), no capabilities, a working loopback and no network;
   it runs the target as ncu would (the softmax task's seed at a small
   shape, on the CPU), and its raw page comes back on stdout;
 * an attacker's candidate there (tests/torch/profile/escape.py: no policy
@@ -32,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_test_args import args_or_skip, outcome, verdicts_of  # noqa: E402
 
 CHECKS = ("options", "pid-1-of-its-namespace", "no-source-tree", "read-only-root", "writable-tmp", "writable-shm",
-          "no-capabilities", "loopback", "no-network")
+          "thread-names", "no-capabilities", "loopback", "no-network")
 
 
 ESCAPES = ("read-source-tree", "read-passwd", "read-home", "write-usr", "write-root", "see-other-processes",

@@ -2,7 +2,7 @@
 # Runs on the GPU machine: builds what the torch backend needs and runs its
 # GPU checks and benchmarks, each phase with its own time limit; logs go to
 # $OUT (docs/torch.md, docs/benchmarks.md#torch-backend).
-#   tests/torch/run_h200.sh PHASE...   build vmm unmask gpu adversarial ahead triton params profile drain noise
+#   tests/torch/run_h200.sh PHASE...   build vmm unmask gpu adversarial ahead triton params profile profile_diag drain noise
 #   (ADV_ONLY=name,... for a part of the adversarial suite)
 set -u
 OUT=${OUT:-/tmp/kevo-torch-out}
@@ -71,6 +71,13 @@ profile)
     tee -a "$OUT/steps.log"
   timeout ${PROFILE_TIMEOUT:-300} $PY tests/torch/profile_test.py $B/kevo $PY "$PWD" /tmp/kevo-torch-profile cuda 2>&1 |
     tee "$OUT/profile.log" | cut -c1-600 | tail -60
+  ;;
+profile_diag)
+  step "which step of the profiler's sandbox keeps the driver from starting (tests/torch/profile/sandbox_cuinit.py)"
+  cc -shared -fPIC -O1 -o "$OUT/failed_calls_shim.so" tests/torch/profile/failed_calls_shim.c -ldl &&
+  timeout ${DIAG_TIMEOUT:-200} $PY tests/torch/profile/sandbox_cuinit.py "$PWD/$B" $PY "$OUT/failed_calls_shim.so" 2>&1 |
+    tee "$OUT/profile_diag.log" | cut -c1-300 | grep -v "^    shim: .*No such file" | tail -150
+  rm -f "$OUT/failed_calls_shim.so"
   ;;
 vmm)
   step "the judge's device memory, exported and mapped by another process (tests/torch/vmm_test.py)"

@@ -511,7 +511,7 @@ bool enter_private_root(IsolationReport& rep, const std::vector<std::string>& de
 
 void harden_filesystem(IsolationReport& rep, const std::vector<std::string>& device_files,
                        const std::function<void(const std::string&)>& step,
-                       const std::vector<std::string>& scratch, int scratch_mb) {
+                       const std::vector<std::string>& scratch, int scratch_mb, bool writable_proc) {
   if (!rep.mount_ns) return;
   if (step) step("making mounts private");
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
@@ -534,6 +534,7 @@ void harden_filesystem(IsolationReport& rep, const std::vector<std::string>& dev
   });
   for (const auto& [mp, options] : mounts) {
     if (rooted && std::find(scratch.begin(), scratch.end(), mp) != scratch.end()) continue;   // left writable
+    if (rooted && writable_proc && rep.private_proc && mp == "/proc") continue;
     ++total;
     if (step) step("read-only remount of " + mp);
     if (::mount(nullptr, mp.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | kept_flags(options), nullptr) != 0) {

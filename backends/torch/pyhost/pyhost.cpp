@@ -11,6 +11,7 @@
 //   kevo_pyhost_harden      in the child: a root of its own holding the
 //                           system's code, the interpreter's and the paths
 //                           given, a /proc of its PID namespace, read-only
+//                           (the binds' JSON may say "writable_proc": true)
 //   kevo_pyhost_lockdown    in the child: capabilities dropped, the
 //                           allow-list system-call policy installed
 //   kevo_pyhost_loopback_up in the child (the profiler's, before lockdown):
@@ -177,6 +178,7 @@ int kevo_pyhost_harden(const char* parent_ns_ids, const char* binds_json, int st
     std::vector<std::string> binds;
     std::vector<std::string> scratch;
     int scratch_mb = 64;
+    bool writable_proc = false;
     if (binds_json && *binds_json) {
       const auto j = nlohmann::json::parse(binds_json);
       const auto& list = j.is_object() ? j.at("binds") : j;
@@ -184,6 +186,7 @@ int kevo_pyhost_harden(const char* parent_ns_ids, const char* binds_json, int st
       if (j.is_object()) {
         for (const auto& d : j.value("scratch", nlohmann::json::array())) scratch.push_back(d.get<std::string>());
         scratch_mb = j.value("scratch_mb", scratch_mb);
+        writable_proc = j.value("writable_proc", false);
       }
     }
     // Each step on the judge's side pipe ("stage private-root: ..."), so
@@ -192,7 +195,7 @@ int kevo_pyhost_harden(const char* parent_ns_ids, const char* binds_json, int st
       if (stage_fd < 0) return;
       const std::string line = "stage private-root: " + what + "\n";
       [[maybe_unused]] const ssize_t n = ::write(stage_fd, line.data(), line.size());
-    }, scratch, scratch_mb);
+    }, scratch, scratch_mb, writable_proc);
     put(out, cap, rep.to_json().dump());
     return 0;
   } catch (const std::exception& e) {

@@ -184,6 +184,18 @@ def derive_seed(*parts):
     return int.from_bytes(h.digest(), "little") & ((1 << 62) - 1)
 
 
+# The timing loop's recorded calls (the operations check): one in each
+# stretch of this many pairs.
+RECORD_STRIDE = 6
+
+
+def record_points(rng, lo, hi):
+    """Where the timing loop's recorded calls fall among pairs lo..hi-1: one
+    at a random place in each stretch of RECORD_STRIDE pairs (the last
+    stretch may be shorter)."""
+    return {rng.randrange(a, min(a + RECORD_STRIDE, hi)) for a in range(lo, hi, RECORD_STRIDE)}
+
+
 def fresh_key():
     """The key of one call's input mask (GPU): 63 random bits, never 0 (the
     key a call without freshly masked inputs is sent)."""
@@ -3366,7 +3378,13 @@ class Judge:
         # recorded: a candidate that tells its correctness calls from the
         # timed ones (by counting models or calls) may use the reference's
         # own operation only where nothing records. Its time is not used.
-        recorded_at = rng.randrange(0, n) if self.check_ops_enabled and cand is not None else -1
+        # One in each stretch of RECORD_STRIDE pairs (at a random place in
+        # it): a candidate that used the reference's operation in the later
+        # part of the loop (counting its calls), where one recorded call
+        # fell less than half the time, is caught wherever that part spans
+        # a stretch (counts_then_reference_op.py).
+        recording = self.check_ops_enabled and cand is not None
+        recorded = record_points(rng, 0, n) if recording else set()
         cand_ns, ref_ns = [], []
         cand_prime, ref_prime = [], []
         drains = {"ref_call": [], "cand_call": []}
@@ -3374,7 +3392,6 @@ class Judge:
         ref_unmask, cand_unmask = [], []
         busied = []
         poison_bytes = sum(tensor_bytes(m["shape"], m["dtype"]) for m in expect)
-        recorded_too = -1
         k = -1
         while True:
             k += 1
@@ -3388,8 +3405,8 @@ class Judge:
                     # reference's operation only past them, where the
                     # recorded call never fell (steers_then_reference_op.py:
                     # correct at 0.99x against the honest 0.47x).
-                    if recorded_at >= 0:
-                        recorded_too = rng.randrange(n, more)
+                    if recording:
+                        recorded |= record_points(rng, n, more)
                     # And a full comparison at a random place (CPU; on the
                     # GPU every pair is compared): a candidate that knew
                     # where the added pairs lay skimped on all but the last,
@@ -3402,10 +3419,9 @@ class Judge:
                     checked.add(n - 1)
             if k >= n:
                 break
-            if k == recorded_at or k == recorded_too:
+            if k in recorded:
                 # Fresh inputs for each (inputs seen before would tell it).
-                seed = derive_seed(self.secret, self.seed, s["label"], "record", attempt) if k == recorded_at else \
-                    derive_seed(self.secret, self.seed, s["label"], "record", attempt, k)
+                seed = derive_seed(self.secret, self.seed, s["label"], "record", attempt, k)
                 self.present((cand,), self.draw_inputs(seed), poison_bytes)
                 self.turn(cand, True, s, "timing", "a timed call", record=True)
             # A pair's time as a warm-up pair's was measured: drawing its
@@ -3558,7 +3574,7 @@ class Judge:
                     "%.1f" % (quantile(ru, 0.5) / 1e3) if ru else "?",
                     "%.1f" % (quantile(cu, 0.5) / 1e3) if cu else "none reported",
                     quantile(cand_prime, 0.5) / 1e3, quantile(ref_prime, 0.5) / 1e3)
-        if recorded_at >= 0:
+        if recorded:
             self.check_ops(ref, cand, self.last_inputs, s, " (in a call of the timing loop)")
         return out
 

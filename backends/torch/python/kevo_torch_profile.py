@@ -100,6 +100,73 @@ def write_room(spec, room):
     return path
 
 
+def enter_sandbox(spec, python, modules, env, before_lockdown, skip=frozenset()):
+    """The profiler's sandbox (docs/torch.md#profiler), made with
+    libkevo_pyhost: returns in the sandboxed child, after its lockdown
+    (`before_lockdown()` runs just before it, in the private root with its
+    writable /tmp); the calling process becomes its parent, waits for it
+    and exits with its status. `env["PYTHONPATH"]` is set to the module
+    folders that the root holds. `skip` is for the diagnosis of the
+    sandbox on a GPU machine only (tests/torch/profile/sandbox_cuinit.py):
+    any of "namespaces", "proc", "root", "loopback", "lockdown", and
+    "proc_read_only" (the root's /proc remounted read-only, as before
+    2026-12-07); the product passes none."""
+    ncu = spec["ncu"]
+    lib = ctypes.PyDLL(spec["pyhost"])
+    for fn in ("kevo_pyhost_clone", "kevo_pyhost_harden", "kevo_pyhost_lockdown", "kevo_pyhost_mount_proc",
+               "kevo_pyhost_loopback_up", "kevo_pyhost_namespace_ids"):
+        getattr(lib, fn).restype = ctypes.c_int
+    buf = ctypes.create_string_buffer(8192)
+    lib.kevo_pyhost_namespace_ids(buf, len(buf))
+    parent_ns = buf.value.decode()
+    ctypes.pythonapi.PyOS_BeforeFork()
+    pid = lib.kevo_pyhost_clone(0 if "namespaces" in skip else 1, buf, len(buf))
+    if pid != 0:
+        ctypes.pythonapi.PyOS_AfterFork_Parent()
+        if pid < 0:
+            fail("cannot start the profiler's sandbox: %s" % buf.value.decode())
+        report = json.loads(buf.value.decode() or "{}")
+        for e in spec.get("extensions", []):
+            os.close(e["fd"])
+        _, status = os.waitpid(pid, 0)
+        if not report.get("user_ns") or not report.get("net_ns"):
+            sys.stderr.write("kevo-profile: namespaces: %s\n" % json.dumps(report.get("notes", [])))
+        code = os.waitstatus_to_exitcode(status)
+        os._exit(code if code >= 0 else 128 - code)
+    ctypes.pythonapi.PyOS_AfterFork_Child()
+
+    def step(fn, *args):
+        b = ctypes.create_string_buffer(8192)
+        if getattr(lib, fn)(*args, b, len(b)) != 0:
+            fail("%s: %s" % (fn, b.value.decode()))
+        return json.loads(b.value.decode() or "{}")
+
+    if os.getpid() == 1 and "proc" not in skip:
+        step("kevo_pyhost_mount_proc")
+    kept, left_out = kc.sandbox_binds([sys.prefix, sys.base_prefix, sys.exec_prefix, HERE,
+                                       os.path.dirname(os.path.realpath(python))] + modules + ncu_trees(ncu) +
+                                      spec.get("binds", []) + glob.glob("/dev/nvidia*"), HERE)
+    env["PYTHONPATH"] = ":".join(p for p in modules if os.path.isdir(p) and os.path.realpath(p) not in left_out)
+    if left_out:
+        sys.stderr.write("kevo-profile: left out of the private root (they hold kevo's tree, the working folder "
+                         "or the home folder): %s\n" % ", ".join(left_out))
+    if "root" not in skip:
+        rep = step("kevo_pyhost_harden", parent_ns.encode(),
+                   json.dumps({"binds": kept, "scratch": ["/tmp", "/dev/shm"],
+                               "scratch_mb": int(spec.get("scratch_mb", 512)),
+                               # the driver names its threads in /proc/self/task/N/comm:
+                               # under a read-only /proc, cuInit fails (error 304)
+                               "writable_proc": "proc_read_only" not in skip}).encode(),
+                   -1)
+        if not rep.get("private_root"):
+            fail("no private root for the profiler: %s" % json.dumps(rep.get("notes", [])))
+    if "loopback" not in skip:
+        step("kevo_pyhost_loopback_up")
+    before_lockdown()
+    if "lockdown" not in skip:
+        step("kevo_pyhost_lockdown", b"cuda", 1, -1, 0)   # capabilities dropped, no new privileges; no policy
+
+
 def launch():
     spec = json.loads(sys.stdin.read())
     ncu = spec["ncu"]
@@ -125,53 +192,8 @@ def launch():
         sys.stderr.write("kevo-profile: without namespaces (sandbox.namespaces false)\n")
         sys.stderr.flush()
         os.execve(ncu, ncu_argv(ncu, python, spec_path), env)
-    lib = ctypes.PyDLL(spec["pyhost"])
-    for fn in ("kevo_pyhost_clone", "kevo_pyhost_harden", "kevo_pyhost_lockdown", "kevo_pyhost_mount_proc",
-               "kevo_pyhost_loopback_up", "kevo_pyhost_namespace_ids"):
-        getattr(lib, fn).restype = ctypes.c_int
-    buf = ctypes.create_string_buffer(8192)
-    lib.kevo_pyhost_namespace_ids(buf, len(buf))
-    parent_ns = buf.value.decode()
-    ctypes.pythonapi.PyOS_BeforeFork()
-    pid = lib.kevo_pyhost_clone(1, buf, len(buf))
-    if pid != 0:
-        ctypes.pythonapi.PyOS_AfterFork_Parent()
-        if pid < 0:
-            fail("cannot start the profiler's sandbox: %s" % buf.value.decode())
-        report = json.loads(buf.value.decode() or "{}")
-        for e in spec.get("extensions", []):
-            os.close(e["fd"])
-        _, status = os.waitpid(pid, 0)
-        if not report.get("user_ns") or not report.get("net_ns"):
-            sys.stderr.write("kevo-profile: namespaces: %s\n" % json.dumps(report.get("notes", [])))
-        code = os.waitstatus_to_exitcode(status)
-        os._exit(code if code >= 0 else 128 - code)
-    ctypes.pythonapi.PyOS_AfterFork_Child()
-
-    def step(fn, *args):
-        b = ctypes.create_string_buffer(8192)
-        if getattr(lib, fn)(*args, b, len(b)) != 0:
-            fail("%s: %s" % (fn, b.value.decode()))
-        return json.loads(b.value.decode() or "{}")
-
-    if os.getpid() == 1:
-        step("kevo_pyhost_mount_proc")
-    kept, left_out = kc.sandbox_binds([sys.prefix, sys.base_prefix, sys.exec_prefix, HERE,
-                                       os.path.dirname(os.path.realpath(python))] + modules + ncu_trees(ncu) +
-                                      spec.get("binds", []) + glob.glob("/dev/nvidia*"), HERE)
-    env["PYTHONPATH"] = ":".join(p for p in modules if os.path.isdir(p) and os.path.realpath(p) not in left_out)
-    if left_out:
-        sys.stderr.write("kevo-profile: left out of the private root (they hold kevo's tree, the working folder "
-                         "or the home folder): %s\n" % ", ".join(left_out))
-    rep = step("kevo_pyhost_harden", parent_ns.encode(),
-               json.dumps({"binds": kept, "scratch": ["/tmp", "/dev/shm"],
-                           "scratch_mb": int(spec.get("scratch_mb", 512))}).encode(),
-               -1)
-    if not rep.get("private_root"):
-        fail("no private root for the profiler: %s" % json.dumps(rep.get("notes", [])))
-    step("kevo_pyhost_loopback_up")
-    spec_path = write_room(spec, ROOM)
-    step("kevo_pyhost_lockdown", b"cuda", 1, -1, 0)   # capabilities dropped, no new privileges; no policy
+    enter_sandbox(spec, python, modules, env, lambda: write_room(spec, ROOM))
+    spec_path = os.path.join(ROOM, "spec.json")
     os.chdir("/tmp")
     try:
         os.execve(ncu, ncu_argv(ncu, python, spec_path), env)

@@ -84,9 +84,14 @@ void detect_namespaces(const std::string& parent_ids, IsolationReport& report);
 // in the new root, each with a fresh tmpfs of `scratch_mb` MiB on it, the
 // only mounts left writable (the torch profiler's: ncu keeps its lock,
 // temporary files and shared memory there; docs/torch.md#profiler).
+// `writable_proc`: the new root's /proc (its PID namespace's) is left out of
+// the read-only remount (the profiler's: the CUDA driver started inside
+// names its threads through /proc/self/task/N/comm, and under a read-only
+// /proc cuInit fails with error 304).
 void harden_filesystem(IsolationReport& report, const std::vector<std::string>& device_files = {},
                        const std::function<void(const std::string&)>& step = {},
-                       const std::vector<std::string>& scratch = {}, int scratch_mb = 64);
+                       const std::vector<std::string>& scratch = {}, int scratch_mb = 64,
+                       bool writable_proc = false);
 // Drops every capability (effective, permitted, inheritable, ambient and
 // the bounding set) and locks the securebits, so that uid 0 regains none.
 void drop_capabilities(IsolationReport& report);
