@@ -55,46 +55,33 @@ static void after_open(const char* fn, const char* path, int flags, int rc) {
   errno = e;
 }
 
-int open(const char* path, int flags, ...) {
-  NEXT(int, "open", const char*, int, mode_t);
-  va_list ap;
-  va_start(ap, flags);
-  mode_t m = (mode_t)va_arg(ap, int);
-  va_end(ap);
-  int rc = next(path, flags, m);
-  after_open("open", path, flags, rc);
-  return rc;
-}
-int open64(const char* path, int flags, ...) {
-  NEXT(int, "open64", const char*, int, mode_t);
-  va_list ap;
-  va_start(ap, flags);
-  mode_t m = (mode_t)va_arg(ap, int);
-  va_end(ap);
-  int rc = next(path, flags, m);
-  after_open("open64", path, flags, rc);
-  return rc;
-}
-int openat(int dir, const char* path, int flags, ...) {
-  NEXT(int, "openat", int, const char*, int, mode_t);
-  va_list ap;
-  va_start(ap, flags);
-  mode_t m = (mode_t)va_arg(ap, int);
-  va_end(ap);
-  int rc = next(dir, path, flags, m);
-  after_open("openat", path, flags, rc);
-  return rc;
-}
-int openat64(int dir, const char* path, int flags, ...) {
-  NEXT(int, "openat64", int, const char*, int, mode_t);
-  va_list ap;
-  va_start(ap, flags);
-  mode_t m = (mode_t)va_arg(ap, int);
-  va_end(ap);
-  int rc = next(dir, path, flags, m);
-  after_open("openat64", path, flags, rc);
-  return rc;
-}
+// open and open64, openat and openat64 (the mode passed on as given).
+#define OPEN_LIKE(name)                                         \
+  int name(const char* path, int flags, ...) {                  \
+    NEXT(int, #name, const char*, int, mode_t);                 \
+    va_list ap;                                                 \
+    va_start(ap, flags);                                        \
+    mode_t m = (mode_t)va_arg(ap, int);                         \
+    va_end(ap);                                                 \
+    int rc = next(path, flags, m);                              \
+    after_open(#name, path, flags, rc);                         \
+    return rc;                                                  \
+  }
+#define OPENAT_LIKE(name)                                       \
+  int name(int dir, const char* path, int flags, ...) {         \
+    NEXT(int, #name, int, const char*, int, mode_t);            \
+    va_list ap;                                                 \
+    va_start(ap, flags);                                        \
+    mode_t m = (mode_t)va_arg(ap, int);                         \
+    va_end(ap);                                                 \
+    int rc = next(dir, path, flags, m);                         \
+    after_open(#name, path, flags, rc);                         \
+    return rc;                                                  \
+  }
+OPEN_LIKE(open)
+OPEN_LIKE(open64)
+OPENAT_LIKE(openat)
+OPENAT_LIKE(openat64)
 int __open_2(const char* path, int flags) {
   NEXT(int, "__open_2", const char*, int);
   int rc = next(path, flags);
@@ -107,25 +94,21 @@ int __open64_2(const char* path, int flags) {
   after_open("__open64_2", path, flags, rc);
   return rc;
 }
-FILE* fopen(const char* path, const char* mode) {
-  NEXT(FILE*, "fopen", const char*, const char*);
-  FILE* f = next(path, mode);
+static FILE* after_fopen(const char* fn, FILE* f, const char* path, const char* mode) {
   if (!f) {
     const int e = errno;
-    say("shim: fopen(%s, %s) failed: %s", path, mode, strerror(e));
+    say("shim: %s(%s, %s) failed: %s", fn, path, mode, strerror(e));
     errno = e;
   }
   return f;
 }
+FILE* fopen(const char* path, const char* mode) {
+  NEXT(FILE*, "fopen", const char*, const char*);
+  return after_fopen("fopen", next(path, mode), path, mode);
+}
 FILE* fopen64(const char* path, const char* mode) {
   NEXT(FILE*, "fopen64", const char*, const char*);
-  FILE* f = next(path, mode);
-  if (!f) {
-    const int e = errno;
-    say("shim: fopen64(%s, %s) failed: %s", path, mode, strerror(e));
-    errno = e;
-  }
-  return f;
+  return after_fopen("fopen64", next(path, mode), path, mode);
 }
 int access(const char* path, int mode) {
   NEXT(int, "access", const char*, int);
@@ -152,29 +135,23 @@ int ioctl(int fd, unsigned long req, ...) {
   }
   return rc;
 }
-void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
-  NEXT(void*, "mmap", void*, size_t, int, int, int, off_t);
-  void* r = next(addr, len, prot, flags, fd, off);
+static void* after_mmap(const char* fn, void* r, size_t len, int prot, int flags, int fd) {
   if (r == MAP_FAILED) {
     const int e = errno;
     char p[256];
-    say("shim: mmap(len %zu, prot %d, flags 0x%x, fd %d %s) failed: %s", len, prot, flags, fd,
+    say("shim: %s(len %zu, prot %d, flags 0x%x, fd %d %s) failed: %s", fn, len, prot, flags, fd,
         fd >= 0 ? fd_path(fd, p, sizeof p) : "", strerror(e));
     errno = e;
   }
   return r;
 }
+void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+  NEXT(void*, "mmap", void*, size_t, int, int, int, off_t);
+  return after_mmap("mmap", next(addr, len, prot, flags, fd, off), len, prot, flags, fd);
+}
 void* mmap64(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
   NEXT(void*, "mmap64", void*, size_t, int, int, int, off_t);
-  void* r = next(addr, len, prot, flags, fd, off);
-  if (r == MAP_FAILED) {
-    const int e = errno;
-    char p[256];
-    say("shim: mmap64(len %zu, prot %d, flags 0x%x, fd %d %s) failed: %s", len, prot, flags, fd,
-        fd >= 0 ? fd_path(fd, p, sizeof p) : "", strerror(e));
-    errno = e;
-  }
-  return r;
+  return after_mmap("mmap64", next(addr, len, prot, flags, fd, off), len, prot, flags, fd);
 }
 int mknod(const char* path, mode_t mode, dev_t dev) {
   NEXT(int, "mknod", const char*, mode_t, dev_t);
@@ -189,40 +166,31 @@ int execve(const char* path, char* const argv[], char* const envp[]) {
   say("shim: execve(%s)", path);
   return next(path, argv, envp);
 }
+static void after_stat(const char* fn, const char* path, int rc, unsigned uid, unsigned gid, unsigned mode,
+                       unsigned long rdev) {
+  const int e = errno;
+  if (rc != 0)
+    say("shim: %s(%s) failed: %s", fn, path, strerror(e));
+  else if (strncmp(path, "/dev/", 5) == 0)
+    say("shim: %s(%s): uid %u gid %u mode 0%o rdev %lx", fn, path, uid, gid, mode, rdev);
+  errno = e;
+}
 int __xstat64(int ver, const char* path, struct stat64* st) {
   NEXT(int, "__xstat64", int, const char*, struct stat64*);
   int rc = next(ver, path, st);
-  const int e = errno;
-  if (rc != 0)
-    say("shim: __xstat64(%s) failed: %s", path, strerror(e));
-  else if (strncmp(path, "/dev/", 5) == 0)
-    say("shim: __xstat64(%s): uid %u gid %u mode 0%o rdev %lx", path, (unsigned)st->st_uid, (unsigned)st->st_gid,
-        (unsigned)st->st_mode, (unsigned long)st->st_rdev);
-  errno = e;
+  after_stat("__xstat64", path, rc, st->st_uid, st->st_gid, st->st_mode, st->st_rdev);
   return rc;
 }
 int stat64(const char* path, struct stat64* st) {
   NEXT(int, "stat64", const char*, struct stat64*);
   int rc = next(path, st);
-  const int e = errno;
-  if (rc != 0)
-    say("shim: stat64(%s) failed: %s", path, strerror(e));
-  else if (strncmp(path, "/dev/", 5) == 0)
-    say("shim: stat64(%s): uid %u gid %u mode 0%o rdev %lx", path, (unsigned)st->st_uid, (unsigned)st->st_gid,
-        (unsigned)st->st_mode, (unsigned long)st->st_rdev);
-  errno = e;
+  after_stat("stat64", path, rc, st->st_uid, st->st_gid, st->st_mode, st->st_rdev);
   return rc;
 }
 int stat(const char* path, struct stat* st) {
   NEXT(int, "stat", const char*, struct stat*);
   int rc = next(path, st);
-  const int e = errno;
-  if (rc != 0)
-    say("shim: stat(%s) failed: %s", path, strerror(e));
-  else if (strncmp(path, "/dev/", 5) == 0)
-    say("shim: stat(%s): uid %u gid %u mode 0%o rdev %lx", path, (unsigned)st->st_uid, (unsigned)st->st_gid,
-        (unsigned)st->st_mode, (unsigned long)st->st_rdev);
-  errno = e;
+  after_stat("stat", path, rc, st->st_uid, st->st_gid, st->st_mode, st->st_rdev);
   return rc;
 }
 long syscall(long nr, ...) {
