@@ -113,6 +113,11 @@ def main():
         "patches_timer.py": (softmax, {"forbidden"}, "imports time", None),
         "reaches_os.py": (softmax, {"forbidden"}, "reaches os", None),
         "dunder_escape.py": (softmax, {"forbidden"}, "the interpreter's internals", None),
+        # Frames and code reached through a generator: the judge's locals
+        # (is this call recorded?) and globals (a red team, 2026-12-07).
+        "reads_judge_frame.py": (softmax, {"forbidden"}, "frames and code", None),
+        # Python run from a string by torch.utils.benchmark.Timer.
+        "runs_timer_stmt.py": (softmax, {"forbidden"}, "torch.utils.benchmark", None),
         "autotunes.py": (softmax, {"forbidden"}, "autotune", None),
         "modifies_parameters.py": (sbr, {"wrong_answer"}, "modified its parameters", None),
         "dynamic_load_inline.py": (softmax, {"compile_error"}, "must be constants", None),

@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_test_args import args_or_skip, outcome, verdicts_of  # noqa: E402
 
 CHECKS = ("options", "pid-1-of-its-namespace", "no-source-tree", "read-only-root", "writable-tmp", "writable-shm",
-          "thread-names", "no-capabilities", "loopback", "no-network")
+          "thread-names", "proc-sys-read-only", "sysrq-read-only", "no-capabilities", "loopback", "no-network")
 
 
 ESCAPES = ("read-source-tree", "read-passwd", "read-home", "write-usr", "write-root", "see-other-processes",

@@ -425,10 +425,14 @@ bool bind_into(const std::string& from, const std::string& to, std::string& why)
   return true;
 }
 
+// The parts of a writable /proc that stay read-only (writable_proc).
+constexpr const char* kProcKeptReadOnly[] = {"sys", "sysrq-trigger", "driver", "irq", "bus", "fs", "acpi", "scsi",
+                                             "pressure"};
+
 // A tmpfs over /tmp (in this mount namespace only) becomes the root.
 bool enter_private_root(IsolationReport& rep, const std::vector<std::string>& device_files,
                         const std::function<void(const std::string&)>& step,
-                        const std::vector<std::string>& scratch, int scratch_mb) {
+                        const std::vector<std::string>& scratch, int scratch_mb, bool writable_proc) {
   const std::string root = "/tmp";
   std::string why;
   auto bind = [&](const std::string& from, const std::string& to) {
@@ -496,6 +500,18 @@ bool enter_private_root(IsolationReport& rep, const std::vector<std::string>& de
       rep.private_proc = true;
     else
       rep.notes.push_back("mounting a private /proc: " + errno_text(errno));
+    // A /proc left writable (the profiler's) keeps the machine's parts of
+    // it read-only all the same: each is bound onto itself here, a mount
+    // of its own that the read-only pass below remounts (sysctls, the
+    // SysRq trigger, the drivers' and IRQs' files).
+    if (rep.private_proc && writable_proc && rep.user_ns)
+      for (const char* part : kProcKeptReadOnly) {
+        const std::string at = root + "/proc/" + part;
+        struct stat st {};
+        if (::lstat(at.c_str(), &st) != 0) continue;
+        if (::mount(at.c_str(), at.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
+          return fail(std::string("binding /proc/") + part + " onto itself: " + errno_text(errno));
+      }
   }
   if (step) step("pivot_root");
   if (::syscall(SYS_pivot_root, root.c_str(), (root + "/oldroot").c_str()) != 0) return fail("pivot_root: " + errno_text(errno));
@@ -518,7 +534,7 @@ void harden_filesystem(IsolationReport& rep, const std::vector<std::string>& dev
     rep.notes.push_back("making mounts private: " + errno_text(errno));
     return;
   }
-  const bool rooted = enter_private_root(rep, device_files, step, scratch, scratch_mb);
+  const bool rooted = enter_private_root(rep, device_files, step, scratch, scratch_mb, writable_proc);
   if (!rooted && rep.pid_ns && !rep.private_proc) {
     if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0)
       rep.private_proc = true;
@@ -534,7 +550,10 @@ void harden_filesystem(IsolationReport& rep, const std::vector<std::string>& dev
   });
   for (const auto& [mp, options] : mounts) {
     if (rooted && std::find(scratch.begin(), scratch.end(), mp) != scratch.end()) continue;   // left writable
-    if (rooted && writable_proc && rep.private_proc && mp == "/proc") continue;
+    // Only in a user namespace: a process that is the machine's root (no
+    // user namespace) could write the machine's sysctls and SysRq through
+    // it, capabilities or not.
+    if (rooted && writable_proc && rep.private_proc && rep.user_ns && mp == "/proc") continue;
     ++total;
     if (step) step("read-only remount of " + mp);
     if (::mount(nullptr, mp.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | kept_flags(options), nullptr) != 0) {

@@ -45,6 +45,18 @@ FORBIDDEN_MODULE_ATTRS = frozenset({
     "hashlib", "hmac", "secrets", "hub",
 })
 
+# Attributes of frames, code objects, generators, coroutines and
+# tracebacks: a generator's gi_frame.f_back is the frame that resumed it, so
+# a forward could read the judge's own locals in its host (whether the call
+# is recorded) and reach the judge's globals and builtins (a red team's
+# finding, 2026-12-07: reads_judge_frame.py).
+FORBIDDEN_FRAME_ATTRS = frozenset({
+    "gi_frame", "gi_code", "gi_yieldfrom", "gi_running", "gi_suspended", "cr_frame", "cr_code", "cr_await",
+    "cr_origin", "cr_running", "cr_suspended", "ag_frame", "ag_code", "ag_await", "ag_running", "f_back",
+    "f_locals", "f_globals", "f_builtins", "f_code", "f_lasti", "f_lineno", "f_trace", "f_trace_lines",
+    "f_trace_opcodes", "tb_frame", "tb_next", "tb_lasti", "tb_lineno",
+})
+
 # Double-underscore attributes a candidate may touch (super().__init__()).
 ALLOWED_DUNDER_ATTRS = frozenset({"__init__"})
 
@@ -61,6 +73,10 @@ FORBIDDEN_ATTR_PREFIXES = (
     ("torch", "set_num_threads"), ("torch", "cuda", "set_device"), ("torch", "multiprocessing"),
     ("torch", "distributed"), ("torch", "library"), ("torch", "ops"), ("torch", "overrides"),
     ("torch", "utils", "_python_dispatch"), ("torch", "testing"), ("torch", "profiler"), ("torch", "autograd", "profiler"),
+    # Python run from strings or files: Timer's stmt and setup are compiled
+    # and run (a red team's finding: runs_timer_stmt.py), torch.load and
+    # torch.package unpickle.
+    ("torch", "utils", "benchmark"), ("torch", "load"), ("torch", "package"), ("torch", "serialization"),
     ("triton", "autotune"), ("triton", "testing"), ("triton", "runtime", "autotuner"), ("triton", "Config"),
     ("triton", "compile"), ("triton", "runtime", "cache"), ("triton", "knobs"), ("triton", "backends"),
 )
@@ -342,6 +358,8 @@ def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
                 resolved = aliases.resolve(chain)
                 if chain[0] in aliases.names and any(p.startswith("_") for p in resolved[1:]):
                     forbid(node, "uses %s (a library's private parts)" % ".".join(resolved))
+            if node.attr in FORBIDDEN_FRAME_ATTRS or node.attr.startswith("co_"):
+                forbid(node, "uses the attribute %s (the interpreter's internals: frames and code)" % node.attr)
             if node.attr in ("attrgetter", "methodcaller", "getattr", "setattr", "delattr"):
                 forbid(node, "uses %s (attributes named by strings escape these checks)" % node.attr)
             # exec, eval, open... are as forbidden as attributes of anything

@@ -87,7 +87,9 @@ void detect_namespaces(const std::string& parent_ids, IsolationReport& report);
 // `writable_proc`: the new root's /proc (its PID namespace's) is left out of
 // the read-only remount (the profiler's: the CUDA driver started inside
 // names its threads through /proc/self/task/N/comm, and under a read-only
-// /proc cuInit fails with error 304).
+// /proc cuInit fails with error 304); only in a user namespace of its own,
+// and its machine-wide parts (sys, sysrq-trigger, driver, irq, bus, fs...)
+// stay read-only.
 void harden_filesystem(IsolationReport& report, const std::vector<std::string>& device_files = {},
                        const std::function<void(const std::string&)>& step = {},
                        const std::vector<std::string>& scratch = {}, int scratch_mb = 64,
