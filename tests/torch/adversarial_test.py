@@ -116,8 +116,14 @@ def main():
         # Frames and code reached through a generator: the judge's locals
         # (is this call recorded?) and globals (a red team, 2026-12-07).
         "reads_judge_frame.py": (softmax, {"forbidden"}, "frames and code", None),
+        # The same walk inside a format string's fields.
+        "reads_frame_by_format.py": (softmax, {"forbidden"}, "format", None),
         # Python run from a string by torch.utils.benchmark.Timer.
         "runs_timer_stmt.py": (softmax, {"forbidden"}, "torch.utils.benchmark", None),
+        # Python in a string annotation, evaluated by typing.get_type_hints.
+        "evaluates_annotation.py": (softmax, {"forbidden"}, "typing.get_type_hints", None),
+        # Methods named by strings in a torch.fx graph: the builtins.
+        "fx_string_methods.py": (softmax, {"forbidden"}, "torch.fx", None),
         "autotunes.py": (softmax, {"forbidden"}, "autotune", None),
         "modifies_parameters.py": (sbr, {"wrong_answer"}, "modified its parameters", None),
         "dynamic_load_inline.py": (softmax, {"compile_error"}, "must be constants", None),

@@ -51,6 +51,26 @@ class StaticChecks(unittest.TestCase):
         self.forbidden("x = torch.os.environ\n", "reaches os")
         self.forbidden("import torch.utils.cpp_extension as ce\nx = ce.os\n", "reaches os")
 
+    def test_frames_format_lookups_and_string_runners(self):
+        # A red team's reading, 2026-12-07 (attacks in tests/torch/adversarial).
+        self.forbidden("def g():\n    yield 1\nf = g().gi_frame\n", "gi_frame")
+        self.forbidden("x = f.f_back\n", "f_back")
+        self.forbidden("x = tb.tb_frame\n", "tb_frame")
+        self.forbidden("x = len.co_code\n", "co_code")
+        self.forbidden("s = '{0.real}'.format(1)\n", "looks something up")
+        self.forbidden("s = '{0[k]}'.format({})\n", "looks something up")
+        self.forbidden("s = '{:{w}}'.format(1, w=3)\n", "nested in a format spec")
+        self.forbidden("f = '{}'\ns = f.format(1)\n", "something other than a string literal")
+        self.forbidden("s = str.format('{0.real}', 1)\n", "something other than a string literal")
+        check("s = '{} {name!r:>8} {{literal}}'.format(1, name=2)\nt = f'{s}'\n")
+        self.forbidden("import typing\nh = typing.get_type_hints(int)\n", "typing.get_type_hints")
+        self.forbidden("from typing import ForwardRef\n", "typing.ForwardRef")
+        self.forbidden("import functools\nd = functools.singledispatch(len)\n", "functools.singledispatch")
+        for mod in ("torch.fx", "torch.export", "torch.utils.benchmark", "torch.package", "torch.serialization"):
+            self.forbidden("import %s\n" % mod, mod)
+        self.forbidden("x = torch.load('a')\n", "torch.load")
+        self.forbidden("torch.classes.load_library('a.so')\n", "torch.classes")
+
     def test_torch_internals_compilers_and_numerics(self):
         self.forbidden("torch.backends.cuda.matmul.allow_tf32 = True\n", "torch.backends")
         self.forbidden("from torch import backends\n", "torch.backends")

@@ -13,6 +13,7 @@ import importlib
 import json
 import os
 import re
+import string
 import types
 
 # What a candidate may import (top-level module names). Everything else is a
@@ -77,6 +78,15 @@ FORBIDDEN_ATTR_PREFIXES = (
     # and run (a red team's finding: runs_timer_stmt.py), torch.load and
     # torch.package unpickle.
     ("torch", "utils", "benchmark"), ("torch", "load"), ("torch", "package"), ("torch", "serialization"),
+    # String annotations are evaluated by typing.get_type_hints (and by
+    # what calls it: singledispatch's register), forward references too:
+    # Python the checks never see (evaluates_annotation.py).
+    ("typing", "get_type_hints"), ("typing", "ForwardRef"), ("typing", "evaluate_forward_ref"),
+    ("functools", "singledispatch"), ("functools", "singledispatchmethod"),
+    # Methods and attributes named by strings (an fx graph's call_method
+    # nodes reach __getattribute__ and the builtins: fx_string_methods.py),
+    # and a library loaded by path (torch.classes.load_library).
+    ("torch", "fx"), ("torch", "export"), ("torch", "classes"),
     ("triton", "autotune"), ("triton", "testing"), ("triton", "runtime", "autotuner"), ("triton", "Config"),
     ("triton", "compile"), ("triton", "runtime", "cache"), ("triton", "knobs"), ("triton", "backends"),
 )
@@ -260,6 +270,26 @@ class _Aliases:
         return (head + chain[1:]) if head else chain
 
 
+def _format_fields_problem(base):
+    """Why `base.format(...)` is refused, or "" when base is a string literal
+    whose replacement fields are plain ("{}", "{0}", "{name}", with any
+    conversion and spec): a field named "0.attr" or "0[key]" is an
+    attribute or item lookup inside the string (reads_frame_by_format.py
+    walked frames so)."""
+    if not (isinstance(base, ast.Constant) and isinstance(base.value, str)):
+        return "something other than a string literal"
+    try:
+        fields = list(string.Formatter().parse(base.value))
+    except ValueError:
+        return "a malformed format string"
+    for _, name, spec, _ in fields:
+        if name and ("." in name or "[" in name):
+            return "a string whose field %r looks something up" % name
+        if spec and "{" in spec:
+            return "a string with a field nested in a format spec (%r)" % spec
+    return ""
+
+
 def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
     """Parses a candidate and checks it statically. Returns the tree. Raises
     BuildError (not Python, no ModelNew) or StaticViolation."""
@@ -358,6 +388,11 @@ def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
                 resolved = aliases.resolve(chain)
                 if chain[0] in aliases.names and any(p.startswith("_") for p in resolved[1:]):
                     forbid(node, "uses %s (a library's private parts)" % ".".join(resolved))
+            if node.attr in ("format", "format_map"):
+                why = _format_fields_problem(node.value)
+                if why:
+                    forbid(node, "uses %s on %s (a format string's fields look attributes and items up "
+                                 "where these checks cannot see)" % (node.attr, why))
             if node.attr in FORBIDDEN_FRAME_ATTRS or node.attr.startswith("co_"):
                 forbid(node, "uses the attribute %s (the interpreter's internals: frames and code)" % node.attr)
             if node.attr in ("attrgetter", "methodcaller", "getattr", "setattr", "delattr"):
