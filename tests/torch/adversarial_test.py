@@ -124,6 +124,8 @@ def main():
         "evaluates_annotation.py": (softmax, {"forbidden"}, "typing.get_type_hints", None),
         # Methods named by strings in a torch.fx graph: the builtins.
         "fx_string_methods.py": (softmax, {"forbidden"}, "torch.fx", None),
+        # getattr by name through functools.update_wrapper's `assigned`.
+        "wraps_by_name.py": (softmax, {"forbidden"}, "functools.update_wrapper", None),
         "autotunes.py": (softmax, {"forbidden"}, "autotune", None),
         "modifies_parameters.py": (sbr, {"wrong_answer"}, "modified its parameters", None),
         "dynamic_load_inline.py": (softmax, {"compile_error"}, "must be constants", None),

@@ -70,6 +70,14 @@ class StaticChecks(unittest.TestCase):
             self.forbidden("import %s\n" % mod, mod)
         self.forbidden("x = torch.load('a')\n", "torch.load")
         self.forbidden("torch.classes.load_library('a.so')\n", "torch.classes")
+        # functools' attribute copiers only with their default attributes.
+        check("import functools\ndef deco(f):\n    @functools.wraps(f)\n    def g(*a):\n        return f(*a)\n"
+              "    return functools.update_wrapper(g, f)\n")
+        self.forbidden("import functools\nfunctools.update_wrapper(a, b, assigned=('x',))\n", "functools.update_wrapper")
+        self.forbidden("import functools\nfunctools.update_wrapper(a, b, ('x',))\n", "functools.update_wrapper")
+        self.forbidden("from functools import wraps\nw = wraps(f, ('x',))\n", "functools.wraps")
+        self.forbidden("import functools\nu = functools.update_wrapper\n", "functools.update_wrapper")
+        self.forbidden("import functools\nk = {}\nfunctools.wraps(f, **k)\n", "functools.wraps")
 
     def test_torch_internals_compilers_and_numerics(self):
         self.forbidden("torch.backends.cuda.matmul.allow_tf32 = True\n", "torch.backends")

@@ -58,6 +58,13 @@ FORBIDDEN_FRAME_ATTRS = frozenset({
     "f_trace_opcodes", "tb_frame", "tb_next", "tb_lasti", "tb_lineno",
 })
 
+# Calls that copy attributes named by strings in their `assigned` and
+# `updated` arguments: with a wrapper whose __setattr__ keeps what it is
+# given, getattr by name (wraps_by_name.py reached the builtins so). Allowed
+# only as a direct call with at most this many positional arguments and no
+# `assigned`, `updated` or ** keywords.
+NAME_COPIERS = {("functools", "update_wrapper"): 2, ("functools", "wraps"): 1}
+
 # Double-underscore attributes a candidate may touch (super().__init__()).
 ALLOWED_DUNDER_ATTRS = frozenset({"__init__"})
 
@@ -373,7 +380,17 @@ def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
                         aliases.names.setdefault(t.id, aliases.resolve(chain))
                     else:
                         forbid(node, "binds %s to something other than a plain name" % ".".join(aliases.resolve(chain)))
+    parents = {child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
     for node in ast.walk(tree):
+        if isinstance(node, (ast.Name, ast.Attribute)) and not isinstance(parents.get(node), ast.Attribute):
+            resolved = aliases.resolve(_attr_chain(node) or ())
+            if tuple(resolved) in NAME_COPIERS:
+                call = parents.get(node)
+                if not (isinstance(call, ast.Call) and call.func is node and
+                        len(call.args) <= NAME_COPIERS[tuple(resolved)] and
+                        all(k.arg not in (None, "assigned", "updated") for k in call.keywords)):
+                    forbid(node, "uses %s other than as a plain call with its default attributes (its assigned "
+                                 "and updated name attributes by strings)" % ".".join(resolved))
         if isinstance(node, ast.Name):
             if node.id in FORBIDDEN_NAMES:
                 forbid(node, "uses %s (a kernel has no use for it)" % node.id)
