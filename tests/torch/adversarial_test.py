@@ -126,6 +126,8 @@ def main():
         "fx_string_methods.py": (softmax, {"forbidden"}, "torch.fx", None),
         # getattr by name through functools.update_wrapper's `assigned`.
         "wraps_by_name.py": (softmax, {"forbidden"}, "functools.update_wrapper", None),
+        # Attribute lookups by name in a match statement's class patterns.
+        "match_class_attrs.py": (softmax, {"forbidden"}, "class pattern", None),
         "autotunes.py": (softmax, {"forbidden"}, "autotune", None),
         "modifies_parameters.py": (sbr, {"wrong_answer"}, "modified its parameters", None),
         "dynamic_load_inline.py": (softmax, {"compile_error"}, "must be constants", None),

@@ -70,6 +70,11 @@ class StaticChecks(unittest.TestCase):
             self.forbidden("import %s\n" % mod, mod)
         self.forbidden("x = torch.load('a')\n", "torch.load")
         self.forbidden("torch.classes.load_library('a.so')\n", "torch.classes")
+        # Class patterns look attributes up by keyword names; positional
+        # ones and other patterns stay.
+        self.forbidden("match x:\n    case object(__globals__=g):\n        pass\n", "class pattern")
+        self.forbidden("match x:\n    case torch.Tensor(shape=s):\n        pass\n", "class pattern")
+        check("match x:\n    case torch.Tensor():\n        pass\n    case (1, y):\n        pass\n    case {'k': v}:\n        pass\n")
         # functools' attribute copiers only with their default attributes.
         check("import functools\ndef deco(f):\n    @functools.wraps(f)\n    def g(*a):\n        return f(*a)\n"
               "    return functools.update_wrapper(g, f)\n")

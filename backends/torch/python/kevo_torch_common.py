@@ -432,6 +432,12 @@ def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
                     forbid(node, "assigns to %s (a candidate may change only its own module's attributes, "
                                  "self.*)" % what)
 
+        elif isinstance(node, ast.MatchClass) and node.kwd_attrs:
+            # `case object(__globals__=g)` looks an attribute up by a name
+            # that is no Attribute node (match_class_attrs.py reached the
+            # builtins so): keyword class patterns are refused.
+            forbid(node, "uses a class pattern with keyword attributes (%s: attributes looked up by names these "
+                         "checks do not see)" % ", ".join(node.kwd_attrs))
         elif isinstance(node, ast.ClassDef) and node.name == "ModelNew" and node in tree.body:
             has_model_new = True
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
