@@ -128,6 +128,11 @@ def main():
         "wraps_by_name.py": (softmax, {"forbidden"}, "functools.update_wrapper", None),
         # Attribute lookups by name in a match statement's class patterns.
         "match_class_attrs.py": (softmax, {"forbidden"}, "class pattern", None),
+        # A second red team's reading the same day.
+        "enum_convert.py": (softmax, {"forbidden"}, "_convert_", None),
+        "reexported_torch.py": (softmax, {"forbidden"}, "torch.nn.functional.torch.fx", None),
+        "pickle_by_dataloader.py": (softmax, {"forbidden"}, "python_multiprocessing", None),
+        "global_enum_patch.py": (softmax, {"forbidden"}, "enum.global_enum", None),
         "autotunes.py": (softmax, {"forbidden"}, "autotune", None),
         "modifies_parameters.py": (sbr, {"wrong_answer"}, "modified its parameters", None),
         "dynamic_load_inline.py": (softmax, {"compile_error"}, "must be constants", None),

@@ -70,16 +70,31 @@ class StaticChecks(unittest.TestCase):
             self.forbidden("import %s\n" % mod, mod)
         self.forbidden("x = torch.load('a')\n", "torch.load")
         self.forbidden("torch.classes.load_library('a.so')\n", "torch.classes")
-        # Class patterns look attributes up by keyword names; positional
-        # ones and other patterns stay.
-        self.forbidden("match x:\n    case object(__globals__=g):\n        pass\n", "class pattern")
-        self.forbidden("match x:\n    case torch.Tensor(shape=s):\n        pass\n", "class pattern")
-        check("match x:\n    case torch.Tensor():\n        pass\n    case (1, y):\n        pass\n    case {'k': v}:\n        pass\n")
+        # Class patterns look attributes up by names (keywords, or the
+        # class's __match_args__); other patterns stay.
+        self.forbidden("match x:\n    case object(shape=g):\n        pass\n", "class pattern")
+        self.forbidden("match x:\n    case C(g):\n        pass\n", "class pattern")
+        check("match x:\n    case (1, y):\n        pass\n    case {'k': v}:\n        pass\n    case 3:\n        pass\n")
+        # A second red team the same day: dunders named by strings, private
+        # attributes of anything but self, torch reached again through a
+        # module's attributes, pickles and files by path, enum.global_enum.
+        self.forbidden("d = {'__match_args__': ('x',)}\n", "'__match_args__'")
+        check("if __name__ == '__main__':\n    pass\n")
+        self.forbidden("import enum\nclass E(enum.Enum):\n    pass\nf = E._convert_\n", "_convert_")
+        self.forbidden("import typing\nr = typing.get_args(typing.List['x'])[0]._evaluate\n", "_evaluate")
+        check("class K:\n    def __init__(self):\n        self._n = 1\n    def n(self):\n        return self._n\n")
+        self.forbidden("import torch.nn.functional as F\nf = F.torch.fx\n", "torch.fx")
+        self.forbidden("import torch.nn.functional as F\nf = F.torch.ones\n", "reaches torch through")
+        self.forbidden("p = torch.utils.data.dataloader.python_multiprocessing\n", "python_multiprocessing")
+        self.forbidden("n = torch.storage.np\n", "reaches np")
+        self.forbidden("t = torch.from_file('/etc/passwd', size=4)\n", "from_file")
+        self.forbidden("torch.save(1, 'a')\n", "torch.save")
+        self.forbidden("import enum\nenum.global_enum(E)\n", "enum.global_enum")
         # functools' attribute copiers only with their default attributes.
         check("import functools\ndef deco(f):\n    @functools.wraps(f)\n    def g(*a):\n        return f(*a)\n"
-              "    return functools.update_wrapper(g, f)\n")
-        self.forbidden("import functools\nfunctools.update_wrapper(a, b, assigned=('x',))\n", "functools.update_wrapper")
-        self.forbidden("import functools\nfunctools.update_wrapper(a, b, ('x',))\n", "functools.update_wrapper")
+              "    return g\n")
+        self.forbidden("import functools\nfunctools.update_wrapper(a, b)\n", "functools.update_wrapper")
+        self.forbidden("import functools\nw = functools.wraps(f)(g)\n", "functools.wraps")
         self.forbidden("from functools import wraps\nw = wraps(f, ('x',))\n", "functools.wraps")
         self.forbidden("import functools\nu = functools.update_wrapper\n", "functools.update_wrapper")
         self.forbidden("import functools\nk = {}\nfunctools.wraps(f, **k)\n", "functools.wraps")

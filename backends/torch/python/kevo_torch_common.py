@@ -44,6 +44,11 @@ FORBIDDEN_MODULE_ATTRS = frozenset({
     "mmap", "resource", "pty", "fcntl", "posix", "platform", "sysconfig", "site", "runpy", "code", "codeop",
     "traceback", "weakref", "atexit", "faulthandler", "tracemalloc", "warnings", "logging", "glob", "shlex",
     "hashlib", "hmac", "secrets", "hub",
+    # Other names under which torch's modules hold them (a red team's
+    # reading, 2026-12-07: ForkingPickler.loads ran a pickle; numpy loads
+    # pickles): multiprocessing, numpy, types, copyreg, pickling.
+    "python_multiprocessing", "reduction", "ForkingPickler", "np", "numpy", "types", "copyreg", "model_zoo",
+    "from_file",
 })
 
 # Attributes of frames, code objects, generators, coroutines and
@@ -60,10 +65,13 @@ FORBIDDEN_FRAME_ATTRS = frozenset({
 
 # Calls that copy attributes named by strings in their `assigned` and
 # `updated` arguments: with a wrapper whose __setattr__ keeps what it is
-# given, getattr by name (wraps_by_name.py reached the builtins so). Allowed
-# only as a direct call with at most this many positional arguments and no
-# `assigned`, `updated` or ** keywords.
-NAME_COPIERS = {("functools", "update_wrapper"): 2, ("functools", "wraps"): 1}
+# given, getattr by name (wraps_by_name.py reached the builtins so), and
+# with their defaults a wrapped class's __dict__ into the wrapper's (a
+# module's globals replaced). wraps is allowed only as a decorator with at
+# most this many positional arguments and no `assigned`, `updated` or **
+# keywords (the wrapper is then the function it decorates); update_wrapper
+# (-1) never.
+NAME_COPIERS = {("functools", "update_wrapper"): -1, ("functools", "wraps"): 1}
 
 # Double-underscore attributes a candidate may touch (super().__init__()).
 ALLOWED_DUNDER_ATTRS = frozenset({"__init__"})
@@ -94,6 +102,10 @@ FORBIDDEN_ATTR_PREFIXES = (
     # nodes reach __getattribute__ and the builtins: fx_string_methods.py),
     # and a library loaded by path (torch.classes.load_library).
     ("torch", "fx"), ("torch", "export"), ("torch", "classes"),
+    # Files by path (torch.from_file read /etc/passwd; save writes), and
+    # enum.global_enum, which writes an enum's members into the globals of
+    # the module its `module` names (torch's own functions replaced).
+    ("torch", "from_file"), ("torch", "save"), ("torch", "utils", "model_zoo"), ("enum", "global_enum"),
     ("triton", "autotune"), ("triton", "testing"), ("triton", "runtime", "autotuner"), ("triton", "Config"),
     ("triton", "compile"), ("triton", "runtime", "cache"), ("triton", "knobs"), ("triton", "backends"),
 )
@@ -342,9 +354,16 @@ def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
             if part in FORBIDDEN_MODULE_ATTRS:
                 forbid(node, "reaches %s through %s (a kernel has no use for the operating system or the "
                              "interpreter)" % (part, ".".join(chain[:chain.index(part)])))
-        for prefix in FORBIDDEN_ATTR_PREFIXES:
-            if chain[:len(prefix)] == prefix:
-                forbid(node, "uses %s (%s)" % (".".join(chain[:len(prefix)]), _why(prefix)))
+        # torch and triton reached again through a module's attributes
+        # (torch.nn.functional.torch.fx): the prefixes below are matched
+        # wherever they start in the chain.
+        for i in range(len(chain)):
+            for prefix in FORBIDDEN_ATTR_PREFIXES:
+                if chain[i:i + len(prefix)] == prefix:
+                    forbid(node, "uses %s (%s)" % (".".join(chain[:i + len(prefix)]), _why(prefix)))
+        if any(part in ("torch", "triton") for part in chain[1:]):
+            forbid(node, "reaches %s through another module's attributes (%s)" % (
+                next(p for p in chain[1:] if p in ("torch", "triton")), ".".join(chain)))
 
     has_model_new = False
     for node in ast.walk(tree):
@@ -386,11 +405,12 @@ def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
             resolved = aliases.resolve(_attr_chain(node) or ())
             if tuple(resolved) in NAME_COPIERS:
                 call = parents.get(node)
-                if not (isinstance(call, ast.Call) and call.func is node and
-                        len(call.args) <= NAME_COPIERS[tuple(resolved)] and
+                decorates = isinstance(call, ast.Call) and any(
+                    call in getattr(parents.get(call), "decorator_list", ()) for _ in (0,))
+                if not (decorates and call.func is node and len(call.args) <= NAME_COPIERS[tuple(resolved)] and
                         all(k.arg not in (None, "assigned", "updated") for k in call.keywords)):
-                    forbid(node, "uses %s other than as a plain call with its default attributes (its assigned "
-                                 "and updated name attributes by strings)" % ".".join(resolved))
+                    forbid(node, "uses %s other than as a decorator with its default attributes (it copies "
+                                 "attributes named by strings)" % ".".join(resolved))
         if isinstance(node, ast.Name):
             if node.id in FORBIDDEN_NAMES:
                 forbid(node, "uses %s (a kernel has no use for it)" % node.id)
@@ -423,6 +443,14 @@ def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
             if node.attr in FORBIDDEN_MODULE_ATTRS or node.attr == "_C":
                 forbid(node, "reaches %s (a kernel has no use for the operating system or the interpreter)"
                        % node.attr)
+            # A private attribute of anything but the candidate's own
+            # objects: enum's _convert_ (any loaded module's globals by name)
+            # and typing's ForwardRef._evaluate were reached from a class or
+            # a subscript, which the alias rule above does not follow.
+            base = node.value
+            if node.attr.startswith("_") and node.attr not in ALLOWED_DUNDER_ATTRS and \
+                    not (isinstance(base, ast.Name) and base.id in ("self", "cls")):
+                forbid(node, "uses the attribute %s of something other than self (private parts)" % node.attr)
             if isinstance(node.ctx, (ast.Store, ast.Del)):
                 # Only the candidate's own module's attributes: a store on
                 # anything else (a library, a class, the judge's code
@@ -432,12 +460,19 @@ def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
                     forbid(node, "assigns to %s (a candidate may change only its own module's attributes, "
                                  "self.*)" % what)
 
-        elif isinstance(node, ast.MatchClass) and node.kwd_attrs:
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                re.fullmatch(r"__\w+__", node.value) and node.value != "__main__":
+            # A dunder's name as a string: what names attributes by strings
+            # (a class's __match_args__, a dict made into a class, a copier)
+            # reaches the interpreter's internals with it.
+            forbid(node, "uses the string %r (a name of the interpreter's internals)" % node.value)
+        elif isinstance(node, ast.MatchClass):
             # `case object(__globals__=g)` looks an attribute up by a name
             # that is no Attribute node (match_class_attrs.py reached the
-            # builtins so): keyword class patterns are refused.
-            forbid(node, "uses a class pattern with keyword attributes (%s: attributes looked up by names these "
-                         "checks do not see)" % ", ".join(node.kwd_attrs))
+            # builtins so), and a positional pattern by its class's
+            # __match_args__ strings (a red team's second reading): class
+            # patterns are refused.
+            forbid(node, "uses a class pattern (attributes looked up by names these checks do not see)")
         elif isinstance(node, ast.ClassDef) and node.name == "ModelNew" and node in tree.body:
             has_model_new = True
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
