@@ -406,7 +406,7 @@ def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
             if tuple(resolved) in NAME_COPIERS:
                 call = parents.get(node)
                 decorates = isinstance(call, ast.Call) and any(
-                    call in getattr(parents.get(call), "decorator_list", ()) for _ in (0,))
+                    call is d for d in getattr(parents.get(call), "decorator_list", ()))
                 if not (decorates and call.func is node and len(call.args) <= NAME_COPIERS[tuple(resolved)] and
                         all(k.arg not in (None, "assigned", "updated") for k in call.keywords)):
                     forbid(node, "uses %s other than as a decorator with its default attributes (it copies "
