@@ -133,6 +133,14 @@ def main():
         "reexported_torch.py": (softmax, {"forbidden"}, "torch.nn.functional.torch.fx", None),
         "pickle_by_dataloader.py": (softmax, {"forbidden"}, "python_multiprocessing", None),
         "global_enum_patch.py": (softmax, {"forbidden"}, "enum.global_enum", None),
+        # Rules of that reading written as attacks afterwards (2026-12-07,
+        # each judged correct with its rule taken out): numpy's unpickler,
+        # a file read by path, a positional class pattern over dunder
+        # strings; and a module from `from ... import` passed as a value.
+        "pickle_by_numpy.py": (softmax, {"forbidden"}, "reaches np through torch.storage", None),
+        "reads_file_by_path.py": (softmax, {"forbidden"}, "from_file", None),
+        "match_positional.py": (softmax, {"forbidden"}, "__match_args__", None),
+        "submodule_as_value.py": (softmax, {"forbidden"}, "uses the module torch.nn.functional as a value", None),
         "autotunes.py": (softmax, {"forbidden"}, "autotune", None),
         "modifies_parameters.py": (sbr, {"wrong_answer"}, "modified its parameters", None),
         "dynamic_load_inline.py": (softmax, {"compile_error"}, "must be constants", None),

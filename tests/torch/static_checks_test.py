@@ -147,6 +147,24 @@ class StaticChecks(unittest.TestCase):
         check("from collections import OrderedDict\nfrom functools import partial\nimport enum\n"
               "import collections.abc\nx = collections.abc.Sequence\nE = enum.Enum\n")
 
+    def test_a_module_reached_otherwise_is_no_value(self):
+        # submodule_as_value.py: a module from `from torch.nn import
+        # functional` passed through a call came back with attributes no
+        # chain check saw (torch.load); so did chains and aliases that are
+        # modules.
+        same = "def same(m):\n    return m\n"
+        self.forbidden("from torch.nn import functional\n" + same + "x = same(functional).torch\n",
+                       "uses the module torch.nn.functional as a value")
+        self.forbidden(same + "x = same(torch.nn).functional\n", "uses the module torch.nn as a value")
+        self.forbidden("c = torch.cuda\n" + same + "x = same(c).graphs\n", "uses the module torch.cuda as a value")
+        self.forbidden("from torch import cuda\nx = [cuda][0]\n", "uses the module torch.cuda as a value")
+        self.forbidden("from collections import abc\nx = (abc,)\n", "uses the module collections.abc as a value")
+        self.forbidden("x = (lambda: torch.nn.functional)()\n", "uses the module torch.nn.functional as a value")
+        # Aliases, calls, classes, functions and dtypes are no modules.
+        check("from torch.nn import functional as F\nG = torch.nn.functional\ny = G.relu\n"
+              "x = isinstance(1, torch.Tensor)\nz = torch.zeros(1, dtype=torch.float32)\nw = [F.relu, torch.exp]\n"
+              "import triton.language as tl\nk = tl.constexpr\nfrom collections import abc\ns = abc.Sequence\n")
+
     def test_a_candidate_without_model_new_or_not_python(self):
         with self.assertRaises(kc.BuildError) as e:
             kc.check_source(HEAD + "class Model(nn.Module):\n    pass\n")

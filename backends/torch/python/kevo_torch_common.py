@@ -10,6 +10,7 @@ it before it loads the candidate).
 import ast
 import hashlib
 import importlib
+import importlib.util
 import json
 import os
 import re
@@ -309,6 +310,45 @@ def _format_fields_problem(base):
     return ""
 
 
+_PACKAGE_DIRS = {}
+
+
+def _package_dir(top):
+    """Where an allowed package's modules lie, found without importing it
+    (None where the interpreter has no such package)."""
+    if top not in _PACKAGE_DIRS:
+        try:
+            spec = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            spec = None
+        places = list(spec.submodule_search_locations or ()) if spec else []
+        _PACKAGE_DIRS[top] = places[0] if places else None
+    return _PACKAGE_DIRS[top]
+
+
+def _is_module_chain(chain):
+    """Whether an attribute chain (import aliases resolved) names a module:
+    a pure module's attributes are looked up (the standard library's, as in
+    check_chain), torch's and triton's submodules found as files or
+    folders of their package (nothing of torch imported)."""
+    if not chain:
+        return False
+    if chain[0] in PURE_IMPORTS:
+        value = importlib.import_module(chain[0])
+        for part in chain[1:]:
+            value = getattr(value, part, None)
+        return isinstance(value, types.ModuleType)
+    if chain[0] in ("torch", "triton"):
+        base = _package_dir(chain[0])
+        if len(chain) == 1:
+            return True
+        if base is None:
+            return False
+        path = os.path.join(base, *chain[1:])
+        return os.path.isfile(path + ".py") or os.path.isdir(path)
+    return False
+
+
 def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
     """Parses a candidate and checks it statically. Returns the tree. Raises
     BuildError (not Python, no ModelNew) or StaticViolation."""
@@ -488,11 +528,28 @@ def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             modules.update(a.asname or a.name.split(".")[0] for a in node.names)
+    # Nor is a module reached otherwise: a name from `from torch.nn import
+    # functional`, a chain (torch.nn), an alias bound to one (c =
+    # torch.cuda). Passed through a call it came back as a value whose
+    # attributes no chain check saw (submodule_as_value.py reached
+    # torch.load so). Bound to a plain name (an alias, checked as one) or
+    # called, it is not a value.
     for node in ast.walk(tree):
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.Name) and child.id in modules and isinstance(child.ctx, ast.Load) and \
-                    not (isinstance(node, ast.Attribute) and node.value is child):
+            if not isinstance(child, (ast.Name, ast.Attribute)) or not isinstance(child.ctx, ast.Load) or \
+                    (isinstance(node, ast.Attribute) and node.value is child):
+                continue
+            if isinstance(child, ast.Name) and child.id in modules:
                 forbid(child, "uses the module %s as a value (only its attributes: %s.name)" % (child.id, child.id))
+            chain = _attr_chain(child)
+            if not chain or chain[0] not in aliases.names or \
+                    (isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is child) or \
+                    (isinstance(node, ast.Call) and node.func is child):
+                continue
+            resolved = aliases.resolve(chain)
+            if _is_module_chain(resolved):
+                forbid(child, "uses the module %s as a value (only its attributes: %s.name)" % (
+                    ".".join(resolved), ".".join(chain)))
     if not has_model_new:
         raise BuildError("%s: defines no class ModelNew at module level (the candidate's form: "
                          "class ModelNew(nn.Module) with Model's interface)" % filename)
