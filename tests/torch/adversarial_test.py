@@ -121,7 +121,9 @@ def main():
         # Python run from a string by torch.utils.benchmark.Timer.
         "runs_timer_stmt.py": (softmax, {"forbidden"}, "torch.utils.benchmark", None),
         # Python in a string annotation, evaluated by typing.get_type_hints.
-        "evaluates_annotation.py": (softmax, {"forbidden"}, "typing.get_type_hints", None),
+        # (And, since a later red team, by its string annotation first.)
+        "evaluates_annotation.py": (softmax, {"forbidden"}, "", lambda v: any(
+            t in v["message"] for t in ("typing.get_type_hints", "a string in an annotation"))),
         # Methods named by strings in a torch.fx graph: the builtins.
         "fx_string_methods.py": (softmax, {"forbidden"}, "torch.fx", None),
         # getattr by name through functools.update_wrapper's `assigned`.
@@ -139,8 +141,32 @@ def main():
         # strings; and a module from `from ... import` passed as a value.
         "pickle_by_numpy.py": (softmax, {"forbidden"}, "reaches np through torch.storage", None),
         "reads_file_by_path.py": (softmax, {"forbidden"}, "from_file", None),
-        "match_positional.py": (softmax, {"forbidden"}, "__match_args__", None),
-        "submodule_as_value.py": (softmax, {"forbidden"}, "uses the module torch.nn.functional as a value", None),
+        # Each refused by more than one rule, each alone (the first in the
+        # tree's order names itself).
+        "match_positional.py": (softmax, {"forbidden"}, "", lambda v: any(
+            t in v["message"] for t in ("__match_args__", "class pattern", "defines __instancecheck__"))),
+        "submodule_as_value.py": (softmax, {"forbidden"}, "", lambda v: any(
+            t in v["message"] for t in ("uses the module torch.nn.functional as a value",
+                                        "reaches torch through another object's attributes"))),
+        # A third red team the same day: source run by dataclasses, a
+        # function's parameter named self given torch.Tensor (its allclose
+        # and equal replaced), torch reached through a module alias no file
+        # of torch's names (torch.load's unpickler).
+        "dataclass_field_exec.py": (softmax, {"forbidden"}, "imports dataclasses", None),
+        "self_named_param.py": (softmax, {"forbidden"}, "a function that is no method of a class", None),
+        "alias_module_load.py": (softmax, {"forbidden"}, "reaches torch through another object's attributes", None),
+        # Its second reading, past the rules above: a method's self chosen
+        # by enum's machinery, by a class laundered through a library or by
+        # a decorator named torch that is not torch; private parts of a
+        # parameter named self; string annotations evaluated by a library;
+        # torch.ops through a module of torch's that imports it.
+        "enum_missing_self.py": (softmax, {"forbidden"}, "in a class derived from enum.Enum", None),
+        "class_by_type_before_param.py": (softmax, {"forbidden"}, "reads the method put, which changes its self", None),
+        "fake_torch_no_grad.py": (softmax, {"forbidden"}, "a decorated method", None),
+        "self_param_private_convert.py": (softmax, {"forbidden"}, "uses the attribute self._convert_", None),
+        "self_param_forwardref_eval.py": (softmax, {"forbidden"}, "uses the attribute self._evaluate", None),
+        "datapipe_argument_validation.py": (softmax, {"forbidden"}, "argument_validation", None),
+        "ops_by_star_import.py": (softmax, {"forbidden"}, "uses the attribute ops", None),
         "autotunes.py": (softmax, {"forbidden"}, "autotune", None),
         "modifies_parameters.py": (sbr, {"wrong_answer"}, "modified its parameters", None),
         "dynamic_load_inline.py": (softmax, {"compile_error"}, "must be constants", None),

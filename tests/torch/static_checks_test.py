@@ -153,7 +153,7 @@ class StaticChecks(unittest.TestCase):
         # chain check saw (torch.load); so did chains and aliases that are
         # modules.
         same = "def same(m):\n    return m\n"
-        self.forbidden("from torch.nn import functional\n" + same + "x = same(functional).torch\n",
+        self.forbidden("from torch.nn import functional\n" + same + "x = same(functional).relu\n",
                        "uses the module torch.nn.functional as a value")
         self.forbidden(same + "x = same(torch.nn).functional\n", "uses the module torch.nn as a value")
         self.forbidden("c = torch.cuda\n" + same + "x = same(c).graphs\n", "uses the module torch.cuda as a value")
@@ -164,6 +164,102 @@ class StaticChecks(unittest.TestCase):
         check("from torch.nn import functional as F\nG = torch.nn.functional\ny = G.relu\n"
               "x = isinstance(1, torch.Tensor)\nz = torch.zeros(1, dtype=torch.float32)\nw = [F.relu, torch.exp]\n"
               "import triton.language as tl\nk = tl.constexpr\nfrom collections import abc\ns = abc.Sequence\n")
+
+    def test_a_third_red_team(self):
+        # alias_module_load.py: torch.nn.modules.conv.F is torch.nn.functional
+        # under a name no file of torch has; [F][0].torch gave torch back.
+        self.forbidden("x = [nn.modules.conv.F][0].relu\n", "uses the module torch.nn.modules.conv.F as a value")
+        self.forbidden("x = [nn.functional.relu][0].torch\n", "reaches torch through another object's attributes")
+        check("x = [nn.modules.conv.Conv2d][0]\ny = nn.modules.conv.F.relu\n")
+        # dataclass_field_exec.py: dataclasses runs source made of field names.
+        self.forbidden("import dataclasses\n", "imports dataclasses")
+        self.forbidden("x = [0][0].dataclasses\n", "reaches dataclasses")
+        # self_named_param.py: a function's parameter named self, called
+        # with torch.Tensor; a method called through its class; self rebound.
+        tensor_put = "\nput(torch.Tensor, 1)\n"
+        self.forbidden("def put(self, v):\n    self.allclose = v\n" + tensor_put, "a function that is no method")
+        cls = "class H:\n    def put(self, v):\n        self.allclose = v\n"
+        self.forbidden(cls + "H.put(torch.Tensor, 1)\n", "reads the method put through a class")
+        self.forbidden(cls + "x = H()\ntype(x).put(torch.Tensor, 1)\n", "reads the method put through a class")
+        self.forbidden(cls + "class G(H):\n    def go(self):\n        return super(G, G)\n",
+                       "uses super other than")
+        self.forbidden(cls + "class G(H):\n    def go(self):\n        return super(H, self)\n", "uses super other than")
+        self.forbidden(cls + "def go(self):\n    return super(H, self)\n", "uses super other than")
+        check(cls + "class G(H):\n    def __init__(self):\n        super(G, self).__init__()\n"
+                    "        super(G, self).put(1)\n")
+        self.forbidden(cls + "    bad = [put]\n", "uses the method put in its class's body")
+        self.forbidden("class H:\n    def put(self, v):\n        for self in [torch.Tensor]:\n"
+                       "            self.allclose = v\n", "binds self to something else")
+        self.forbidden("class H:\n    def put(self, v):\n        [(self := torch.Tensor) for _ in [0]]\n"
+                       "        self.allclose = v\n", "binds self to something else")
+        self.forbidden("class H:\n    @staticmethod\n    def put(self, v):\n        self.allclose = v\n",
+                       "a decorated method")
+        self.forbidden("class H:\n    def put(self, v):\n        def inner(self):\n            self.allclose = v\n",
+                       "a function that is no method")
+        # A class held as a value gives no method that changes its self
+        # (ResNet's _make_layer(Bottleneck, ...) passes its block's class).
+        self.forbidden(cls + "x = [H][0].put\n", "reads the method put, which changes its self")
+        self.forbidden(cls + "def f(c=H):\n    return c.put\n", "reads the method put, which changes its self")
+        self.forbidden("def deco(c):\n    return c\n@deco\nclass H:\n    pass\n", "decorates the class H")
+        self.forbidden("class H:\n    def __set_name__(self, owner, name):\n        pass\n", "defines __set_name__")
+        self.forbidden("class H:\n    def __init_subclass__(c):\n        pass\n", "defines __init_subclass__")
+        self.forbidden("class H:\n    @classmethod\n    def m(c):\n        return c\n", "uses classmethod")
+        check(cls + "h = H()\nok = isinstance(h, H) or isinstance(h, (H, int))\nclass G(H):\n    pass\n"
+                    "class R(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                    "        self.reduction = self._make(G, 2)\n    def _make(self, block, n):\n"
+                    "        return [block() for _ in range(n)]\n")
+        # No metaclasses, no classes made by type().
+        self.forbidden("H = type('H', (), {})\n", "uses type other than to compare")
+        self.forbidden("class M(type):\n    pass\n", "uses type other than to compare")
+        self.forbidden("import enum\nclass M(enum.EnumMeta):\n    pass\n", "a metaclass")
+        self.forbidden("class H(metaclass=nn.Module):\n    pass\n", "gives the class H a metaclass")
+        self.forbidden("def f():\n    return nn.Module\nclass H(f()):\n    pass\n", "other than a named class")
+        # What honest candidates write still passes.
+        check("class K(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.n = 0\n"
+              "    @torch.no_grad()\n    def forward(self, x):\n        self.n += 1\n"
+              "        if type(x) is not torch.Tensor:\n            return x\n        return x\n"
+              "    @staticmethod\n    def grid(n):\n        return (n,)\n"
+              "    def go(self):\n        return self.grid(3)\n")
+
+    def test_a_third_red_teams_second_reading(self):
+        # Private parts only of a method's own self (self_param_*.py).
+        self.forbidden("import enum\ndef reach(self):\n    return self._convert_('X', 'os', None)\n",
+                       "uses the attribute self._convert_ in reach")
+        self.forbidden("class H:\n    def m(self):\n        return cls._x\n", "of something other than self")
+        # self.* changed only in plain classes (enum_missing_self.py).
+        self.forbidden("import enum\nclass P(enum.Enum):\n    A = 1\n    def _missing_(self):\n        self.x = 1\n",
+                       "in a class derived from enum.Enum")
+        self.forbidden("class F(torch.autograd.Function):\n    def forward(self, x):\n        self.y = x\n",
+                       "in a class derived from torch.autograd.Function")
+        check("class A:\n    def __init__(self):\n        self.a = 1\n        self._b = 2\n"
+              "class B(A, object):\n    def m(self):\n        self.c = self._b\n"
+              "class C(nn.Linear):\n    def m(self):\n        self.d = 1\n"
+              "class D(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.put(1)\n"
+              "    def put(self, v):\n        self.v = v\n"
+              "class E(D):\n    def put(self, v):\n        super().put(v)\n")
+        # A method that changes its self read only as self.m, super().m or a
+        # library class's (class_by_type_before_param.py).
+        self.forbidden("class H:\n    def put(self, v):\n        self.v = v\n"
+                       "def f(k):\n    k.put(torch.Tensor, 1)\n", "reads the method put, which changes its self")
+        self.forbidden("class H:\n    def put(self, v):\n        self.v = v\n"
+                       "def f(self):\n    self.put(torch.Tensor, 1)\n", "reads the method put, which changes its self")
+        check("class H:\n    def get(self):\n        return 1\ndef f(k):\n    return k.get()\n")
+        # Names an import bound are never bound again (fake_torch_no_grad*.py).
+        self.forbidden("torch = 1\n", "binds torch again")
+        self.forbidden("def f(nn):\n    return nn\n", "binds nn again")
+        self.forbidden("class H:\n    torch = 1\n", "binds torch again")
+        self.forbidden("for torch in [1]:\n    pass\n", "binds torch again")
+        # No string in an annotation (datapipe_argument_validation.py).
+        self.forbidden("def f(x: 'int'):\n    return x\n", "a string in an annotation")
+        self.forbidden("import typing\ndef f(x: typing.Optional['int']) -> int:\n    return x\n",
+                       "a string in an annotation")
+        self.forbidden("y: 'int' = 1\n", "a string in an annotation")
+        self.forbidden("x = torch.utils.data.argument_validation\n", "argument_validation")
+        # Attribute names refused whatever their base (ops_by_star_import.py).
+        self.forbidden("x = [0][0].ops\n", "uses the attribute ops")
+        self.forbidden("x = [0][0].fx\n", "uses the attribute fx")
+        self.forbidden("x = [0][0].jit\n", "uses the attribute jit")
+        check("import triton\nimport triton.language as tl\n@triton.jit\ndef k(x, B: tl.constexpr):\n    pass\n")
 
     def test_a_candidate_without_model_new_or_not_python(self):
         with self.assertRaises(kc.BuildError) as e:

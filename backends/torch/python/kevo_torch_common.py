@@ -15,6 +15,7 @@ import json
 import os
 import re
 import string
+import sys
 import types
 
 # What a candidate may import (top-level module names). Everything else is a
@@ -22,8 +23,11 @@ import types
 # and a few pure modules, never the operating system.
 ALLOWED_IMPORTS = frozenset({
     "torch", "triton", "math", "typing", "functools", "itertools", "operator", "numbers", "collections",
-    "dataclasses", "enum", "__future__",
+    "enum", "__future__",
 })
+# dataclasses is not among them: its decorator pastes field names into Python
+# source that it runs (a class made by type() with an __annotations__ key
+# built at run time: dataclass_field_exec.py imported os so).
 
 # The allowed modules that are pure Python of the standard library: the
 # static checks import them to see which of their attributes are modules.
@@ -50,6 +54,8 @@ FORBIDDEN_MODULE_ATTRS = frozenset({
     # pickles): multiprocessing, numpy, types, copyreg, pickling.
     "python_multiprocessing", "reduction", "ForkingPickler", "np", "numpy", "types", "copyreg", "model_zoo",
     "from_file",
+    # Code run from source text it makes (dataclass_field_exec.py).
+    "dataclasses",
 })
 
 # Attributes of frames, code objects, generators, coroutines and
@@ -107,6 +113,9 @@ FORBIDDEN_ATTR_PREFIXES = (
     # enum.global_enum, which writes an enum's members into the globals of
     # the module its `module` names (torch's own functions replaced).
     ("torch", "from_file"), ("torch", "save"), ("torch", "utils", "model_zoo"), ("enum", "global_enum"),
+    # They evaluate the string annotations of the function they wrap
+    # (datapipe_argument_validation.py bound os through one).
+    ("torch", "utils", "data", "argument_validation"), ("torch", "utils", "data", "runtime_validation"),
     ("triton", "autotune"), ("triton", "testing"), ("triton", "runtime", "autotuner"), ("triton", "Config"),
     ("triton", "compile"), ("triton", "runtime", "cache"), ("triton", "knobs"), ("triton", "backends"),
 )
@@ -282,6 +291,7 @@ class _Aliases:
 
     def __init__(self):
         self.names = {}
+        self.imported = set()   # the names an import binds (never rebound)
 
     def resolve(self, chain):
         if not chain:
@@ -339,14 +349,272 @@ def _is_module_chain(chain):
             value = getattr(value, part, None)
         return isinstance(value, types.ModuleType)
     if chain[0] in ("torch", "triton"):
-        base = _package_dir(chain[0])
-        if len(chain) == 1:
-            return True
-        if base is None:
-            return False
-        path = os.path.join(base, *chain[1:])
-        return os.path.isfile(path + ".py") or os.path.isdir(path)
+        module = chain[0]
+        for i, part in enumerate(chain[1:], 1):
+            inner = module + "." + part
+            if _module_source(inner) is not None:
+                module = inner
+                continue
+            # An attribute of the module: a module where its source binds
+            # the name by an import (torch.nn.modules.conv.F is
+            # torch.nn.functional: alias_module_load.py passed it through a
+            # subscript and reached torch.load from there).
+            module = _imported_modules(module).get(part)
+            if module is None:
+                return False
+            if module.split(".")[0] not in ("torch", "triton"):
+                rest = chain[i + 1:]
+                if not rest:
+                    return True
+                top = module.split(".")[0]
+                if top in getattr(sys, "stdlib_module_names", ()):
+                    value = importlib.import_module(module)   # the standard library's
+                    for name in rest:
+                        value = getattr(value, name, None)
+                    return isinstance(value, types.ModuleType)
+                return True   # another package's: taken for a module
+        return True
     return False
+
+
+_MODULE_SOURCES = {}
+_MODULE_IMPORTS = {}
+
+
+def _module_source(dotted):
+    """The source file of a module of torch's or triton's package, found
+    without importing it: "" for a package folder without __init__.py, None
+    where there is no such module."""
+    if dotted not in _MODULE_SOURCES:
+        parts = dotted.split(".")
+        base = _package_dir(parts[0])
+        found = None
+        if base is not None:
+            path = os.path.join(base, *parts[1:])
+            if os.path.isdir(path):
+                init = os.path.join(path, "__init__.py")
+                found = init if os.path.isfile(init) else ""
+            elif os.path.isfile(path + ".py"):
+                found = path + ".py"
+        _MODULE_SOURCES[dotted] = found
+    return _MODULE_SOURCES[dotted]
+
+
+def _imported_modules(dotted):
+    """{name: module} for the names that the source of torch's (or
+    triton's) module `dotted` binds to modules by an import, anywhere in
+    it (import a.b as n, from . import functional as F, import os)."""
+    if dotted in _MODULE_IMPORTS:
+        return _MODULE_IMPORTS[dotted]
+    found = {}
+    source = _module_source(dotted)
+    try:
+        with open(source, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+    except (OSError, TypeError, ValueError, SyntaxError):
+        tree = None
+    package = dotted if source and source.endswith("__init__.py") else dotted.rpartition(".")[0]
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                found[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")
+                up = up[:len(up) - (node.level - 1)] if node.level > 1 else up
+                base = ".".join(up + ([node.module] if node.module else []))
+            for a in node.names:
+                full = base + "." + a.name
+                top = full.split(".")[0]
+                if top in ("torch", "triton"):
+                    is_module = _module_source(full) is not None
+                elif top in getattr(sys, "stdlib_module_names", ()):
+                    try:
+                        is_module = importlib.util.find_spec(full) is not None
+                    except (ImportError, ValueError):
+                        is_module = False
+                else:
+                    is_module = True   # another package's name: taken for a module
+                if is_module:
+                    found[a.asname or a.name] = full
+    _MODULE_IMPORTS[dotted] = found
+    return found
+
+
+# Attribute names refused whatever their base (a module reached through a
+# name no file of its package has, or through a subscript or a call):
+# torch's op registry, graph and script compilers (jit but triton.jit),
+# exporters and the
+# functions that evaluate a function's string annotations (a third red
+# team's second reading: torch.ops through conv.ops, get_type_hints run by
+# torch.utils.data.argument_validation).
+FORBIDDEN_ANY_ATTRS = frozenset({
+    "ops", "fx", "jit", "onnx", "library", "package", "serialization", "argument_validation",
+    "runtime_validation", "get_type_hints",
+})
+
+# Decorators that call the function they wrap with its own arguments: a
+# method under them keeps its self.
+PASS_THROUGH_DECORATORS = frozenset({("torch", "no_grad"), ("torch", "inference_mode"), ("torch", "enable_grad")})
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+# Methods that Python calls with a class (their first parameter, or the
+# owner of a descriptor): a candidate's class reached through one gave its
+# methods as plain functions.
+CLASS_RECEIVING_METHODS = frozenset({
+    "__new__", "__init_subclass__", "__class_getitem__", "__set_name__", "__get__", "__set__", "__delete__",
+    "__torch_function__", "__torch_dispatch__", "__prepare__", "__instancecheck__", "__subclasscheck__",
+    "__mro_entries__", "__subclasshook__",
+})
+
+
+def _class_scope_nodes(cls):
+    """The nodes evaluated in a class body's own scope: its statements and
+    its methods' decorators, defaults and annotations, not their bodies."""
+    todo = list(cls.body)
+    while todo:
+        n = todo.pop()
+        yield n
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            todo.extend(n.decorator_list + n.args.defaults + [d for d in n.args.kw_defaults if d is not None])
+        elif isinstance(n, ast.ClassDef):
+            todo.extend(n.decorator_list + n.bases + [k.value for k in n.keywords])
+        elif isinstance(n, ast.Lambda):
+            todo.extend(n.args.defaults + [d for d in n.args.kw_defaults if d is not None])
+        else:
+            todo.extend(ast.iter_child_nodes(n))
+
+
+def _binds_self(fn):
+    """Whether a function binds the name self anywhere but in its first
+    parameter (an assignment, a loop, a walrus, with, except, match, import,
+    a nested definition), its own scope and its comprehensions."""
+    args = fn.args.posonlyargs + fn.args.args
+    others = args[1:] + fn.args.kwonlyargs + [a for a in (fn.args.vararg, fn.args.kwarg) if a]
+    if any(a.arg == "self" for a in others):
+        return True
+    todo = list(fn.body)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Name) and n.id == "self" and isinstance(n.ctx, (ast.Store, ast.Del)):
+            return True
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == "self":
+            return True
+        if isinstance(n, ast.ExceptHandler) and n.name == "self":
+            return True
+        if isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name == "self":
+            return True
+        if isinstance(n, ast.MatchMapping) and n.rest == "self":
+            return True
+        if isinstance(n, ast.alias) and (n.asname or n.name.split(".")[0]) == "self":
+            return True
+        if isinstance(n, _SCOPES):
+            continue   # a scope of its own: its bindings are not the method's
+        todo.extend(ast.iter_child_nodes(n))
+    return False
+
+
+def _plain_class_problem(cls, classes, aliases, seen=()):
+    """Why a class's methods may not change or read the private parts of
+    their self, or "": its bases are nothing, object, torch.nn's classes or
+    classes of the candidate's that are plain so. Other libraries' machinery
+    calls methods through the class with a self of its choosing (enum calls
+    _missing_(value): enum_missing_self.py replaced torch.Tensor.equal so;
+    torch.autograd.Function calls forward without ctx)."""
+    for b in cls.bases:
+        chain = _attr_chain(b)
+        if chain == ("object",):
+            continue
+        if chain and len(chain) == 1 and chain[0] in classes and chain[0] not in seen:
+            why = _plain_class_problem(classes[chain[0]], classes, aliases, seen + (cls.name,))
+            if why:
+                return why
+            continue
+        if chain and chain[0] in aliases.imported and tuple(aliases.resolve(chain))[:2] == ("torch", "nn"):
+            continue
+        return "in a class derived from %s (whose machinery may call its methods with a self of its choosing)" % (
+            ".".join(chain) if chain else "an expression")
+    return ""
+
+
+def _is_plain_super(call, parents):
+    """Whether a call is super() or its spelled-out twin super(C, self) in
+    a method of class C whose first parameter is self, never rebound
+    (KernelBench's programs write super(Model, self).__init__())."""
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "super") or \
+            call.keywords:
+        return False
+    if not call.args:
+        return True
+    if len(call.args) != 2 or not all(isinstance(a, ast.Name) for a in call.args) or call.args[1].id != "self":
+        return False
+    scope = parents.get(call)
+    while scope is not None and not isinstance(scope, _SCOPES):
+        scope = parents.get(scope)
+    owner = parents.get(scope)
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) or not isinstance(owner, ast.ClassDef):
+        return False
+    args = scope.args.posonlyargs + scope.args.args
+    return owner.name == call.args[0].id and bool(args) and args[0].arg == "self" and not _binds_self(scope)
+
+
+def _self_store_problem(node, parents, aliases, classes):
+    """Why a store to self.* (or a read of its private parts) is refused, or
+    "": self must be the first parameter of a method written directly in a
+    plain class of the candidate's (_plain_class_problem), undecorated (or
+    under a pass-through decorator named through an import), and never
+    rebound."""
+    scope = parents.get(node)
+    while scope is not None and not isinstance(scope, _SCOPES):
+        scope = parents.get(scope)
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return "outside a method"
+    owner = parents.get(scope)
+    if not isinstance(owner, ast.ClassDef):
+        return "in %s, a function that is no method of a class" % scope.name
+    args = scope.args.posonlyargs + scope.args.args
+    if not args or args[0].arg != "self":
+        return "in %s, whose first parameter is not self" % scope.name
+    for d in scope.decorator_list:
+        chain = _attr_chain(d.func if isinstance(d, ast.Call) else d)
+        if not chain or chain[0] not in aliases.imported or \
+                tuple(aliases.resolve(chain)) not in PASS_THROUGH_DECORATORS:
+            return "in %s, a decorated method (its decorator chooses its self)" % scope.name
+    if _binds_self(scope):
+        return "in %s, which binds self to something else" % scope.name
+    why = _plain_class_problem(owner, classes, aliases)
+    if why:
+        return "in %s, %s" % (scope.name, why)
+    return ""
+
+
+def _mutating_methods(tree):
+    """The names of the candidate's methods that store to self.* or read
+    its private parts."""
+    names = set()
+    for cls in ast.walk(tree):
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        for m in cls.body:
+            if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                    isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self" and
+                    (isinstance(n.ctx, (ast.Store, ast.Del)) or
+                     (n.attr.startswith("_") and n.attr not in ALLOWED_DUNDER_ATTRS)) for n in ast.walk(m)):
+                names.add(m.name)
+    return names
+
+
+def _annotations(tree):
+    """Every annotation of the tree (arguments, returns, annotated names)."""
+    for n in ast.walk(tree):
+        if isinstance(n, ast.arg) and n.annotation is not None:
+            yield n.annotation
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.returns is not None:
+            yield n.returns
+        elif isinstance(n, ast.AnnAssign):
+            yield n.annotation
 
 
 def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
@@ -412,6 +680,7 @@ def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
                 check_import(node, a.name)
                 local = a.asname or a.name.split(".")[0]
                 aliases.names[local] = tuple((a.name if a.asname else a.name.split(".")[0]).split("."))
+                aliases.imported.add(local)
                 check_chain(node, tuple(a.name.split(".")))
         elif isinstance(node, ast.ImportFrom):
             if node.level:
@@ -427,6 +696,7 @@ def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
                 full = tuple((node.module or "").split(".")) + (a.name,)
                 check_chain(node, full)
                 aliases.names[a.asname or a.name] = full
+                aliases.imported.add(a.asname or a.name)
     # A name bound to a chain (T = torch.Tensor, cuda = torch.cuda) stands
     # for that chain in the checks, like an import alias.
     for node in ast.walk(tree):
@@ -440,6 +710,34 @@ def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
                     else:
                         forbid(node, "binds %s to something other than a plain name" % ".".join(aliases.resolve(chain)))
     parents = {child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
+    class_names = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+    classes = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+    mutating = _mutating_methods(tree)
+    # A name an import bound is never bound again (torch = Deco() made
+    # @torch.no_grad a decorator of the candidate's: fake_torch_no_grad.py).
+    for n in ast.walk(tree):
+        bound = None
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            bound = n.id
+        elif isinstance(n, ast.arg):
+            bound = n.arg
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound = n.name
+        elif isinstance(n, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+            bound = n.name
+        elif isinstance(n, ast.MatchMapping):
+            bound = n.rest
+        if bound and bound in aliases.imported:
+            forbid(n, "binds %s again (a name an import bound stands for that module everywhere)" % bound)
+    # String annotations are Python that library code evaluates (typing's
+    # get_type_hints, from wherever it is called), out of these checks'
+    # sight.
+    for a in _annotations(tree):
+        for n in ast.walk(a):
+            if isinstance(n, ast.Constant) and isinstance(n.value, str):
+                forbid(n, "uses a string in an annotation (Python that library code evaluates)")
+    method_names = {b.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef) for b in n.body
+                    if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef))}
     for node in ast.walk(tree):
         if isinstance(node, (ast.Name, ast.Attribute)) and not isinstance(parents.get(node), ast.Attribute):
             resolved = aliases.resolve(_attr_chain(node) or ())
@@ -451,9 +749,27 @@ def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
                         all(k.arg not in (None, "assigned", "updated") for k in call.keywords)):
                     forbid(node, "uses %s other than as a decorator with its default attributes (it copies "
                                  "attributes named by strings)" % ".".join(resolved))
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            name = node.id if isinstance(node, ast.Name) else node.attr
+            if name.endswith("Meta") or name == "EnumType":
+                forbid(node, "uses %s (a metaclass: classes whose methods' self is a class)" % name)
         if isinstance(node, ast.Name):
             if node.id in FORBIDDEN_NAMES:
                 forbid(node, "uses %s (a kernel has no use for it)" % node.id)
+            call = parents.get(node)
+            called = isinstance(call, ast.Call) and call.func is node
+            # type() only to compare a type (type(x) is torch.Tensor): with
+            # three arguments, or as a base, it makes classes whose
+            # attributes are strings built at run time, and metaclasses.
+            if node.id == "type" and not (called and len(call.args) == 1 and not call.keywords and
+                                          isinstance(parents.get(call), ast.Compare)):
+                forbid(node, "uses type other than to compare an object's type (type(x) is T)")
+            if node.id == "classmethod":
+                forbid(node, "uses classmethod (a method that receives a class: one of its methods read through "
+                             "it is a plain function)")
+            if node.id == "super" and not (called and _is_plain_super(call, parents)):
+                forbid(node, "uses super other than as super() or super(ThisClass, self) in a method (its self is "
+                             "the method's)")
             if node.id.startswith("__") and node.id.endswith("__") and node.id not in ("__name__",):
                 forbid(node, "uses %s" % node.id)
         elif isinstance(node, ast.Attribute):
@@ -480,7 +796,13 @@ def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
                 forbid(node, "uses the attribute %s (a kernel has no use for it)" % node.attr)
             # Whatever the base (an alias, a subscript, a call's result), the
             # operating system and the interpreter are never a kernel's.
-            if node.attr in FORBIDDEN_MODULE_ATTRS or node.attr == "_C":
+            # A method's own self's attributes are the candidate's own
+            # (self.reduction, a layer of KernelBench's SwinMLP): only a
+            # module could carry the system there, and no module is a value.
+            base = node.value
+            own = isinstance(base, ast.Name) and base.id == "self" and \
+                not _self_store_problem(node, parents, aliases, classes)
+            if (node.attr in FORBIDDEN_MODULE_ATTRS and not own) or node.attr == "_C":
                 forbid(node, "reaches %s (a kernel has no use for the operating system or the interpreter)"
                        % node.attr)
             # A private attribute of anything but the candidate's own
@@ -488,9 +810,19 @@ def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
             # and typing's ForwardRef._evaluate were reached from a class or
             # a subscript, which the alias rule above does not follow.
             base = node.value
-            if node.attr.startswith("_") and node.attr not in ALLOWED_DUNDER_ATTRS and \
-                    not (isinstance(base, ast.Name) and base.id in ("self", "cls")):
-                forbid(node, "uses the attribute %s of something other than self (private parts)" % node.attr)
+            if node.attr.startswith("_") and node.attr not in ALLOWED_DUNDER_ATTRS:
+                if not (isinstance(base, ast.Name) and base.id == "self"):
+                    forbid(node, "uses the attribute %s of something other than self (private parts)" % node.attr)
+                # And self must be a method's own instance (a function's
+                # parameter named self, given enum.Enum, ran its _convert_:
+                # self_param_private_convert.py).
+                why = _self_store_problem(node, parents, aliases, classes)
+                if why:
+                    forbid(node, "uses the attribute self.%s %s (private parts: only of a method's own instance)"
+                           % (node.attr, why))
+            if node.attr in FORBIDDEN_ANY_ATTRS and not own and not (
+                    node.attr == "jit" and chain and tuple(aliases.resolve(chain)) == ("triton", "jit")):
+                forbid(node, "uses the attribute %s (not a kernel's business, whatever its base)" % node.attr)
             if isinstance(node.ctx, (ast.Store, ast.Del)):
                 # Only the candidate's own module's attributes: a store on
                 # anything else (a library, a class, the judge's code
@@ -499,6 +831,40 @@ def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
                     what = ".".join(aliases.resolve(chain)) if chain else "an attribute of an expression"
                     forbid(node, "assigns to %s (a candidate may change only its own module's attributes, "
                                  "self.*)" % what)
+                # And `self` must be a method's own instance: a function's
+                # parameter named self, called with torch.Tensor, replaced
+                # its allclose and equal (self_named_param.py).
+                why = _self_store_problem(node, parents, aliases, classes)
+                if why:
+                    forbid(node, "assigns to %s %s (a candidate may change only its own objects' attributes, "
+                                 "self.* in a method of its class)" % (".".join(chain), why))
+            # A method read through its class (or cls, or type(x), or a
+            # super() with arguments) is a plain function whose self the
+            # caller chooses: H.put(torch.Tensor, v).
+            if isinstance(node.ctx, ast.Load) and node.attr in method_names and (
+                    (isinstance(base, ast.Name) and (base.id in class_names or base.id == "cls")) or
+                    (isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and
+                     base.func.id in ("type", "super") and (base.args or base.keywords) and
+                     not _is_plain_super(base, parents))):
+                forbid(node, "reads the method %s through a class (its self would be whatever the caller passes)"
+                       % node.attr)
+            # A method that changes its self (or reads its private parts) is
+            # read only as self.m of a method's own self, super().m, or a
+            # library's class's: a class laundered through a library
+            # (type_before_parametrizations returns type(module)) gave it as
+            # a plain function (class_by_type_before_param.py).
+            if isinstance(node.ctx, ast.Load) and node.attr in mutating and not (
+                    (isinstance(base, ast.Name) and base.id == "self" and
+                     not _self_store_problem(node, parents, aliases, classes)) or
+                    _is_plain_super(base, parents) or
+                    (chain and chain[0] in aliases.imported)):
+                forbid(node, "reads the method %s, which changes its self, other than as self.%s (its self would be "
+                             "whatever the caller passes)" % (node.attr, node.attr))
+            # torch and triton as an attribute of anything (a module passed
+            # through a subscript or a call: [F][0].torch) give every
+            # forbidden prefix back.
+            if node.attr in ("torch", "triton"):
+                forbid(node, "reaches %s through another object's attributes" % node.attr)
 
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and \
                 re.fullmatch(r"__\w+__", node.value) and node.value != "__main__":
@@ -513,8 +879,32 @@ def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
             # __match_args__ strings (a red team's second reading): class
             # patterns are refused.
             forbid(node, "uses a class pattern (attributes looked up by names these checks do not see)")
-        elif isinstance(node, ast.ClassDef) and node.name == "ModelNew" and node in tree.body:
-            has_model_new = True
+        elif isinstance(node, ast.ClassDef):
+            if node.name == "ModelNew" and node in tree.body:
+                has_model_new = True
+            # No way to hold one of its classes as a value (a class decorator
+            # receives it; these methods receive it as their first or an
+            # owner parameter): through one, a method is a plain function
+            # whose self the caller chooses.
+            if node.decorator_list:
+                forbid(node, "decorates the class %s (its decorator receives the class itself)" % node.name)
+            for b in node.body:
+                if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) and b.name in CLASS_RECEIVING_METHODS:
+                    forbid(b, "defines %s (a method that receives a class: one of its methods read through it is "
+                              "a plain function)" % b.name)
+            for k in node.keywords:
+                if k.arg in (None, "metaclass"):
+                    forbid(node, "gives the class %s a metaclass (classes whose methods' self is a class)" % node.name)
+            for b in node.bases:
+                if not _attr_chain(b.value if isinstance(b, ast.Subscript) else b):
+                    forbid(node, "derives the class %s from something other than a named class" % node.name)
+            # In the class body a method is a plain function: put(torch.Tensor, v)
+            # there, or a list of it read later, chooses its self.
+            own = {b.name for b in node.body if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            for n in _class_scope_nodes(node):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in own:
+                    forbid(n, "uses the method %s in its class's body (a plain function there: its self would "
+                              "be whatever the caller passes)" % n.id)
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             forbid(node, "uses %s (state kept across calls)" % ("global" if isinstance(node, ast.Global) else "nonlocal"))
         elif isinstance(node, ast.Call):

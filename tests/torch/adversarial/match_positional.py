@@ -2,9 +2,11 @@
 # its class's __match_args__, and a metaclass's __instancecheck__ lets any
 # subject match: `case _Globals(g)` bound a function's globals with no
 # Attribute node for the checks to see, and from there os (judged correct
-# before both rules, its pid read). Forbidden twice: every class pattern is
-# refused (match_class_attrs.py), and so are dunder-named string literals
-# ("__match_args__", "__globals__"), each refusing this alone.
+# before both rules, its pid read). Forbidden three times: every class
+# pattern is refused (match_class_attrs.py), and so are dunder-named string
+# literals ("__match_args__", "__globals__") and (since a third red team)
+# methods that receive a class, __instancecheck__ among them: each refuses
+# this alone.
 import torch
 import torch.nn as nn
 

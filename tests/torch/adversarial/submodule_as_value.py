@@ -5,7 +5,9 @@
 # unpickler, refused by name in a chain) read a file-like object's pickle:
 # GLOBAL os getpid, run (judged correct before; torch.load then finds no
 # magic number and raises, which the candidate catches). Forbidden: a name
-# or chain that is a module is used only as the base of an attribute.
+# or chain that is a module is used only as the base of an attribute; and
+# (since a third red team) .torch is refused as an attribute of anything:
+# each refuses this alone.
 import torch
 import torch.nn as nn
 from torch.nn import functional
