@@ -167,6 +167,15 @@ def main():
         "self_param_forwardref_eval.py": (softmax, {"forbidden"}, "uses the attribute self._evaluate", None),
         "datapipe_argument_validation.py": (softmax, {"forbidden"}, "argument_validation", None),
         "ops_by_star_import.py": (softmax, {"forbidden"}, "uses the attribute ops", None),
+        # Its third reading: enum calling a mixin's _missing_ with a foreign
+        # self; Python run by torch.utils' tooling (a pickle, exec, a shell:
+        # the sandbox refuses the shell's process first) and by setuptools'
+        # entry points, under cpp_extension.
+        "enum_mixin_missing.py": (softmax, {"forbidden"}, "derives Patch from Patcher", None),
+        "exec_by_bottleneck_main.py": (softmax, {"forbidden"}, "imports from torch.utils.bottleneck.__main__", None),
+        "import_by_entry_point.py": (softmax, {"forbidden"}, "reaches the module setuptools", None),
+        "pickle_by_datapipe_decoder.py": (softmax, {"forbidden"}, "uses torch.utils.data", None),
+        "shell_by_collect_env.py": (softmax, {"forbidden"}, "uses torch.utils.collect_env", None),
         "autotunes.py": (softmax, {"forbidden"}, "autotune", None),
         "modifies_parameters.py": (sbr, {"wrong_answer"}, "modified its parameters", None),
         "dynamic_load_inline.py": (softmax, {"compile_error"}, "must be constants", None),

@@ -261,6 +261,26 @@ class StaticChecks(unittest.TestCase):
         self.forbidden("x = [0][0].jit\n", "uses the attribute jit")
         check("import triton\nimport triton.language as tl\n@triton.jit\ndef k(x, B: tl.constexpr):\n    pass\n")
 
+    def test_a_third_red_teams_third_reading(self):
+        # A class whose methods change their self is a base only of plain
+        # classes (enum_mixin_missing.py).
+        self.forbidden("import enum\nclass P:\n    def _missing_(self):\n        self.x = 1\n"
+                       "class E(P, enum.Enum):\n    A = 1\n", "derives E from P, whose methods change their self")
+        check("class P:\n    def get(self):\n        return 1\nimport enum\nclass E(P, enum.Enum):\n    A = 1\n")
+        # No import from a private module's path (exec_by_bottleneck_main.py).
+        self.forbidden("from torch.utils.bottleneck.__main__ import run_cprofile\n", "a library's private parts")
+        self.forbidden("import torch._utils\n", "a library's private parts")
+        # Of torch.utils only cpp_extension (collect_env.run, the datapipes'
+        # decoder).
+        self.forbidden("from torch.utils.collect_env import run\n", "uses torch.utils.collect_env")
+        self.forbidden("from torch import utils\nx = utils.data\n", "uses torch.utils.data")
+        check("from torch.utils.cpp_extension import load_inline\nimport torch.utils.cpp_extension\n")
+        # No module outside the allowed packages through a torch chain
+        # (import_by_entry_point.py: setuptools under cpp_extension).
+        self.forbidden("from torch.utils.cpp_extension import setuptools\n", "reaches the module setuptools")
+        # __name__ is read, never bound.
+        self.forbidden("__name__ = 'torch'\n", "binds __name__")
+
     def test_a_candidate_without_model_new_or_not_python(self):
         with self.assertRaises(kc.BuildError) as e:
             kc.check_source(HEAD + "class Model(nn.Module):\n    pass\n")

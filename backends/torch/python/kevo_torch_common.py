@@ -377,6 +377,31 @@ def _is_module_chain(chain):
     return False
 
 
+def _outside_module(chain):
+    """The first module outside the allowed packages that a torch or triton
+    chain passes through ("" where none): setuptools under
+    torch.utils.cpp_extension, whose pkg_resources resolves "module:attr"
+    strings (import_by_entry_point.py)."""
+    module = chain[0]
+    for part in chain[1:]:
+        inner = module + "." + part
+        if _module_source(inner) is not None:
+            module = inner
+            continue
+        module = _imported_modules(module).get(part)
+        if module is None:
+            return ""
+        if module.split(".")[0] not in ("torch", "triton"):
+            return "" if module.split(".")[0] in ALLOWED_IMPORTS else module
+    return ""
+
+
+# What of torch.utils a candidate may use: the rest is tooling that runs
+# shells, pickles and Python from strings (a third red team's third
+# reading: collect_env.run, the datapipes' decoder, bottleneck's
+# run_cprofile).
+ALLOWED_TORCH_UTILS = frozenset({"cpp_extension"})
+
 _MODULE_SOURCES = {}
 _MODULE_IMPORTS = {}
 
@@ -636,6 +661,10 @@ def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
 
     def check_import(node, module):
         top = module.split(".")[0]
+        # A private module's path (from torch.utils.bottleneck.__main__
+        # import run_cprofile: exec_by_bottleneck_main.py).
+        if module != "__future__" and any(p.startswith("_") for p in module.split(".")):
+            forbid(node, "imports from %s (a library's private parts)" % module)
         if top not in ALLOWED_IMPORTS:
             forbid(node, "imports %s (a candidate may import only %s)" % (module, ", ".join(sorted(ALLOWED_IMPORTS - {"__future__"}))))
         if top == "triton" and "triton" not in languages:
@@ -672,6 +701,15 @@ def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
         if any(part in ("torch", "triton") for part in chain[1:]):
             forbid(node, "reaches %s through another module's attributes (%s)" % (
                 next(p for p in chain[1:] if p in ("torch", "triton")), ".".join(chain)))
+        # Last, as the more telling reasons above come first.
+        if tuple(chain[:2]) == ("torch", "utils") and len(chain) > 2 and chain[2] not in ALLOWED_TORCH_UTILS:
+            forbid(node, "uses %s (of torch.utils a candidate may use only %s)" % (
+                ".".join(chain[:3]), ", ".join(sorted(ALLOWED_TORCH_UTILS))))
+        if chain[0] in ("torch", "triton"):
+            outside = _outside_module(tuple(chain))
+            if outside:
+                forbid(node, "reaches the module %s through %s (a candidate may use only %s)" % (
+                    outside, ".".join(chain), ", ".join(sorted(ALLOWED_IMPORTS - {"__future__"}))))
 
     has_model_new = False
     for node in ast.walk(tree):
@@ -713,6 +751,26 @@ def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
     class_names = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
     classes = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
     mutating = _mutating_methods(tree)
+    # A class whose methods change their self is a base only of plain
+    # classes: enum called a mixin's _missing_ with torch.Tensor as its
+    # self (enum_mixin_missing.py: class Patch(Patcher, enum.Enum)).
+    changers = {c.name for c in classes.values() if any(
+        isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) and b.name in mutating for b in c.body)}
+    for c in classes.values():
+        why = _plain_class_problem(c, classes, aliases)
+        if not why:
+            continue
+        todo, seen = [c], set()
+        while todo:
+            k = todo.pop()
+            for b in k.bases:
+                name = b.id if isinstance(b, ast.Name) else None
+                if name in classes and name not in seen:
+                    seen.add(name)
+                    if name in changers:
+                        forbid(c, "derives %s from %s, whose methods change their self, and is no plain class (%s)"
+                               % (c.name, name, why[3:] if why.startswith("in ") else why))
+                    todo.append(classes[name])
     # A name an import bound is never bound again (torch = Deco() made
     # @torch.no_grad a decorator of the candidate's: fake_torch_no_grad.py).
     for n in ast.walk(tree):
@@ -756,6 +814,8 @@ def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
         if isinstance(node, ast.Name):
             if node.id in FORBIDDEN_NAMES:
                 forbid(node, "uses %s (a kernel has no use for it)" % node.id)
+            if node.id == "__name__" and not isinstance(node.ctx, ast.Load):
+                forbid(node, "binds __name__ (the module every class of the candidate's names)")
             call = parents.get(node)
             called = isinstance(call, ast.Call) and call.func is node
             # type() only to compare a type (type(x) is torch.Tensor): with
