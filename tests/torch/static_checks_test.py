@@ -281,6 +281,40 @@ class StaticChecks(unittest.TestCase):
         # __name__ is read, never bound.
         self.forbidden("__name__ = 'torch'\n", "binds __name__")
 
+    def test_a_module_is_what_its_package_leaves_bound(self):
+        # triton's own `from .runtime.jit import jit`: triton.jit is a
+        # function though triton/runtime/jit.py is a file (a package that
+        # rebinds a submodule's name). A made-up triton package stands in
+        # for the real one, which this machine may not have.
+        import tempfile
+        files = {"__init__.py": "from .runtime.jit import jit\nfrom . import language\nfrom .runtime import jit as j2\n",
+                 "runtime/__init__.py": "from .jit import jit\n", "runtime/jit.py": "def jit(f):\n    return f\n",
+                 "language/__init__.py": "from . import core\n", "language/core.py": "x = 1\n"}
+        saved = {k: dict(v) for k, v in (("dirs", kc._PACKAGE_DIRS), ("src", kc._MODULE_SOURCES),
+                                          ("imp", kc._MODULE_IMPORTS), ("tree", kc._MODULE_TREES))}
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, text in files.items():
+                os.makedirs(os.path.dirname(os.path.join(tmp, "triton", name)), exist_ok=True)
+                with open(os.path.join(tmp, "triton", name), "w") as f:
+                    f.write(text)
+            try:
+                for cache in (kc._MODULE_SOURCES, kc._MODULE_IMPORTS, kc._MODULE_TREES):
+                    for k in [k for k in cache if k.split(".")[0] == "triton"]:
+                        del cache[k]
+                kc._PACKAGE_DIRS["triton"] = os.path.join(tmp, "triton")
+                self.assertTrue(kc._is_module_chain(("triton", "language")))
+                self.assertTrue(kc._is_module_chain(("triton", "language", "core")))
+                self.assertFalse(kc._is_module_chain(("triton", "jit")))
+                self.assertFalse(kc._is_module_chain(("triton", "runtime", "jit")))
+                self.assertFalse(kc._is_module_chain(("triton", "j2")))
+                check("import triton\n@triton.jit\ndef k(x):\n    return x\n")
+                self.forbidden("import triton\nx = [triton.language][0]\n", "uses the module triton.language as a value")
+            finally:
+                for cache, key in ((kc._PACKAGE_DIRS, "dirs"), (kc._MODULE_SOURCES, "src"),
+                                   (kc._MODULE_IMPORTS, "imp"), (kc._MODULE_TREES, "tree")):
+                    cache.clear()
+                    cache.update(saved[key])
+
     def test_a_candidate_without_model_new_or_not_python(self):
         with self.assertRaises(kc.BuildError) as e:
             kc.check_source(HEAD + "class Model(nn.Module):\n    pass\n")

@@ -352,7 +352,7 @@ def _is_module_chain(chain):
         module = chain[0]
         for i, part in enumerate(chain[1:], 1):
             inner = module + "." + part
-            if _module_source(inner) is not None:
+            if _module_source(inner) is not None and not _rebinds(module, part):
                 module = inner
                 continue
             # An attribute of the module: a module where its source binds
@@ -385,7 +385,7 @@ def _outside_module(chain):
     module = chain[0]
     for part in chain[1:]:
         inner = module + "." + part
-        if _module_source(inner) is not None:
+        if _module_source(inner) is not None and not _rebinds(module, part):
             module = inner
             continue
         module = _imported_modules(module).get(part)
@@ -404,6 +404,45 @@ ALLOWED_TORCH_UTILS = frozenset({"cpp_extension"})
 
 _MODULE_SOURCES = {}
 _MODULE_IMPORTS = {}
+_MODULE_TREES = {}
+
+
+def _module_tree(dotted):
+    """The parsed source of a module of torch's or triton's package (None
+    where there is none)."""
+    if dotted not in _MODULE_TREES:
+        source = _module_source(dotted)
+        try:
+            with open(source, encoding="utf-8") as f:
+                _MODULE_TREES[dotted] = ast.parse(f.read())
+        except (OSError, TypeError, ValueError, SyntaxError):
+            _MODULE_TREES[dotted] = None
+    return _MODULE_TREES[dotted]
+
+
+def _rebinds(package, name):
+    """Whether a package's own source binds `name` at module level to
+    something that is no module (triton's `from .runtime.jit import jit`:
+    triton.jit is a function though triton/runtime/jit.py is a file, and a
+    package's `from .jit import jit` replaces its submodule jit)."""
+    tree = _module_tree(package)
+    todo = list(tree.body) if tree is not None else []
+    while todo:
+        n = todo.pop()
+        if isinstance(n, (ast.If, ast.Try, ast.With)):
+            todo.extend(getattr(n, "body", []) + getattr(n, "orelse", []) + getattr(n, "finalbody", []) +
+                        [x for h in getattr(n, "handlers", []) for x in h.body])
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name:
+            return True
+        elif isinstance(n, (ast.Assign, ast.AnnAssign)):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                return True
+        elif isinstance(n, ast.ImportFrom):
+            for a in n.names:
+                if (a.asname or a.name) == name and _imported_modules(package).get(name) is None:
+                    return True
+    return False
 
 
 def _module_source(dotted):
@@ -432,12 +471,9 @@ def _imported_modules(dotted):
     if dotted in _MODULE_IMPORTS:
         return _MODULE_IMPORTS[dotted]
     found = {}
+    _MODULE_IMPORTS[dotted] = found   # (a package's rebinding asks for its imports while they are read)
     source = _module_source(dotted)
-    try:
-        with open(source, encoding="utf-8") as f:
-            tree = ast.parse(f.read())
-    except (OSError, TypeError, ValueError, SyntaxError):
-        tree = None
+    tree = _module_tree(dotted)
     package = dotted if source and source.endswith("__init__.py") else dotted.rpartition(".")[0]
     for node in ast.walk(tree) if tree is not None else ():
         if isinstance(node, ast.Import):
@@ -453,7 +489,8 @@ def _imported_modules(dotted):
                 full = base + "." + a.name
                 top = full.split(".")[0]
                 if top in ("torch", "triton"):
-                    is_module = _module_source(full) is not None
+                    is_module = _module_source(full) is not None and not (
+                        base != dotted and _rebinds(base, a.name))
                 elif top in getattr(sys, "stdlib_module_names", ()):
                     try:
                         is_module = importlib.util.find_spec(full) is not None
