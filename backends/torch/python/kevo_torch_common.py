@@ -785,7 +785,6 @@ def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
                     else:
                         forbid(node, "binds %s to something other than a plain name" % ".".join(aliases.resolve(chain)))
     parents = {child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
-    class_names = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
     classes = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
     mutating = _mutating_methods(tree)
     # A class whose methods change their self is a base only of plain
@@ -939,7 +938,7 @@ def check_source(source, filename="candidate.py", languages=("cuda", "triton")):
             # super() with arguments) is a plain function whose self the
             # caller chooses: H.put(torch.Tensor, v).
             if isinstance(node.ctx, ast.Load) and node.attr in method_names and (
-                    (isinstance(base, ast.Name) and (base.id in class_names or base.id == "cls")) or
+                    (isinstance(base, ast.Name) and (base.id in classes or base.id == "cls")) or
                     (isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and
                      base.func.id in ("type", "super") and (base.args or base.keywords) and
                      not _is_plain_super(base, parents))):
